@@ -1,0 +1,270 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+	"go.uber.org/fx"
+)
+
+// EnvPrefix starts every environment variable that configures the app.
+const EnvPrefix = "APP_"
+
+// Sources says where a [Config] reads its values from.
+type Sources struct {
+	// Dir holds app.toml and app.<Env>.toml. Empty: no files are read.
+	Dir string
+	// Env is the app environment (APP_ENV), such as "production". Empty:
+	// only app.toml is read.
+	Env string
+	// Environ is the process environment as KEY=VALUE strings; only
+	// variables named APP_SECTION__KEY are read.
+	Environ []string
+	// Overrides sets keys ("queue.workers") above every other source.
+	// Tests use it.
+	Overrides map[string]any
+}
+
+// Defaults returns the sources of a process: the config folder of the
+// working directory, APP_ENV and the process environment.
+func Defaults() Sources {
+	return Sources{Dir: "config", Env: os.Getenv("APP_ENV"), Environ: os.Environ()}
+}
+
+// Config holds the merged values of every source and the decoded sections.
+type Config struct {
+	k        *koanf.Koanf
+	origin   map[string]string // flattened key -> where its value came from
+	sections map[string]any    // section name -> decoded value (T)
+	warnings []string
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// Load reads every source and merges them. It decodes no section: see
+// [New] for that.
+func Load(src Sources) (*Config, error) {
+	c := &Config{k: koanf.New("."), origin: map[string]string{}, sections: map[string]any{}}
+	if src.Dir != "" {
+		files := []string{filepath.Join(src.Dir, "app.toml")}
+		if src.Env != "" {
+			if !envName.MatchString(src.Env) {
+				return nil, &Error{Key: "APP_ENV", Value: src.Env, Source: "env APP_ENV", Allowed: "letters, digits, '.', '_' and '-'"}
+			}
+			files = append(files, filepath.Join(src.Dir, "app."+src.Env+".toml"))
+		}
+		for _, path := range files {
+			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err := c.merge(file.Provider(path), toml.Parser(), path, nil); err != nil {
+				return nil, fmt.Errorf("config: read %s: %w", path, err)
+			}
+		}
+	}
+	envVar := map[string]string{} // key -> variable name
+	provider := env.Provider(".", env.Opt{
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return src.Environ },
+		TransformFunc: func(name, value string) (string, any) {
+			key, ok := EnvKey(name)
+			if !ok {
+				return "", nil
+			}
+			envVar[key] = name
+			return key, value
+		},
+	})
+	if err := c.merge(provider, nil, "", func(key string) string { return "env " + envVar[key] }); err != nil {
+		return nil, fmt.Errorf("config: read environment: %w", err)
+	}
+	if len(src.Overrides) > 0 {
+		if err := c.merge(confmap.Provider(src.Overrides, "."), nil, "overrides", nil); err != nil {
+			return nil, fmt.Errorf("config: overrides: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// EnvKey maps an environment variable to the key it sets:
+// APP_QUEUE__POLL_INTERVAL_MS to queue.poll_interval_ms. It reports false
+// for a variable that sets no key, such as APP_ENV.
+func EnvKey(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, EnvPrefix)
+	if !ok || !strings.Contains(rest, "__") {
+		return "", false
+	}
+	parts := strings.Split(strings.ToLower(rest), "__")
+	if slices.Contains(parts, "") {
+		return "", false
+	}
+	return strings.Join(parts, "."), true
+}
+
+// merge loads one source into its own koanf, records where each key came
+// from, then merges it over what was loaded before.
+func (c *Config) merge(p koanf.Provider, parser koanf.Parser, source string, sourceOf func(string) string) error {
+	sub := koanf.New(".")
+	if err := sub.Load(p, parser); err != nil {
+		return err
+	}
+	for _, key := range sub.Keys() {
+		if sourceOf != nil {
+			c.origin[key] = sourceOf(key)
+		} else {
+			c.origin[key] = source
+		}
+	}
+	return c.k.Merge(sub)
+}
+
+// Definition is a section declared by a module: its name and the value of
+// its type holding the defaults. [Section] provides one to the group
+// "config.sections".
+type Definition struct {
+	Name     string
+	Defaults any
+}
+
+// New loads src and decodes every section of defs, failing with an [*Error]
+// for the first invalid value or unknown key, sections in name order.
+func New(src Sources, defs ...Definition) (*Config, error) {
+	c, err := Load(src)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	for _, def := range defs {
+		if _, dup := c.sections[def.Name]; dup {
+			return nil, fmt.Errorf("config: section [%s] is declared twice", def.Name)
+		}
+		ptr := reflect.New(reflect.TypeOf(def.Defaults))
+		ptr.Elem().Set(reflect.ValueOf(def.Defaults))
+		keys, err := c.decode(def.Name, ptr.Interface())
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			known[k] = true
+		}
+		c.sections[def.Name] = ptr.Elem().Interface()
+	}
+	if err := c.checkUnknown(known); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkUnknown fails on a key of a declared section that the section does
+// not have, and keeps a warning for each undeclared section.
+func (c *Config) checkUnknown(known map[string]bool) error {
+	unknownSections := map[string]string{}
+	for _, key := range c.k.Keys() {
+		if known[key] {
+			continue
+		}
+		section, _, _ := strings.Cut(key, ".")
+		if _, ok := c.sections[section]; ok {
+			var keys []string
+			for k := range known {
+				if name, rest, _ := strings.Cut(k, "."); name == section {
+					keys = append(keys, rest)
+				}
+			}
+			sort.Strings(keys)
+			return &Error{Key: key, Value: fmt.Sprint(c.k.Get(key)), Source: c.origin[key],
+				Allowed: "no such key; [" + section + "] has " + strings.Join(keys, ", "), unknown: true}
+		}
+		if _, seen := unknownSections[section]; !seen {
+			unknownSections[section] = c.origin[key]
+		}
+	}
+	for _, section := range slices.Sorted(maps.Keys(unknownSections)) {
+		c.warnings = append(c.warnings, fmt.Sprintf("config: section [%s] (from %s) is not used by any module of this app; ignored", section, unknownSections[section]))
+	}
+	return nil
+}
+
+// Warnings returns what the Config noticed but did not fail on, such as a
+// section that no module declares.
+func (c *Config) Warnings() []string { return c.warnings }
+
+// Source says where key's value came from: a file's path, "env
+// APP_SECTION__KEY", "overrides", or "default" when no source set it.
+func (c *Config) Source(key string) string {
+	if s, ok := c.origin[key]; ok {
+		return s
+	}
+	return "default"
+}
+
+// Decode fills out, a pointer to a struct holding a section's defaults,
+// with the values set for section name, and validates it.
+func (c *Config) Decode(name string, out any) error {
+	_, err := c.decode(name, out)
+	return err
+}
+
+// Get returns the decoded section name of a Config built by [New].
+func Get[T any](c *Config, name string) (T, error) {
+	v, ok := c.sections[name].(T)
+	if !ok {
+		var zero T
+		return zero, fmt.Errorf("config: section [%s] of type %T is not declared", name, zero)
+	}
+	return v, nil
+}
+
+type moduleParams struct {
+	fx.In
+	Defs   []Definition `group:"config.sections"`
+	Logger *slog.Logger `optional:"true"`
+}
+
+// Module provides the app's [*Config], read from src, with every section
+// that modules declared through [Section] decoded and validated.
+func Module(src Sources) fx.Option {
+	return fx.Module("config",
+		fx.Provide(func(p moduleParams) (*Config, error) {
+			c, err := New(src, p.Defs...)
+			if err != nil {
+				return nil, err
+			}
+			if p.Logger != nil {
+				for _, w := range c.Warnings() {
+					p.Logger.Warn(w)
+				}
+			}
+			return c, nil
+		}),
+	)
+}
+
+// Section declares the section name with the defaults held by a value of
+// T, and provides T decoded from the app's [Config].
+func Section[T any](name string, defaults T) fx.Option {
+	if reflect.TypeOf(defaults) == nil || reflect.TypeOf(defaults).Kind() != reflect.Struct {
+		return fx.Error(fmt.Errorf("config: section [%s]: defaults must be a struct, not %T", name, defaults))
+	}
+	return fx.Options(
+		fx.Provide(fx.Annotated{Group: "config.sections", Target: func() Definition {
+			return Definition{Name: name, Defaults: defaults}
+		}}),
+		fx.Provide(func(c *Config) (T, error) { return Get[T](c, name) }),
+	)
+}

@@ -1,0 +1,214 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/navree/navree/config"
+)
+
+// queueConfig mirrors the shape of a module's section.
+type queueConfig struct {
+	Driver         string   `koanf:"driver" validate:"oneof=database memory"`
+	DefaultQueue   string   `koanf:"default_queue" validate:"required,max=64"`
+	Workers        int      `koanf:"workers" validate:"min=1,max=1000"`
+	PollIntervalMs int      `koanf:"poll_interval_ms" validate:"min=1"`
+	Queues         []string `koanf:"queues" validate:"required"`
+	Verbose        bool     `koanf:"verbose"`
+}
+
+var queueDefaults = queueConfig{Driver: "database", DefaultQueue: "default", Workers: 4, PollIntervalMs: 1000, Queues: []string{"high", "default"}}
+
+func write(t *testing.T, dir, name, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func load(t *testing.T, src config.Sources) (queueConfig, error) {
+	t.Helper()
+	c, err := config.New(src, config.Definition{Name: "queue", Defaults: queueDefaults})
+	if err != nil {
+		return queueConfig{}, err
+	}
+	return config.Get[queueConfig](c, "queue")
+}
+
+func TestDefaultsWhenNothingIsSet(t *testing.T) {
+	got, err := load(t, config.Sources{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, queueDefaults) {
+		t.Fatalf("got %+v, want the defaults %+v", got, queueDefaults)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "app.toml", "[queue]\nworkers = 2\npoll_interval_ms = 50\ndefault_queue = \"file\"\nqueues = [\"a\", \"b\"]\n")
+	write(t, dir, "app.production.toml", "[queue]\nworkers = 3\npoll_interval_ms = 60\n")
+	write(t, dir, "app.staging.toml", "[queue]\nworkers = 99\n")
+	src := config.Sources{
+		Dir: dir, Env: "production",
+		Environ: []string{"APP_QUEUE__WORKERS=8", "APP_QUEUE__QUEUES=high, default,low", "APP_ENV=production", "HOME=/root"},
+	}
+	c, err := config.New(src, config.Definition{Name: "queue", Defaults: queueDefaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := config.Get[queueConfig](c, "queue")
+	want := queueConfig{Driver: "database", DefaultQueue: "file", Workers: 8, PollIntervalMs: 60, Queues: []string{"high", "default", "low"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for key, source := range map[string]string{
+		"queue.workers":          "env APP_QUEUE__WORKERS",
+		"queue.poll_interval_ms": filepath.Join(dir, "app.production.toml"),
+		"queue.default_queue":    filepath.Join(dir, "app.toml"),
+		"queue.driver":           "default",
+	} {
+		if got := c.Source(key); got != source {
+			t.Errorf("Source(%q) = %q, want %q", key, got, source)
+		}
+	}
+
+	src.Overrides = map[string]any{"queue.workers": 16}
+	got, err = load(t, src)
+	if err != nil || got.Workers != 16 {
+		t.Fatalf("overrides: workers = %d, %v; want 16", got.Workers, err)
+	}
+}
+
+func TestInvalidValuesNameKeyValueSourceAndAllowed(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    string // APP_ variable
+		file    string // or app.toml body
+		wantErr string
+	}{
+		{name: "enum", give: "APP_QUEUE__DRIVER=redis",
+			wantErr: `config: invalid value for queue.driver: "redis" (from env APP_QUEUE__DRIVER); allowed: one of database, memory`},
+		{name: "not a number", give: "APP_QUEUE__WORKERS=many",
+			wantErr: `config: invalid value for queue.workers: "many" (from env APP_QUEUE__WORKERS); allowed: a whole number`},
+		{name: "below min", give: "APP_QUEUE__WORKERS=0",
+			wantErr: `config: invalid value for queue.workers: "0" (from env APP_QUEUE__WORKERS); allowed: at least 1, at most 1000`},
+		{name: "above max", give: "APP_QUEUE__WORKERS=1001",
+			wantErr: `config: invalid value for queue.workers: "1001" (from env APP_QUEUE__WORKERS); allowed: at least 1, at most 1000`},
+		{name: "fraction", give: "APP_QUEUE__POLL_INTERVAL_MS=1.5",
+			wantErr: `config: invalid value for queue.poll_interval_ms: "1.5" (from env APP_QUEUE__POLL_INTERVAL_MS); allowed: a whole number`},
+		{name: "empty required", give: "APP_QUEUE__DEFAULT_QUEUE=",
+			wantErr: `config: invalid value for queue.default_queue: "" (from env APP_QUEUE__DEFAULT_QUEUE); allowed: a non-empty value, at most 64`},
+		{name: "empty list", give: "APP_QUEUE__QUEUES= , ",
+			wantErr: `config: invalid value for queue.queues: "" (from env APP_QUEUE__QUEUES); allowed: a non-empty value`},
+		{name: "bool", give: "APP_QUEUE__VERBOSE=maybe",
+			wantErr: `config: invalid value for queue.verbose: "maybe" (from env APP_QUEUE__VERBOSE); allowed: true or false`},
+		{name: "wrong type in file", file: "[queue]\nworkers = \"four\"\n",
+			wantErr: `config: invalid value for queue.workers: "four" (from DIR/app.toml); allowed: a whole number`},
+		{name: "string wanted", file: "[queue]\ndriver = 3\n",
+			wantErr: `config: invalid value for queue.driver: "3" (from DIR/app.toml); allowed: a string`},
+		{name: "list of strings", file: "[queue]\nqueues = [1, 2]\n",
+			wantErr: `config: invalid value for queue.queues: "1,2" (from DIR/app.toml); allowed: a list of strings`},
+		{name: "unknown key in file", file: "[queue]\nwokers = 8\n",
+			wantErr: `config: unknown key queue.wokers = "8" (from DIR/app.toml): no such key; [queue] has default_queue, driver, poll_interval_ms, queues, verbose, workers`},
+		{name: "unknown key in env", give: "APP_QUEUE__WOKERS=8",
+			wantErr: `config: unknown key queue.wokers = "8" (from env APP_QUEUE__WOKERS): no such key; [queue] has default_queue, driver, poll_interval_ms, queues, verbose, workers`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := config.Sources{Dir: dir}
+			if tt.give != "" {
+				src.Environ = []string{tt.give}
+			}
+			if tt.file != "" {
+				write(t, dir, "app.toml", tt.file)
+			}
+			_, err := load(t, src)
+			want := strings.ReplaceAll(tt.wantErr, "DIR", dir)
+			if err == nil || err.Error() != want {
+				t.Fatalf("error:\n got %v\nwant %s", err, want)
+			}
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Errorf("errors.Is(err, config.ErrInvalid) = false for %v", err)
+			}
+		})
+	}
+}
+
+func TestBrokenFileNamesIt(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "app.toml", "[queue\nworkers = 1\n")
+	_, err := load(t, config.Sources{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "app.toml")) {
+		t.Fatalf("error = %v, want one naming the file", err)
+	}
+}
+
+func TestUnknownSectionIsAWarning(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "app.toml", "[mail]\nfrom = \"a@b.c\"\n")
+	c, err := config.New(config.Sources{Dir: dir, Environ: []string{"APP_REDIS__URL=x"}}, config.Definition{Name: "queue", Defaults: queueDefaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"config: section [mail] (from " + filepath.Join(dir, "app.toml") + ") is not used by any module of this app; ignored",
+		"config: section [redis] (from env APP_REDIS__URL) is not used by any module of this app; ignored",
+	}
+	if !reflect.DeepEqual(c.Warnings(), want) {
+		t.Fatalf("warnings = %q, want %q", c.Warnings(), want)
+	}
+}
+
+type pair struct {
+	Low  int `koanf:"low"`
+	High int `koanf:"high"`
+}
+
+func (p pair) Validate() error {
+	if p.Low > p.High {
+		return config.Invalid("pair.low", p.Low, "at most pair.high")
+	}
+	return nil
+}
+
+func TestValidateMethod(t *testing.T) {
+	_, err := config.New(config.Sources{Environ: []string{"APP_PAIR__LOW=5"}}, config.Definition{Name: "pair", Defaults: pair{Low: 1, High: 2}})
+	want := `config: invalid value for pair.low: "5" (from env APP_PAIR__LOW); allowed: at most pair.high`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error = %v, want %s", err, want)
+	}
+}
+
+func TestEnvKey(t *testing.T) {
+	tests := []struct {
+		give   string
+		want   string
+		wantOK bool
+	}{
+		{"APP_QUEUE__WORKERS", "queue.workers", true},
+		{"APP_QUEUE__POLL_INTERVAL_MS", "queue.poll_interval_ms", true},
+		{"APP_ENV", "", false},
+		{"APP___X", "", false},
+		{"OTHER_QUEUE__WORKERS", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := config.EnvKey(tt.give)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("EnvKey(%q) = %q, %v; want %q, %v", tt.give, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestBadAppEnv(t *testing.T) {
+	_, err := load(t, config.Sources{Dir: t.TempDir(), Env: "../secrets"})
+	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "APP_ENV") {
+		t.Fatalf("error = %v, want an invalid APP_ENV", err)
+	}
+}

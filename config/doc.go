@@ -1,0 +1,40 @@
+// Package config loads the app's configuration and hands each module a
+// typed, validated section of it.
+//
+// # Sources
+//
+// Values come from four sources; a later one overrides an earlier one:
+//
+//  1. the defaults each section declares in Go ([Section]);
+//  2. config/app.toml, if present;
+//  3. config/app.$APP_ENV.toml, if APP_ENV is set and the file is present;
+//  4. environment variables named APP_SECTION__KEY, for example
+//     APP_QUEUE__WORKERS=8. A list is one comma-separated string:
+//     APP_QUEUE__QUEUES=high,default.
+//
+// [Defaults] describes those sources for a process; tests build their own
+// [Sources] (a temporary folder, a fixed environment, overrides).
+//
+// # Sections
+//
+// A module declares its section with [Section], giving its defaults as a
+// struct whose fields carry `koanf` tags (the key) and optional `validate`
+// tags:
+//
+//	type HTTP struct {
+//		Addr string `koanf:"addr" validate:"required"`
+//		ShutdownTimeoutMs int `koanf:"shutdown_timeout_ms" validate:"min=0"`
+//	}
+//
+//	config.Section("http", HTTP{Addr: "127.0.0.1:8080", ShutdownTimeoutMs: 10000})
+//
+// The rules are "required", "min=N", "max=N" and "oneof=a b c". A section
+// type may also have a Validate() error method for rules across fields.
+//
+// Every declared section is decoded and validated when the [Config] is
+// built, so one bad value fails the boot with an [*Error] naming the key,
+// the value given, where it came from and what is allowed. A key that no
+// section declares fails the boot too when its section is known (a typo
+// such as queue.wokers); a whole section that no module of this binary
+// declares is only logged as a warning.
+package config

@@ -1,0 +1,226 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"go.uber.org/fx"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Config is the [database] section of the configuration.
+type Config struct {
+	// URL says which database to use: sqlite://PATH (relative to the
+	// working directory, or sqlite:///abs/path) or postgres://… (also
+	// postgresql://…). Default "sqlite://var/app.db".
+	URL string `koanf:"url" validate:"required"`
+	// SQLiteSynchronous is SQLite's synchronous level, "normal" (the
+	// default: a commit survives a crash of the process, the last commits
+	// may be lost on power loss) or "full" (a commit survives power loss,
+	// several times slower).
+	SQLiteSynchronous string `koanf:"sqlite_synchronous" validate:"oneof=normal full"`
+	// BusyTimeoutMs is how long SQLite waits for another process's write
+	// lock before it fails with "database is locked"; default 5000.
+	BusyTimeoutMs int `koanf:"busy_timeout_ms" validate:"min=0"`
+	// MaxOpenConns caps the connections of this process; default 10.
+	MaxOpenConns int `koanf:"max_open_conns" validate:"min=1,max=10000"`
+}
+
+// DefaultConfig returns the defaults of the [database] section.
+func DefaultConfig() Config {
+	return Config{URL: "sqlite://var/app.db", SQLiteSynchronous: "normal", BusyTimeoutMs: 5000, MaxOpenConns: 10}
+}
+
+// Validate checks that the URL names a database Navree can open.
+func (c Config) Validate() error {
+	if _, _, err := parseURL(c.URL); err != nil {
+		return config.Invalid("database.url", Redact(c.URL), err.Error())
+	}
+	return nil
+}
+
+// Dialect is the kind of database behind a [DB].
+type Dialect string
+
+// The dialects Navree runs on.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// DB is the app's database: a *bun.DB, the [Dialect] it speaks and, on
+// SQLite, a lock that lets one write transaction of this process run at a
+// time (SQLite allows one writer; queueing in the process is fairer and
+// faster than every connection retrying the file lock).
+type DB struct {
+	*bun.DB
+	dialect   Dialect
+	name      string        // the URL without its password
+	writeLock chan struct{} // SQLite only
+}
+
+// Dialect says which database d is.
+func (d *DB) Dialect() Dialect { return d.dialect }
+
+// String returns the database's URL without its password.
+func (d *DB) String() string { return d.name }
+
+const allowedURLs = "sqlite://PATH or postgres://USER@HOST:PORT/DATABASE"
+
+// parseURL splits a database URL into its dialect and what the driver
+// opens: a file path for SQLite, the URL itself for PostgreSQL.
+func parseURL(raw string) (Dialect, string, error) {
+	switch {
+	case strings.HasPrefix(raw, "sqlite://"):
+		path := strings.TrimPrefix(raw, "sqlite://")
+		if path == "" || strings.ContainsAny(path, "?#") {
+			return "", "", errors.New(allowedURLs + " (the path must not be empty or hold ? or #)")
+		}
+		return SQLite, path, nil
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		if _, err := url.Parse(raw); err != nil {
+			return "", "", errors.New(allowedURLs + " (not a valid URL)")
+		}
+		return Postgres, raw, nil
+	}
+	return "", "", errors.New(allowedURLs)
+}
+
+// Redact returns a database URL with its password replaced by xxxxx, for
+// logs and errors.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if err != nil && strings.Contains(raw, "@") {
+			return "(unparsable URL)"
+		}
+		return raw
+	}
+	return u.Redacted()
+}
+
+// Open opens the database cfg names. It does not connect yet: [DB.Ping]
+// does, as the module does when the app starts. An SQLite database's
+// folder is created.
+func Open(cfg Config) (*DB, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dialect, target, _ := parseURL(cfg.URL)
+	d := &DB{dialect: dialect, name: Redact(cfg.URL)}
+	switch dialect {
+	case SQLite:
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return nil, fmt.Errorf("db: create the folder of %s: %w", target, err)
+		}
+		sqldb, err := sql.Open("sqlite", sqliteDSN(target, cfg))
+		if err != nil {
+			return nil, fmt.Errorf("db: open %s: %w", d.name, err)
+		}
+		d.DB = bun.NewDB(sqldb, sqlitedialect.New())
+		d.writeLock = make(chan struct{}, 1)
+	case Postgres:
+		pc, err := pgx.ParseConfig(target)
+		if err != nil {
+			return nil, fmt.Errorf("db: open %s: %w", d.name, errors.New(strings.ReplaceAll(err.Error(), target, d.name)))
+		}
+		d.DB = bun.NewDB(stdlib.OpenDB(*pc), pgdialect.New())
+	}
+	d.SetMaxOpenConns(cfg.MaxOpenConns)
+	d.SetMaxIdleConns(cfg.MaxOpenConns)
+	return d, nil
+}
+
+// sqliteDSN sets every pragma a queue needs on each new connection: WAL so
+// readers never block the writer, the synchronous level, a busy timeout,
+// foreign keys on, and BEGIN IMMEDIATE for every transaction so a
+// read-then-write transaction takes the write lock first instead of
+// failing with SQLITE_BUSY halfway.
+func sqliteDSN(path string, cfg Config) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeoutMs))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+strings.ToUpper(cfg.SQLiteSynchronous)+")")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Ping connects to the database, failing with an error that names it
+// (without its password).
+func (d *DB) Ping(ctx context.Context) error {
+	if err := d.PingContext(ctx); err != nil {
+		return fmt.Errorf("db: connect to %s: %w", d.name, err)
+	}
+	if d.dialect == SQLite {
+		// Connecting runs the pragmas; a file that is not a database fails here.
+		var mode string
+		if err := d.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			return fmt.Errorf("db: open %s: %w", d.name, err)
+		}
+	}
+	return nil
+}
+
+// lock takes the process's SQLite write lock; a no-op on PostgreSQL.
+func (d *DB) lock(ctx context.Context) error {
+	if d.writeLock == nil {
+		return nil
+	}
+	select {
+	case d.writeLock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *DB) unlock() {
+	if d.writeLock != nil {
+		<-d.writeLock
+	}
+}
+
+type moduleIn struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Config    Config
+	Logger    *slog.Logger
+}
+
+// Module provides the app's [*DB] from the [database] section, connects
+// it when the app starts and closes it when the app stops. It also adds
+// the migrate commands, the [*Migrator] and, to serve, the middleware that
+// runs each request in a unit of work ([Middleware]).
+func Module() fx.Option {
+	return fx.Module("db",
+		config.Section("database", DefaultConfig()),
+		fx.Provide(func(p moduleIn) (*DB, error) {
+			d, err := Open(p.Config)
+			if err != nil {
+				return nil, err
+			}
+			p.Lifecycle.Append(fx.StartStopHook(d.Ping, d.Close))
+			return d, nil
+		}),
+		fx.Provide(fx.Annotate(NewMigrator, fx.ParamTags(``, `group:"db.migrations"`))),
+		fx.Provide(app.AsMiddleware(func(d *DB, logger *slog.Logger) app.Middleware {
+			return app.Middleware{Order: 100, Wrap: Middleware(d, logger)}
+		})),
+		app.Commands(migrateCommands()...),
+	)
+}

@@ -1,0 +1,97 @@
+// Package dbtest gives tests fresh, real databases: an SQLite file in a
+// temporary folder, and a PostgreSQL schema of its own on the server named
+// by NAVREE_TEST_POSTGRES_URL, dropped when the test ends.
+//
+//	func TestContacts(t *testing.T) {
+//		dbtest.Each(t, func(t *testing.T, url string) {
+//			d := dbtest.Open(t, url)
+//			// ...
+//		})
+//	}
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/navree/navree/db"
+)
+
+// PostgresEnv names the environment variable holding the URL of the
+// PostgreSQL server tests use.
+const PostgresEnv = "NAVREE_TEST_POSTGRES_URL"
+
+// SQLiteURL returns the URL of a new SQLite file in the test's temporary
+// folder.
+func SQLiteURL(t testing.TB) string {
+	t.Helper()
+	return "sqlite://" + filepath.Join(t.TempDir(), "test.db")
+}
+
+// PostgresURL creates a schema of the test's own on the server at
+// NAVREE_TEST_POSTGRES_URL and returns a URL whose connections use it; the
+// schema is dropped when the test ends. Without the variable the test is
+// skipped.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(PostgresEnv)
+	if base == "" {
+		t.Skip(PostgresEnv + " is not set")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("dbtest: %s: %v", PostgresEnv, err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "navree_test_" + hex.EncodeToString(b[:])
+	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("dbtest: create schema on %s: %v", db.Redact(base), err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("dbtest: drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("dbtest: %s is not a URL: %v", PostgresEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Each runs f as the subtests "sqlite" and "postgres", each with the URL
+// of a fresh database.
+func Each(t *testing.T, f func(t *testing.T, url string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { f(t, SQLiteURL(t)) })
+	t.Run("postgres", func(t *testing.T) { f(t, PostgresURL(t)) })
+}
+
+// Open opens and connects the database at url with the default settings,
+// and closes it when the test ends.
+func Open(t testing.TB, url string) *db.DB {
+	t.Helper()
+	cfg := db.DefaultConfig()
+	cfg.URL = url
+	d, err := db.Open(cfg)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := d.Ping(context.Background()); err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return d
+}

@@ -1,0 +1,171 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/uptrace/bun"
+)
+
+// ErrUnitOfWorkDone is returned when a unit of work is used after it
+// committed or rolled back.
+var ErrUnitOfWorkDone = errors.New("db: the unit of work has ended")
+
+// UnitOfWork is one transaction's worth of work. [DB.Transaction] puts one
+// on the context it passes on; code below finds it with [UnitOfWorkFrom].
+//
+// The transaction begins the first time [UnitOfWork.Tx] is called, so a
+// unit of work that never touches the database opens none. Functions
+// given to [UnitOfWork.AfterCommit] run once the transaction has
+// committed, and never if it rolls back.
+type UnitOfWork struct {
+	db  *DB
+	ctx context.Context // the transaction's lifetime
+
+	mu     sync.Mutex
+	tx     *bun.Tx
+	hooks  []func(context.Context)
+	state  uowState
+	locked bool
+}
+
+type uowState int
+
+const (
+	open uowState = iota
+	committed
+	rolledBack
+)
+
+type uowKey struct{}
+
+// UnitOfWorkFrom returns the unit of work on ctx, or nil outside one.
+func UnitOfWorkFrom(ctx context.Context) *UnitOfWork {
+	u, _ := ctx.Value(uowKey{}).(*UnitOfWork)
+	return u
+}
+
+// DB returns the database the unit of work belongs to.
+func (u *UnitOfWork) DB() *DB { return u.db }
+
+// Tx returns the unit's transaction, beginning it on first use. ctx bounds
+// the wait for SQLite's write lock; the transaction itself lives as long
+// as the context given to [DB.Transaction].
+func (u *UnitOfWork) Tx(ctx context.Context) (bun.Tx, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.state != open {
+		return bun.Tx{}, ErrUnitOfWorkDone
+	}
+	if u.tx != nil {
+		return *u.tx, nil
+	}
+	if err := u.db.lock(ctx); err != nil {
+		return bun.Tx{}, fmt.Errorf("db: begin: %w", err)
+	}
+	tx, err := u.db.BeginTx(u.ctx, nil)
+	if err != nil {
+		u.db.unlock()
+		return bun.Tx{}, fmt.Errorf("db: begin: %w", err)
+	}
+	u.tx, u.locked = &tx, true
+	return tx, nil
+}
+
+// Began reports whether the unit's transaction has begun.
+func (u *UnitOfWork) Began() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.tx != nil
+}
+
+// AfterCommit runs fn after the unit commits, in the order hooks were
+// added, with the context given to [DB.Transaction]. If the unit rolls
+// back, fn never runs. On a unit that has already committed fn runs at
+// once.
+func (u *UnitOfWork) AfterCommit(fn func(ctx context.Context)) {
+	u.mu.Lock()
+	state := u.state
+	if state == open {
+		u.hooks = append(u.hooks, fn)
+	}
+	u.mu.Unlock()
+	if state == committed {
+		fn(u.ctx)
+	}
+}
+
+// end commits or rolls back the transaction, if one began, and releases
+// the write lock. After a commit it runs the hooks.
+func (u *UnitOfWork) end(commit bool) error {
+	u.mu.Lock()
+	tx, hooks := u.tx, u.hooks
+	u.hooks = nil
+	u.state = rolledBack
+	var err error
+	if tx != nil {
+		if commit {
+			err = tx.Commit()
+		} else if err = tx.Rollback(); errors.Is(err, sql.ErrTxDone) {
+			err = nil // database/sql rolled back already, when the context ended
+		}
+	}
+	if u.locked {
+		u.db.unlock()
+		u.locked = false
+	}
+	if commit && err == nil {
+		u.state = committed
+	}
+	u.mu.Unlock()
+	if err != nil {
+		if commit {
+			return fmt.Errorf("db: commit: %w", err)
+		}
+		return fmt.Errorf("db: rollback: %w", err)
+	}
+	if commit {
+		for _, fn := range hooks {
+			fn(u.ctx)
+		}
+	}
+	return nil
+}
+
+// Transaction runs fn in a unit of work: fn's context carries it, its
+// transaction commits when fn returns nil and rolls back when fn returns
+// an error or panics. After a commit the unit's AfterCommit hooks run.
+//
+// Inside a unit of work of the same database, Transaction joins it: fn
+// runs in the outer transaction, which commits or rolls back as a whole.
+func (d *DB) Transaction(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if u := UnitOfWorkFrom(ctx); u != nil && u.db == d {
+		return fn(ctx)
+	}
+	u := &UnitOfWork{db: d, ctx: ctx}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = u.end(false)
+			panic(p)
+		}
+	}()
+	if err := fn(context.WithValue(ctx, uowKey{}, u)); err != nil {
+		if rbErr := u.end(false); rbErr != nil {
+			return errors.Join(err, rbErr)
+		}
+		return err
+	}
+	return u.end(true)
+}
+
+// Querier returns what to run a query on: the transaction of the unit of
+// work on ctx (beginning it) when there is one for d, else d itself.
+func (d *DB) Querier(ctx context.Context) (bun.IDB, error) {
+	if u := UnitOfWorkFrom(ctx); u != nil && u.db == d {
+		return u.Tx(ctx)
+	}
+	return d.DB, nil
+}
