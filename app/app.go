@@ -1,0 +1,175 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/navree/navree/config"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/dig"
+	"go.uber.org/fx"
+)
+
+// App is a Navree application: the modules given to [New] and the command
+// line that runs them.
+type App struct {
+	// Name is the program's name in help and errors; the executable's name
+	// by default.
+	Name string
+	// Usage is the one-line description help prints.
+	Usage string
+	// Version is what --version prints; the main module's version by
+	// default.
+	Version string
+	// Stdout receives what commands print, Stderr errors and logs.
+	Stdout, Stderr io.Writer
+
+	options []fx.Option
+}
+
+// New returns an app built from fx options: modules such as
+// config.Module, db.Module and queue.Module, and the app's own.
+func New(opts ...fx.Option) *App {
+	return &App{
+		Name:    filepath.Base(os.Args[0]),
+		Usage:   "a Navree application",
+		Version: buildVersion(),
+		Stdout:  os.Stdout,
+		Stderr:  os.Stderr,
+		options: opts,
+	}
+}
+
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}
+
+// Main runs the command named by the process's arguments, with a context
+// that SIGINT or SIGTERM cancels (a second signal ends the process at
+// once), and exits non-zero when it fails.
+func (a *App) Main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // from now on a second signal kills the process
+	}()
+	if err := a.Run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintf(a.Stderr, "%s: %v\n", a.Name, err)
+		os.Exit(1)
+	}
+}
+
+// base is what every app provides before its own modules.
+func (a *App) base() fx.Option {
+	return fx.Options(
+		fx.NopLogger,
+		fx.Provide(func() Clock { return SystemClock{} }),
+		fx.Provide(func() *slog.Logger { return slog.New(slog.NewTextHandler(a.Stderr, nil)) }),
+		config.Section("http", HTTPConfig{Addr: "127.0.0.1:8080", ShutdownTimeoutMs: 10_000}),
+		Commands(serveCommand()),
+		fx.Options(a.options...),
+	)
+}
+
+type commandsIn struct {
+	fx.In
+	Commands []Command `group:"app.commands"`
+}
+
+// Run runs the command line args (the arguments after the program's name)
+// and returns the command's error. ctx is the command's context: cancel it
+// to stop the command.
+//
+// Only the command that runs has its services built and started: help and
+// --version build nothing beyond the list of commands.
+func (a *App) Run(ctx context.Context, args []string) error {
+	var found commandsIn
+	discovery := fx.New(a.base(), fx.Populate(&found))
+	if err := discovery.Err(); err != nil {
+		return bootError(err)
+	}
+	cliApp := &cli.App{
+		Name:           a.Name,
+		Usage:          a.Usage,
+		Version:        a.Version,
+		Writer:         a.Stdout,
+		ErrWriter:      a.Stderr,
+		ExitErrHandler: func(*cli.Context, error) {}, // Run returns errors; Main exits
+	}
+	seen := map[string]bool{}
+	for _, cmd := range found.Commands {
+		if seen[cmd.Name] {
+			return fmt.Errorf("command %s is registered twice", cmd.Name)
+		}
+		seen[cmd.Name] = true
+		if err := cmd.check(); err != nil {
+			return err
+		}
+		cliApp.Commands = append(cliApp.Commands, &cli.Command{
+			Name:        cmd.Name,
+			Usage:       cmd.Usage,
+			ArgsUsage:   cmd.ArgsUsage,
+			Description: cmd.Description,
+			Flags:       cmd.Flags,
+			Action:      func(c *cli.Context) error { return a.runCommand(c, cmd) },
+		})
+	}
+	return cliApp.RunContext(ctx, append([]string{a.Name}, args...))
+}
+
+// bootCheck makes every command validate the configuration, even one that
+// needs no section of it.
+type bootCheck struct {
+	fx.In
+	Config *config.Config `optional:"true"`
+}
+
+// runCommand builds the app with the services cmd's Action asks for, starts
+// it, runs the action and stops the app.
+func (a *App) runCommand(c *cli.Context, cmd Command) (err error) {
+	action := reflect.ValueOf(cmd.Action)
+	deps, invoke := cmd.collector()
+	fxApp := fx.New(a.base(), fx.Invoke(func(bootCheck) {}), fx.Invoke(invoke))
+	if err := fxApp.Err(); err != nil {
+		return bootError(err)
+	}
+	startCtx, cancel := context.WithTimeout(c.Context, fxApp.StartTimeout())
+	defer cancel()
+	if err := fxApp.Start(startCtx); err != nil {
+		return bootError(err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), fxApp.StopTimeout())
+		defer cancel()
+		if stopErr := fxApp.Stop(stopCtx); stopErr != nil && err == nil {
+			err = fmt.Errorf("stop: %w", stopErr)
+		}
+	}()
+	out := action.Call(append([]reflect.Value{reflect.ValueOf(c)}, *deps...))
+	if e, _ := out[0].Interface().(error); e != nil {
+		return e
+	}
+	return nil
+}
+
+// bootError trims fx's account of how it got to a failing constructor down
+// to the error the constructor returned.
+func bootError(err error) error {
+	root := dig.RootCause(err)
+	if root == nil || errors.Is(root, context.Canceled) {
+		return err
+	}
+	return root
+}

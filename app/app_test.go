@@ -1,0 +1,357 @@
+package app_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
+	"github.com/navree/navree/db"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/fx"
+)
+
+// newApp returns an app that prints into out, configured by overrides
+// only (no files, no process environment).
+func newApp(out io.Writer, overrides map[string]any, opts ...fx.Option) *app.App {
+	a := app.New(append([]fx.Option{config.Module(config.Sources{Overrides: overrides})}, opts...)...)
+	a.Name, a.Version = "crm", "1.2.3"
+	a.Stdout, a.Stderr = out, out
+	return a
+}
+
+type service struct{ name string }
+
+// tracked provides a *service and records its construction and lifecycle.
+func tracked(name string, events *[]string) fx.Option {
+	return fx.Provide(func(lc fx.Lifecycle) *service {
+		*events = append(*events, "build "+name)
+		lc.Append(fx.Hook{
+			OnStart: func(context.Context) error { *events = append(*events, "start "+name); return nil },
+			OnStop:  func(context.Context) error { *events = append(*events, "stop "+name); return nil },
+		})
+		return &service{name}
+	})
+}
+
+func TestHelpAndVersionBuildNothing(t *testing.T) {
+	var events []string
+	unreachable := map[string]any{"database.url": "postgres://app:hunter2@203.0.113.1:5432/crm?connect_timeout=1"}
+	opts := []fx.Option{
+		db.Module(),
+		tracked("export", &events),
+		app.Commands(app.Command{Name: "export", Usage: "Export the contacts", Action: func(c *cli.Context, s *service) error {
+			events = append(events, "run")
+			return nil
+		}}),
+	}
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"crm - a Navree application", "export", "Export the contacts", "migrate", "migrate:status", "migrate:rollback", "serve"}},
+		{[]string{"help"}, []string{"migrate:rollback"}},
+		{[]string{}, []string{"COMMANDS:"}},
+		{[]string{"migrate", "--help"}, []string{"crm migrate - Apply every pending migration"}},
+		{[]string{"help", "export"}, []string{"crm export - Export the contacts"}},
+		{[]string{"--version"}, []string{"crm version 1.2.3"}},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		if err := newApp(&out, unreachable, opts...).Run(context.Background(), tt.args); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		for _, want := range tt.want {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%v printed\n%s\nwant it to contain %q", tt.args, out.String(), want)
+			}
+		}
+	}
+	if len(events) != 0 {
+		t.Fatalf("help built services: %v", events)
+	}
+}
+
+func TestACommandBuildsAndStartsOnlyWhatItNeeds(t *testing.T) {
+	var events []string
+	type other struct{}
+	a := newApp(io.Discard, nil,
+		tracked("export", &events),
+		fx.Provide(func() *other { events = append(events, "build other"); return &other{} }),
+		app.Commands(
+			app.Command{Name: "export", Action: func(c *cli.Context, s *service) error {
+				events = append(events, "run "+s.name)
+				return nil
+			}},
+			app.Command{Name: "other", Action: func(c *cli.Context, o *other) error { return nil }},
+		),
+	)
+	if err := a.Run(context.Background(), []string{"export"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"build export", "start export", "run export", "stop export"}
+	if fmt.Sprint(events) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+}
+
+func TestAFailingCommandStillStopsTheApp(t *testing.T) {
+	var events []string
+	boom := errors.New("export failed")
+	a := newApp(io.Discard, nil, tracked("export", &events),
+		app.Commands(app.Command{Name: "export", Action: func(c *cli.Context, s *service) error { return boom }}))
+	if err := a.Run(context.Background(), []string{"export"}); !errors.Is(err, boom) {
+		t.Fatalf("error = %v, want the command's", err)
+	}
+	if events[len(events)-1] != "stop export" {
+		t.Fatalf("events %v, want the app stopped", events)
+	}
+}
+
+func TestInvalidConfigFailsTheBootButNotHelp(t *testing.T) {
+	nothing := app.Commands(app.Command{Name: "noop", Action: func(c *cli.Context) error { return nil }})
+	a := newApp(io.Discard, map[string]any{"http.shutdown_timeout_ms": -1}, nothing)
+	err := a.Run(context.Background(), []string{"noop"})
+	want := `config: invalid value for http.shutdown_timeout_ms: "-1" (from overrides); allowed: at least 0`
+	if !errors.Is(err, config.ErrInvalid) || err.Error() != want {
+		t.Fatalf("error = %v, want %s", err, want)
+	}
+	if err := a.Run(context.Background(), []string{"--help"}); err != nil {
+		t.Fatalf("--help with a bad config: %v", err)
+	}
+}
+
+func TestBadCommandsAreBootErrors(t *testing.T) {
+	tests := []struct {
+		give fx.Option
+		want string
+	}{
+		{app.Commands(app.Command{Name: "x", Action: func() error { return nil }}), "command x: Action must be a func(*cli.Context, services...) error"},
+		{app.Commands(app.Command{Name: "x", Action: func(*cli.Context) {}}), "command x: Action must be a func(*cli.Context, services...) error"},
+		{app.Commands(app.Command{Name: "serve", Action: func(*cli.Context) error { return nil }}), "command serve is registered twice"},
+	}
+	for _, tt := range tests {
+		err := newApp(io.Discard, nil, tt.give).Run(context.Background(), []string{"--help"})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("error = %v, want %q", err, tt.want)
+		}
+	}
+}
+
+func TestMissingServiceNamesIt(t *testing.T) {
+	type missing struct{}
+	a := newApp(io.Discard, nil, app.Commands(app.Command{Name: "x", Action: func(c *cli.Context, m *missing) error { return nil }}))
+	err := a.Run(context.Background(), []string{"x"})
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("error = %v, want it to name the missing type", err)
+	}
+}
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+func TestClock(t *testing.T) {
+	var got app.Clock
+	cmd := app.Commands(app.Command{Name: "now", Action: func(c *cli.Context, clock app.Clock) error { got = clock; return nil }})
+	if err := newApp(io.Discard, nil, cmd).Run(context.Background(), []string{"now"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.(app.SystemClock); !ok {
+		t.Fatalf("default clock is %T, want app.SystemClock", got)
+	}
+	t0 := time.Date(2026, 10, 26, 8, 14, 2, 0, time.UTC)
+	if err := newApp(io.Discard, nil, cmd, app.WithClock(fixedClock{t0})).Run(context.Background(), []string{"now"}); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Now().Equal(t0) {
+		t.Fatalf("WithClock: Now() = %v, want %v", got.Now(), t0)
+	}
+}
+
+// lines streams what an app prints, line by line.
+func lines(t *testing.T) (io.Writer, <-chan string) {
+	r, w := io.Pipe()
+	ch := make(chan string, 100)
+	go func() {
+		defer close(ch)
+		s := bufio.NewScanner(r)
+		for s.Scan() {
+			ch <- s.Text()
+		}
+	}()
+	t.Cleanup(func() { w.Close() })
+	return w, ch
+}
+
+func TestServeRunsRoutesInMiddlewareAndStopsGracefully(t *testing.T) {
+	inFlight := make(chan struct{})
+	release := make(chan struct{})
+	routes := app.Routes(
+		app.Route{Pattern: "GET /hello/{name}", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "hello %s via %s", r.PathValue("name"), r.Header.Get("X-Trail"))
+		})},
+		app.Route{Pattern: "GET /slow", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(inFlight)
+			<-release
+			io.WriteString(w, "finished")
+		})},
+	)
+	mark := func(name string) func(http.Handler) http.Handler {
+		return func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				r.Header.Set("X-Trail", r.Header.Get("X-Trail")+name)
+				next.ServeHTTP(w, r)
+			})
+		}
+	}
+	middleware := fx.Supply(
+		fx.Annotated{Group: "app.middleware", Target: app.Middleware{Order: 2, Wrap: mark("b")}},
+		fx.Annotated{Group: "app.middleware", Target: app.Middleware{Order: 1, Wrap: mark("a")}},
+	)
+	out, printed := lines(t)
+	a := newApp(out, map[string]any{"http.addr": "127.0.0.1:0"}, routes, middleware)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, []string{"serve"}) }()
+
+	first := <-printed
+	base, ok := strings.CutPrefix(first, "Serving HTTP on ")
+	if !ok {
+		t.Fatalf("serve printed %q", first)
+	}
+	base = strings.TrimSuffix(base, " (Ctrl-C to stop)")
+	resp, err := http.Get(base + "/hello/ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "hello ada via ab" {
+		t.Fatalf("GET /hello/ada = %q, want the route behind middleware a then b", body)
+	}
+
+	slow := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(base + "/slow")
+		if err != nil {
+			slow <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		slow <- string(b)
+	}()
+	<-inFlight
+	stop() // as SIGTERM would
+	close(release)
+	if got := <-slow; got != "finished" {
+		t.Fatalf("the request in flight at shutdown got %q", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if last := <-printed; last != "Stopped serving HTTP." {
+		t.Fatalf("serve printed %q at the end", last)
+	}
+}
+
+func TestServeReportsABadRouteAndABusyAddress(t *testing.T) {
+	h := http.NotFoundHandler()
+	dup := app.Routes(app.Route{Pattern: "GET /x", Handler: h}, app.Route{Pattern: "GET /x", Handler: h})
+	err := newApp(io.Discard, map[string]any{"http.addr": "127.0.0.1:0"}, dup).Run(context.Background(), []string{"serve"})
+	if err == nil || !strings.Contains(err.Error(), `route "GET /x"`) {
+		t.Fatalf("error = %v, want the duplicate route named", err)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	err = newApp(io.Discard, map[string]any{"http.addr": busy.Addr().String()}).Run(context.Background(), []string{"serve"})
+	if err == nil || !strings.Contains(err.Error(), "serve: listen on "+busy.Addr().String()+" (http.addr)") {
+		t.Fatalf("error = %v, want the address named", err)
+	}
+}
+
+const childEnv = "NAVREE_APP_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if command := os.Getenv(childEnv); command != "" {
+		os.Args = []string{os.Args[0], command}
+		a := app.New(app.Commands(
+			app.Command{Name: "wait", Action: func(c *cli.Context) error {
+				fmt.Fprintln(c.App.Writer, "ready")
+				<-c.Context.Done()
+				fmt.Fprintln(c.App.Writer, "cancelled")
+				return nil
+			}},
+			app.Command{Name: "fail", Action: func(c *cli.Context) error { return errors.New("it broke") }},
+		))
+		a.Name = "crm"
+		a.Main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func child(t *testing.T, command string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"="+command)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, bufio.NewReader(stdout)
+}
+
+func TestSignalsCancelTheCommand(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd, out := child(t, "wait")
+			if line, _ := out.ReadString('\n'); line != "ready\n" {
+				t.Fatalf("child printed %q", line)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			rest, _ := io.ReadAll(out)
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("child exited with %v after %s", err, sig)
+			}
+			if string(rest) != "cancelled\n" {
+				t.Fatalf("after %s the child printed %q", sig, rest)
+			}
+		})
+	}
+}
+
+func TestMainExitsNonZeroOnError(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"=fail")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit = %v, want status 1", err)
+	}
+	if string(out) != "crm: it broke\n" {
+		t.Fatalf("printed %q", out)
+	}
+}
