@@ -1,0 +1,31 @@
+// Command app is Navree's example app: every module the framework has so
+// far, wired in one binary, and a small page that counts its visits.
+//
+//	go run ./cmd/app migrate   # create the tables in var/app.db
+//	go run ./cmd/app serve     # http://127.0.0.1:8080
+//	go run ./cmd/app --help    # every command
+//
+// The same binary is what you deploy: set APP_DATABASE__URL to a
+// postgres:// URL to use PostgreSQL.
+package main
+
+import (
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
+	"github.com/navree/navree/db"
+	"go.uber.org/fx"
+)
+
+// modules is the example app, apart from where its config comes from.
+func modules() []fx.Option {
+	return []fx.Option{
+		db.Module(),
+		visitsModule,
+	}
+}
+
+func main() {
+	a := app.New(append([]fx.Option{config.Module(config.Defaults())}, modules()...)...)
+	a.Name, a.Usage = "app", "the Navree example app"
+	a.Main()
+}

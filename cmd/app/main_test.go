@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/navree/navree/db/dbtest"
+)
+
+const runAppEnv = "NAVREE_EXAMPLE_APP"
+
+// TestMain lets the tests run the example app as a real process: the test
+// binary started with NAVREE_EXAMPLE_APP=1 is the app, its arguments the
+// command line.
+func TestMain(m *testing.M) {
+	if os.Getenv(runAppEnv) != "" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// command returns the example app as a process in dir, on the database at
+// url ("" for the SQLite default).
+func command(dir, url string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), runAppEnv+"=1", "APP_HTTP__ADDR=127.0.0.1:0")
+	if url != "" {
+		cmd.Env = append(cmd.Env, "APP_DATABASE__URL="+url)
+	}
+	return cmd
+}
+
+func run(t *testing.T, dir, url string, args ...string) string {
+	t.Helper()
+	out, err := command(dir, url, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("app %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// eachDatabase runs f on the SQLite default (in a fresh working directory)
+// and on a PostgreSQL schema of its own.
+func eachDatabase(t *testing.T, f func(t *testing.T, dir, url string)) {
+	t.Run("sqlite default", func(t *testing.T) { f(t, t.TempDir(), "") })
+	t.Run("postgres", func(t *testing.T) { f(t, t.TempDir(), dbtest.PostgresURL(t)) })
+}
+
+func TestMigrateThenServe(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, dir, url string) {
+		if got := run(t, dir, url, "migrate"); got != "Migrated example/0001_create_visits\n" {
+			t.Fatalf("migrate printed %q", got)
+		}
+		if got := run(t, dir, url, "migrate"); got != "Nothing to migrate.\n" {
+			t.Fatalf("a second migrate printed %q", got)
+		}
+		status := run(t, dir, url, "migrate:status")
+		if !strings.HasPrefix(status, "SET      MIGRATION           STATUS\nexample  0001_create_visits  applied (batch 1, ") {
+			t.Fatalf("migrate:status printed %q", status)
+		}
+		if url == "" {
+			if _, err := os.Stat(filepath.Join(dir, "var", "app.db")); err != nil {
+				t.Fatalf("the SQLite default is not var/app.db: %v", err)
+			}
+		}
+
+		serve := command(dir, url, "serve")
+		stdout, _ := serve.StdoutPipe()
+		serve.Stderr = os.Stderr
+		if err := serve.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewReader(stdout)
+		first, _ := lines.ReadString('\n')
+		base, ok := strings.CutPrefix(strings.TrimSuffix(first, " (Ctrl-C to stop)\n"), "Serving HTTP on ")
+		if !ok {
+			t.Fatalf("serve printed %q", first)
+		}
+		for i, want := range []string{"1 visit(s)", "2 visit(s)"} {
+			resp, err := http.Get(base + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+				t.Fatalf("visit %d: %d %q, want %q", i+1, resp.StatusCode, body, want)
+			}
+		}
+		if err := serve.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		rest, _ := io.ReadAll(lines)
+		if err := serve.Wait(); err != nil || string(rest) != "Stopped serving HTTP.\n" {
+			t.Fatalf("after SIGTERM: %v, printed %q", err, rest)
+		}
+
+		if got := run(t, dir, url, "migrate:rollback"); got != "Rolled back example/0001_create_visits\n" {
+			t.Fatalf("migrate:rollback printed %q", got)
+		}
+		if got := run(t, dir, url, "migrate:rollback"); got != "Nothing to roll back.\n" {
+			t.Fatalf("a second migrate:rollback printed %q", got)
+		}
+	})
+}
+
+// TestTwoProcessesMigrateAtOnce: one applies the set, the other finds it
+// applied; neither fails.
+func TestTwoProcessesMigrateAtOnce(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, dir, url string) {
+		var wg sync.WaitGroup
+		outs := make([]string, 2)
+		for i := range outs {
+			wg.Go(func() {
+				out, err := command(dir, url, "migrate").CombinedOutput()
+				if err != nil {
+					t.Errorf("migrate: %v\n%s", err, out)
+				}
+				outs[i] = string(out)
+			})
+		}
+		wg.Wait()
+		joined := outs[0] + outs[1]
+		if strings.Count(joined, "Migrated example/0001_create_visits\n") != 1 || strings.Count(joined, "Nothing to migrate.\n") != 1 {
+			t.Fatalf("the two processes printed %q", outs)
+		}
+	})
+}
+
+func TestHelpWithAnUnreachableDatabase(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"migrate", "--help"}, {"--version"}} {
+		out := run(t, t.TempDir(), "postgres://app:hunter2@203.0.113.1:5432/crm?connect_timeout=1", args...)
+		if !strings.Contains(out, "app") {
+			t.Fatalf("%v printed %q", args, out)
+		}
+	}
+}
+
+func TestBadConfigExitsNonZero(t *testing.T) {
+	tests := []struct {
+		env  string
+		want string
+	}{
+		{"APP_DATABASE__URL=mysql://root:hunter2@db/crm", `app: config: invalid value for database.url: "mysql://root:xxxxx@db/crm" (from env APP_DATABASE__URL); allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE` + "\n"},
+		{"APP_DATABASE__SQLITE_SYNCHRONOUS=off", `app: config: invalid value for database.sqlite_synchronous: "off" (from env APP_DATABASE__SQLITE_SYNCHRONOUS); allowed: one of normal, full` + "\n"},
+		{"APP_DATABASE__MAX_OPEN_CONNS=lots", `app: config: invalid value for database.max_open_conns: "lots" (from env APP_DATABASE__MAX_OPEN_CONNS); allowed: a whole number` + "\n"},
+		{"APP_HTTP__ADDR=", `app: config: invalid value for http.addr: "" (from env APP_HTTP__ADDR); allowed: a non-empty value` + "\n"},
+	}
+	for _, tt := range tests {
+		cmd := command(t.TempDir(), "", "migrate")
+		cmd.Env = append(cmd.Env, tt.env)
+		out, err := cmd.CombinedOutput()
+		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+			t.Fatalf("%s: exit %v, want status 1", tt.env, err)
+		}
+		if string(out) != tt.want {
+			t.Errorf("%s printed\n%q\nwant\n%q", tt.env, out, tt.want)
+		}
+	}
+}
+
+func TestUnreachablePostgresNamesTheHost(t *testing.T) {
+	cmd := command(t.TempDir(), "postgres://app:hunter2@127.0.0.1:1/crm", "migrate")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "127.0.0.1:1") || strings.Contains(string(out), "hunter2") {
+		t.Fatalf("exit %v, printed %q: want a failure naming the host without the password", err, out)
+	}
+}

@@ -1,0 +1,3 @@
+CREATE TABLE visits (
+    visited_at BIGINT NOT NULL -- Unix milliseconds
+);
