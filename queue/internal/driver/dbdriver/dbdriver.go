@@ -1,0 +1,321 @@
+// Package dbdriver stores jobs in the tables jobs and failed_jobs of the
+// app's database, SQLite or PostgreSQL.
+//
+// It talks to database/sql directly, with placeholders the server binds,
+// rather than through bun's query builder: the statements are few, fixed
+// and on the hot path.
+package dbdriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// Driver is the database driver.
+type Driver struct {
+	db    *db.DB
+	sqldb *sql.DB // bun's DB would interpolate the arguments itself
+	q     statements
+}
+
+type statements struct {
+	insert, expireUnique, insertUnique, findUnique, reserve, complete, release,
+	failCopy, failDelete, failMove, failed, retryOne, retryAll, deleteOne, flush, pending, retryMoveOne, retryMoveAll string
+}
+
+const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error"
+
+// New returns the driver on d.
+func New(d *db.DB) *Driver {
+	skipLocked := ""
+	if d.Dialect() == db.Postgres {
+		skipLocked = " FOR UPDATE SKIP LOCKED"
+	}
+	values := "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL)"
+	q := statements{
+		insert:       "INSERT INTO jobs (" + columns + ") VALUES " + values,
+		expireUnique: "UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?",
+		insertUnique: "INSERT INTO jobs (" + columns + ") VALUES " + values + " ON CONFLICT (unique_key) DO NOTHING",
+		findUnique:   "SELECT id FROM jobs WHERE unique_key = ?",
+		reserve: "UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id = (" +
+			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at <= ? ORDER BY available_at, id LIMIT 1" + skipLocked +
+			") RETURNING " + columns,
+		complete: "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
+		release:  "UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
+		failCopy: "INSERT INTO failed_jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at) " +
+			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ? FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
+		failDelete: "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
+		failMove: "WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
+			"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at) " +
+			"INSERT INTO failed_jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at) " +
+			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ? FROM moved",
+		failed: "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at FROM failed_jobs ORDER BY failed_at, id",
+		retryOne: "INSERT INTO jobs (" + columns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error " +
+			"FROM failed_jobs WHERE id = ?",
+		retryAll: "INSERT INTO jobs (" + columns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error " +
+			"FROM failed_jobs",
+		deleteOne: "DELETE FROM failed_jobs WHERE id = ?",
+		retryMoveOne: "WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) INSERT INTO jobs (" + columns + ") " +
+			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error FROM moved",
+		retryMoveAll: "WITH moved AS (DELETE FROM failed_jobs RETURNING *) INSERT INTO jobs (" + columns + ") " +
+			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error FROM moved",
+		flush:     "DELETE FROM failed_jobs",
+		pending:   "SELECT count(*) FROM jobs WHERE queue = ?",
+	}
+	if d.Dialect() == db.Postgres {
+		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve,
+			&q.complete, &q.release, &q.failCopy, &q.failDelete, &q.failMove, &q.failed, &q.retryOne, &q.retryAll,
+			&q.deleteOne, &q.flush, &q.pending, &q.retryMoveOne, &q.retryMoveAll} {
+			*stmt = numbered(*stmt)
+		}
+	}
+	return &Driver{db: d, sqldb: d.DB.DB, q: q}
+}
+
+// numbered rewrites a statement's ? placeholders as $1, $2, … for
+// PostgreSQL. The statements hold no ? of their own.
+func numbered(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// execer is what the driver runs statements on: the database, or a
+// transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// Insert implements driver.Driver.
+func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job, now int64) (string, bool, error) {
+	args := []any{job.ID, job.Queue, job.Name, string(job.Payload), job.MaxAttempts, job.Backoff, job.TimeoutMs,
+		nullString(job.UniqueKey), nullInt(job.UniqueUntil), job.AvailableAt, job.CreatedAt}
+	var ex execer = d.sqldb
+	if uow != nil && uow.DB() == d.db {
+		tx, err := uow.Tx(ctx)
+		if err != nil {
+			return "", false, err
+		}
+		ex = tx.Tx
+	}
+	if job.UniqueKey == "" {
+		if _, err := ex.ExecContext(ctx, d.q.insert, args...); err != nil {
+			return "", false, err
+		}
+		return job.ID, true, nil
+	}
+	if ex == execer(d.sqldb) {
+		// Outside a unit of work the three statements still need one
+		// transaction, so no other dispatch slips between them.
+		var id string
+		var inserted bool
+		err := d.db.Transaction(ctx, func(ctx context.Context) error {
+			var err error
+			id, inserted, err = d.Insert(ctx, db.UnitOfWorkFrom(ctx), job, now)
+			return err
+		})
+		return id, inserted, err
+	}
+	// A pending job past its window no longer holds the key.
+	if _, err := ex.ExecContext(ctx, d.q.expireUnique, job.UniqueKey, now); err != nil {
+		return "", false, err
+	}
+	res, err := ex.ExecContext(ctx, d.q.insertUnique, args...)
+	if err != nil {
+		return "", false, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return "", false, err
+	} else if n == 1 {
+		return job.ID, true, nil
+	}
+	var id string
+	if err := ex.QueryRowContext(ctx, d.q.findUnique, job.UniqueKey).Scan(&id); err != nil {
+		return "", false, fmt.Errorf("find the pending job with unique key %q: %w", job.UniqueKey, err)
+	}
+	return id, false, nil
+}
+
+func scanJob(row interface{ Scan(...any) error }) (*driver.Job, error) {
+	var j driver.Job
+	var payload string
+	var uniqueKey, lastError sql.NullString
+	var uniqueUntil, reservedAt sql.NullInt64
+	err := row.Scan(&j.ID, &j.Queue, &j.Name, &payload, &j.MaxAttempts, &j.Backoff, &j.TimeoutMs,
+		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError)
+	if err != nil {
+		return nil, err
+	}
+	j.Payload = []byte(payload)
+	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError = uniqueKey.String, uniqueUntil.Int64, reservedAt.Int64, lastError.String
+	return &j, nil
+}
+
+// Reserve implements driver.Driver.
+func (d *Driver) Reserve(ctx context.Context, queue string, now int64) (*driver.Job, error) {
+	j, err := scanJob(d.sqldb.QueryRowContext(ctx, d.q.reserve, now, queue, now))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return j, err
+}
+
+func (d *Driver) exec(ctx context.Context, query string, args ...any) (bool, error) {
+	res, err := d.sqldb.ExecContext(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Complete implements driver.Driver.
+func (d *Driver) Complete(ctx context.Context, id string, attempt int) (bool, error) {
+	return d.exec(ctx, d.q.complete, id, attempt)
+}
+
+// Release implements driver.Driver.
+func (d *Driver) Release(ctx context.Context, id string, attempt int, availableAt int64, lastError string) (bool, error) {
+	return d.exec(ctx, d.q.release, availableAt, lastError, id, attempt)
+}
+
+// Fail implements driver.Driver.
+func (d *Driver) Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error) {
+	if d.db.Dialect() == db.Postgres {
+		return d.exec(ctx, d.q.failMove, id, attempt, failure, now)
+	}
+	var moved bool
+	err := d.db.Transaction(ctx, func(ctx context.Context) error {
+		tx, err := db.UnitOfWorkFrom(ctx).Tx(ctx)
+		if err != nil {
+			return err
+		}
+		res, err := tx.Tx.ExecContext(ctx, d.q.failCopy, failure, now, id, attempt)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil
+		}
+		if _, err := tx.Tx.ExecContext(ctx, d.q.failDelete, id, attempt); err != nil {
+			return err
+		}
+		moved = true
+		return nil
+	})
+	return moved, err
+}
+
+// Failed implements driver.Driver.
+func (d *Driver) Failed(ctx context.Context) ([]driver.FailedJob, error) {
+	rows, err := d.sqldb.QueryContext(ctx, d.q.failed)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.FailedJob
+	for rows.Next() {
+		var f driver.FailedJob
+		var payload string
+		if err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
+			&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt); err != nil {
+			return nil, err
+		}
+		f.Payload = []byte(payload)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// Retry implements driver.Driver.
+func (d *Driver) Retry(ctx context.Context, id string, all bool, now int64) (int, error) {
+	if d.db.Dialect() == db.Postgres {
+		// One statement moves exactly the rows it deletes, whatever fails meanwhile.
+		res, err := d.sqldb.ExecContext(ctx, d.q.retryMoveOne, id, now)
+		if all {
+			res, err = d.sqldb.ExecContext(ctx, d.q.retryMoveAll, now)
+		}
+		if err != nil {
+			return 0, err
+		}
+		n, err := res.RowsAffected()
+		if err == nil && n == 0 && !all {
+			return 0, driver.ErrNoFailedJob
+		}
+		return int(n), err
+	}
+	// On SQLite the transaction holds the write lock: nothing fails between
+	// the copy and the delete.
+	var moved int64
+	err := d.db.Transaction(ctx, func(ctx context.Context) error {
+		tx, err := db.UnitOfWorkFrom(ctx).Tx(ctx)
+		if err != nil {
+			return err
+		}
+		insert, remove, args := d.q.retryOne, d.q.deleteOne, []any{now, id}
+		if all {
+			insert, remove, args = d.q.retryAll, d.q.flush, []any{now}
+		}
+		res, err := tx.Tx.ExecContext(ctx, insert, args...)
+		if err != nil {
+			return err
+		}
+		if moved, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		if moved == 0 && !all {
+			return driver.ErrNoFailedJob
+		}
+		_, err = tx.Tx.ExecContext(ctx, remove, args[1:]...)
+		return err
+	})
+	return int(moved), err
+}
+
+// FlushFailed implements driver.Driver.
+func (d *Driver) FlushFailed(ctx context.Context) (int, error) {
+	res, err := d.sqldb.ExecContext(ctx, d.q.flush)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// PendingCount implements driver.Driver.
+func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
+	var n int
+	err := d.sqldb.QueryRowContext(ctx, d.q.pending, queue).Scan(&n)
+	return n, err
+}

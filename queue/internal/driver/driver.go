@@ -1,0 +1,91 @@
+// Package driver is the queue's storage seam: the small interface that the
+// database and memory drivers implement, and the rows they store.
+//
+// Times are Unix milliseconds from the queue's clock; drivers never read
+// the time themselves.
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/navree/navree/db"
+)
+
+// ErrNoFailedJob is returned by Retry for an id that is not a failed job.
+var ErrNoFailedJob = errors.New("no failed job")
+
+// Job is a stored job: waiting, delayed or running.
+type Job struct {
+	ID          string
+	Queue       string
+	Name        string
+	Payload     []byte
+	MaxAttempts int
+	Backoff     string // exponential:BASE_MS:MAX_MS or fixed:MS
+	TimeoutMs   int64  // 0: no time limit
+	UniqueKey   string // "": not unique
+	UniqueUntil int64  // 0: unique while pending
+	Attempts    int    // attempts started; the reservation token
+	AvailableAt int64
+	ReservedAt  int64 // 0 while waiting
+	CreatedAt   int64
+	LastError   string
+}
+
+// FailedJob is a job that used up its attempts or could not run.
+type FailedJob struct {
+	ID          string
+	Queue       string
+	Name        string
+	Payload     []byte
+	MaxAttempts int
+	Backoff     string
+	TimeoutMs   int64
+	Attempts    int
+	Error       string
+	CreatedAt   int64
+	FailedAt    int64
+}
+
+// Driver stores jobs.
+type Driver interface {
+	// Insert stores job, in uow when it is not nil (the database driver
+	// writes in its transaction, the memory driver queues after its
+	// commit). A job with a UniqueKey is not stored while a pending job
+	// holds the same key, unless that job's UniqueUntil has passed at now:
+	// Insert then returns the pending job's id and false.
+	Insert(ctx context.Context, uow *db.UnitOfWork, job *Job, now int64) (id string, inserted bool, err error)
+
+	// Reserve takes the next available job of queue (available_at <= now,
+	// waiting, by available_at then id), marks it reserved at now and
+	// counts the attempt. It returns nil when there is none.
+	Reserve(ctx context.Context, queue string, now int64) (*Job, error)
+
+	// Complete deletes a job that succeeded, if attempt is still its
+	// current reservation. It reports whether it did.
+	Complete(ctx context.Context, id string, attempt int) (bool, error)
+
+	// Release puts a reserved job back to wait until availableAt, if
+	// attempt is still its current reservation.
+	Release(ctx context.Context, id string, attempt int, availableAt int64, lastError string) (bool, error)
+
+	// Fail moves a reserved job to the failed jobs with its error, in one
+	// transaction, if attempt is still its current reservation.
+	Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error)
+
+	// Failed lists the failed jobs, oldest failure first.
+	Failed(ctx context.Context) ([]FailedJob, error)
+
+	// Retry moves the failed job id (every failed job when all is true)
+	// back to its queue, available at now, attempts started over, not
+	// unique. It returns how many it moved, and ErrNoFailedJob when id is
+	// not a failed job.
+	Retry(ctx context.Context, id string, all bool, now int64) (int, error)
+
+	// FlushFailed deletes every failed job and returns how many there were.
+	FlushFailed(ctx context.Context) (int, error)
+
+	// PendingCount counts the jobs of queue that wait, are delayed or run.
+	PendingCount(ctx context.Context, queue string) (int, error)
+}

@@ -1,0 +1,351 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/migrations"
+	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/dbdriver"
+	"github.com/navree/navree/queue/internal/driver/memdriver"
+)
+
+// backend is one driver under the conformance suite.
+type backend struct {
+	name string
+	open func(t *testing.T) (driver.Driver, *db.DB)
+}
+
+func migrated(t *testing.T, url string) *db.DB {
+	d := dbtest.Open(t, url)
+	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+var backends = []backend{
+	{"memory", func(t *testing.T) (driver.Driver, *db.DB) {
+		// The memory driver joins units of work of any database.
+		return memdriver.New(), dbtest.Open(t, dbtest.SQLiteURL(t))
+	}},
+	{"sqlite", func(t *testing.T) (driver.Driver, *db.DB) {
+		d := migrated(t, dbtest.SQLiteURL(t))
+		return dbdriver.New(d), d
+	}},
+	{"postgres", func(t *testing.T) (driver.Driver, *db.DB) {
+		d := migrated(t, dbtest.PostgresURL(t))
+		return dbdriver.New(d), d
+	}},
+}
+
+// each runs f on every driver.
+func each(t *testing.T, f func(t *testing.T, s driver.Driver, d *db.DB)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			s, d := b.open(t)
+			f(t, s, d)
+		})
+	}
+}
+
+var ctx = context.Background()
+
+// newJob returns a job of queue with an id that sorts by n.
+func newJob(n int, queue string, availableAt int64) *driver.Job {
+	return &driver.Job{
+		ID: fmt.Sprintf("01900000-0000-7000-8000-%012d", n), Queue: queue, Name: "test.job",
+		Payload: []byte(fmt.Sprintf(`{"n":%d}`, n)), MaxAttempts: 3, Backoff: "exponential:1000:300000",
+		TimeoutMs: 60000, AvailableAt: availableAt, CreatedAt: 1,
+	}
+}
+
+func insert(t *testing.T, s driver.Driver, jobs ...*driver.Job) {
+	t.Helper()
+	for _, j := range jobs {
+		if _, inserted, err := s.Insert(ctx, nil, j, j.CreatedAt); err != nil || !inserted {
+			t.Fatalf("insert %s: %v, %v", j.ID, inserted, err)
+		}
+	}
+}
+
+func reserve(t *testing.T, s driver.Driver, queue string, now int64) *driver.Job {
+	t.Helper()
+	j, err := s.Reserve(ctx, queue, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func pending(t *testing.T, s driver.Driver, queue string) int {
+	t.Helper()
+	n, err := s.PendingCount(ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestReserveOrderAndDelays(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		insert(t, s,
+			newJob(1, "a", 30),
+			newJob(2, "a", 10),
+			newJob(4, "a", 20),
+			newJob(3, "a", 20), // same time as 4, smaller id
+			newJob(5, "a", 500), // delayed past now
+			newJob(6, "b", 0),   // another queue
+		)
+		var got []string
+		for {
+			j := reserve(t, s, "a", 100)
+			if j == nil {
+				break
+			}
+			if j.Attempts != 1 || j.ReservedAt != 100 {
+				t.Fatalf("reserved %s with attempts %d at %d, want 1 at 100", j.ID, j.Attempts, j.ReservedAt)
+			}
+			got = append(got, j.ID[len(j.ID)-1:])
+		}
+		if fmt.Sprint(got) != "[2 3 4 1]" {
+			t.Fatalf("reserved %v, want [2 3 4 1]: by available_at, then id; none delayed, none of another queue", got)
+		}
+		if j := reserve(t, s, "a", 499); j != nil {
+			t.Fatalf("reserved a delayed job early: %s", j.ID)
+		}
+		if j := reserve(t, s, "a", 500); j == nil || j.Payload == nil || string(j.Payload) != `{"n":5}` {
+			t.Fatalf("at its time the delayed job was not reserved whole: %+v", j)
+		}
+		if n := pending(t, s, "a"); n != 5 {
+			t.Fatalf("PendingCount(a) = %d, want 5 (running jobs are pending)", n)
+		}
+		if n := pending(t, s, "b"); n != 1 {
+			t.Fatalf("PendingCount(b) = %d, want 1", n)
+		}
+	})
+}
+
+func TestReservedJobKeepsEverything(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		j := newJob(1, "a", 5)
+		j.UniqueKey, j.UniqueUntil, j.TimeoutMs, j.MaxAttempts, j.Backoff = "k", 99, 0, 7, "fixed:30000"
+		insert(t, s, j)
+		got := reserve(t, s, "a", 10)
+		want := *j
+		want.Attempts, want.ReservedAt = 1, 10
+		if fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", want) {
+			t.Fatalf("reserved\n%+v\nwant\n%+v", *got, want)
+		}
+	})
+}
+
+func TestCompletionIsFencedByTheAttempt(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		insert(t, s, newJob(1, "a", 0))
+		j := reserve(t, s, "a", 1)
+		for _, op := range []func() (bool, error){
+			func() (bool, error) { return s.Complete(ctx, j.ID, j.Attempts+1) },
+			func() (bool, error) { return s.Release(ctx, j.ID, j.Attempts+1, 0, "x") },
+			func() (bool, error) { return s.Fail(ctx, j.ID, j.Attempts+1, "x", 2) },
+		} {
+			if ok, err := op(); ok || err != nil {
+				t.Fatalf("an operation with a stale attempt acted: %v, %v", ok, err)
+			}
+		}
+		if n := pending(t, s, "a"); n != 1 {
+			t.Fatalf("PendingCount = %d after stale operations, want 1", n)
+		}
+		if ok, err := s.Complete(ctx, j.ID, j.Attempts); !ok || err != nil {
+			t.Fatalf("Complete = %v, %v", ok, err)
+		}
+		if n := pending(t, s, "a"); n != 0 {
+			t.Fatalf("PendingCount = %d after Complete, want 0", n)
+		}
+		if ok, _ := s.Complete(ctx, j.ID, j.Attempts); ok {
+			t.Fatal("Complete acted twice")
+		}
+	})
+}
+
+func TestReleaseWaitsForTheBackoff(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		insert(t, s, newJob(1, "a", 0))
+		j := reserve(t, s, "a", 100)
+		if ok, err := s.Release(ctx, j.ID, j.Attempts, 1100, "smtp refused the message"); !ok || err != nil {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		if again := reserve(t, s, "a", 1099); again != nil {
+			t.Fatal("a released job ran before its backoff passed")
+		}
+		again := reserve(t, s, "a", 1100)
+		if again == nil || again.ID != j.ID || again.Attempts != 2 || again.LastError != "smtp refused the message" {
+			t.Fatalf("after the backoff reserved %+v, want attempt 2 of %s", again, j.ID)
+		}
+	})
+}
+
+func TestFailRetryFlush(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		insert(t, s, newJob(1, "a", 0), newJob(2, "b", 0), newJob(3, "a", 0))
+		for i, q := range []string{"a", "b", "a"} {
+			j := reserve(t, s, q, 10)
+			if ok, err := s.Fail(ctx, j.ID, j.Attempts, fmt.Sprintf("error %d\nsecond line", i+1), int64(1000+i)); !ok || err != nil {
+				t.Fatalf("Fail = %v, %v", ok, err)
+			}
+		}
+		if pending(t, s, "a")+pending(t, s, "b") != 0 {
+			t.Fatal("failed jobs are still pending")
+		}
+		failed, err := s.Failed(ctx)
+		if err != nil || len(failed) != 3 {
+			t.Fatalf("Failed = %d jobs, %v; want 3", len(failed), err)
+		}
+		f := failed[0]
+		if f.ID != newJob(1, "", 0).ID || f.Queue != "a" || f.Name != "test.job" || string(f.Payload) != `{"n":1}` ||
+			f.Attempts != 1 || f.Error != "error 1\nsecond line" || f.FailedAt != 1000 || f.MaxAttempts != 3 || f.TimeoutMs != 60000 {
+			t.Fatalf("first failed job %+v", f)
+		}
+		if _, err := s.Retry(ctx, "01900000-0000-7000-8000-999999999999", false, 2000); !errors.Is(err, driver.ErrNoFailedJob) {
+			t.Fatalf("Retry of an unknown id: %v, want ErrNoFailedJob", err)
+		}
+		if n, err := s.Retry(ctx, f.ID, false, 2000); n != 1 || err != nil {
+			t.Fatalf("Retry = %d, %v", n, err)
+		}
+		j := reserve(t, s, "a", 2000)
+		if j == nil || j.ID != f.ID || j.Attempts != 1 || j.MaxAttempts != 3 || j.Backoff != "exponential:1000:300000" {
+			t.Fatalf("the retried job came back as %+v: want its id and options, attempts started over", j)
+		}
+		if n, err := s.Retry(ctx, "", true, 2000); n != 2 || err != nil {
+			t.Fatalf("Retry all = %d, %v; want 2", n, err)
+		}
+		if failed, _ := s.Failed(ctx); len(failed) != 0 {
+			t.Fatalf("%d failed jobs left after retry all", len(failed))
+		}
+		if pending(t, s, "a") != 2 || pending(t, s, "b") != 1 {
+			t.Fatal("retry all did not put every job back on its queue")
+		}
+		j = reserve(t, s, "b", 2000)
+		_, _ = s.Fail(ctx, j.ID, j.Attempts, "again", 3000)
+		if n, err := s.FlushFailed(ctx); n != 1 || err != nil {
+			t.Fatalf("FlushFailed = %d, %v; want 1", n, err)
+		}
+		if n, _ := s.FlushFailed(ctx); n != 0 {
+			t.Fatalf("a second flush deleted %d", n)
+		}
+	})
+}
+
+func uniqueJob(n int, key string, until, now int64) *driver.Job {
+	j := newJob(n, "a", now)
+	j.UniqueKey, j.UniqueUntil, j.CreatedAt = key, until, now
+	return j
+}
+
+func TestUniqueKeys(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		first := uniqueJob(1, "k", 0, 10)
+		insert(t, s, first)
+		id, inserted, err := s.Insert(ctx, nil, uniqueJob(2, "k", 0, 20), 20)
+		if err != nil || inserted || id != first.ID {
+			t.Fatalf("a duplicate: %s, %v, %v; want the pending job's id", id, inserted, err)
+		}
+		// Reserved, then released for a retry: still pending, still unique.
+		j := reserve(t, s, "a", 30)
+		if id, _, _ := s.Insert(ctx, nil, uniqueJob(3, "k", 0, 30), 30); id != first.ID {
+			t.Fatal("a running job lost its key")
+		}
+		s.Release(ctx, j.ID, j.Attempts, 40, "x")
+		if id, _, _ := s.Insert(ctx, nil, uniqueJob(3, "k", 0, 40), 40); id != first.ID {
+			t.Fatal("a released job lost its key")
+		}
+		// Finished: the key is free.
+		j = reserve(t, s, "a", 40)
+		s.Complete(ctx, j.ID, j.Attempts)
+		if id, inserted, _ := s.Insert(ctx, nil, uniqueJob(4, "k", 0, 50), 50); !inserted || id == first.ID {
+			t.Fatal("the key stayed taken after the job finished")
+		}
+		// Failed: the key is free too.
+		j = reserve(t, s, "a", 50)
+		s.Fail(ctx, j.ID, j.Attempts, "x", 60)
+		if _, inserted, _ := s.Insert(ctx, nil, uniqueJob(5, "k", 0, 60), 60); !inserted {
+			t.Fatal("a failed job kept its key")
+		}
+		// A window: unique until 100, then the next dispatch queues a new job.
+		windowed := uniqueJob(6, "w", 100, 70)
+		insert(t, s, windowed)
+		if id, _, _ := s.Insert(ctx, nil, uniqueJob(7, "w", 199, 99), 99); id != windowed.ID {
+			t.Fatal("inside its window the job was not unique")
+		}
+		id, inserted, err = s.Insert(ctx, nil, uniqueJob(8, "w", 200, 100), 100)
+		if err != nil || !inserted || id == windowed.ID {
+			t.Fatalf("past the window: %s, %v, %v; want a new job", id, inserted, err)
+		}
+		if n := pending(t, s, "a"); n != 3 {
+			t.Fatalf("PendingCount = %d, want 3 (job 5, job 6 past its window, job 8)", n)
+		}
+		if id, _, _ := s.Insert(ctx, nil, uniqueJob(9, "w", 300, 150), 150); id != newJob(8, "", 0).ID {
+			t.Fatal("the new job does not hold the key")
+		}
+	})
+}
+
+// TestUniqueUnderConcurrency: 8 goroutines insert the same unique job at
+// once; exactly one row results and everyone gets its id.
+func TestUniqueUnderConcurrency(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		ids := make(chan string, 8)
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				id, _, err := s.Insert(ctx, nil, uniqueJob(i+1, "same", 0, 10), 10)
+				if err != nil {
+					t.Error(err)
+				}
+				ids <- id
+			})
+		}
+		wg.Wait()
+		close(ids)
+		seen := map[string]bool{}
+		for id := range ids {
+			seen[id] = true
+		}
+		if len(seen) != 1 || pending(t, s, "a") != 1 {
+			t.Fatalf("8 concurrent dispatches gave ids %v and %d rows; want one job", seen, pending(t, s, "a"))
+		}
+	})
+}
+
+func TestInsertJoinsTheUnitOfWork(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, d *db.DB) {
+		boom := errors.New("rolled back")
+		err := d.Transaction(ctx, func(ctx context.Context) error {
+			if _, _, err := s.Insert(ctx, db.UnitOfWorkFrom(ctx), newJob(1, "a", 0), 0); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) || pending(t, s, "a") != 0 {
+			t.Fatalf("a rolled back unit of work kept its job (%v)", err)
+		}
+		err = d.Transaction(ctx, func(ctx context.Context) error {
+			if _, _, err := s.Insert(ctx, db.UnitOfWorkFrom(ctx), newJob(2, "a", 0), 0); err != nil {
+				return err
+			}
+			// Others see the job only after the commit (a read beside the open transaction).
+			if n := pending(t, s, "a"); n != 0 {
+				t.Errorf("the job is visible before the commit (%d pending)", n)
+			}
+			return nil
+		})
+		if err != nil || pending(t, s, "a") != 1 {
+			t.Fatalf("a committed unit of work lost its job (%v)", err)
+		}
+	})
+}

@@ -1,0 +1,236 @@
+// Package memdriver keeps jobs in the memory of the process, for tests and
+// single-process development. It behaves like the database driver, and
+// loses everything when the process exits.
+package memdriver
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// Driver is the memory driver. It is safe for concurrent use.
+type Driver struct {
+	mu      sync.Mutex
+	jobs    map[string]*driver.Job
+	waiting map[string]*waitHeap // by queue: jobs not reserved
+	unique  map[string]string    // unique key -> id of the pending job holding it
+	failed  map[string]driver.FailedJob
+}
+
+// New returns an empty memory driver.
+func New() *Driver {
+	return &Driver{
+		jobs:    map[string]*driver.Job{},
+		waiting: map[string]*waitHeap{},
+		unique:  map[string]string{},
+		failed:  map[string]driver.FailedJob{},
+	}
+}
+
+// waitHeap orders a queue's waiting jobs by available_at, then id.
+type waitHeap []*driver.Job
+
+func (h waitHeap) Len() int { return len(h) }
+func (h waitHeap) Less(i, j int) bool {
+	return cmp.Or(cmp.Compare(h[i].AvailableAt, h[j].AvailableAt), cmp.Compare(h[i].ID, h[j].ID)) < 0
+}
+func (h waitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *waitHeap) Push(x any)   { *h = append(*h, x.(*driver.Job)) }
+func (h *waitHeap) Pop() any {
+	old := *h
+	j := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return j
+}
+
+func (d *Driver) wait(j *driver.Job) {
+	h := d.waiting[j.Queue]
+	if h == nil {
+		h = &waitHeap{}
+		d.waiting[j.Queue] = h
+	}
+	heap.Push(h, j)
+}
+
+// holder returns the id of the pending job holding key at now, letting a
+// job whose window has passed give the key up.
+func (d *Driver) holder(key string, now int64) (string, bool) {
+	id, ok := d.unique[key]
+	if !ok {
+		return "", false
+	}
+	if j := d.jobs[id]; j.UniqueUntil != 0 && j.UniqueUntil <= now {
+		delete(d.unique, key)
+		j.UniqueKey = ""
+		return "", false
+	}
+	return id, true
+}
+
+// Insert implements driver.Driver. Inside a unit of work the job is queued
+// when the unit commits; the unique check runs both now and then.
+func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job, now int64) (string, bool, error) {
+	stored := *job
+	stored.Payload = slices.Clone(job.Payload)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if stored.UniqueKey != "" {
+		if id, ok := d.holder(stored.UniqueKey, now); ok {
+			return id, false, nil
+		}
+	}
+	if uow != nil {
+		uow.AfterCommit(func(context.Context) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if stored.UniqueKey != "" {
+				if _, ok := d.holder(stored.UniqueKey, now); ok {
+					return // an identical job was queued meanwhile
+				}
+			}
+			d.insert(&stored)
+		})
+		return stored.ID, true, nil
+	}
+	d.insert(&stored)
+	return stored.ID, true, nil
+}
+
+func (d *Driver) insert(j *driver.Job) {
+	d.jobs[j.ID] = j
+	if j.UniqueKey != "" {
+		d.unique[j.UniqueKey] = j.ID
+	}
+	d.wait(j)
+}
+
+// Reserve implements driver.Driver.
+func (d *Driver) Reserve(ctx context.Context, queue string, now int64) (*driver.Job, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h := d.waiting[queue]
+	if h == nil || h.Len() == 0 || (*h)[0].AvailableAt > now {
+		return nil, nil
+	}
+	j := heap.Pop(h).(*driver.Job)
+	j.ReservedAt = now
+	j.Attempts++
+	out := *j
+	return &out, nil
+}
+
+// current returns the job id reserved by attempt, if that reservation is
+// still the job's current one.
+func (d *Driver) current(id string, attempt int) (*driver.Job, bool) {
+	j, ok := d.jobs[id]
+	return j, ok && j.ReservedAt != 0 && j.Attempts == attempt
+}
+
+func (d *Driver) remove(j *driver.Job) {
+	delete(d.jobs, j.ID)
+	if j.UniqueKey != "" && d.unique[j.UniqueKey] == j.ID {
+		delete(d.unique, j.UniqueKey)
+	}
+}
+
+// Complete implements driver.Driver.
+func (d *Driver) Complete(ctx context.Context, id string, attempt int) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j, ok := d.current(id, attempt)
+	if ok {
+		d.remove(j)
+	}
+	return ok, nil
+}
+
+// Release implements driver.Driver.
+func (d *Driver) Release(ctx context.Context, id string, attempt int, availableAt int64, lastError string) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j, ok := d.current(id, attempt)
+	if ok {
+		j.ReservedAt, j.AvailableAt, j.LastError = 0, availableAt, lastError
+		d.wait(j)
+	}
+	return ok, nil
+}
+
+// Fail implements driver.Driver.
+func (d *Driver) Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j, ok := d.current(id, attempt)
+	if ok {
+		d.remove(j)
+		d.failed[j.ID] = driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
+			Backoff: j.Backoff, TimeoutMs: j.TimeoutMs, Attempts: j.Attempts, Error: failure, CreatedAt: j.CreatedAt, FailedAt: now}
+	}
+	return ok, nil
+}
+
+// Failed implements driver.Driver.
+func (d *Driver) Failed(ctx context.Context) ([]driver.FailedJob, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]driver.FailedJob, 0, len(d.failed))
+	for _, f := range d.failed {
+		f.Payload = slices.Clone(f.Payload)
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b driver.FailedJob) int {
+		return cmp.Or(cmp.Compare(a.FailedAt, b.FailedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// Retry implements driver.Driver.
+func (d *Driver) Retry(ctx context.Context, id string, all bool, now int64) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !all {
+		if _, ok := d.failed[id]; !ok {
+			return 0, driver.ErrNoFailedJob
+		}
+	}
+	n := 0
+	for fid, f := range d.failed {
+		if !all && fid != id {
+			continue
+		}
+		delete(d.failed, fid)
+		d.insert(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
+			Backoff: f.Backoff, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error})
+		n++
+	}
+	return n, nil
+}
+
+// FlushFailed implements driver.Driver.
+func (d *Driver) FlushFailed(ctx context.Context) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := len(d.failed)
+	clear(d.failed)
+	return n, nil
+}
+
+// PendingCount implements driver.Driver.
+func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, j := range d.jobs {
+		if j.Queue == queue {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,265 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/fx"
+)
+
+// Job is a job's payload: a struct, stored as JSON until a worker runs it,
+// with a stable name. A worker finds the job's handler by that name, so
+// keep it stable across deploys.
+//
+//	type ExportContacts struct {
+//		CompanyID   uuid.UUID `json:"company_id"`
+//		RequestedBy string    `json:"requested_by"`
+//	}
+//
+//	func (ExportContacts) JobName() string { return "contacts.export" }
+//
+// Keep payloads small and free of secrets: store ids, and look records up
+// in the handler.
+type Job interface {
+	JobName() string
+}
+
+// WithOptions is a [Job] that chooses its own [Options].
+type WithOptions interface {
+	Job
+	JobOptions() Options
+}
+
+// NoTimeout as [Options.Timeout] lets a job run without a time limit.
+const NoTimeout time.Duration = -1
+
+// Options are a job's queue, retries and time limits. A zero field takes
+// its default. Options are stored with each job, so a retried job keeps
+// them.
+type Options struct {
+	// Queue is where the job waits; default: the queue.default_queue
+	// setting. At most 100 bytes.
+	Queue string
+	// MaxAttempts is how many times the job is tried before it fails;
+	// default 3.
+	MaxAttempts int
+	// Backoff is the wait before a retry; default
+	// Exponential(time.Second, 300*time.Second).
+	Backoff Backoff
+	// Timeout cuts an attempt off; default 60 s. [NoTimeout] for none.
+	Timeout time.Duration
+	// UniqueFor makes the job unique: while an identical job (same type,
+	// same payload) is pending and was dispatched less than UniqueFor ago,
+	// dispatching returns that job's id instead of queueing another.
+	// Default 0: not unique (see [Envelope.UniqueKey]).
+	UniqueFor time.Duration
+}
+
+// The defaults of [Options].
+const (
+	DefaultMaxAttempts = 3
+	DefaultTimeout     = 60 * time.Second
+	// MaxQueueNameLen bounds a queue's name, in bytes.
+	MaxQueueNameLen = 100
+)
+
+// DefaultBackoff is the backoff of a job that sets none: 1 s after the
+// first failure, doubling up to 300 s.
+var DefaultBackoff = Exponential(time.Second, 300*time.Second)
+
+// Backoff is how long a failed job waits before its next attempt.
+type Backoff struct {
+	fixed     bool
+	base, max time.Duration
+}
+
+// Exponential waits base after the first failed attempt and doubles the
+// wait after each one, up to max.
+func Exponential(base, max time.Duration) Backoff { return Backoff{base: base, max: max} }
+
+// Fixed waits d after every failed attempt.
+func Fixed(d time.Duration) Backoff { return Backoff{fixed: true, base: d, max: d} }
+
+// IsZero reports whether b is unset, so the default applies.
+func (b Backoff) IsZero() bool { return b == Backoff{} }
+
+// Delay is the wait after the given number of failed attempts (1 for the
+// first).
+func (b Backoff) Delay(failures int) time.Duration {
+	if b.fixed || failures <= 1 {
+		return min(b.base, max(b.max, b.base))
+	}
+	d := b.base
+	for range failures - 1 {
+		if d >= b.max/2 {
+			return b.max
+		}
+		d *= 2
+	}
+	return min(d, b.max)
+}
+
+// String is the backoff as stored: "exponential:BASE_MS:MAX_MS" or
+// "fixed:MS".
+func (b Backoff) String() string {
+	if b.fixed {
+		return "fixed:" + strconv.FormatInt(b.base.Milliseconds(), 10)
+	}
+	return "exponential:" + strconv.FormatInt(b.base.Milliseconds(), 10) + ":" + strconv.FormatInt(b.max.Milliseconds(), 10)
+}
+
+// ParseBackoff reads a backoff written by [Backoff.String].
+func ParseBackoff(s string) (Backoff, error) {
+	parts := strings.Split(s, ":")
+	ms := func(p string) (time.Duration, bool) {
+		n, err := strconv.ParseInt(p, 10, 64)
+		return time.Duration(n) * time.Millisecond, err == nil && n >= 0
+	}
+	switch {
+	case len(parts) == 2 && parts[0] == "fixed":
+		if d, ok := ms(parts[1]); ok {
+			return Fixed(d), nil
+		}
+	case len(parts) == 3 && parts[0] == "exponential":
+		base, ok1 := ms(parts[1])
+		maxDelay, ok2 := ms(parts[2])
+		if ok1 && ok2 {
+			return Exponential(base, maxDelay), nil
+		}
+	}
+	return Backoff{}, fmt.Errorf("queue: bad backoff %q", s)
+}
+
+// JobContext tells a handler which attempt of which job it runs.
+type JobContext struct {
+	JobID   string
+	Name    string // the job type
+	Queue   string
+	Attempt int // 1 for the first
+}
+
+// Handler runs jobs of type T. Its ctx ends when the attempt's time limit
+// passes; honour it.
+type Handler[T Job] interface {
+	Handle(ctx context.Context, job T, jc JobContext) error
+}
+
+// HandlerFunc is a function that is a [Handler].
+type HandlerFunc[T Job] func(ctx context.Context, job T, jc JobContext) error
+
+// Handle calls f.
+func (f HandlerFunc[T]) Handle(ctx context.Context, job T, jc JobContext) error { return f(ctx, job, jc) }
+
+// Registration is a job type and its handler, as [Register], [HandleFunc]
+// and [HandlerOf] make them.
+type Registration struct {
+	name   string
+	typ    reflect.Type
+	where  string // where it was registered, for errors
+	handle func(ctx context.Context, payload []byte, jc JobContext) error
+}
+
+// HandlerOf registers h for jobs of type T, for an app built without fx
+// ([New]).
+func HandlerOf[T Job](h Handler[T]) Registration {
+	return registration(h, caller(2))
+}
+
+func registration[T Job](h Handler[T], where string) Registration {
+	var zero T
+	return Registration{
+		name:  zero.JobName(),
+		typ:   reflect.TypeFor[T](),
+		where: where,
+		handle: func(ctx context.Context, payload []byte, jc JobContext) error {
+			var job T
+			if err := json.Unmarshal(payload, &job); err != nil {
+				return &PayloadError{Name: jc.Name, Err: err}
+			}
+			return h.Handle(ctx, job, jc)
+		},
+	}
+}
+
+// caller is the file:line skip frames up, for naming a registration.
+func caller(skip int) string {
+	_, file, line, ok := runtime.Caller(skip)
+	if !ok {
+		return "unknown place"
+	}
+	return file + ":" + strconv.Itoa(line)
+}
+
+// PayloadError is a stored payload that does not decode into its job type.
+type PayloadError struct {
+	Name string
+	Err  error
+}
+
+func (e *PayloadError) Error() string {
+	return fmt.Sprintf("the payload of job %s does not decode: %v", e.Name, e.Err)
+}
+
+func (e *PayloadError) Unwrap() error { return e.Err }
+
+// HandleFunc registers fn as the handler of jobs of type T.
+func HandleFunc[T Job](fn func(ctx context.Context, job T, jc JobContext) error) fx.Option {
+	reg := registration[T](HandlerFunc[T](fn), caller(2))
+	return fx.Supply(fx.Annotated{Group: "queue.handlers", Target: reg})
+}
+
+var errorType = reflect.TypeFor[error]()
+
+// Register registers the handler of jobs of type T, built by constructor:
+// a function whose parameters fx provides and whose result implements
+// [Handler] of T (and, optionally, an error).
+//
+//	queue.Register[ExportContacts](func(d *db.DB, m *mail.Mailer) *exportHandler {
+//		return &exportHandler{db: d, mailer: m}
+//	})
+func Register[T Job](constructor any) fx.Option {
+	where := caller(2)
+	ct := reflect.TypeOf(constructor)
+	handlerType := reflect.TypeFor[Handler[T]]()
+	if ct == nil || ct.Kind() != reflect.Func || ct.NumOut() < 1 || ct.NumOut() > 2 ||
+		!ct.Out(0).Implements(handlerType) || (ct.NumOut() == 2 && ct.Out(1) != errorType) {
+		return fx.Error(fmt.Errorf("queue.Register[%s] at %s: the constructor must be a func(deps...) returning a queue.Handler[%[1]s] (and an error), not %T",
+			reflect.TypeFor[T](), where, constructor))
+	}
+	in := make([]reflect.Type, ct.NumIn())
+	for i := range in {
+		in[i] = ct.In(i)
+	}
+	fn := reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{reflect.TypeFor[Registration](), errorType}, false),
+		func(args []reflect.Value) []reflect.Value {
+			out := reflect.ValueOf(constructor).Call(args)
+			if len(out) == 2 && !out[1].IsNil() {
+				return []reflect.Value{reflect.Zero(reflect.TypeFor[Registration]()), out[1]}
+			}
+			reg := registration(out[0].Interface().(Handler[T]), where)
+			return []reflect.Value{reflect.ValueOf(reg), reflect.Zero(errorType)}
+		})
+	return fx.Provide(fx.Annotate(fn.Interface(), fx.ResultTags(`group:"queue.handlers"`)))
+}
+
+// ErrUnknownJob is returned when a job type has no registered handler.
+var ErrUnknownJob = errors.New("unknown job")
+
+// UnknownJobError names a job type that no module registered.
+type UnknownJobError struct {
+	Name string
+}
+
+func (e *UnknownJobError) Error() string {
+	return fmt.Sprintf("queue: unknown job %q: no module registered a handler for it (queue.Register or queue.HandleFunc)", e.Name)
+}
+
+// Is reports whether target is [ErrUnknownJob].
+func (e *UnknownJobError) Is(target error) bool { return target == ErrUnknownJob }

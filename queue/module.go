@@ -1,0 +1,111 @@
+package queue
+
+import (
+	"fmt"
+
+	"github.com/navree/navree/config"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/migrations"
+	"go.uber.org/fx"
+)
+
+// Driver says where jobs are stored.
+type Driver string
+
+// The drivers.
+const (
+	// Database stores jobs in the tables jobs and failed_jobs of the app's
+	// database: they survive restarts, and every process that uses the
+	// database shares them.
+	Database Driver = "database"
+	// Memory keeps jobs in the process's memory, for tests and
+	// single-process development.
+	Memory Driver = "memory"
+)
+
+// Config is the [queue] section of the configuration.
+type Config struct {
+	// Driver is "database" (the default) or "memory".
+	Driver Driver `koanf:"driver" validate:"oneof=database memory"`
+	// DefaultQueue is where jobs with an empty queue name go; default
+	// "default".
+	DefaultQueue string `koanf:"default_queue" validate:"required,max=100"`
+	// Workers is how many jobs one queue:work process runs at once;
+	// default 4.
+	Workers int `koanf:"workers" validate:"min=1,max=10000"`
+	// PollIntervalMs is how long an idle worker waits before looking for
+	// jobs again; default 1000.
+	PollIntervalMs int `koanf:"poll_interval_ms" validate:"min=1,max=3600000"`
+	// Queues is what queue:work processes, highest priority first; default
+	// ["high", "default"].
+	Queues []string `koanf:"queues" validate:"required"`
+}
+
+// DefaultConfig returns the defaults of the [queue] section.
+func DefaultConfig() Config {
+	return Config{Driver: Database, DefaultQueue: "default", Workers: 4, PollIntervalMs: 1000, Queues: []string{"high", "default"}}
+}
+
+// Validate checks each queue name.
+func (c Config) Validate() error {
+	for _, name := range c.Queues {
+		if checkQueue(name) != nil {
+			return config.Invalid("queue.queues", name, fmt.Sprintf("queue names of 1 to %d bytes", MaxQueueNameLen))
+		}
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields of a Config written in code and
+// checks it.
+func (c Config) withDefaults() (Config, error) {
+	def := DefaultConfig()
+	if c.Driver == "" {
+		c.Driver = def.Driver
+	}
+	if c.DefaultQueue == "" {
+		c.DefaultQueue = def.DefaultQueue
+	}
+	if c.Workers == 0 {
+		c.Workers = def.Workers
+	}
+	if c.PollIntervalMs == 0 {
+		c.PollIntervalMs = def.PollIntervalMs
+	}
+	if len(c.Queues) == 0 {
+		c.Queues = def.Queues
+	}
+	switch {
+	case c.Driver != Database && c.Driver != Memory:
+		return c, fmt.Errorf("queue: unknown driver %q; want %q or %q", c.Driver, Database, Memory)
+	case checkQueue(c.DefaultQueue) != nil:
+		return c, checkQueue(c.DefaultQueue)
+	case c.Workers < 1 || c.PollIntervalMs < 1:
+		return c, fmt.Errorf("queue: workers (%d) and poll_interval_ms (%d) must be 1 or more", c.Workers, c.PollIntervalMs)
+	}
+	return c, c.Validate()
+}
+
+// Module is the queue, configured by the [queue] section. It provides the
+// app's [*Queue] and, for code that only dispatches, its [Dispatcher], and
+// adds the migration set "queue" (tables jobs and failed_jobs).
+func Module() fx.Option {
+	return module(config.Section("queue", DefaultConfig()))
+}
+
+// ModuleWith is [Module] configured in code instead: zero fields of cfg
+// take their defaults.
+//
+//	queue.ModuleWith(queue.Config{Driver: queue.Memory})
+func ModuleWith(cfg Config) fx.Option {
+	return module(fx.Supply(cfg))
+}
+
+func module(cfg fx.Option) fx.Option {
+	return fx.Module("queue",
+		cfg,
+		fx.Provide(New),
+		fx.Provide(func(q *Queue) Dispatcher { return q }),
+		db.Migrations("queue", migrations.Queue),
+	)
+}

@@ -1,0 +1,325 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gofrs/uuid/v5"
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/dbdriver"
+	"github.com/navree/navree/queue/internal/driver/memdriver"
+	"go.uber.org/fx"
+)
+
+// Dispatcher queues jobs. The queue module provides the app's [*Queue] as
+// its Dispatcher; code that should not depend on the whole queue (mail,
+// events, a library) dispatches through this interface.
+type Dispatcher interface {
+	// Dispatch queues job and returns its id.
+	Dispatch(ctx context.Context, job Job) (string, error)
+	// DispatchLater queues job to run once delay, rounded up to whole
+	// seconds, has passed.
+	DispatchLater(ctx context.Context, job Job, delay time.Duration) (string, error)
+}
+
+// Envelope is a job as it is queued: its type, its JSON payload, its
+// options, when it is due and what makes it unique.
+type Envelope struct {
+	Name    string          // the job type, from JobName
+	Payload json.RawMessage // the job as JSON
+	Options Options         // the job's JobOptions; defaults apply when it is queued
+	Delay   time.Duration   // how long to wait before it is due
+	// UniqueKey, when set, makes the job unique by this key rather than by
+	// its payload: while a job of the same type with the same key is
+	// pending (and, with Options.UniqueFor, was dispatched less than that
+	// ago), pushing returns that job's id.
+	UniqueKey *string
+}
+
+// EnvelopeOf encodes job into an [Envelope].
+func EnvelopeOf(job Job) (Envelope, error) {
+	payload, err := json.Marshal(job)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("queue: encode the payload of %s: %w", job.JobName(), err)
+	}
+	e := Envelope{Name: job.JobName(), Payload: payload}
+	if o, ok := job.(WithOptions); ok {
+		e.Options = o.JobOptions()
+	}
+	return e, nil
+}
+
+// FailedJob is a job that used up its attempts or could not run.
+type FailedJob struct {
+	ID       string
+	Queue    string
+	Name     string // the job type
+	Payload  json.RawMessage
+	Attempts int
+	Error    string // the last attempt's error
+	FailedAt time.Time
+}
+
+// ErrNoFailedJob is returned by Retry for an id that is not a failed job.
+var ErrNoFailedJob = errors.New("there is no failed job with that id")
+
+// NoFailedJobError is Retry's error for an id that is not a failed job.
+type NoFailedJobError struct{ ID string }
+
+func (e *NoFailedJobError) Error() string { return "there is no failed job with id " + e.ID }
+
+// Is reports whether target is [ErrNoFailedJob].
+func (e *NoFailedJobError) Is(target error) bool { return target == ErrNoFailedJob }
+
+// Queue stores jobs and runs them. Build it with [Module] (or [New]).
+type Queue struct {
+	cfg    Config
+	store  driver.Driver
+	db     *db.DB // nil for the memory driver in an app without a database
+	clock  app.Clock
+	logger *slog.Logger
+	jobs   map[string]Registration
+}
+
+// Params are what [New] builds a Queue from.
+type Params struct {
+	fx.In
+	Config   Config
+	DB       *db.DB `optional:"true"` // needed by the database driver
+	Clock    app.Clock
+	Logger   *slog.Logger
+	Handlers []Registration `group:"queue.handlers"`
+}
+
+// New returns the queue p describes. Two registrations of one job type
+// are an error that names both.
+func New(p Params) (*Queue, error) {
+	cfg, err := p.Config.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	q := &Queue{cfg: cfg, db: p.DB, clock: p.Clock, logger: p.Logger, jobs: map[string]Registration{}}
+	if q.clock == nil {
+		q.clock = app.SystemClock{}
+	}
+	if q.logger == nil {
+		q.logger = slog.New(slog.DiscardHandler)
+	}
+	for _, reg := range p.Handlers {
+		if prev, dup := q.jobs[reg.name]; dup {
+			return nil, fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", reg.name, prev.typ, prev.where, reg.typ, reg.where)
+		}
+		q.jobs[reg.name] = reg
+	}
+	switch cfg.Driver {
+	case Memory:
+		q.store = memdriver.New()
+	case Database:
+		if p.DB == nil {
+			return nil, errors.New(`queue: the database driver needs db.Module() in the app (or set queue.driver = "memory")`)
+		}
+		q.store = dbdriver.New(p.DB)
+	}
+	return q, nil
+}
+
+// Dispatch queues job and returns its id, a UUID v7 string. Inside a unit
+// of work (found on ctx) the job joins it: it is queued only if the unit
+// commits.
+func (q *Queue) Dispatch(ctx context.Context, job Job) (string, error) {
+	return q.Later(ctx, job, 0)
+}
+
+// Later queues job to run once delay has passed (to the millisecond).
+func (q *Queue) Later(ctx context.Context, job Job, delay time.Duration) (string, error) {
+	e, err := EnvelopeOf(job)
+	if err != nil {
+		return "", err
+	}
+	e.Delay = delay
+	return q.push(ctx, db.UnitOfWorkFrom(ctx), e)
+}
+
+// DispatchLater queues job to run once delay, rounded up to whole
+// seconds, has passed. It makes the Queue a [Dispatcher].
+func (q *Queue) DispatchLater(ctx context.Context, job Job, delay time.Duration) (string, error) {
+	if rem := delay % time.Second; rem != 0 && delay > 0 {
+		delay += time.Second - rem
+	}
+	return q.Later(ctx, job, delay)
+}
+
+// Push queues an envelope, as made by [EnvelopeOf] and perhaps given a
+// UniqueKey.
+func (q *Queue) Push(ctx context.Context, e Envelope) (string, error) {
+	return q.push(ctx, db.UnitOfWorkFrom(ctx), e)
+}
+
+// DispatchIn queues job in the unit of work uow: with the database
+// driver its row is written in uow's transaction; with the memory driver
+// it is queued when uow commits. Either way it is dropped if uow rolls
+// back.
+func (q *Queue) DispatchIn(ctx context.Context, uow *db.UnitOfWork, job Job) (string, error) {
+	e, err := EnvelopeOf(job)
+	if err != nil {
+		return "", err
+	}
+	return q.push(ctx, uow, e)
+}
+
+// checkQueue validates a queue name.
+func checkQueue(name string) error {
+	if name == "" || len(name) > MaxQueueNameLen {
+		return fmt.Errorf("queue: invalid queue name %q: it must have 1 to %d bytes", name, MaxQueueNameLen)
+	}
+	return nil
+}
+
+// resolve applies the defaults to o and checks it.
+func (q *Queue) resolve(name string, o Options) (Options, error) {
+	if o.Queue == "" {
+		o.Queue = q.cfg.DefaultQueue
+	}
+	if err := checkQueue(o.Queue); err != nil {
+		return o, err
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.Backoff.IsZero() {
+		o.Backoff = DefaultBackoff
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	switch {
+	case o.MaxAttempts < 0:
+		return o, fmt.Errorf("queue: job %s: MaxAttempts is %d; want 1 or more (0 for the default, %d)", name, o.MaxAttempts, DefaultMaxAttempts)
+	case o.Timeout < 0 && o.Timeout != NoTimeout:
+		return o, fmt.Errorf("queue: job %s: Timeout is %s; want a positive duration, 0 for the default or queue.NoTimeout", name, o.Timeout)
+	case o.UniqueFor < 0:
+		return o, fmt.Errorf("queue: job %s: UniqueFor is %s; want 0 or more", name, o.UniqueFor)
+	case o.Backoff.base < 0 || o.Backoff.max < 0:
+		return o, fmt.Errorf("queue: job %s: the backoff %s is negative", name, o.Backoff)
+	}
+	return o, nil
+}
+
+// ceilMs is d in whole milliseconds, rounded up.
+func ceilMs(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+func (q *Queue) push(ctx context.Context, uow *db.UnitOfWork, e Envelope) (string, error) {
+	if _, ok := q.jobs[e.Name]; !ok {
+		return "", &UnknownJobError{Name: e.Name}
+	}
+	if !json.Valid(e.Payload) {
+		return "", fmt.Errorf("queue: the payload of %s is not valid JSON", e.Name)
+	}
+	o, err := q.resolve(e.Name, e.Options)
+	if err != nil {
+		return "", err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", fmt.Errorf("queue: new job id: %w", err)
+	}
+	now := q.clock.Now().UnixMilli()
+	job := &driver.Job{
+		ID:          id.String(),
+		Queue:       o.Queue,
+		Name:        e.Name,
+		Payload:     e.Payload,
+		MaxAttempts: o.MaxAttempts,
+		Backoff:     o.Backoff.String(),
+		AvailableAt: now + ceilMs(max(e.Delay, 0)),
+		CreatedAt:   now,
+	}
+	if o.Timeout > 0 {
+		job.TimeoutMs = ceilMs(o.Timeout)
+	}
+	switch {
+	case e.UniqueKey != nil:
+		job.UniqueKey = e.Name + "|key:" + *e.UniqueKey
+	case o.UniqueFor > 0:
+		sum := sha256.Sum256(e.Payload)
+		job.UniqueKey = e.Name + "|payload:" + hex.EncodeToString(sum[:])
+	}
+	if job.UniqueKey != "" && o.UniqueFor > 0 {
+		job.UniqueUntil = now + ceilMs(o.UniqueFor)
+	}
+	stored, _, err := q.store.Insert(ctx, uow, job, now)
+	if err != nil {
+		return "", fmt.Errorf("queue: dispatch %s: %w", e.Name, err)
+	}
+	return stored, nil
+}
+
+// Failed lists the failed jobs, oldest failure first.
+func (q *Queue) Failed(ctx context.Context) ([]FailedJob, error) {
+	rows, err := q.store.Failed(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("queue: list failed jobs: %w", err)
+	}
+	out := make([]FailedJob, len(rows))
+	for i, r := range rows {
+		out[i] = FailedJob{ID: r.ID, Queue: r.Queue, Name: r.Name, Payload: r.Payload, Attempts: r.Attempts,
+			Error: r.Error, FailedAt: time.UnixMilli(r.FailedAt).UTC()}
+	}
+	return out, nil
+}
+
+// Retry puts the failed job with id idOrAll back on its queue, or every
+// failed job for "all", and returns how many it put back. A retried job
+// keeps its id and options, starts its attempts over, is available at once
+// and is no longer unique. An id that is not a failed job gives a
+// [*NoFailedJobError].
+func (q *Queue) Retry(ctx context.Context, idOrAll string) (int, error) {
+	all := idOrAll == "all"
+	if !all {
+		id, err := uuid.FromString(idOrAll)
+		if err != nil {
+			return 0, &NoFailedJobError{ID: idOrAll}
+		}
+		idOrAll = id.String()
+	}
+	n, err := q.store.Retry(ctx, idOrAll, all, q.clock.Now().UnixMilli())
+	if errors.Is(err, driver.ErrNoFailedJob) {
+		return 0, &NoFailedJobError{ID: idOrAll}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("queue: retry %s: %w", idOrAll, err)
+	}
+	return n, nil
+}
+
+// FlushFailed deletes every failed job and returns how many there were.
+func (q *Queue) FlushFailed(ctx context.Context) (int, error) {
+	n, err := q.store.FlushFailed(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("queue: flush failed jobs: %w", err)
+	}
+	return n, nil
+}
+
+// PendingCount counts the jobs of queue that are waiting, delayed or
+// running.
+func (q *Queue) PendingCount(ctx context.Context, queue string) (int, error) {
+	if err := checkQueue(queue); err != nil {
+		return 0, err
+	}
+	n, err := q.store.PendingCount(ctx, queue)
+	if err != nil {
+		return 0, fmt.Errorf("queue: count jobs of %s: %w", queue, err)
+	}
+	return n, nil
+}
