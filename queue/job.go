@@ -155,7 +155,9 @@ type Handler[T Job] interface {
 type HandlerFunc[T Job] func(ctx context.Context, job T, jc JobContext) error
 
 // Handle calls f.
-func (f HandlerFunc[T]) Handle(ctx context.Context, job T, jc JobContext) error { return f(ctx, job, jc) }
+func (f HandlerFunc[T]) Handle(ctx context.Context, job T, jc JobContext) error {
+	return f(ctx, job, jc)
+}
 
 // Registration is a job type and its handler, as [Register], [HandleFunc]
 // and [HandlerOf] make them.

@@ -98,7 +98,7 @@ func TestReserveOrderAndDelays(t *testing.T) {
 			newJob(1, "a", 30),
 			newJob(2, "a", 10),
 			newJob(4, "a", 20),
-			newJob(3, "a", 20), // same time as 4, smaller id
+			newJob(3, "a", 20),  // same time as 4, smaller id
 			newJob(5, "a", 500), // delayed past now
 			newJob(6, "b", 0),   // another queue
 		)

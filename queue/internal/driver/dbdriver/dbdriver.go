@@ -66,8 +66,8 @@ func New(d *db.DB) *Driver {
 			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error FROM moved",
 		retryMoveAll: "WITH moved AS (DELETE FROM failed_jobs RETURNING *) INSERT INTO jobs (" + columns + ") " +
 			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error FROM moved",
-		flush:     "DELETE FROM failed_jobs",
-		pending:   "SELECT count(*) FROM jobs WHERE queue = ?",
+		flush:   "DELETE FROM failed_jobs",
+		pending: "SELECT count(*) FROM jobs WHERE queue = ?",
 	}
 	if d.Dialect() == db.Postgres {
 		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve,
