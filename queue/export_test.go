@@ -1,0 +1,7 @@
+package queue
+
+import "github.com/navree/navree/queue/internal/driver"
+
+// StoreOf exposes a queue's driver to the tests, which reserve and fail
+// jobs through it until the worker runs them.
+func StoreOf(q *Queue) driver.Driver { return q.store }

@@ -1,0 +1,243 @@
+package queue_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/fx"
+)
+
+// exportHandler is a handler built by fx with a dependency.
+type exportHandler struct{ d *db.DB }
+
+func (h *exportHandler) Handle(ctx context.Context, job ExportContacts, jc queue.JobContext) error { return nil }
+
+// contactsModule registers the test jobs as an app module would.
+var contactsModule = fx.Module("contacts",
+	queue.Register[ExportContacts](func(d *db.DB) *exportHandler { return &exportHandler{d} }),
+	queue.HandleFunc(func(ctx context.Context, job SyncCalendar, jc queue.JobContext) error { return nil }),
+)
+
+// runApp runs args on an app of opts configured by overrides, and returns
+// what it printed.
+func runApp(t *testing.T, overrides map[string]any, args []string, opts ...fx.Option) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	a := app.New(append([]fx.Option{config.Module(config.Sources{Overrides: overrides})}, opts...)...)
+	a.Name, a.Stdout, a.Stderr = "crm", &out, &out
+	err := a.Run(context.Background(), args)
+	return out.String(), err
+}
+
+// use is a command that takes the app's queue services.
+func use(f func(q *queue.Queue, d queue.Dispatcher) error) fx.Option {
+	return app.Commands(app.Command{Name: "use", Action: func(c *cli.Context, q *queue.Queue, d queue.Dispatcher) error { return f(q, d) }})
+}
+
+func TestModuleMigratesAndDispatches(t *testing.T) {
+	url := dbtest.SQLiteURL(t)
+	overrides := map[string]any{"database.url": url}
+	out, err := runApp(t, overrides, []string{"migrate"}, db.Module(), queue.Module(), contactsModule)
+	if err != nil || out != "Migrated queue/0001_create_jobs\n" {
+		t.Fatalf("migrate: %v, printed %q", err, out)
+	}
+	_, err = runApp(t, overrides, []string{"use"}, db.Module(), queue.Module(), contactsModule, use(func(q *queue.Queue, d queue.Dispatcher) error {
+		if queue.Dispatcher(q) != d {
+			return errors.New("the Dispatcher is not the app's queue")
+		}
+		if _, err := d.Dispatch(context.Background(), ExportContacts{CompanyID: "c"}); err != nil {
+			return err
+		}
+		if _, err := q.Dispatch(context.Background(), SyncCalendar{UserID: "u"}); err != nil {
+			return err
+		}
+		n, err := q.PendingCount(context.Background(), "default")
+		if n != 1 {
+			return fmt.Errorf("pending %d, %v", n, err)
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The jobs are in the database for the next process.
+	d := dbtest.Open(t, url)
+	var n int
+	if err := d.QueryRowContext(context.Background(), "SELECT count(*) FROM jobs").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("jobs table has %d rows (%v), want 2", n, err)
+	}
+}
+
+func TestModuleWithMemoryNeedsNoDatabase(t *testing.T) {
+	_, err := runApp(t, nil, []string{"use"}, queue.ModuleWith(queue.Config{Driver: queue.Memory}),
+		queue.HandleFunc(func(ctx context.Context, job ExportContacts, jc queue.JobContext) error { return nil }),
+		use(func(q *queue.Queue, _ queue.Dispatcher) error {
+			_, err := q.Dispatch(context.Background(), ExportContacts{})
+			return err
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = runApp(t, nil, []string{"use"}, queue.Module(), use(func(*queue.Queue, queue.Dispatcher) error { return nil }))
+	if err == nil || !strings.Contains(err.Error(), "the database driver needs db.Module()") {
+		t.Fatalf("database driver without a database: %v", err)
+	}
+}
+
+func TestInvalidQueueConfigFailsTheBoot(t *testing.T) {
+	tests := []struct {
+		key   string
+		value any
+		want  string
+	}{
+		{"queue.driver", "redis", `config: invalid value for queue.driver: "redis" (from overrides); allowed: one of database, memory`},
+		{"queue.workers", 0, `config: invalid value for queue.workers: "0" (from overrides); allowed: at least 1, at most 10000`},
+		{"queue.poll_interval_ms", "soon", `config: invalid value for queue.poll_interval_ms: "soon" (from overrides); allowed: a whole number`},
+		{"queue.default_queue", "", `config: invalid value for queue.default_queue: "" (from overrides); allowed: a non-empty value, at most 100`},
+		{"queue.queues", "", `config: invalid value for queue.queues: "" (from overrides); allowed: a non-empty value`},
+		{"queue.queues", "high," + strings.Repeat("x", 101), `config: invalid value for queue.queues: "` + strings.Repeat("x", 101) + `" (from overrides); allowed: queue names of 1 to 100 bytes`},
+		{"queue.wokers", 8, `config: unknown key queue.wokers = "8" (from overrides): no such key; [queue] has default_queue, driver, poll_interval_ms, queues, workers`},
+	}
+	for _, tt := range tests {
+		_, err := runApp(t, map[string]any{tt.key: tt.value}, []string{"use"}, queue.Module(), use(func(*queue.Queue, queue.Dispatcher) error { return nil }))
+		if !errors.Is(err, config.ErrInvalid) || err.Error() != tt.want {
+			t.Errorf("%s=%v: error\n %v\nwant\n %s", tt.key, tt.value, err, tt.want)
+		}
+	}
+}
+
+func TestConfigDefaultsAndEnvLists(t *testing.T) {
+	c, err := config.New(config.Sources{Environ: []string{"APP_QUEUE__QUEUES=mail, default", "APP_QUEUE__DRIVER=memory", "APP_QUEUE__WORKERS=8"}},
+		config.Definition{Name: "queue", Defaults: queue.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := config.Get[queue.Config](c, "queue")
+	if fmt.Sprint(got) != fmt.Sprint(queue.Config{Driver: queue.Memory, DefaultQueue: "default", Workers: 8, PollIntervalMs: 1000, Queues: []string{"mail", "default"}}) {
+		t.Fatalf("config %+v", got)
+	}
+	if def := queue.DefaultConfig(); def.Driver != "database" || def.DefaultQueue != "default" || def.Workers != 4 || def.PollIntervalMs != 1000 || fmt.Sprint(def.Queues) != "[high default]" {
+		t.Fatalf("defaults %+v differ from the spec", def)
+	}
+}
+
+func TestRegisteringATypeTwiceNamesBoth(t *testing.T) {
+	_, err := runApp(t, nil, []string{"use"}, queue.ModuleWith(queue.Config{Driver: queue.Memory}),
+		queue.HandleFunc(func(ctx context.Context, job ExportContacts, jc queue.JobContext) error { return nil }),
+		queue.HandleFunc(func(ctx context.Context, job ExportContacts, jc queue.JobContext) error { return nil }),
+		use(func(*queue.Queue, queue.Dispatcher) error { return nil }))
+	if err == nil || !strings.Contains(err.Error(), `queue: job "contacts.export" is registered twice: queue_test.ExportContacts at `) ||
+		strings.Count(err.Error(), "module_test.go:") != 2 {
+		t.Fatalf("error = %v, want both registrations named", err)
+	}
+	_, err = runApp(t, nil, []string{"use"}, queue.ModuleWith(queue.Config{Driver: queue.Memory}),
+		queue.Register[ExportContacts](func() string { return "not a handler" }),
+		use(func(*queue.Queue, queue.Dispatcher) error { return nil }))
+	if err == nil || !strings.Contains(err.Error(), "queue.Register[queue_test.ExportContacts]") {
+		t.Fatalf("error = %v, want the bad constructor named", err)
+	}
+}
+
+const childEnv = "NAVREE_QUEUE_TEST_CHILD_URL"
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv(childEnv); url != "" {
+		os.Exit(dispatchChild(url))
+	}
+	os.Exit(m.Run())
+}
+
+// dispatchChild dispatches the same unique job from 8 goroutines and
+// prints the ids it got.
+func dispatchChild(url string) int {
+	out, err := runChildApp(url)
+	fmt.Print(out)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func runChildApp(url string) (string, error) {
+	var mu sync.Mutex
+	var ids []string
+	a := app.New(config.Module(config.Sources{Overrides: map[string]any{"database.url": url}}), db.Module(), queue.Module(), contactsModule,
+		use(func(q *queue.Queue, _ queue.Dispatcher) error {
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for range 8 {
+				wg.Go(func() {
+					id, err := q.Dispatch(context.Background(), SyncCalendar{UserID: "same"})
+					errs <- err
+					mu.Lock()
+					ids = append(ids, id)
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	a.Stdout, a.Stderr = io.Discard, os.Stderr
+	err := a.Run(context.Background(), []string{"use"})
+	return strings.Join(ids, "\n") + "\n", err
+}
+
+// TestUniqueAcrossProcesses: two processes, each dispatching the same
+// unique job from 8 goroutines at once, make exactly one job.
+func TestUniqueAcrossProcesses(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		if _, err := runApp(t, map[string]any{"database.url": url}, []string{"migrate"}, db.Module(), queue.Module()); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		outs := make([]string, 2)
+		for i := range outs {
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), childEnv+"="+url)
+			cmd.Stderr = os.Stderr
+			wg.Go(func() {
+				out, err := cmd.Output()
+				if err != nil {
+					t.Errorf("child: %v", err)
+				}
+				outs[i] = string(out)
+			})
+		}
+		wg.Wait()
+		ids := strings.Fields(outs[0] + outs[1])
+		if len(ids) != 16 {
+			t.Fatalf("the children printed %d ids, want 16", len(ids))
+		}
+		for _, id := range ids {
+			if id != ids[0] {
+				t.Fatalf("dispatches got different ids: %v", ids)
+			}
+		}
+		d := dbtest.Open(t, url)
+		var n int
+		if err := d.QueryRowContext(context.Background(), "SELECT count(*) FROM jobs").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%d jobs (%v), want 1", n, err)
+		}
+	})
+}
