@@ -24,7 +24,9 @@ import (
 // exportHandler is a handler built by fx with a dependency.
 type exportHandler struct{ d *db.DB }
 
-func (h *exportHandler) Handle(ctx context.Context, job ExportContacts, jc queue.JobContext) error { return nil }
+func (h *exportHandler) Handle(ctx context.Context, job ExportContacts, jc queue.JobContext) error {
+	return nil
+}
 
 // contactsModule registers the test jobs as an app module would.
 var contactsModule = fx.Module("contacts",
