@@ -1,6 +1,35 @@
 // Package queue is Navree's background job queue: a request stores a job
-// and answers at once, worker processes run it, retry it when it fails and
+// and answers at once; worker processes run it, retry it when it fails and
 // keep what keeps failing for a person to retry.
 //
-// The queue is being built; see docs/queues.md for what it will offer.
+// # Jobs
+//
+// A job is a payload struct with a stable name ([Job]); it may choose its
+// queue, retries, time limit and uniqueness ([WithOptions], [Options]). A
+// module registers the handler of each job type with [Register] or
+// [HandleFunc].
+//
+// # Dispatching
+//
+// [Module] provides the app's [*Queue] and, for code that only dispatches,
+// its [Dispatcher]. [Queue.Dispatch] stores a job and returns its id (a
+// UUID v7); [Queue.Later] delays it; [Queue.Push] queues an [Envelope],
+// for example one with its own [Envelope.UniqueKey]. A job dispatched
+// while a unit of work is open (db.Transaction, or the request's) joins
+// it: it is queued only if the unit commits.
+//
+// # Storage
+//
+// The database driver (the default) keeps jobs in the tables jobs and
+// failed_jobs of the app's database, SQLite or PostgreSQL, which the
+// migration set "queue" creates; any number of processes share them. The
+// memory driver keeps them in the process, for tests and single-process
+// development.
+//
+// # Failed jobs
+//
+// A job that used up its attempts is kept until [Queue.Retry] puts it
+// back or [Queue.FlushFailed] deletes it; [Queue.Failed] lists them.
+//
+// See docs/queues.md for the whole guide.
 package queue

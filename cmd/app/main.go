@@ -13,6 +13,7 @@ import (
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
 )
 
@@ -20,6 +21,7 @@ import (
 func modules() []fx.Option {
 	return []fx.Option{
 		db.Module(),
+		queue.Module(),
 		visitsModule,
 	}
 }

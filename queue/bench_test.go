@@ -1,0 +1,55 @@
+package queue_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/migrations"
+	"github.com/navree/navree/queue"
+)
+
+// BenchmarkDispatch measures Dispatch of a small job on each driver, one
+// goroutine and in parallel (GOMAXPROCS goroutines; -cpu sets how many).
+// Each database run is one INSERT per job, committed on its own.
+func BenchmarkDispatch(b *testing.B) {
+	for _, bk := range backends {
+		b.Run(bk.name, func(b *testing.B) {
+			d := dbtest.Open(b, bk.url(b))
+			if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			q, err := queue.New(queue.Params{Config: queue.Config{Driver: bk.driver}, DB: d, Clock: app.SystemClock{},
+				Logger: slog.New(slog.DiscardHandler), Handlers: []queue.Registration{noop[ExportContacts]()}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			job := ExportContacts{CompanyID: "0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23", RequestedBy: "ada@example.com"}
+			b.Run("serial", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := q.Dispatch(context.Background(), job); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+			})
+			b.Run("parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetParallelism(4) // 4 × GOMAXPROCS goroutines, as a web server's requests would
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if _, err := q.Dispatch(context.Background(), job); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+			})
+		})
+	}
+}

@@ -1,0 +1,53 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/navree/navree/queue"
+)
+
+// SendInvoice is a job: its payload, and a stable name.
+type SendInvoice struct {
+	InvoiceID int64 `json:"invoice_id"`
+}
+
+func (SendInvoice) JobName() string { return "billing.send_invoice" }
+
+// JobOptions chooses the queue, retries and uniqueness of every
+// SendInvoice.
+func (SendInvoice) JobOptions() queue.Options {
+	return queue.Options{Queue: "mail", MaxAttempts: 5, Backoff: queue.Fixed(30 * time.Second), UniqueFor: time.Hour}
+}
+
+func Example() {
+	// In an app, queue.Module() builds the queue and modules register
+	// handlers with queue.Register or queue.HandleFunc. Here, by hand:
+	q, err := queue.New(queue.Params{
+		Config: queue.Config{Driver: queue.Memory},
+		Handlers: []queue.Registration{
+			queue.HandlerOf[SendInvoice](queue.HandlerFunc[SendInvoice](
+				func(ctx context.Context, job SendInvoice, jc queue.JobContext) error {
+					fmt.Println("sending invoice", job.InvoiceID)
+					return nil
+				})),
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	first, _ := q.Dispatch(ctx, SendInvoice{InvoiceID: 42})
+	again, _ := q.Dispatch(ctx, SendInvoice{InvoiceID: 42}) // unique for an hour: the same job
+	q.Later(ctx, SendInvoice{InvoiceID: 43}, 10*time.Minute)
+
+	n, _ := q.PendingCount(ctx, "mail")
+	fmt.Println(first == again, n)
+
+	_, err = q.Dispatch(ctx, Unregistered{})
+	fmt.Println(err)
+	// Output:
+	// true 2
+	// queue: unknown job "nobody.handles": no module registered a handler for it (queue.Register or queue.HandleFunc)
+}
