@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 
+	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/migrations"
@@ -107,5 +108,6 @@ func module(cfg fx.Option) fx.Option {
 		fx.Provide(New),
 		fx.Provide(func(q *Queue) Dispatcher { return q }),
 		db.Migrations("queue", migrations.Queue),
+		app.Commands(commands()...),
 	)
 }

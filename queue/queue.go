@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofrs/uuid/v5"
@@ -87,6 +89,10 @@ type Queue struct {
 	clock  app.Clock
 	logger *slog.Logger
 	jobs   map[string]Registration
+
+	lastSweep atomic.Int64 // when workers last looked for stale reservations (ms)
+	wakeMu    sync.Mutex
+	wake      chan struct{} // closed at each dispatch, to wake idle workers
 }
 
 // Params are what [New] builds a Queue from.
@@ -106,7 +112,7 @@ func New(p Params) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Queue{cfg: cfg, db: p.DB, clock: p.Clock, logger: p.Logger, jobs: map[string]Registration{}}
+	q := &Queue{cfg: cfg, db: p.DB, clock: p.Clock, logger: p.Logger, jobs: map[string]Registration{}, wake: make(chan struct{})}
 	if q.clock == nil {
 		q.clock = app.SystemClock{}
 	}
@@ -257,9 +263,15 @@ func (q *Queue) push(ctx context.Context, uow *db.UnitOfWork, e Envelope) (strin
 	if job.UniqueKey != "" && o.UniqueFor > 0 {
 		job.UniqueUntil = now + ceilMs(o.UniqueFor)
 	}
-	stored, _, err := q.store.Insert(ctx, uow, job, now)
+	stored, inserted, err := q.store.Insert(ctx, uow, job, now)
 	if err != nil {
 		return "", fmt.Errorf("queue: dispatch %s: %w", e.Name, err)
+	}
+	switch {
+	case inserted && uow != nil:
+		uow.AfterCommit(q.notify)
+	case inserted:
+		q.notify(ctx)
 	}
 	return stored, nil
 }

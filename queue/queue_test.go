@@ -75,6 +75,25 @@ type fixture struct {
 	db    *db.DB
 	clock *clock
 	store driver.Driver
+	logs  *logBuffer // what the queue logged, as JSON lines
+}
+
+// logBuffer collects log lines from several goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // backends are the three ways to store jobs; every test of this file runs
@@ -90,28 +109,43 @@ var backends = []struct {
 }
 
 func each(t *testing.T, f func(t *testing.T, fx fixture)) {
+	eachWith(t, queue.Config{}, nil, f)
+}
+
+// eachWith runs f on every backend with a queue configured by cfg (its
+// Driver set per backend) whose handlers are the no-op ones of the test
+// jobs, replaced by regs where they register the same job type.
+func eachWith(t *testing.T, cfg queue.Config, regs map[string]queue.Registration, f func(t *testing.T, fx fixture)) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			d := dbtest.Open(t, b.url(t))
-			if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			c := &clock{t: t0}
-			q, err := queue.New(queue.Params{
-				Config: queue.Config{Driver: b.driver},
-				DB:     d,
-				Clock:  c,
-				Logger: slog.New(slog.DiscardHandler),
-				Handlers: []queue.Registration{
-					noop[SyncCalendar](), noop[ExportContacts](), noop[Unencodable](),
-				},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f(t, fixture{q: q, db: d, clock: c, store: queue.StoreOf(q)})
+			f(t, newFixture(t, b.driver, b.url(t), cfg, regs))
 		})
 	}
+}
+
+func newFixture(t testing.TB, drv queue.Driver, url string, cfg queue.Config, regs map[string]queue.Registration) fixture {
+	d := dbtest.Open(t, url)
+	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: t0}
+	handlers := map[string]queue.Registration{
+		"activities.sync_calendar": noop[SyncCalendar](), "contacts.export": noop[ExportContacts](), "bad.payload": noop[Unencodable](),
+	}
+	for name, reg := range regs {
+		handlers[name] = reg
+	}
+	var list []queue.Registration
+	for _, reg := range handlers {
+		list = append(list, reg)
+	}
+	cfg.Driver = drv
+	logs := &logBuffer{}
+	q, err := queue.New(queue.Params{Config: cfg, DB: d, Clock: c, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Handlers: list})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{q: q, db: d, clock: c, store: queue.StoreOf(q), logs: logs}
 }
 
 var ctx = context.Background()

@@ -15,6 +15,22 @@ import (
 // ErrNoFailedJob is returned by Retry for an id that is not a failed job.
 var ErrNoFailedJob = errors.New("no failed job")
 
+// StaleAfter is how long after its reservation a running job is presumed
+// abandoned: its timeout plus 30 seconds, or a day for a job without a
+// time limit.
+func StaleAfter(timeoutMs int64) int64 {
+	if timeoutMs == 0 {
+		return NoLimitStaleMs
+	}
+	return timeoutMs + GraceMs
+}
+
+// The takeover delays, in milliseconds.
+const (
+	GraceMs        = 30_000
+	NoLimitStaleMs = 86_400_000
+)
+
 // Job is a stored job: waiting, delayed or running.
 type Job struct {
 	ID          string
@@ -61,6 +77,12 @@ type Driver interface {
 	// waiting, by available_at then id), marks it reserved at now and
 	// counts the attempt. It returns nil when there is none.
 	Reserve(ctx context.Context, queue string, now int64) (*Job, error)
+
+	// TakeOver takes the job of queue whose reservation went stale first:
+	// reserved at or before now minus StaleAfter of its timeout, as if its
+	// worker died. It reserves it again at now as a new attempt, which
+	// fences the old one out. It returns nil when there is none.
+	TakeOver(ctx context.Context, queue string, now int64) (*Job, error)
 
 	// Complete deletes a job that succeeded, if attempt is still its
 	// current reservation. It reports whether it did.

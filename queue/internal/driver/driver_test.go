@@ -349,3 +349,47 @@ func TestInsertJoinsTheUnitOfWork(t *testing.T) {
 		}
 	})
 }
+
+func TestTakeOverStaleReservations(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		timed := newJob(1, "a", 0) // timeout 60 s: stale after 90 s
+		unlimited := newJob(2, "a", 0)
+		unlimited.TimeoutMs = 0 // no time limit: stale after a day
+		insert(t, s, timed, unlimited)
+		first := reserve(t, s, "a", 1000)
+		second := reserve(t, s, "a", 1000)
+		if first.ID != timed.ID || second.ID != unlimited.ID {
+			t.Fatal("unexpected reservation order")
+		}
+		if j, err := s.TakeOver(ctx, "a", 1000+90_000-1); j != nil || err != nil {
+			t.Fatalf("took over a reservation younger than its timeout plus 30 s: %+v, %v", j, err)
+		}
+		j, err := s.TakeOver(ctx, "a", 1000+90_000)
+		if err != nil || j == nil || j.ID != timed.ID || j.Attempts != 2 || j.ReservedAt != 91_000 {
+			t.Fatalf("TakeOver = %+v, %v; want attempt 2 of the timed job", j, err)
+		}
+		// The first worker is fenced out; the new attempt is the one that counts.
+		if ok, _ := s.Complete(ctx, timed.ID, 1); ok {
+			t.Fatal("the first attempt completed a job that was taken over")
+		}
+		if ok, _ := s.Fail(ctx, timed.ID, 1, "late", 2); ok {
+			t.Fatal("the first attempt failed a job that was taken over")
+		}
+		if ok, _ := s.Complete(ctx, timed.ID, 2); !ok {
+			t.Fatal("the new attempt could not complete")
+		}
+		if j, _ := s.TakeOver(ctx, "b", 1000+86_400_000); j != nil {
+			t.Fatal("took over a job of another queue")
+		}
+		if j, _ := s.TakeOver(ctx, "a", 1000+86_400_000-1); j != nil {
+			t.Fatalf("took over a job without a time limit before a day passed: %+v", j)
+		}
+		j, _ = s.TakeOver(ctx, "a", 1000+86_400_000)
+		if j == nil || j.ID != unlimited.ID || j.Attempts != 2 {
+			t.Fatalf("after a day TakeOver = %+v, want the job without a time limit", j)
+		}
+		if ok, _ := s.Complete(ctx, unlimited.ID, 2); !ok {
+			t.Fatal("the new attempt could not complete")
+		}
+	})
+}

@@ -26,7 +26,7 @@ type Driver struct {
 }
 
 type statements struct {
-	insert, expireUnique, insertUnique, findUnique, reserve, complete, release,
+	insert, expireUnique, insertUnique, findUnique, reserve, takeOver, complete, release,
 	failCopy, failDelete, failMove, failed, retryOne, retryAll, deleteOne, flush, pending, retryMoveOne, retryMoveAll string
 }
 
@@ -47,6 +47,12 @@ func New(d *db.DB) *Driver {
 		reserve: "UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id = (" +
 			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at <= ? ORDER BY available_at, id LIMIT 1" + skipLocked +
 			") RETURNING " + columns,
+		// Every stale reservation is at least GraceMs old: that bound lets the
+		// index over reserved rows narrow the search.
+		takeOver: "UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id = (" +
+			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NOT NULL AND reserved_at <= ? AND " +
+			"reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= ? " +
+			"ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns,
 		complete: "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
 		release:  "UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
 		failCopy: "INSERT INTO failed_jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at) " +
@@ -70,7 +76,7 @@ func New(d *db.DB) *Driver {
 		pending: "SELECT count(*) FROM jobs WHERE queue = ?",
 	}
 	if d.Dialect() == db.Postgres {
-		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve,
+		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve, &q.takeOver,
 			&q.complete, &q.release, &q.failCopy, &q.failDelete, &q.failMove, &q.failed, &q.retryOne, &q.retryAll,
 			&q.deleteOne, &q.flush, &q.pending, &q.retryMoveOne, &q.retryMoveAll} {
 			*stmt = numbered(*stmt)
@@ -185,6 +191,15 @@ func scanJob(row interface{ Scan(...any) error }) (*driver.Job, error) {
 // Reserve implements driver.Driver.
 func (d *Driver) Reserve(ctx context.Context, queue string, now int64) (*driver.Job, error) {
 	j, err := scanJob(d.sqldb.QueryRowContext(ctx, d.q.reserve, now, queue, now))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return j, err
+}
+
+// TakeOver implements driver.Driver.
+func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver.Job, error) {
+	j, err := scanJob(d.sqldb.QueryRowContext(ctx, d.q.takeOver, now, queue, now-driver.GraceMs, now))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -126,6 +126,28 @@ func (d *Driver) Reserve(ctx context.Context, queue string, now int64) (*driver.
 	return &out, nil
 }
 
+// TakeOver implements driver.Driver.
+func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver.Job, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var stale *driver.Job
+	for _, j := range d.jobs {
+		if j.Queue != queue || j.ReservedAt == 0 || j.ReservedAt+driver.StaleAfter(j.TimeoutMs) > now {
+			continue
+		}
+		if stale == nil || cmp.Or(cmp.Compare(j.ReservedAt, stale.ReservedAt), cmp.Compare(j.ID, stale.ID)) < 0 {
+			stale = j
+		}
+	}
+	if stale == nil {
+		return nil, nil
+	}
+	stale.ReservedAt = now
+	stale.Attempts++
+	out := *stale
+	return &out, nil
+}
+
 // current returns the job id reserved by attempt, if that reservation is
 // still the job's current one.
 func (d *Driver) current(id string, attempt int) (*driver.Job, bool) {

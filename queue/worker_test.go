@@ -1,0 +1,464 @@
+package queue_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// Flaky fails its first FailTimes attempts.
+type Flaky struct {
+	FailTimes int    `json:"fail_times"`
+	Secret    string `json:"secret,omitempty"`
+}
+
+func (Flaky) JobName() string { return "test.flaky" }
+
+// Panicky panics on every attempt.
+type Panicky struct{}
+
+func (Panicky) JobName() string           { return "test.panicky" }
+func (Panicky) JobOptions() queue.Options { return queue.Options{MaxAttempts: 1} }
+func (Slow) JobName() string              { return "test.slow" }
+func (Slow) JobOptions() queue.Options {
+	return queue.Options{MaxAttempts: 1, Timeout: 50 * time.Millisecond}
+}
+func (Stubborn) JobName() string { return "test.stubborn" }
+func (Stubborn) JobOptions() queue.Options {
+	return queue.Options{MaxAttempts: 1, Timeout: 50 * time.Millisecond}
+}
+func (Prioritised) JobName() string             { return "test.prioritised" }
+func (p Prioritised) JobOptions() queue.Options { return queue.Options{Queue: p.Queue} }
+
+// Slow runs until its timeout cuts it off.
+type Slow struct{}
+
+// Stubborn ignores its context when its timeout passes.
+type Stubborn struct{}
+
+// Prioritised goes to the queue it names.
+type Prioritised struct {
+	Queue string `json:"queue"`
+	N     int    `json:"n"`
+}
+
+// recorder collects what handlers saw.
+type recorder struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, s)
+}
+
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.seen...)
+}
+
+func workerHandlers(rec *recorder, release <-chan struct{}) map[string]queue.Registration {
+	return map[string]queue.Registration{
+		"test.flaky": queue.HandlerOf[Flaky](queue.HandlerFunc[Flaky](func(ctx context.Context, j Flaky, jc queue.JobContext) error {
+			rec.add(fmt.Sprintf("flaky %s attempt %d", jc.Queue, jc.Attempt))
+			if jc.Attempt <= j.FailTimes {
+				return fmt.Errorf("attempt %d failed", jc.Attempt)
+			}
+			return nil
+		})),
+		"test.panicky": queue.HandlerOf[Panicky](queue.HandlerFunc[Panicky](func(context.Context, Panicky, queue.JobContext) error {
+			panic("handler bug")
+		})),
+		"test.slow": queue.HandlerOf[Slow](queue.HandlerFunc[Slow](func(ctx context.Context, _ Slow, _ queue.JobContext) error {
+			<-ctx.Done()
+			return ctx.Err()
+		})),
+		"test.stubborn": queue.HandlerOf[Stubborn](queue.HandlerFunc[Stubborn](func(context.Context, Stubborn, queue.JobContext) error {
+			<-release
+			return nil
+		})),
+		"test.prioritised": queue.HandlerOf[Prioritised](queue.HandlerFunc[Prioritised](func(ctx context.Context, j Prioritised, jc queue.JobContext) error {
+			rec.add(fmt.Sprintf("%s %d", jc.Queue, j.N))
+			return nil
+		})),
+		"contacts.export": queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
+			rec.add(fmt.Sprintf("export %s %s %s %d", j.CompanyID, jc.Name, jc.Queue, jc.Attempt))
+			return nil
+		})),
+	}
+}
+
+// eachWorker runs f on every backend with the worker test handlers.
+func eachWorker(t *testing.T, f func(t *testing.T, fx fixture, rec *recorder)) {
+	rec := &recorder{}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	eachWith(t, queue.Config{}, workerHandlers(rec, release), func(t *testing.T, fx fixture) {
+		rec.mu.Lock()
+		rec.seen = nil
+		rec.mu.Unlock()
+		f(t, fx, rec)
+	})
+}
+
+func (f fixture) runPending(t *testing.T) queue.WorkStats {
+	t.Helper()
+	stats, err := f.q.RunPending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stats
+}
+
+func TestRunPendingRunsWhatIsAvailable(t *testing.T) {
+	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
+		first, _ := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "c2"})
+		f.q.Later(ctx, ExportContacts{CompanyID: "later"}, time.Minute)
+		f.q.Dispatch(ctx, SyncCalendar{UserID: "u1"}) // queue "sync" is not a worker queue
+		stats := f.runPending(t)
+		if stats != (queue.WorkStats{Processed: 2, Succeeded: 2}) {
+			t.Fatalf("stats %+v", stats)
+		}
+		if got := fmt.Sprint(rec.list()); got != "[export c1 contacts.export default 1 export c2 contacts.export default 1]" {
+			t.Fatalf("handlers saw %s", got)
+		}
+		if f.pending(t, "default") != 1 || f.pending(t, "sync") != 1 {
+			t.Fatal("the delayed job and the job of another queue should stay queued")
+		}
+		if stats := f.runPending(t); stats.Processed != 0 {
+			t.Fatalf("a second RunPending ran %+v", stats)
+		}
+		f.clock.Advance(time.Minute)
+		if stats := f.runPending(t); stats.Succeeded != 1 {
+			t.Fatalf("after the delay RunPending ran %+v", stats)
+		}
+		stats, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"sync"}, StopWhenEmpty: true})
+		if err != nil || stats.Succeeded != 1 {
+			t.Fatalf("Work on sync: %+v, %v", stats, err)
+		}
+		if strings.Contains(f.logs.String(), first) == false {
+			t.Fatal("no log line names the job")
+		}
+	})
+}
+
+func TestQueuesRunInPriorityOrder(t *testing.T) {
+	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
+		for i, q := range []string{"default", "low", "default", "high", "high"} {
+			f.q.Dispatch(ctx, Prioritised{Queue: q, N: i})
+		}
+		stats, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"high", "default", "low"}, Workers: 1, StopWhenEmpty: true})
+		if err != nil || stats.Succeeded != 5 {
+			t.Fatalf("%+v, %v", stats, err)
+		}
+		if got := fmt.Sprint(rec.list()); got != "[high 3 high 4 default 0 default 2 low 1]" {
+			t.Fatalf("ran %s, want high first, then default, then low, each oldest first", got)
+		}
+	})
+}
+
+func TestRetriesBackOffThenFail(t *testing.T) {
+	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
+		id, _ := f.q.Dispatch(ctx, Flaky{FailTimes: 9}) // default options: 3 attempts, 1 s then 2 s
+		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Released: 1}) {
+			t.Fatalf("attempt 1: %+v", stats)
+		}
+		f.clock.Advance(999 * time.Millisecond)
+		if stats := f.runPending(t); stats.Processed != 0 {
+			t.Fatal("retried before the 1 s backoff")
+		}
+		f.clock.Advance(time.Millisecond)
+		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Released: 1}) {
+			t.Fatalf("attempt 2: %+v", stats)
+		}
+		f.clock.Advance(1999 * time.Millisecond)
+		if stats := f.runPending(t); stats.Processed != 0 {
+			t.Fatal("retried before the 2 s backoff")
+		}
+		f.clock.Advance(time.Millisecond)
+		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Failed: 1}) {
+			t.Fatalf("attempt 3: %+v", stats)
+		}
+		if f.pending(t, "default") != 0 {
+			t.Fatal("the failed job is still in jobs")
+		}
+		failed, _ := f.q.Failed(ctx)
+		if len(failed) != 1 || failed[0].ID != id || failed[0].Attempts != 3 || failed[0].Error != "attempt 3 failed" {
+			t.Fatalf("failed jobs %+v, want the job with the last attempt's error", failed)
+		}
+		logs := f.logs.String()
+		for _, want := range []string{
+			`"outcome":"released","retry_in_secs":1,"error":"attempt 1 failed"`,
+			`"outcome":"released","retry_in_secs":2,"error":"attempt 2 failed"`,
+			`"outcome":"failed","error":"attempt 3 failed"`,
+		} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("logs lack %s:\n%s", want, logs)
+			}
+		}
+
+		// A job that succeeds on a retry is removed.
+		f.q.Dispatch(ctx, Flaky{FailTimes: 1})
+		f.runPending(t)
+		f.clock.Advance(time.Second)
+		if stats := f.runPending(t); stats.Succeeded != 1 || f.pending(t, "default") != 0 {
+			t.Fatalf("the retry did not succeed and leave: %+v", stats)
+		}
+	})
+}
+
+func TestPanicsAndTimeoutsAreFailedAttempts(t *testing.T) {
+	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
+		f.q.Dispatch(ctx, Panicky{})
+		f.q.Dispatch(ctx, Slow{})
+		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 2, Failed: 2}) {
+			t.Fatalf("stats %+v", stats)
+		}
+		failed, _ := f.q.Failed(ctx)
+		errs := map[string]string{}
+		for _, j := range failed {
+			errs[j.Name] = j.Error
+		}
+		if errs["test.panicky"] != "panic: handler bug" || errs["test.slow"] != "timed out after 50ms: context deadline exceeded" {
+			t.Fatalf("errors %q", errs)
+		}
+		if logs := f.logs.String(); !strings.Contains(logs, `"stack":"goroutine`) || !strings.Contains(logs, "worker_test.go") {
+			t.Fatalf("the panic's stack is not in the log:\n%s", logs)
+		}
+		// The worker survived: it still runs jobs.
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "after"})
+		if stats := f.runPending(t); stats.Succeeded != 1 {
+			t.Fatalf("after a panic: %+v", stats)
+		}
+	})
+}
+
+func TestAHandlerThatIgnoresItsTimeoutIsAbandoned(t *testing.T) {
+	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
+		f.q.Dispatch(ctx, Stubborn{})
+		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Failed: 1}) {
+			t.Fatalf("stats %+v", stats)
+		}
+		failed, _ := f.q.Failed(ctx)
+		if len(failed) != 1 || failed[0].Error != "timed out after 50ms" {
+			t.Fatalf("failed %+v", failed)
+		}
+		if !strings.Contains(f.logs.String(), "still running after its timeout; abandoned") {
+			t.Fatal("the abandoned handler was not logged")
+		}
+	})
+}
+
+func TestUnknownTypesAndBadPayloadsFailAtOnce(t *testing.T) {
+	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
+		now := t0.UnixMilli()
+		store := func(id, name, payload string) {
+			j := &driver.Job{ID: id, Queue: "default", Name: name, Payload: []byte(payload), MaxAttempts: 5,
+				Backoff: "fixed:0", TimeoutMs: 1000, AvailableAt: now, CreatedAt: now}
+			if _, _, err := f.store.Insert(ctx, nil, j, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		store("01900000-0000-7000-8000-000000000001", "gone.job", `{}`)
+		store("01900000-0000-7000-8000-000000000002", "contacts.export", `{"company_id": 5}`)
+		store("01900000-0000-7000-8000-000000000003", "contacts.export", `{not json`)
+		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 3, Failed: 3}) {
+			t.Fatalf("stats %+v: want each failed at once, without retries", stats)
+		}
+		failed, _ := f.q.Failed(ctx)
+		want := []string{
+			`no handler for job type "gone.job" in this binary`,
+			"the payload of job contacts.export does not decode: json: cannot unmarshal number into Go struct field ExportContacts.company_id of type string",
+			"the payload of job contacts.export does not decode: invalid character 'n' looking for beginning of object key string",
+		}
+		for i, j := range failed {
+			if j.Attempts != 1 || j.Error != want[i] {
+				t.Errorf("failed job %d: attempts %d, error %q; want 1, %q", i, j.Attempts, j.Error, want[i])
+			}
+		}
+	})
+}
+
+func TestOneLogRecordPerAttemptWithoutPayloads(t *testing.T) {
+	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
+		const marker = "MARKER-7f3a-do-not-log"
+		id, _ := f.q.Dispatch(ctx, Flaky{FailTimes: 1, Secret: marker})
+		f.runPending(t)
+		f.clock.Advance(time.Second)
+		f.runPending(t)
+		logs := f.logs.String()
+		if strings.Contains(logs, marker) {
+			t.Fatalf("a payload reached the log:\n%s", logs)
+		}
+		lines := strings.Split(strings.TrimSpace(logs), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("%d log records for 2 attempts:\n%s", len(lines), logs)
+		}
+		for i, line := range lines {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]any{"logger": "navree.job", "name": "test.flaky", "job_id": id, "queue": "default", "attempt": float64(i + 1)}
+			want["outcome"] = []string{"released", "succeeded"}[i]
+			for k, v := range want {
+				if rec[k] != v {
+					t.Errorf("record %d: %s = %v, want %v", i, k, rec[k], v)
+				}
+			}
+			if _, ok := rec["duration_ms"].(float64); !ok {
+				t.Errorf("record %d has no duration_ms", i)
+			}
+			if _, hasRetry := rec["retry_in_secs"]; hasRetry != (i == 0) {
+				t.Errorf("record %d: retry_in_secs present = %v", i, hasRetry)
+			}
+		}
+	})
+}
+
+// TestATakenOverJobIsFenced takes a job over while its first handler still
+// runs: the first attempt's late success changes nothing, and the second
+// attempt's outcome is the one recorded.
+func TestATakenOverJobIsFenced(t *testing.T) {
+	firstRunning := make(chan struct{})
+	finishFirst := make(chan struct{})
+	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
+		if jc.Attempt == 1 {
+			close(firstRunning)
+			<-finishFirst
+			return nil // a late success
+		}
+		return errors.New("second attempt failed")
+	}))
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			firstRunning, finishFirst = make(chan struct{}), make(chan struct{})
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{"contacts.export": handler})
+			id, _ := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
+			first := make(chan queue.WorkStats)
+			go func() { stats, _ := f.q.RunPending(ctx); first <- stats }()
+			<-firstRunning
+
+			f.clock.Advance(60*time.Second + 30*time.Second) // the job's timeout plus 30 s
+			if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Released: 1}) {
+				t.Fatalf("the takeover ran %+v", stats)
+			}
+			close(finishFirst)
+			<-first
+
+			j := f.reserve(t, "default")
+			if j != nil {
+				t.Fatal("the job was available before its backoff")
+			}
+			f.clock.Advance(2 * time.Second)
+			j = f.reserve(t, "default")
+			if j == nil || j.ID != id || j.Attempts != 3 || j.LastError != "second attempt failed" {
+				t.Fatalf("the job is %+v: want the second attempt's release recorded", j)
+			}
+			if !strings.Contains(f.logs.String(), `"reservation_lost":true`) {
+				t.Fatalf("the fenced-out attempt was not logged as such:\n%s", f.logs)
+			}
+		})
+	}
+}
+
+func TestWorkLimits(t *testing.T) {
+	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
+		for i := range 5 {
+			f.q.Dispatch(ctx, ExportContacts{CompanyID: fmt.Sprint(i)})
+		}
+		if stats, _ := f.q.Work(ctx, queue.WorkOptions{Once: true}); stats.Processed != 1 {
+			t.Fatalf("Once ran %+v", stats)
+		}
+		if stats, _ := f.q.Work(ctx, queue.WorkOptions{MaxJobs: 2, Workers: 3}); stats.Processed != 2 {
+			t.Fatalf("MaxJobs 2 ran %+v", stats)
+		}
+		if stats, _ := f.q.Work(ctx, queue.WorkOptions{StopWhenEmpty: true, Workers: 2}); stats.Processed != 2 {
+			t.Fatalf("StopWhenEmpty ran %+v", stats)
+		}
+		if stats, err := f.q.Work(ctx, queue.WorkOptions{MaxTime: 20 * time.Millisecond}); stats.Processed != 0 || err != nil {
+			t.Fatalf("MaxTime on an empty queue: %+v, %v", stats, err)
+		}
+		if stats, _ := f.q.Work(ctx, queue.WorkOptions{Once: true}); stats.Processed != 0 {
+			t.Fatalf("Once on an empty queue ran %+v", stats)
+		}
+		if _, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{""}}); err == nil {
+			t.Fatal("Work accepted an empty queue name")
+		}
+	})
+}
+
+// TestAnIdleWorkerWakesAtADispatch: with an hour between polls, only the
+// dispatch's signal can start the job.
+func TestAnIdleWorkerWakesAtADispatch(t *testing.T) {
+	ran := make(chan string, 1)
+	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
+		ran <- j.CompanyID
+		return nil
+	}))
+	eachWith(t, queue.Config{PollIntervalMs: 3_600_000, Workers: 2}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
+		workCtx, stop := context.WithCancel(ctx)
+		done := make(chan queue.WorkStats)
+		go func() { stats, _ := f.q.Work(workCtx, queue.WorkOptions{}); done <- stats }()
+		// Once idle (nothing to take), the loops wait for the next poll, an hour away.
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "woken"})
+		if got := <-ran; got != "woken" {
+			t.Fatal(got)
+		}
+		err := f.db.Transaction(ctx, func(ctx context.Context) error {
+			_, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "after commit"})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := <-ran; got != "after commit" {
+			t.Fatal(got)
+		}
+		stop()
+		if stats := <-done; stats.Succeeded != 2 {
+			t.Fatalf("stats %+v", stats)
+		}
+	})
+}
+
+// TestStoppingWaitsForRunningJobs: cancelling Work's context takes no new
+// job, and the running one finishes.
+func TestStoppingWaitsForRunningJobs(t *testing.T) {
+	running := make(chan struct{}, 1)
+	finish := make(chan struct{})
+	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
+		running <- struct{}{}
+		<-finish
+		return ctx.Err() // nil: stopping the worker does not cancel a job
+	}))
+	eachWith(t, queue.Config{Workers: 1}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
+		finish = make(chan struct{})
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "1"})
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "2"})
+		workCtx, stop := context.WithCancel(ctx)
+		done := make(chan queue.WorkStats)
+		go func() { stats, _ := f.q.Work(workCtx, queue.WorkOptions{}); done <- stats }()
+		<-running
+		stop()
+		close(finish)
+		if stats := <-done; stats != (queue.WorkStats{Processed: 1, Succeeded: 1}) {
+			t.Fatalf("stats %+v: want the running job finished and no new one taken", stats)
+		}
+		if f.pending(t, "default") != 1 {
+			t.Fatal("the second job should still wait")
+		}
+	})
+}
