@@ -160,6 +160,9 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(childEnv); url != "" {
 		os.Exit(dispatchChild(url))
 	}
+	if url := os.Getenv(workerEnv); url != "" {
+		os.Exit(workerChild(url, os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 

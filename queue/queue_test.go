@@ -500,3 +500,5 @@ func TestFailedJobs(t *testing.T) {
 		}
 	})
 }
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -161,6 +161,13 @@ func (w *worker) loop(ctx context.Context) {
 			return
 		case job == nil:
 			w.pause(ctx, wake)
+		case ctx.Err() != nil:
+			// Stopped while reserving: give the job back untouched.
+			w.started.Add(-1)
+			if _, err := w.q.store.Unreserve(w.jobCtx, job.ID, job.Attempts); err != nil {
+				w.log.Error("give back a job reserved while stopping", "job_id", job.ID, "error", err)
+			}
+			return
 		default:
 			w.run(job)
 		}

@@ -84,6 +84,10 @@ type Driver interface {
 	// fences the old one out. It returns nil when there is none.
 	TakeOver(ctx context.Context, queue string, now int64) (*Job, error)
 
+	// Unreserve gives back a job reserved by attempt that has not started
+	// running, as if it had never been reserved.
+	Unreserve(ctx context.Context, id string, attempt int) (bool, error)
+
 	// Complete deletes a job that succeeded, if attempt is still its
 	// current reservation. It reports whether it did.
 	Complete(ctx context.Context, id string, attempt int) (bool, error)

@@ -393,3 +393,20 @@ func TestTakeOverStaleReservations(t *testing.T) {
 		}
 	})
 }
+
+func TestUnreserveGivesTheJobBack(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		insert(t, s, newJob(1, "a", 0))
+		j := reserve(t, s, "a", 10)
+		if ok, _ := s.Unreserve(ctx, j.ID, j.Attempts+1); ok {
+			t.Fatal("Unreserve with a stale attempt acted")
+		}
+		if ok, err := s.Unreserve(ctx, j.ID, j.Attempts); !ok || err != nil {
+			t.Fatalf("Unreserve = %v, %v", ok, err)
+		}
+		again := reserve(t, s, "a", 20)
+		if again == nil || again.ID != j.ID || again.Attempts != 1 {
+			t.Fatalf("after Unreserve reserved %+v, want attempt 1 again", again)
+		}
+	})
+}

@@ -26,7 +26,7 @@ type Driver struct {
 }
 
 type statements struct {
-	insert, expireUnique, insertUnique, findUnique, reserve, takeOver, complete, release,
+	insert, expireUnique, insertUnique, findUnique, reserve, takeOver, unreserve, complete, release,
 	failCopy, failDelete, failMove, failed, retryOne, retryAll, deleteOne, flush, pending, retryMoveOne, retryMoveAll string
 }
 
@@ -53,8 +53,9 @@ func New(d *db.DB) *Driver {
 			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NOT NULL AND reserved_at <= ? AND " +
 			"reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= ? " +
 			"ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns,
-		complete: "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
-		release:  "UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
+		unreserve: "UPDATE jobs SET reserved_at = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
+		complete:  "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
+		release:   "UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
 		failCopy: "INSERT INTO failed_jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at) " +
 			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ? FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
 		failDelete: "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
@@ -76,7 +77,7 @@ func New(d *db.DB) *Driver {
 		pending: "SELECT count(*) FROM jobs WHERE queue = ?",
 	}
 	if d.Dialect() == db.Postgres {
-		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve, &q.takeOver,
+		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve, &q.takeOver, &q.unreserve,
 			&q.complete, &q.release, &q.failCopy, &q.failDelete, &q.failMove, &q.failed, &q.retryOne, &q.retryAll,
 			&q.deleteOne, &q.flush, &q.pending, &q.retryMoveOne, &q.retryMoveAll} {
 			*stmt = numbered(*stmt)
@@ -213,6 +214,11 @@ func (d *Driver) exec(ctx context.Context, query string, args ...any) (bool, err
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// Unreserve implements driver.Driver.
+func (d *Driver) Unreserve(ctx context.Context, id string, attempt int) (bool, error) {
+	return d.exec(ctx, d.q.unreserve, id, attempt)
 }
 
 // Complete implements driver.Driver.

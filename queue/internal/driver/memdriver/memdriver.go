@@ -173,6 +173,19 @@ func (d *Driver) Complete(ctx context.Context, id string, attempt int) (bool, er
 	return ok, nil
 }
 
+// Unreserve implements driver.Driver.
+func (d *Driver) Unreserve(ctx context.Context, id string, attempt int) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j, ok := d.current(id, attempt)
+	if ok {
+		j.ReservedAt = 0
+		j.Attempts--
+		d.wait(j)
+	}
+	return ok, nil
+}
+
 // Release implements driver.Driver.
 func (d *Driver) Release(ctx context.Context, id string, attempt int, availableAt int64, lastError string) (bool, error) {
 	d.mu.Lock()

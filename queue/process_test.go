@@ -1,0 +1,333 @@
+package queue_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue"
+	"go.uber.org/fx"
+)
+
+// Block runs until a line arrives on the worker process's standard input.
+type Block struct{}
+
+func (Block) JobName() string { return "test.block" }
+
+// Record writes each attempt into the table runs.
+type Record struct{}
+
+func (Record) JobName() string { return "test.record" }
+
+type recordHandler struct{ d *db.DB }
+
+func (h *recordHandler) Handle(ctx context.Context, _ Record, jc queue.JobContext) error {
+	_, err := h.d.NewRaw("INSERT INTO runs (job_id, attempt, pid) VALUES (?, ?, ?)", jc.JobID, jc.Attempt, os.Getpid()).Exec(ctx)
+	return err
+}
+
+const workerEnv = "NAVREE_QUEUE_TEST_WORKER_URL"
+
+// workerJobs are the jobs a worker child process runs.
+func workerJobs() fx.Option {
+	stdin := bufio.NewReader(os.Stdin)
+	return fx.Options(
+		queue.HandleFunc(func(ctx context.Context, _ Block, jc queue.JobContext) error {
+			fmt.Printf("started %s %d\n", jc.JobID, jc.Attempt)
+			_, err := stdin.ReadString('\n')
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}),
+		queue.Register[Record](func(d *db.DB) *recordHandler { return &recordHandler{d} }),
+		queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
+	)
+}
+
+// workerChild runs the worker app's command line on the database at url.
+func workerChild(url string, args []string) int {
+	a := app.New(config.Module(config.Sources{Overrides: map[string]any{"database.url": url, "queue.poll_interval_ms": 20}}),
+		db.Module(), queue.Module(), workerJobs())
+	a.Name = "crm"
+	os.Args = append([]string{"crm"}, args...)
+	a.Main() // with its signal handling; exits 1 on an error
+	return 0
+}
+
+// worker starts `crm ARGS` as a child process on the database at url.
+func worker(t *testing.T, url string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), workerEnv+"="+url)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, stdin, bufio.NewReader(stdout), stderr
+}
+
+// syncBuffer is a child's standard error, read while the child writes.
+type syncBuffer struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	watch string
+	seen  chan struct{}
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	if b.watch != "" && strings.Contains(b.buf.String(), b.watch) {
+		close(b.seen)
+		b.watch = ""
+	}
+	return n, err
+}
+
+// when returns a channel closed once the child has written s.
+func (b *syncBuffer) when(s string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.watch, b.seen = s, make(chan struct{})
+	return b.seen
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// localQueue is a queue in the test process on the database at url.
+func localQueue(t *testing.T, url string, c *clock, regs ...queue.Registration) *queue.Queue {
+	t.Helper()
+	d := dbtest.Open(t, url)
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Database, PollIntervalMs: 20}, DB: d, Clock: c,
+		Logger: slogDiscard(), Handlers: regs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func migrate(t *testing.T, url string) {
+	t.Helper()
+	if _, err := runApp(t, map[string]any{"database.url": url}, []string{"migrate"}, db.Module(), queue.Module()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFailedJobCommands(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		overrides := map[string]any{"database.url": url}
+		jobs := fx.Options(
+			queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
+			queue.HandleFunc(func(ctx context.Context, _ Panicky, _ queue.JobContext) error {
+				return fmt.Errorf("smtp refused the message\nsecond line")
+			}),
+			queue.HandleFunc(func(ctx context.Context, _ Prioritised, _ queue.JobContext) error { return nil }),
+		)
+		run := func(args ...string) (string, error) {
+			return runApp(t, overrides, args, db.Module(), queue.Module(), jobs)
+		}
+		mustRun := func(args ...string) string {
+			t.Helper()
+			out, err := run(args...)
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, out)
+			}
+			return out
+		}
+		q := localQueue(t, url, &clock{t: time.Now()}, noop[ExportContacts](), noop[Panicky](), noop[Prioritised]())
+		q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
+		failing, _ := q.Dispatch(ctx, Panicky{})
+
+		if out := mustRun("queue:failed"); out != "No failed jobs.\n" {
+			t.Fatalf("queue:failed printed %q", out)
+		}
+		if out := mustRun("queue:work", "--stop-when-empty"); !strings.HasSuffix(out, "Processed 2 job attempt(s): 1 succeeded, 0 released for retry, 1 failed.\n") {
+			t.Fatalf("queue:work printed %q", out)
+		}
+		line := regexp.MustCompile(`^` + failing + `  default  test.panicky  attempts=1  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  smtp refused the message\n$`)
+		if out := mustRun("queue:failed"); !line.MatchString(out) {
+			t.Fatalf("queue:failed printed %q", out)
+		}
+		for _, bad := range []string{"nope", "0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23"} {
+			if _, err := run("queue:retry", bad); err == nil || err.Error() != "there is no failed job with id "+bad {
+				t.Fatalf("queue:retry %s: %v", bad, err)
+			}
+		}
+		if out := mustRun("queue:retry", failing); out != "Put 1 failed job back on its queue.\n" {
+			t.Fatalf("queue:retry printed %q", out)
+		}
+		if out := mustRun("queue:failed"); out != "No failed jobs.\n" {
+			t.Fatalf("after a retry queue:failed printed %q", out)
+		}
+		if out := mustRun("queue:work", "--queue=default", "--once"); !strings.HasSuffix(out, "Processed 1 job attempt(s): 0 succeeded, 0 released for retry, 1 failed.\n") {
+			t.Fatalf("queue:work --once printed %q", out)
+		}
+		if out := mustRun("queue:retry", "all"); out != "Put 1 failed job back on its queue.\n" {
+			t.Fatalf("queue:retry all printed %q", out)
+		}
+		mustRun("queue:work", "--max-jobs=1")
+		if out := mustRun("queue:flush"); out != "Deleted 1 failed job(s).\n" {
+			t.Fatalf("queue:flush printed %q", out)
+		}
+		if out := mustRun("queue:retry", "all"); out != "There are no failed jobs to retry.\n" {
+			t.Fatalf("queue:retry all with none printed %q", out)
+		}
+
+		// --queue is repeatable and takes commas; other queues wait.
+		for _, name := range []string{"a", "b", "c", "d"} {
+			q.Dispatch(ctx, Prioritised{Queue: name})
+		}
+		if out := mustRun("queue:work", "--queue", "a", "--queue=b,c", "--workers=2", "--stop-when-empty"); !strings.HasSuffix(out, "Processed 3 job attempt(s): 3 succeeded, 0 released for retry, 0 failed.\n") {
+			t.Fatalf("queue:work --queue printed %q", out)
+		}
+		if n, _ := q.PendingCount(ctx, "d"); n != 1 {
+			t.Fatal("a queue that was not asked for was worked")
+		}
+		for _, bad := range [][]string{{"queue:work", "--workers", "0"}, {"queue:work", "--max-jobs=-1"}, {"queue:work", "--max-time", "soon"}, {"queue:retry"}} {
+			if _, err := run(bad...); err == nil {
+				t.Errorf("%v succeeded", bad)
+			}
+		}
+	})
+}
+
+// TestAKilledWorkersJobIsTakenOver kills a worker process with SIGKILL in
+// the middle of a job; another worker, its clock past the job's timeout
+// plus 30 s, runs it as attempt 2.
+func TestAKilledWorkersJobIsTakenOver(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		start := time.Now()
+		q := localQueue(t, url, &clock{t: start}, noop[Block]())
+		id, _ := q.Dispatch(ctx, Block{})
+
+		cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "1")
+		if line, err := stdout.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", id) {
+			t.Fatalf("the worker printed %q (%v)\n%s", line, err, stderr)
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+
+		attempts := make(chan int, 1)
+		later := &clock{t: start}
+		takeover := localQueue(t, url, later, queue.HandlerOf[Block](queue.HandlerFunc[Block](func(ctx context.Context, _ Block, jc queue.JobContext) error {
+			attempts <- jc.Attempt
+			return nil
+		})))
+		later.Advance(time.Minute + 29*time.Second)
+		if stats, err := takeover.RunPending(ctx); stats.Processed != 0 || err != nil {
+			t.Fatalf("taken over before the job's timeout plus 30 s: %+v, %v", stats, err)
+		}
+		later.Advance(2 * time.Second)
+		if stats, err := takeover.RunPending(ctx); stats.Succeeded != 1 || err != nil {
+			t.Fatalf("not taken over after the job's timeout plus 30 s: %+v, %v", stats, err)
+		}
+		if got := <-attempts; got != 2 {
+			t.Fatalf("the takeover ran attempt %d, want 2", got)
+		}
+		if n, _ := takeover.PendingCount(ctx, "default"); n != 0 {
+			t.Fatal("the job is still pending after its takeover succeeded")
+		}
+	})
+}
+
+// TestSIGTERMFinishesTheRunningJob stops a real queue:work process while
+// a job runs: it takes no new job, the running one finishes, and it prints
+// its summary and exits 0.
+func TestSIGTERMFinishesTheRunningJob(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		q := localQueue(t, url, &clock{t: time.Now()}, noop[Block](), noop[ExportContacts]())
+		id, _ := q.Dispatch(ctx, Block{})
+		cmd, stdin, stdout, stderr := worker(t, url, "queue:work", "--workers=2")
+		if line, _ := stdout.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", id) {
+			t.Fatalf("the worker printed %q\n%s", line, stderr)
+		}
+		stopping := stderr.when("Stopping: taking no new jobs")
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-stopping
+		q.Dispatch(ctx, ExportContacts{CompanyID: "after the signal"})
+		stdin.Write([]byte("finish\n"))
+		rest, _ := io.ReadAll(stdout)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("the worker exited with %v\n%s", err, stderr)
+		}
+		if string(rest) != "Processed 1 job attempt(s): 1 succeeded, 0 released for retry, 0 failed.\n" {
+			t.Fatalf("the worker printed %q\n%s", rest, stderr)
+		}
+		if n, _ := q.PendingCount(ctx, "default"); n != 1 {
+			t.Fatalf("pending %d: the job dispatched after the signal should wait", n)
+		}
+	})
+}
+
+// TestSeveralWorkerProcessesRunEachJobOnce: 3 processes of 4 loops work
+// 2,000 jobs on one database; each job runs exactly once and no process
+// fails.
+func TestSeveralWorkerProcessesRunEachJobOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		d := dbtest.Open(t, url)
+		if _, err := d.ExecContext(ctx, "CREATE TABLE runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		q := localQueue(t, url, &clock{t: time.Now()}, noop[Record]())
+		const jobs = 2000
+		err := d.Transaction(ctx, func(ctx context.Context) error {
+			for range jobs {
+				if _, err := q.Dispatch(ctx, Record{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 3 {
+			cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "4", "--stop-when-empty")
+			wg.Go(func() {
+				out, _ := io.ReadAll(stdout)
+				if err := cmd.Wait(); err != nil {
+					t.Errorf("a worker exited with %v\n%s", err, stderr)
+				}
+				if strings.Contains(stderr.String(), "level=ERROR") || !strings.Contains(string(out), " 0 released for retry, 0 failed.") {
+					t.Errorf("a worker printed %s\n%s", out, stderr)
+				}
+			})
+		}
+		wg.Wait()
+		var runs, distinct, processes, pending int
+		d.QueryRowContext(ctx, "SELECT count(*), count(DISTINCT job_id), count(DISTINCT pid) FROM runs").Scan(&runs, &distinct, &processes)
+		d.QueryRowContext(ctx, "SELECT count(*) FROM jobs").Scan(&pending)
+		if runs != jobs || distinct != jobs || pending != 0 {
+			t.Fatalf("%d runs of %d distinct jobs, %d left; want each of %d jobs run once", runs, distinct, pending, jobs)
+		}
+		t.Logf("%d jobs by %d processes", jobs, processes)
+	})
+}
