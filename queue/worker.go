@@ -115,6 +115,7 @@ type worker struct {
 	log    *slog.Logger
 
 	started                               atomic.Int64 // attempts claimed, for MaxJobs
+	retryAt                               atomic.Int64 // latest job put back for an immediate retry (ms)
 	processed, succeeded, released, faild atomic.Int64
 
 	mu  sync.Mutex
@@ -143,7 +144,7 @@ func (w *worker) loop(ctx context.Context) {
 		}
 		wake := w.q.wakeup() // before looking, so a dispatch right after is not missed
 		// Not ctx: a reservation cut off halfway would strand its job until takeover.
-		job, err := w.q.next(w.jobCtx, w.opts.Queues)
+		job, lookedAt, err := w.q.next(w.jobCtx, w.opts.Queues)
 		if job == nil {
 			w.started.Add(-1)
 		}
@@ -158,6 +159,12 @@ func (w *worker) loop(ctx context.Context) {
 			}
 			w.pause(ctx, wake)
 		case job == nil && w.opts.StopWhenEmpty:
+			// Another loop may have put a job back for an immediate retry
+			// after this one read the clock (it can wait a while for
+			// SQLite's lock): look again before calling the queue empty.
+			if r := w.retryAt.Load(); r > lookedAt && r <= w.q.clock.Now().UnixMilli() {
+				continue
+			}
 			return
 		case job == nil:
 			w.pause(ctx, wake)
@@ -189,21 +196,22 @@ func (w *worker) pause(ctx context.Context, wake <-chan struct{}) {
 // next reserves the next job: from the first queue, in priority order,
 // that has one available; and, once a second by the queue's clock, a job
 // whose worker presumably died, before anything else.
-func (q *Queue) next(ctx context.Context, queues []string) (*driver.Job, error) {
+// It also returns the time it looked at.
+func (q *Queue) next(ctx context.Context, queues []string) (*driver.Job, int64, error) {
 	now := q.clock.Now().UnixMilli()
 	if last := q.lastSweep.Load(); now-last >= sweepEveryMs && q.lastSweep.CompareAndSwap(last, now) {
 		for _, name := range queues {
 			if j, err := q.store.TakeOver(ctx, name, now); j != nil || err != nil {
-				return j, err
+				return j, now, err
 			}
 		}
 	}
 	for _, name := range queues {
 		if j, err := q.store.Reserve(ctx, name, now); j != nil || err != nil {
-			return j, err
+			return j, now, err
 		}
 	}
-	return nil, nil
+	return nil, now, nil
 }
 
 // wakeup returns a channel that closes at the next dispatch in this
@@ -255,6 +263,10 @@ func (w *worker) run(job *driver.Job) {
 		}
 		delay := backoff.Delay(job.Attempts)
 		acted, err = w.q.store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), truncate(failure.msg))
+		if acted && ceilMs(delay) == 0 {
+			w.retryAt.Store(max(w.retryAt.Load(), now))
+			w.q.notify(ctx) // idle loops need not wait a poll for it
+		}
 		w.released.Add(1)
 		level, attrs = slog.LevelWarn, append(attrs, "outcome", "released", "retry_in_secs", delay.Seconds(), "error", failure.msg)
 	default:

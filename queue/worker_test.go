@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -461,4 +462,65 @@ func TestStoppingWaitsForRunningJobs(t *testing.T) {
 			t.Fatal("the second job should still wait")
 		}
 	})
+}
+
+// RetryNow fails its first attempt and is retried at once.
+type RetryNow struct {
+	Kind string `json:"kind"` // quick, retry or slow
+}
+
+func (RetryNow) JobName() string           { return "test.retry_now" }
+func (RetryNow) JobOptions() queue.Options { return queue.Options{Backoff: queue.Fixed(0)} }
+
+// TestStopWhenEmptyWaitsForImmediateRetries: while one loop is busy with a
+// slow job, jobs put back for an immediate retry still run before the
+// other loops call the queue empty. (A loop that read the real clock
+// before the retry was stored used to miss it and stop, leaving it to the
+// slow loop.)
+func TestStopWhenEmptyWaitsForImmediateRetries(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var retried int
+			var allRetried chan struct{}
+			handler := queue.HandlerOf[RetryNow](queue.HandlerFunc[RetryNow](func(ctx context.Context, j RetryNow, jc queue.JobContext) error {
+				switch {
+				case j.Kind == "quick":
+					return nil
+				case j.Kind == "slow":
+					select {
+					case <-allRetried:
+						return nil
+					case <-time.After(5 * time.Second):
+						return errors.New("the retries waited for the slow job")
+					}
+				case jc.Attempt == 1:
+					return errors.New("first attempt")
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if retried++; retried == 2 {
+					close(allRetried)
+				}
+				return nil
+			}))
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, nil)
+			// The real clock: the race is between loops reading it.
+			q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver}, DB: f.db, Clock: app.SystemClock{},
+				Logger: slogDiscard(), Handlers: []queue.Registration{handler}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for round := range 10 {
+				retried, allRetried = 0, make(chan struct{})
+				for _, kind := range []string{"quick", "quick", "quick", "retry", "retry", "slow"} {
+					q.Dispatch(ctx, RetryNow{Kind: kind})
+				}
+				stats, err := q.Work(ctx, queue.WorkOptions{Workers: 4, StopWhenEmpty: true})
+				if err != nil || stats != (queue.WorkStats{Processed: 8, Succeeded: 6, Released: 2}) {
+					t.Fatalf("round %d: %+v, %v", round, stats, err)
+				}
+			}
+		})
+	}
 }

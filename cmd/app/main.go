@@ -1,9 +1,13 @@
 // Command app is Navree's example app: every module the framework has so
-// far, wired in one binary, and a small page that counts its visits.
+// far, wired in one binary, demo jobs, and a small page that counts its
+// visits.
 //
-//	go run ./cmd/app migrate   # create the tables in var/app.db
-//	go run ./cmd/app serve     # http://127.0.0.1:8080
-//	go run ./cmd/app --help    # every command
+//	go run ./cmd/app migrate                     # create the tables in var/app.db
+//	go run ./cmd/app demo                        # queue a batch of demo jobs
+//	go run ./cmd/app queue:work --stop-when-empty # run them
+//	go run ./cmd/app queue:failed                # the one that failed
+//	go run ./cmd/app serve                       # http://127.0.0.1:8080
+//	go run ./cmd/app --help                      # every command
 //
 // The same binary is what you deploy: set APP_DATABASE__URL to a
 // postgres:// URL to use PostgreSQL.
@@ -23,6 +27,7 @@ func modules() []fx.Option {
 		db.Module(),
 		queue.Module(),
 		visitsModule,
+		demoModule,
 	}
 }
 

@@ -177,3 +177,31 @@ func TestUnreachablePostgresNamesTheHost(t *testing.T) {
 		t.Fatalf("exit %v, printed %q: want a failure naming the host without the password", err, out)
 	}
 }
+
+// TestDemo is the README's first command: migrate, queue the demo batch,
+// work it until nothing is available, then list the failed job.
+func TestDemo(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, dir, url string) {
+		run(t, dir, url, "migrate")
+		if got := run(t, dir, url, "demo"); !strings.HasPrefix(got, "Queued 6 demo jobs.") {
+			t.Fatalf("demo printed %q", got)
+		}
+		work := command(dir, url, "queue:work", "--stop-when-empty")
+		var stderr strings.Builder
+		work.Stderr = &stderr
+		out, err := work.Output()
+		if err != nil {
+			t.Fatalf("queue:work: %v\n%s", err, stderr.String())
+		}
+		if string(out) != "Processed 9 job attempt(s): 5 succeeded, 3 released for retry, 1 failed.\n" {
+			t.Fatalf("queue:work printed %q", out)
+		}
+		if n := strings.Count(stderr.String(), `msg="job attempt"`); n != 9 {
+			t.Fatalf("%d attempt log lines, want 9:\n%s", n, stderr.String())
+		}
+		failed := run(t, dir, url, "queue:failed")
+		if !strings.Contains(failed, "  default  demo.broken  attempts=3  ") || !strings.HasSuffix(failed, "  smtp refused the message: mailbox unavailable\n") {
+			t.Fatalf("queue:failed printed %q", failed)
+		}
+	})
+}
