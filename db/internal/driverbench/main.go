@@ -37,6 +37,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -325,6 +326,7 @@ func fsyncRate() (float64, error) {
 	defer os.Remove(f.Name())
 	defer f.Close()
 	buf := make([]byte, 4096)
+	settle()
 	n, start := 0, time.Now()
 	for ; time.Since(start) < time.Second; n++ {
 		if _, err := f.WriteAt(buf, int64(n%16)*4096); err != nil {
@@ -366,6 +368,7 @@ func measureOnce(mode string, workers, prefillRows int, op func(*sql.DB, *rand.R
 	if err := fill(db, prefillRows); err != nil {
 		return 0, 0, false, err
 	}
+	settle()
 
 	var ops, busyN atomic.Int64
 	var drainedFlag atomic.Bool
@@ -396,6 +399,10 @@ func measureOnce(mode string, workers, prefillRows int, op func(*sql.DB, *rand.R
 	elapsed := time.Since(start)
 	return float64(ops.Load()) / elapsed.Seconds(), busyN.Load(), drainedFlag.Load(), firstErr
 }
+
+// settle flushes the page cache (sync(2)) so that a timed run does not pay for
+// the writeback of the run before it; without it, results depended on order.
+func settle() { syscall.Sync() }
 
 // fill inserts n ready jobs in one transaction.
 func fill(db *sql.DB, n int) error {
@@ -477,6 +484,7 @@ func multiProcess(mode string, r *row) error {
 					return err
 				}
 			}
+			settle()
 			start := time.Now().Add(300 * time.Millisecond)
 			outs := make([]strings.Builder, *procs)
 			var wg sync.WaitGroup
