@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"reflect"
 	"runtime/debug"
 	"syscall"
 
@@ -95,11 +94,35 @@ type commandsIn struct {
 // Only the command that runs has its services built and started: help and
 // --version build nothing beyond the list of commands.
 func (a *App) Run(ctx context.Context, args []string) error {
-	var found commandsIn
-	discovery := fx.New(a.base(), fx.Populate(&found))
-	if err := discovery.Err(); err != nil {
-		return bootError(err)
+	cmds, err := a.commands()
+	if err != nil {
+		return err
 	}
+	return a.cli(cmds, a.runCommand).RunContext(ctx, append([]string{a.Name}, args...))
+}
+
+// commands builds only the list of the app's commands, and checks it.
+func (a *App) commands(extra ...fx.Option) ([]Command, error) {
+	var found commandsIn
+	discovery := fx.New(a.base(), fx.Options(extra...), fx.Populate(&found))
+	if err := discovery.Err(); err != nil {
+		return nil, bootError(err)
+	}
+	seen := map[string]bool{}
+	for _, cmd := range found.Commands {
+		if seen[cmd.Name] {
+			return nil, fmt.Errorf("command %s is registered twice", cmd.Name)
+		}
+		seen[cmd.Name] = true
+		if err := cmd.check(); err != nil {
+			return nil, err
+		}
+	}
+	return found.Commands, nil
+}
+
+// cli is the command line of cmds, each run by run.
+func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.App {
 	cliApp := &cli.App{
 		Name:           a.Name,
 		Usage:          a.Usage,
@@ -108,25 +131,17 @@ func (a *App) Run(ctx context.Context, args []string) error {
 		ErrWriter:      a.Stderr,
 		ExitErrHandler: func(*cli.Context, error) {}, // Run returns errors; Main exits
 	}
-	seen := map[string]bool{}
-	for _, cmd := range found.Commands {
-		if seen[cmd.Name] {
-			return fmt.Errorf("command %s is registered twice", cmd.Name)
-		}
-		seen[cmd.Name] = true
-		if err := cmd.check(); err != nil {
-			return err
-		}
+	for _, cmd := range cmds {
 		cliApp.Commands = append(cliApp.Commands, &cli.Command{
 			Name:        cmd.Name,
 			Usage:       cmd.Usage,
 			ArgsUsage:   cmd.ArgsUsage,
 			Description: cmd.Description,
 			Flags:       cmd.Flags,
-			Action:      func(c *cli.Context) error { return a.runCommand(c, cmd) },
+			Action:      func(c *cli.Context) error { return run(c, cmd) },
 		})
 	}
-	return cliApp.RunContext(ctx, append([]string{a.Name}, args...))
+	return cliApp
 }
 
 // bootCheck makes every command validate the configuration, even one that
@@ -139,7 +154,6 @@ type bootCheck struct {
 // runCommand builds the app with the services cmd's Action asks for, starts
 // it, runs the action and stops the app.
 func (a *App) runCommand(c *cli.Context, cmd Command) (err error) {
-	action := reflect.ValueOf(cmd.Action)
 	deps, invoke := cmd.collector()
 	fxApp := fx.New(a.base(), fx.Invoke(func(bootCheck) {}), fx.Invoke(invoke))
 	if err := fxApp.Err(); err != nil {
@@ -157,11 +171,7 @@ func (a *App) runCommand(c *cli.Context, cmd Command) (err error) {
 			err = fmt.Errorf("stop: %w", stopErr)
 		}
 	}()
-	out := action.Call(append([]reflect.Value{reflect.ValueOf(c)}, *deps...))
-	if e, _ := out[0].Interface().(error); e != nil {
-		return e
-	}
-	return nil
+	return cmd.call(c, *deps)
 }
 
 // bootError trims fx's account of how it got to a failing constructor down

@@ -74,3 +74,10 @@ func Commands(cmds ...Command) fx.Option {
 func AsCommand(constructor any) any {
 	return fx.Annotate(constructor, fx.ResultTags(`group:"app.commands"`))
 }
+
+// call runs the Action with its services.
+func (cmd Command) call(c *cli.Context, deps []reflect.Value) error {
+	out := reflect.ValueOf(cmd.Action).Call(append([]reflect.Value{reflect.ValueOf(c)}, deps...))
+	err, _ := out[0].Interface().(error)
+	return err
+}

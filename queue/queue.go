@@ -90,6 +90,8 @@ type Queue struct {
 	logger *slog.Logger
 	jobs   map[string]Registration
 
+	recorder Recorder // set for a recording Queue: dispatches go to it
+
 	lastSweep atomic.Int64 // when workers last looked for stale reservations (ms)
 	wakeMu    sync.Mutex
 	wake      chan struct{} // closed at each dispatch, to wake idle workers
@@ -137,6 +139,23 @@ func New(p Params) (*Queue, error) {
 	return q, nil
 }
 
+// Recorder receives what a recording Queue ([NewRecording]) is asked to
+// queue. queuetest.Fake is the one tests use.
+type Recorder interface {
+	// Record takes an envelope and returns the job's id. uow is the unit
+	// of work given to DispatchIn, nil for every other way to dispatch.
+	Record(ctx context.Context, uow *db.UnitOfWork, e Envelope) string
+}
+
+// NewRecording returns a Queue that hands every dispatch to r instead of
+// queueing it. It accepts any job type, registered or not, and never runs
+// anything: its workers find no jobs.
+func NewRecording(r Recorder) *Queue {
+	q, _ := New(Params{Config: Config{Driver: Memory}})
+	q.recorder = r
+	return q
+}
+
 // Dispatch queues job and returns its id, a UUID v7 string. Inside a unit
 // of work (found on ctx) the job joins it: it is queued only if the unit
 // commits.
@@ -151,7 +170,7 @@ func (q *Queue) Later(ctx context.Context, job Job, delay time.Duration) (string
 		return "", err
 	}
 	e.Delay = delay
-	return q.push(ctx, db.UnitOfWorkFrom(ctx), e)
+	return q.push(ctx, db.UnitOfWorkFrom(ctx), e, false)
 }
 
 // DispatchLater queues job to run once delay, rounded up to whole
@@ -166,7 +185,7 @@ func (q *Queue) DispatchLater(ctx context.Context, job Job, delay time.Duration)
 // Push queues an envelope, as made by [EnvelopeOf] and perhaps given a
 // UniqueKey.
 func (q *Queue) Push(ctx context.Context, e Envelope) (string, error) {
-	return q.push(ctx, db.UnitOfWorkFrom(ctx), e)
+	return q.push(ctx, db.UnitOfWorkFrom(ctx), e, false)
 }
 
 // DispatchIn queues job in the unit of work uow: with the database
@@ -178,7 +197,7 @@ func (q *Queue) DispatchIn(ctx context.Context, uow *db.UnitOfWork, job Job) (st
 	if err != nil {
 		return "", err
 	}
-	return q.push(ctx, uow, e)
+	return q.push(ctx, uow, e, true)
 }
 
 // checkQueue validates a queue name.
@@ -224,12 +243,20 @@ func ceilMs(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-func (q *Queue) push(ctx context.Context, uow *db.UnitOfWork, e Envelope) (string, error) {
-	if _, ok := q.jobs[e.Name]; !ok {
-		return "", &UnknownJobError{Name: e.Name}
-	}
+// push queues e, in uow when it is not nil; explicit says uow was given
+// to DispatchIn rather than found on the context.
+func (q *Queue) push(ctx context.Context, uow *db.UnitOfWork, e Envelope, explicit bool) (string, error) {
 	if !json.Valid(e.Payload) {
 		return "", fmt.Errorf("queue: the payload of %s is not valid JSON", e.Name)
+	}
+	if q.recorder != nil {
+		if !explicit {
+			uow = nil
+		}
+		return q.recorder.Record(ctx, uow, e), nil
+	}
+	if _, ok := q.jobs[e.Name]; !ok {
+		return "", &UnknownJobError{Name: e.Name}
 	}
 	o, err := q.resolve(e.Name, e.Options)
 	if err != nil {

@@ -1,0 +1,59 @@
+package app
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/urfave/cli/v2"
+	"go.uber.org/fx"
+)
+
+// Graph is an app built once with the services of every command, to run
+// several commands in one process against the same services. Tests use it
+// (see testing/apptest); a process runs one command with [App.Run].
+type Graph struct {
+	app  *App
+	fx   *fx.App
+	cmds []Command
+	deps map[string]*[]reflect.Value
+}
+
+// Build builds the app, and extra options with it, with the services of
+// every command. Nothing starts until [Graph.Start].
+func (a *App) Build(extra ...fx.Option) (*Graph, error) {
+	cmds, err := a.commands(extra...)
+	if err != nil {
+		return nil, err
+	}
+	g := &Graph{app: a, cmds: cmds, deps: map[string]*[]reflect.Value{}}
+	opts := []fx.Option{a.base(), fx.Options(extra...), fx.Invoke(func(bootCheck) {})}
+	for _, cmd := range cmds {
+		deps, invoke := cmd.collector()
+		g.deps[cmd.Name] = deps
+		opts = append(opts, fx.Invoke(invoke))
+	}
+	g.fx = fx.New(opts...)
+	if err := g.fx.Err(); err != nil {
+		return nil, bootError(err)
+	}
+	return g, nil
+}
+
+// Start runs the app's start hooks.
+func (g *Graph) Start(ctx context.Context) error {
+	if err := g.fx.Start(ctx); err != nil {
+		return bootError(err)
+	}
+	return nil
+}
+
+// Stop runs the app's stop hooks.
+func (g *Graph) Stop(ctx context.Context) error { return g.fx.Stop(ctx) }
+
+// Run runs the command line args (without the program's name) on the
+// built app, printing to the App's Stdout and Stderr as they are now.
+func (g *Graph) Run(ctx context.Context, args []string) error {
+	return g.app.cli(g.cmds, func(c *cli.Context, cmd Command) error {
+		return cmd.call(c, *g.deps[cmd.Name])
+	}).RunContext(ctx, append([]string{g.app.Name}, args...))
+}
