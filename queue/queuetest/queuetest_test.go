@@ -135,7 +135,7 @@ func TestUnitOfWorkRules(t *testing.T) {
 	d := dbtest.Open(t, dbtest.SQLiteURL(t))
 	boom := errors.New("rolled back")
 	d.Transaction(ctx, func(ctx context.Context) error {
-		q.Dispatch(ctx, ExportContacts{CompanyID: "plain"})                                   // recorded at once
+		q.Dispatch(ctx, ExportContacts{CompanyID: "plain"})                                    // recorded at once
 		q.DispatchIn(ctx, db.UnitOfWorkFrom(ctx), ExportContacts{CompanyID: "in rolled back"}) // never
 		if got := queuetest.Dispatched[ExportContacts](fake); len(got) != 1 {
 			t.Errorf("inside the unit: %+v, want only the plain dispatch", got)

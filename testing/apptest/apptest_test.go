@@ -227,4 +227,3 @@ func TestAFailedStartFailsTheTestWithTheRealError(t *testing.T) {
 		}
 	}
 }
-
