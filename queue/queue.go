@@ -30,6 +30,8 @@ type Dispatcher interface {
 	// DispatchLater queues job to run once delay, rounded up to whole
 	// seconds, has passed.
 	DispatchLater(ctx context.Context, job Job, delay time.Duration) (string, error)
+	// DispatchMany queues jobs together and returns their ids.
+	DispatchMany(ctx context.Context, jobs ...Job) ([]string, error)
 }
 
 // Envelope is a job as it is queued: its type, its JSON payload, its
@@ -255,16 +257,36 @@ func (q *Queue) push(ctx context.Context, uow *db.UnitOfWork, e Envelope, explic
 		}
 		return q.recorder.Record(ctx, uow, e), nil
 	}
-	if _, ok := q.jobs[e.Name]; !ok {
-		return "", &UnknownJobError{Name: e.Name}
-	}
-	o, err := q.resolve(e.Name, e.Options)
+	job, err := q.row(e)
 	if err != nil {
 		return "", err
 	}
+	now := job.CreatedAt
+	stored, inserted, err := q.store.Insert(ctx, uow, job, now)
+	if err != nil {
+		return "", fmt.Errorf("queue: dispatch %s: %w", e.Name, err)
+	}
+	switch {
+	case inserted && uow != nil:
+		uow.AfterCommit(q.notify)
+	case inserted:
+		q.notify(ctx)
+	}
+	return stored, nil
+}
+
+// row is the stored form of e, with its options resolved.
+func (q *Queue) row(e Envelope) (*driver.Job, error) {
+	if _, ok := q.jobs[e.Name]; !ok {
+		return nil, &UnknownJobError{Name: e.Name}
+	}
+	o, err := q.resolve(e.Name, e.Options)
+	if err != nil {
+		return nil, err
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
-		return "", fmt.Errorf("queue: new job id: %w", err)
+		return nil, fmt.Errorf("queue: new job id: %w", err)
 	}
 	now := q.clock.Now().UnixMilli()
 	job := &driver.Job{
@@ -290,17 +312,70 @@ func (q *Queue) push(ctx context.Context, uow *db.UnitOfWork, e Envelope, explic
 	if job.UniqueKey != "" && o.UniqueFor > 0 {
 		job.UniqueUntil = now + ceilMs(o.UniqueFor)
 	}
-	stored, inserted, err := q.store.Insert(ctx, uow, job, now)
-	if err != nil {
-		return "", fmt.Errorf("queue: dispatch %s: %w", e.Name, err)
+	return job, nil
+}
+
+// DispatchMany queues jobs together and returns their ids, in order: the
+// jobs without a unique key in multi-row inserts, unique ones each with
+// its check. Inside a unit of work they join it; outside one, on the
+// database driver, they are stored in one transaction, all or none.
+func (q *Queue) DispatchMany(ctx context.Context, jobs ...Job) ([]string, error) {
+	envs := make([]Envelope, len(jobs))
+	for i, job := range jobs {
+		e, err := EnvelopeOf(job)
+		if err != nil {
+			return nil, err
+		}
+		envs[i] = e
 	}
-	switch {
-	case inserted && uow != nil:
+	if q.recorder != nil {
+		ids := make([]string, len(envs))
+		for i, e := range envs {
+			ids[i] = q.recorder.Record(ctx, nil, e)
+		}
+		return ids, nil
+	}
+	rows := make([]*driver.Job, len(envs))
+	for i, e := range envs {
+		row, err := q.row(e)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = row
+	}
+	ids := make([]string, len(rows))
+	store := func(ctx context.Context) error {
+		uow := db.UnitOfWorkFrom(ctx)
+		var plain []*driver.Job
+		for i, row := range rows {
+			if row.UniqueKey == "" {
+				ids[i] = row.ID
+				plain = append(plain, row)
+				continue
+			}
+			id, _, err := q.store.Insert(ctx, uow, row, row.CreatedAt)
+			if err != nil {
+				return err
+			}
+			ids[i] = id
+		}
+		return q.store.InsertMany(ctx, uow, plain)
+	}
+	var err error
+	if q.db != nil && q.cfg.Driver == Database && db.UnitOfWorkFrom(ctx) == nil {
+		err = q.db.Transaction(ctx, store)
+	} else {
+		err = store(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: dispatch %d jobs: %w", len(jobs), err)
+	}
+	if uow := db.UnitOfWorkFrom(ctx); uow != nil {
 		uow.AfterCommit(q.notify)
-	case inserted:
+	} else {
 		q.notify(ctx)
 	}
-	return stored, nil
+	return ids, nil
 }
 
 // Failed lists the failed jobs, oldest failure first.

@@ -502,3 +502,46 @@ func TestFailedJobs(t *testing.T) {
 }
 
 func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestDispatchMany(t *testing.T) {
+	each(t, func(t *testing.T, f fixture) {
+		var jobs []queue.Job
+		for i := range 1234 {
+			jobs = append(jobs, ExportContacts{CompanyID: strconv.Itoa(i)})
+		}
+		first, _ := f.q.Dispatch(ctx, SyncCalendar{UserID: "u1"})
+		jobs = append(jobs, SyncCalendar{UserID: "u1"}, SyncCalendar{UserID: "u2"}, SyncCalendar{UserID: "u2"})
+		ids, err := f.q.DispatchMany(ctx, jobs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != len(jobs) || ids[1234] != first || ids[1235] != ids[1236] || ids[1235] == first {
+			t.Fatalf("ids: %d of %d; unique ones %s %s %s (first %s)", len(ids), len(jobs), ids[1234], ids[1235], ids[1236], first)
+		}
+		if n := f.pending(t, "default"); n != 1234 {
+			t.Fatalf("%d jobs on default, want 1234", n)
+		}
+		if n := f.pending(t, "sync"); n != 2 {
+			t.Fatalf("%d jobs on sync, want 2", n)
+		}
+		j := f.reserve(t, "default")
+		if j.ID != ids[0] || string(j.Payload) != `{"company_id":"0","requested_by":""}` || j.MaxAttempts != 3 || j.TimeoutMs != 60000 {
+			t.Fatalf("the first job came back as %+v", j)
+		}
+
+		// All or none: an unknown type anywhere stores nothing.
+		if _, err := f.q.DispatchMany(ctx, ExportContacts{CompanyID: "x"}, Unregistered{}); !errors.Is(err, queue.ErrUnknownJob) {
+			t.Fatalf("error = %v", err)
+		}
+		// Inside a unit of work: joins it.
+		err = f.db.Transaction(ctx, func(ctx context.Context) error {
+			if _, err := f.q.DispatchMany(ctx, ExportContacts{CompanyID: "a"}, ExportContacts{CompanyID: "b"}); err != nil {
+				return err
+			}
+			return errors.New("roll back")
+		})
+		if err == nil || f.pending(t, "default") != 1234 {
+			t.Fatalf("a rolled back DispatchMany stored jobs (%v, %d pending)", err, f.pending(t, "default"))
+		}
+	})
+}

@@ -73,6 +73,10 @@ type Driver interface {
 	// Insert then returns the pending job's id and false.
 	Insert(ctx context.Context, uow *db.UnitOfWork, job *Job, now int64) (id string, inserted bool, err error)
 
+	// InsertMany stores jobs that have no unique key, in uow when it is
+	// not nil, in as few statements as it can.
+	InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*Job) error
+
 	// Reserve takes the next available job of queue (available_at <= now,
 	// waiting, by available_at then id), marks it reserved at now and
 	// counts the attempt. It returns nil when there is none.

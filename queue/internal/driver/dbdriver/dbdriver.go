@@ -28,6 +28,8 @@ type Driver struct {
 type statements struct {
 	insert, expireUnique, insertUnique, findUnique, reserve, takeOver, unreserve, complete, release,
 	failCopy, failDelete, failMove, failed, retryOne, retryAll, deleteOne, flush, pending, retryMoveOne, retryMoveAll string
+
+	insertFull string // InsertMany's statement for a full chunk
 }
 
 const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error"
@@ -83,7 +85,9 @@ func New(d *db.DB) *Driver {
 			*stmt = numbered(*stmt)
 		}
 	}
-	return &Driver{db: d, sqldb: d.DB.DB, q: q}
+	drv := &Driver{db: d, sqldb: d.DB.DB, q: q}
+	drv.q.insertFull = drv.insertMany(rowsPerInsert)
+	return drv
 }
 
 // numbered rewrites a statement's ? placeholders as $1, $2, … for
@@ -172,6 +176,56 @@ func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job
 		return "", false, fmt.Errorf("find the pending job with unique key %q: %w", job.UniqueKey, err)
 	}
 	return id, false, nil
+}
+
+// rowsPerInsert bounds a multi-row insert: 11 parameters a row stays
+// under SQLite's 32,766 and PostgreSQL's 65,535.
+const rowsPerInsert = 500
+
+// insertMany is the multi-row insert of n jobs.
+func (d *Driver) insertMany(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO jobs (" + columns + ") VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL)")
+	}
+	if d.db.Dialect() == db.Postgres {
+		return numbered(b.String())
+	}
+	return b.String()
+}
+
+// InsertMany implements driver.Driver.
+func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*driver.Job) error {
+	var ex execer = d.sqldb
+	if uow != nil && uow.DB() == d.db {
+		tx, err := uow.Tx(ctx)
+		if err != nil {
+			return err
+		}
+		ex = tx.Tx
+	}
+	args := make([]any, 0, 11*min(len(jobs), rowsPerInsert))
+	for len(jobs) > 0 {
+		chunk := jobs[:min(len(jobs), rowsPerInsert)]
+		jobs = jobs[len(chunk):]
+		args = args[:0]
+		for _, j := range chunk {
+			args = append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff, j.TimeoutMs,
+				nil, nil, j.AvailableAt, j.CreatedAt)
+		}
+		query := d.q.insertFull
+		if len(chunk) < rowsPerInsert {
+			query = d.insertMany(len(chunk))
+		}
+		if _, err := ex.ExecContext(ctx, query, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func scanJob(row interface{ Scan(...any) error }) (*driver.Job, error) {

@@ -103,6 +103,29 @@ func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job
 	return stored.ID, true, nil
 }
 
+// InsertMany implements driver.Driver.
+func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*driver.Job) error {
+	stored := make([]*driver.Job, len(jobs))
+	for i, j := range jobs {
+		c := *j
+		c.Payload = slices.Clone(j.Payload)
+		stored[i] = &c
+	}
+	add := func(context.Context) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for _, j := range stored {
+			d.insert(j)
+		}
+	}
+	if uow != nil {
+		uow.AfterCommit(add)
+	} else {
+		add(ctx)
+	}
+	return nil
+}
+
 func (d *Driver) insert(j *driver.Job) {
 	d.jobs[j.ID] = j
 	if j.UniqueKey != "" {
