@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -54,6 +56,56 @@ func commands() []app.Command {
 				stats, err := q.Work(c.Context, o)
 				fmt.Fprintln(c.App.Writer, stats)
 				return err
+			},
+		},
+		{
+			Name:  "queue:bench",
+			Usage: "Measure the queue on the configured database",
+			Description: "Dispatches --jobs no-op jobs on the queue " + BenchQueue + ", works them with --workers handlers,\n" +
+				"then measures the latency of --latency jobs dispatched 5 ms apart to idle workers. It deletes its jobs when it ends.",
+			Flags: []cli.Flag{
+				&cli.IntFlag{Name: "jobs", Value: 10_000, Usage: "jobs to dispatch and work"},
+				&cli.IntFlag{Name: "workers", Usage: "jobs run at once (default queue.workers)"},
+				&cli.StringFlag{Name: "dispatch", Value: "bulk", Usage: "single (Dispatch from --dispatchers goroutines) or bulk (DispatchMany)"},
+				&cli.IntFlag{Name: "dispatchers", Value: 8, Usage: "goroutines dispatching with --dispatch single"},
+				&cli.IntFlag{Name: "latency", Value: 200, Usage: "jobs for the latency measure (0: skip it)"},
+				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+			},
+			Action: func(c *cli.Context, q *Queue) error {
+				o := BenchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
+					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency")}
+				if o.Latency == 0 {
+					o.Latency = -1
+				}
+				if f, ok := c.App.ErrWriter.(*os.File); ok && !c.Bool("json") {
+					if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+						o.Progress = func(phase string, done, total int) {
+							fmt.Fprintf(f, "\r\033[K%s: %d/%d", phase, done, total)
+						}
+						defer fmt.Fprint(f, "\r\033[K")
+					}
+				}
+				res, err := q.Bench(c.Context, o)
+				if err != nil {
+					return err
+				}
+				if c.Bool("json") {
+					enc := json.NewEncoder(c.App.Writer)
+					enc.SetIndent("", "  ")
+					return enc.Encode(res)
+				}
+				w := c.App.Writer
+				db := res.Driver
+				if res.Database != "" {
+					db += " (" + res.Database + ")"
+				}
+				fmt.Fprintf(w, "Queue benchmark: %s driver, %d jobs, %d workers\n", db, res.Jobs, res.Workers)
+				fmt.Fprintf(w, "dispatch (%s): %d jobs in %.2fs: %.0f jobs/s\n", res.Mode, res.Dispatch.Jobs, res.Dispatch.Seconds, res.Dispatch.PerSecond)
+				fmt.Fprintf(w, "work:          %d jobs in %.2fs: %.0f jobs/s\n", res.Work.Jobs, res.Work.Seconds, res.Work.PerSecond)
+				if l := res.Latency; l != nil {
+					fmt.Fprintf(w, "latency (%d jobs 5 ms apart): p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.Jobs, l.P50, l.P95, l.P99, l.Max)
+				}
+				return nil
 			},
 		},
 		{

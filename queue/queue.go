@@ -92,7 +92,8 @@ type Queue struct {
 	logger *slog.Logger
 	jobs   map[string]Registration
 
-	recorder Recorder // set for a recording Queue: dispatches go to it
+	recorder  Recorder                            // set for a recording Queue: dispatches go to it
+	benchHook atomic.Pointer[func(time.Duration)] // Bench's view of its jobs
 
 	lastSweep atomic.Int64 // when workers last looked for stale reservations (ms)
 	wakeMu    sync.Mutex
@@ -123,7 +124,7 @@ func New(p Params) (*Queue, error) {
 	if q.logger == nil {
 		q.logger = slog.New(slog.DiscardHandler)
 	}
-	for _, reg := range p.Handlers {
+	for _, reg := range append(p.Handlers, registration[benchJob](HandlerFunc[benchJob](q.handleBench), "queue.Bench")) {
 		if prev, dup := q.jobs[reg.name]; dup {
 			return nil, fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", reg.name, prev.typ, prev.where, reg.typ, reg.where)
 		}

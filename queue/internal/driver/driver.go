@@ -116,6 +116,10 @@ type Driver interface {
 	// FlushFailed deletes every failed job and returns how many there were.
 	FlushFailed(ctx context.Context) (int, error)
 
+	// Purge deletes every job of queue, whatever its state, and returns
+	// how many there were.
+	Purge(ctx context.Context, queue string) (int, error)
+
 	// PendingCount counts the jobs of queue that wait, are delayed or run.
 	PendingCount(ctx context.Context, queue string) (int, error)
 }

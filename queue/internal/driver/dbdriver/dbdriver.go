@@ -388,6 +388,20 @@ func (d *Driver) FlushFailed(ctx context.Context) (int, error) {
 	return int(n), err
 }
 
+// Purge implements driver.Driver.
+func (d *Driver) Purge(ctx context.Context, queue string) (int, error) {
+	query := "DELETE FROM jobs WHERE queue = ?"
+	if d.db.Dialect() == db.Postgres {
+		query = numbered(query)
+	}
+	res, err := d.sqldb.ExecContext(ctx, query, queue)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 // PendingCount implements driver.Driver.
 func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
 	var n int

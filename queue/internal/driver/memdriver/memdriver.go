@@ -280,6 +280,21 @@ func (d *Driver) FlushFailed(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// Purge implements driver.Driver.
+func (d *Driver) Purge(ctx context.Context, queue string) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, j := range d.jobs {
+		if j.Queue == queue {
+			d.remove(j)
+			n++
+		}
+	}
+	delete(d.waiting, queue)
+	return n, nil
+}
+
 // PendingCount implements driver.Driver.
 func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
 	d.mu.Lock()

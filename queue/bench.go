@@ -1,0 +1,253 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// BenchQueue is the queue the benchmark uses, so it never touches an
+// app's own jobs.
+const BenchQueue = "navree-bench"
+
+// benchJob is the benchmark's no-op job: it carries the time it was
+// dispatched, for the latency.
+type benchJob struct {
+	DispatchedAt int64 `json:"t"` // Unix nanoseconds
+}
+
+func (benchJob) JobName() string     { return "navree.bench" }
+func (benchJob) JobOptions() Options { return Options{Queue: BenchQueue} }
+func (q *Queue) handleBench(_ context.Context, j benchJob, _ JobContext) error {
+	if hook := q.benchHook.Load(); hook != nil {
+		(*hook)(time.Since(time.Unix(0, j.DispatchedAt)))
+	}
+	return nil
+}
+
+// BenchOptions say what [Queue.Bench] measures. Zero fields take their
+// defaults.
+type BenchOptions struct {
+	Jobs        int    // jobs to dispatch and work; default 10,000
+	Workers     int    // jobs run at once; default queue.workers
+	Dispatch    string // "bulk" (the default: DispatchMany, 1,000 a call) or "single" (Dispatch)
+	Dispatchers int    // goroutines dispatching with "single"; default 8
+	Latency     int    // jobs for the latency, dispatched 5 ms apart; default 200, negative for none
+	// Progress, when set, is told what the benchmark is doing.
+	Progress func(phase string, done, total int)
+}
+
+// Rate is a measured throughput.
+type Rate struct {
+	Jobs      int     `json:"jobs"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"jobs_per_second"`
+}
+
+func rate(jobs int, d time.Duration) Rate {
+	return Rate{Jobs: jobs, Seconds: d.Seconds(), PerSecond: float64(jobs) / d.Seconds()}
+}
+
+// Latency is the time from a dispatch to its handler's start, in
+// milliseconds.
+type Latency struct {
+	Jobs int     `json:"jobs"`
+	P50  float64 `json:"p50_ms"`
+	P95  float64 `json:"p95_ms"`
+	P99  float64 `json:"p99_ms"`
+	Max  float64 `json:"max_ms"`
+}
+
+// BenchResult is what [Queue.Bench] measured.
+type BenchResult struct {
+	Driver   string   `json:"driver"`
+	Database string   `json:"database,omitempty"` // sqlite or postgres
+	Jobs     int      `json:"jobs"`
+	Workers  int      `json:"workers"`
+	Mode     string   `json:"dispatch_mode"` // single or bulk
+	Dispatch Rate     `json:"dispatch"`
+	Work     Rate     `json:"work"`
+	Latency  *Latency `json:"latency,omitempty"`
+}
+
+// Bench measures the queue on its own database, on [BenchQueue]: dispatch
+// throughput, work throughput of o.Jobs no-op jobs with o.Workers handlers
+// (from the start until the last completion is stored), and the latency
+// from dispatch to handler start for jobs dispatched 5 ms apart to idle
+// workers. It deletes its jobs when it ends.
+func (q *Queue) Bench(ctx context.Context, o BenchOptions) (BenchResult, error) {
+	if o.Jobs == 0 {
+		o.Jobs = 10_000
+	}
+	if o.Workers == 0 {
+		o.Workers = q.cfg.Workers
+	}
+	if o.Dispatch == "" {
+		o.Dispatch = "bulk"
+	}
+	if o.Dispatchers == 0 {
+		o.Dispatchers = 8
+	}
+	if o.Latency == 0 {
+		o.Latency = 200
+	}
+	switch {
+	case o.Jobs < 1 || o.Workers < 1 || o.Dispatchers < 1:
+		return BenchResult{}, fmt.Errorf("queue: bench: jobs (%d), workers (%d) and dispatchers (%d) must be 1 or more", o.Jobs, o.Workers, o.Dispatchers)
+	case o.Dispatch != "bulk" && o.Dispatch != "single":
+		return BenchResult{}, fmt.Errorf("queue: bench: dispatch must be single or bulk, not %q", o.Dispatch)
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string, int, int) {}
+	}
+	res := BenchResult{Driver: string(q.cfg.Driver), Jobs: o.Jobs, Workers: o.Workers, Mode: o.Dispatch}
+	if q.cfg.Driver == Database && q.db != nil {
+		res.Database = string(q.db.Dialect())
+	}
+	if _, err := q.store.Purge(ctx, BenchQueue); err != nil {
+		return res, fmt.Errorf("queue: bench: %w", err)
+	}
+	defer q.store.Purge(context.WithoutCancel(ctx), BenchQueue)
+
+	// Dispatch.
+	start := time.Now()
+	var dispatched atomic.Int64
+	if o.Dispatch == "bulk" {
+		batch := make([]Job, 0, 1000)
+		for i := 0; i < o.Jobs; i += cap(batch) {
+			batch = batch[:0]
+			for range min(cap(batch), o.Jobs-i) {
+				batch = append(batch, benchJob{DispatchedAt: time.Now().UnixNano()})
+			}
+			if _, err := q.DispatchMany(ctx, batch...); err != nil {
+				return res, fmt.Errorf("queue: bench: %w", err)
+			}
+			progress("dispatch", i+len(batch), o.Jobs)
+		}
+	} else {
+		var wg sync.WaitGroup
+		errs := make(chan error, o.Dispatchers)
+		for range o.Dispatchers {
+			wg.Go(func() {
+				for dispatched.Add(1) <= int64(o.Jobs) {
+					if _, err := q.Dispatch(ctx, benchJob{DispatchedAt: time.Now().UnixNano()}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		go func() {
+			t := time.NewTicker(200 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					progress("dispatch", int(min(dispatched.Load(), int64(o.Jobs))), o.Jobs)
+				}
+			}
+		}()
+		wg.Wait()
+		close(done)
+		close(errs)
+		if err := <-errs; err != nil {
+			return res, fmt.Errorf("queue: bench: %w", err)
+		}
+	}
+	res.Dispatch = rate(o.Jobs, time.Since(start))
+
+	// Work.
+	var worked atomic.Int64
+	hook := func(time.Duration) { worked.Add(1) }
+	q.benchHook.Store(&hook)
+	defer q.benchHook.Store(nil)
+	ticker := time.NewTicker(200 * time.Millisecond)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+				progress("work", int(worked.Load()), o.Jobs)
+			}
+		}
+	}()
+	start = time.Now()
+	stats, err := q.Work(ctx, WorkOptions{Queues: []string{BenchQueue}, Workers: o.Workers, StopWhenEmpty: true})
+	elapsed := time.Since(start)
+	ticker.Stop()
+	close(done)
+	if err != nil {
+		return res, fmt.Errorf("queue: bench: %w", err)
+	}
+	if stats.Succeeded != o.Jobs {
+		return res, fmt.Errorf("queue: bench: %d of %d jobs succeeded (%s)", stats.Succeeded, o.Jobs, stats)
+	}
+	res.Work = rate(o.Jobs, elapsed)
+
+	// Latency.
+	if o.Latency > 0 {
+		lat, err := q.benchLatency(ctx, o, progress)
+		if err != nil {
+			return res, err
+		}
+		res.Latency = &lat
+	}
+	return res, nil
+}
+
+// benchLatency dispatches o.Latency jobs 5 ms apart to idle workers and
+// measures when each handler starts.
+func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(string, int, int)) (Latency, error) {
+	seen := make(chan time.Duration, o.Latency)
+	hook := func(d time.Duration) { seen <- d }
+	q.benchHook.Store(&hook)
+	workCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	worked := make(chan error, 1)
+	go func() {
+		_, err := q.Work(workCtx, WorkOptions{Queues: []string{BenchQueue}, Workers: o.Workers})
+		worked <- err
+	}()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var lat []time.Duration
+	for i := range o.Latency {
+		select {
+		case <-ctx.Done():
+			return Latency{}, ctx.Err()
+		case <-tick.C:
+		}
+		if _, err := q.Dispatch(ctx, benchJob{DispatchedAt: time.Now().UnixNano()}); err != nil {
+			return Latency{}, fmt.Errorf("queue: bench: %w", err)
+		}
+		progress("latency", i+1, o.Latency)
+	}
+	timeout := time.After(time.Minute)
+	for len(lat) < o.Latency {
+		select {
+		case d := <-seen:
+			lat = append(lat, d)
+		case <-timeout:
+			return Latency{}, fmt.Errorf("queue: bench: only %d of %d latency jobs ran within a minute", len(lat), o.Latency)
+		}
+	}
+	stop()
+	if err := <-worked; err != nil {
+		return Latency{}, fmt.Errorf("queue: bench: %w", err)
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		i := min(len(lat)-1, int(p*float64(len(lat))))
+		return float64(lat[i].Microseconds()) / 1000
+	}
+	return Latency{Jobs: len(lat), P50: pct(0.50), P95: pct(0.95), P99: pct(0.99), Max: float64(lat[len(lat)-1].Microseconds()) / 1000}, nil
+}
