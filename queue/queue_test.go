@@ -152,7 +152,7 @@ var ctx = context.Background()
 
 func (f fixture) reserve(t *testing.T, queueName string) *driver.Job {
 	t.Helper()
-	j, err := f.store.Reserve(ctx, queueName, f.clock.Now().UnixMilli())
+	j, err := driver.ReserveOne(ctx, f.store, queueName, f.clock.Now().UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func TestUniqueJobs(t *testing.T) {
 			t.Fatal("a key without a window lapsed while the job was pending")
 		}
 		j := f.reserve(t, "default")
-		if _, err := f.store.Complete(ctx, j.ID, j.Attempts); err != nil {
+		if _, err := driver.CompleteOne(ctx, f.store, j.ID, j.Attempts); err != nil {
 			t.Fatal(err)
 		}
 		if push("d") == keyed {

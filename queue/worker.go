@@ -69,8 +69,13 @@ func (q *Queue) RunPending(ctx context.Context) (WorkStats, error) {
 }
 
 // Work runs jobs until ctx ends or a limit of o is reached, then waits for
-// the jobs it runs to finish and returns what it did. Ending ctx never
-// cuts a running job off: only the job's own timeout does.
+// the jobs it runs to finish, stores their outcomes and returns what it
+// did. Ending ctx never cuts a running job off: only the job's own timeout
+// does.
+//
+// One goroutine reserves jobs for the free handlers, as many as are free
+// in one statement; o.Workers goroutines run them; successes are stored
+// in batches (flushed every couple of milliseconds or at 100).
 //
 // Errors of the database are logged and retried after the poll interval;
 // with StopWhenEmpty (and so RunPending) Work returns them instead.
@@ -98,24 +103,39 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 		takeCtx, cancel = context.WithTimeout(ctx, o.MaxTime)
 		defer cancel()
 	}
-	w := &worker{q: q, opts: o, jobCtx: context.WithoutCancel(ctx), log: q.logger.With("logger", "navree.job")}
-	var wg sync.WaitGroup
+	w := &worker{q: q, opts: o, jobCtx: context.WithoutCancel(ctx), log: q.logger.With("logger", "navree.job"),
+		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers)}
+	w.done = newCompleter(w)
+	var handlers sync.WaitGroup
 	for range o.Workers {
-		wg.Go(func() { w.loop(takeCtx) })
+		handlers.Go(func() {
+			for job := range w.jobs {
+				if takeCtx.Err() != nil { // stopped before it started: not taken
+					w.unreserve(job)
+				} else {
+					w.run(job)
+				}
+				w.free <- struct{}{}
+			}
+		})
 	}
-	wg.Wait()
+	w.fetch(takeCtx)
+	close(w.jobs)
+	handlers.Wait()
+	w.done.close()
 	return w.stats(), w.err
 }
 
-// worker is one call of Work: its loops share the limits and the counts.
+// worker is one call of Work.
 type worker struct {
 	q      *Queue
 	opts   WorkOptions
 	jobCtx context.Context // running jobs outlive the stop signal
 	log    *slog.Logger
+	jobs   chan *driver.Job // reserved, for the handlers
+	free   chan struct{}    // a handler finished a job
+	done   *completer
 
-	started                               atomic.Int64 // attempts claimed, for MaxJobs
-	retryAt                               atomic.Int64 // latest job put back for an immediate retry (ms)
 	processed, succeeded, released, faild atomic.Int64
 
 	mu  sync.Mutex
@@ -135,83 +155,110 @@ func (w *worker) setErr(err error) {
 	}
 }
 
-// loop takes and runs jobs until ctx ends or a limit is reached.
-func (w *worker) loop(ctx context.Context) {
-	for ctx.Err() == nil {
-		if n := w.started.Add(1); w.opts.MaxJobs > 0 && n > int64(w.opts.MaxJobs) {
-			w.started.Add(-1)
+func (w *worker) unreserve(job *driver.Job) {
+	if _, err := w.q.store.Unreserve(w.jobCtx, job.ID, job.Attempts); err != nil {
+		w.log.Error("give back a job reserved while stopping", "job_id", job.ID, "error", err)
+	}
+}
+
+// fetch reserves jobs for the free handlers until ctx ends or a limit is
+// reached: as many at once as handlers are free, from the first queue in
+// priority order that has some.
+func (w *worker) fetch(ctx context.Context) {
+	free, claimed := w.opts.Workers, 0
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for {
+		for drained := false; !drained; { // count the handlers that came free
+			select {
+			case <-w.free:
+				free++
+			default:
+				drained = true
+			}
+		}
+		if ctx.Err() != nil {
 			return
 		}
-		wake := w.q.wakeup() // before looking, so a dispatch right after is not missed
-		// Not ctx: a reservation cut off halfway would strand its job until takeover.
-		job, lookedAt, err := w.q.next(w.jobCtx, w.opts.Queues)
-		if job == nil {
-			w.started.Add(-1)
-		}
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return
-		case err != nil:
-			w.log.ErrorContext(ctx, "reserve a job", "error", err)
-			if w.opts.StopWhenEmpty {
-				w.setErr(fmt.Errorf("queue: reserve a job: %w", err))
+		limit := free
+		if w.opts.MaxJobs > 0 {
+			if limit = min(limit, w.opts.MaxJobs-claimed); limit <= 0 && free == w.opts.Workers {
 				return
 			}
-			w.pause(ctx, wake)
-		case job == nil && w.opts.StopWhenEmpty:
-			// Another loop may have put a job back for an immediate retry
-			// after this one read the clock (it can wait a while for
-			// SQLite's lock): look again before calling the queue empty.
-			if r := w.retryAt.Load(); r > lookedAt && r <= w.q.clock.Now().UnixMilli() {
-				continue
+		}
+		if limit <= 0 { // every handler is busy
+			select {
+			case <-w.free:
+				free++
+			case <-ctx.Done():
+				return
 			}
-			return
-		case job == nil:
-			w.pause(ctx, wake)
+			continue
+		}
+		wake := w.q.wakeup() // before looking, so a dispatch right after is not missed
+		// Not ctx: a reservation cut off halfway would strand its jobs until takeover.
+		jobs, err := w.q.next(w.jobCtx, w.opts.Queues, limit)
+		switch {
+		case err != nil:
+			w.log.ErrorContext(ctx, "reserve jobs", "error", err)
+			if w.opts.StopWhenEmpty {
+				w.setErr(fmt.Errorf("queue: reserve jobs: %w", err))
+				return
+			}
 		case ctx.Err() != nil:
-			// Stopped while reserving: give the job back untouched.
-			w.started.Add(-1)
-			if _, err := w.q.store.Unreserve(w.jobCtx, job.ID, job.Attempts); err != nil {
-				w.log.Error("give back a job reserved while stopping", "job_id", job.ID, "error", err)
+			// Stopped while reserving: give the jobs back untouched.
+			for _, job := range jobs {
+				w.unreserve(job)
 			}
 			return
-		default:
-			w.run(job)
+		}
+		for _, job := range jobs {
+			w.jobs <- job // never blocks: there are free handlers for each
+		}
+		free -= len(jobs)
+		claimed += len(jobs)
+		if len(jobs) == limit && err == nil {
+			continue // there may be more
+		}
+		if len(jobs) == 0 && err == nil && w.opts.StopWhenEmpty && free == w.opts.Workers {
+			// Nothing runs, so nothing can come back for a retry: empty.
+			return
+		}
+		poll.Reset(time.Duration(w.q.cfg.PollIntervalMs) * time.Millisecond)
+		select {
+		case <-poll.C:
+		case <-wake:
+		case <-w.free:
+			free++
+		case <-ctx.Done():
 		}
 	}
 }
 
-// pause waits the poll interval, or less when a job is dispatched in this
-// process or ctx ends.
-func (w *worker) pause(ctx context.Context, wake <-chan struct{}) {
-	t := time.NewTimer(time.Duration(w.q.cfg.PollIntervalMs) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-wake:
-	case <-ctx.Done():
-	}
-}
-
-// next reserves the next job: from the first queue, in priority order,
-// that has one available; and, once a second by the queue's clock, a job
-// whose worker presumably died, before anything else.
-// It also returns the time it looked at.
-func (q *Queue) next(ctx context.Context, queues []string) (*driver.Job, int64, error) {
+// next reserves up to limit jobs, from the queues in priority order; and,
+// once a second by the queue's clock, first a job whose worker presumably
+// died.
+func (q *Queue) next(ctx context.Context, queues []string, limit int) ([]*driver.Job, error) {
 	now := q.clock.Now().UnixMilli()
 	if last := q.lastSweep.Load(); now-last >= sweepEveryMs && q.lastSweep.CompareAndSwap(last, now) {
 		for _, name := range queues {
 			if j, err := q.store.TakeOver(ctx, name, now); j != nil || err != nil {
-				return j, now, err
+				if j == nil {
+					return nil, err
+				}
+				return []*driver.Job{j}, err
 			}
 		}
 	}
+	var jobs []*driver.Job
 	for _, name := range queues {
-		if j, err := q.store.Reserve(ctx, name, now); j != nil || err != nil {
-			return j, now, err
+		got, err := q.store.Reserve(ctx, name, now, limit-len(jobs))
+		jobs = append(jobs, got...)
+		if err != nil || len(jobs) == limit {
+			return jobs, err
 		}
 	}
-	return nil, now, nil
+	return jobs, nil
 }
 
 // wakeup returns a channel that closes at the next dispatch in this
@@ -228,6 +275,102 @@ func (q *Queue) notify(context.Context) {
 	defer q.wakeMu.Unlock()
 	close(q.wake)
 	q.wake = make(chan struct{})
+}
+
+// completer stores successes in batches: up to maxBatch at a time, none
+// waiting longer than flushEvery. A crash loses at most the batch being
+// gathered: those jobs run again after their takeover (at least once).
+type completer struct {
+	w    *worker
+	in   chan success
+	done chan struct{}
+}
+
+// success is a job whose handler succeeded, and its log line.
+type success struct {
+	job   *driver.Job
+	attrs []any
+}
+
+const (
+	maxBatch   = 100
+	flushEvery = 2 * time.Millisecond
+)
+
+func newCompleter(w *worker) *completer {
+	c := &completer{w: w, in: make(chan success, maxBatch), done: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+func (c *completer) close() {
+	close(c.in)
+	<-c.done
+}
+
+func (c *completer) loop() {
+	defer close(c.done)
+	batch := make([]success, 0, maxBatch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case s, ok := <-c.in:
+			if !ok {
+				c.flush(batch)
+				return
+			}
+			batch = append(batch, s)
+			if len(batch) == 1 {
+				timer.Reset(flushEvery)
+			}
+			if len(batch) == maxBatch {
+				timer.Stop()
+				c.flush(batch)
+				batch = batch[:0]
+			}
+		case <-timer.C:
+			c.flush(batch)
+			batch = batch[:0]
+		}
+	}
+}
+
+// flush deletes a batch of successful jobs, fenced by their attempts, and
+// logs each. A failing database is tried three times; after that the jobs
+// stay reserved and run again once taken over.
+func (c *completer) flush(batch []success) {
+	if len(batch) == 0 {
+		return
+	}
+	done := make([]driver.Attempt, len(batch))
+	for i, s := range batch {
+		done[i] = driver.Attempt{ID: s.job.ID, Attempt: s.job.Attempts}
+	}
+	var deleted []string
+	var err error
+	for try := range 3 {
+		if deleted, err = c.w.q.store.Complete(c.w.jobCtx, done); err == nil {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+	}
+	stored := make(map[string]bool, len(deleted))
+	for _, id := range deleted {
+		stored[id] = true
+	}
+	for _, s := range batch {
+		level, attrs := slog.LevelInfo, s.attrs
+		switch {
+		case err != nil:
+			level, attrs = slog.LevelError, append(attrs, "record_error", err.Error())
+		case !stored[s.job.ID]:
+			// Another worker took the job over (this one was presumed
+			// dead): its attempt is the one that counts.
+			level, attrs = slog.LevelWarn, append(attrs, "reservation_lost", true)
+		}
+		c.w.log.Log(c.w.jobCtx, level, "job attempt", attrs...)
+	}
 }
 
 // attemptError is a failed attempt: its message, and whether retrying can
@@ -253,9 +396,10 @@ func (w *worker) run(job *driver.Job) {
 	var level slog.Level
 	switch {
 	case failure == nil:
-		acted, err = w.q.store.Complete(ctx, job.ID, job.Attempts)
 		w.succeeded.Add(1)
-		level, attrs = slog.LevelInfo, append(attrs, "outcome", "succeeded")
+		w.processed.Add(1)
+		w.done.in <- success{job: job, attrs: append(attrs, "outcome", "succeeded")}
+		return
 	case !failure.permanent && job.Attempts < job.MaxAttempts:
 		backoff, perr := ParseBackoff(job.Backoff)
 		if perr != nil {
@@ -263,10 +407,6 @@ func (w *worker) run(job *driver.Job) {
 		}
 		delay := backoff.Delay(job.Attempts)
 		acted, err = w.q.store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), truncate(failure.msg))
-		if acted && ceilMs(delay) == 0 {
-			w.retryAt.Store(max(w.retryAt.Load(), now))
-			w.q.notify(ctx) // idle loops need not wait a poll for it
-		}
 		w.released.Add(1)
 		level, attrs = slog.LevelWarn, append(attrs, "outcome", "released", "retry_in_secs", delay.Seconds(), "error", failure.msg)
 	default:

@@ -31,6 +31,28 @@ const (
 	NoLimitStaleMs = 86_400_000
 )
 
+// Attempt names a reservation: a job and the attempt it reserved.
+type Attempt struct {
+	ID      string `json:"id"`
+	Attempt int    `json:"attempt"`
+}
+
+// ReserveOne reserves the next available job of queue, or nil.
+func ReserveOne(ctx context.Context, d Driver, queue string, now int64) (*Job, error) {
+	jobs, err := d.Reserve(ctx, queue, now, 1)
+	if len(jobs) == 0 {
+		return nil, err
+	}
+	return jobs[0], err
+}
+
+// CompleteOne deletes a job that succeeded, if attempt is still its
+// current reservation, and reports whether it did.
+func CompleteOne(ctx context.Context, d Driver, id string, attempt int) (bool, error) {
+	done, err := d.Complete(ctx, []Attempt{{ID: id, Attempt: attempt}})
+	return len(done) == 1, err
+}
+
 // Job is a stored job: waiting, delayed or running.
 type Job struct {
 	ID          string
@@ -77,10 +99,11 @@ type Driver interface {
 	// not nil, in as few statements as it can.
 	InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*Job) error
 
-	// Reserve takes the next available job of queue (available_at <= now,
-	// waiting, by available_at then id), marks it reserved at now and
-	// counts the attempt. It returns nil when there is none.
-	Reserve(ctx context.Context, queue string, now int64) (*Job, error)
+	// Reserve takes up to limit available jobs of queue (available_at <=
+	// now, waiting), the next ones by available_at then id, marks them
+	// reserved at now and counts their attempt, in one statement. It
+	// returns them in that order, none when there is none.
+	Reserve(ctx context.Context, queue string, now int64, limit int) ([]*Job, error)
 
 	// TakeOver takes the job of queue whose reservation went stale first:
 	// reserved at or before now minus StaleAfter of its timeout, as if its
@@ -92,9 +115,10 @@ type Driver interface {
 	// running, as if it had never been reserved.
 	Unreserve(ctx context.Context, id string, attempt int) (bool, error)
 
-	// Complete deletes a job that succeeded, if attempt is still its
-	// current reservation. It reports whether it did.
-	Complete(ctx context.Context, id string, attempt int) (bool, error)
+	// Complete deletes the jobs that succeeded, each only if its attempt is
+	// still its current reservation, in one statement. It returns the ids
+	// it deleted.
+	Complete(ctx context.Context, done []Attempt) ([]string, error)
 
 	// Release puts a reserved job back to wait until availableAt, if
 	// attempt is still its current reservation.

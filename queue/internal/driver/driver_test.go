@@ -76,7 +76,7 @@ func insert(t *testing.T, s driver.Driver, jobs ...*driver.Job) {
 
 func reserve(t *testing.T, s driver.Driver, queue string, now int64) *driver.Job {
 	t.Helper()
-	j, err := s.Reserve(ctx, queue, now)
+	j, err := driver.ReserveOne(ctx, s, queue, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCompletionIsFencedByTheAttempt(t *testing.T) {
 		insert(t, s, newJob(1, "a", 0))
 		j := reserve(t, s, "a", 1)
 		for _, op := range []func() (bool, error){
-			func() (bool, error) { return s.Complete(ctx, j.ID, j.Attempts+1) },
+			func() (bool, error) { return driver.CompleteOne(ctx, s, j.ID, j.Attempts+1) },
 			func() (bool, error) { return s.Release(ctx, j.ID, j.Attempts+1, 0, "x") },
 			func() (bool, error) { return s.Fail(ctx, j.ID, j.Attempts+1, "x", 2) },
 		} {
@@ -161,13 +161,13 @@ func TestCompletionIsFencedByTheAttempt(t *testing.T) {
 		if n := pending(t, s, "a"); n != 1 {
 			t.Fatalf("PendingCount = %d after stale operations, want 1", n)
 		}
-		if ok, err := s.Complete(ctx, j.ID, j.Attempts); !ok || err != nil {
+		if ok, err := driver.CompleteOne(ctx, s, j.ID, j.Attempts); !ok || err != nil {
 			t.Fatalf("Complete = %v, %v", ok, err)
 		}
 		if n := pending(t, s, "a"); n != 0 {
 			t.Fatalf("PendingCount = %d after Complete, want 0", n)
 		}
-		if ok, _ := s.Complete(ctx, j.ID, j.Attempts); ok {
+		if ok, _ := driver.CompleteOne(ctx, s, j.ID, j.Attempts); ok {
 			t.Fatal("Complete acted twice")
 		}
 	})
@@ -266,7 +266,7 @@ func TestUniqueKeys(t *testing.T) {
 		}
 		// Finished: the key is free.
 		j = reserve(t, s, "a", 40)
-		s.Complete(ctx, j.ID, j.Attempts)
+		driver.CompleteOne(ctx, s, j.ID, j.Attempts)
 		if id, inserted, _ := s.Insert(ctx, nil, uniqueJob(4, "k", 0, 50), 50); !inserted || id == first.ID {
 			t.Fatal("the key stayed taken after the job finished")
 		}
@@ -369,13 +369,13 @@ func TestTakeOverStaleReservations(t *testing.T) {
 			t.Fatalf("TakeOver = %+v, %v; want attempt 2 of the timed job", j, err)
 		}
 		// The first worker is fenced out; the new attempt is the one that counts.
-		if ok, _ := s.Complete(ctx, timed.ID, 1); ok {
+		if ok, _ := driver.CompleteOne(ctx, s, timed.ID, 1); ok {
 			t.Fatal("the first attempt completed a job that was taken over")
 		}
 		if ok, _ := s.Fail(ctx, timed.ID, 1, "late", 2); ok {
 			t.Fatal("the first attempt failed a job that was taken over")
 		}
-		if ok, _ := s.Complete(ctx, timed.ID, 2); !ok {
+		if ok, _ := driver.CompleteOne(ctx, s, timed.ID, 2); !ok {
 			t.Fatal("the new attempt could not complete")
 		}
 		if j, _ := s.TakeOver(ctx, "b", 1000+86_400_000); j != nil {
@@ -388,7 +388,7 @@ func TestTakeOverStaleReservations(t *testing.T) {
 		if j == nil || j.ID != unlimited.ID || j.Attempts != 2 {
 			t.Fatalf("after a day TakeOver = %+v, want the job without a time limit", j)
 		}
-		if ok, _ := s.Complete(ctx, unlimited.ID, 2); !ok {
+		if ok, _ := driver.CompleteOne(ctx, s, unlimited.ID, 2); !ok {
 			t.Fatal("the new attempt could not complete")
 		}
 	})

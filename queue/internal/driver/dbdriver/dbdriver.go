@@ -7,10 +7,13 @@
 package dbdriver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,9 +49,11 @@ func New(d *db.DB) *Driver {
 		expireUnique: "UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?",
 		insertUnique: "INSERT INTO jobs (" + columns + ") VALUES " + values + " ON CONFLICT (unique_key) DO NOTHING",
 		findUnique:   "SELECT id FROM jobs WHERE unique_key = ?",
-		reserve: "UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id = (" +
-			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at <= ? ORDER BY available_at, id LIMIT 1" + skipLocked +
+		reserve: "UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id IN (" +
+			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at <= ? ORDER BY available_at, id LIMIT ?" +
 			") RETURNING " + columns,
+		complete: "DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN (" +
+			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
 		// Every stale reservation is at least GraceMs old: that bound lets the
 		// index over reserved rows narrow the search.
 		takeOver: "UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id = (" +
@@ -56,8 +61,8 @@ func New(d *db.DB) *Driver {
 			"reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= ? " +
 			"ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns,
 		unreserve: "UPDATE jobs SET reserved_at = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
-		complete:  "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
-		release:   "UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
+
+		release: "UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
 		failCopy: "INSERT INTO failed_jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at) " +
 			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ? FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
 		failDelete: "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
@@ -79,6 +84,13 @@ func New(d *db.DB) *Driver {
 		pending: "SELECT count(*) FROM jobs WHERE queue = ?",
 	}
 	if d.Dialect() == db.Postgres {
+		// The same statements in PostgreSQL's words: SKIP LOCKED so workers
+		// never wait for each other, and the batch as JSON.
+		q.reserve = "WITH next AS (SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at <= ? " +
+			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED) " +
+			"UPDATE jobs SET reserved_at = ?, attempts = jobs.attempts + 1 FROM next WHERE jobs.id = next.id RETURNING " + prefixed("jobs.", columns)
+		q.complete = "DELETE FROM jobs j USING jsonb_to_recordset(?::jsonb) AS d(id uuid, attempt int) " +
+			"WHERE j.id = d.id AND j.attempts = d.attempt AND j.reserved_at IS NOT NULL RETURNING j.id"
 		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve, &q.takeOver, &q.unreserve,
 			&q.complete, &q.release, &q.failCopy, &q.failDelete, &q.failMove, &q.failed, &q.retryOne, &q.retryAll,
 			&q.deleteOne, &q.flush, &q.pending, &q.retryMoveOne, &q.retryMoveAll} {
@@ -88,6 +100,15 @@ func New(d *db.DB) *Driver {
 	drv := &Driver{db: d, sqldb: d.DB.DB, q: q}
 	drv.q.insertFull = drv.insertMany(rowsPerInsert)
 	return drv
+}
+
+// prefixed qualifies each column of a list with prefix.
+func prefixed(prefix, list string) string {
+	cols := strings.Split(list, ", ")
+	for i, c := range cols {
+		cols[i] = prefix + c
+	}
+	return strings.Join(cols, ", ")
 }
 
 // numbered rewrites a statement's ? placeholders as $1, $2, … for
@@ -244,12 +265,32 @@ func scanJob(row interface{ Scan(...any) error }) (*driver.Job, error) {
 }
 
 // Reserve implements driver.Driver.
-func (d *Driver) Reserve(ctx context.Context, queue string, now int64) (*driver.Job, error) {
-	j, err := scanJob(d.sqldb.QueryRowContext(ctx, d.q.reserve, now, queue, now))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+func (d *Driver) Reserve(ctx context.Context, queue string, now int64, limit int) ([]*driver.Job, error) {
+	args := []any{now, queue, now, limit}
+	if d.db.Dialect() == db.Postgres {
+		args = []any{queue, now, limit, now}
 	}
-	return j, err
+	rows, err := d.sqldb.QueryContext(ctx, d.q.reserve, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var jobs []*driver.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// RETURNING gives no order.
+	slices.SortFunc(jobs, func(a, b *driver.Job) int {
+		return cmp.Or(cmp.Compare(a.AvailableAt, b.AvailableAt), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
 }
 
 // TakeOver implements driver.Driver.
@@ -276,8 +317,25 @@ func (d *Driver) Unreserve(ctx context.Context, id string, attempt int) (bool, e
 }
 
 // Complete implements driver.Driver.
-func (d *Driver) Complete(ctx context.Context, id string, attempt int) (bool, error) {
-	return d.exec(ctx, d.q.complete, id, attempt)
+func (d *Driver) Complete(ctx context.Context, done []driver.Attempt) ([]string, error) {
+	batch, err := json.Marshal(done)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := d.sqldb.QueryContext(ctx, d.q.complete, string(batch))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := make([]string, 0, len(done))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // Release implements driver.Driver.

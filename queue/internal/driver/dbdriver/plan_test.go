@@ -21,7 +21,7 @@ func TestReservationUsesTheWaitingIndex(t *testing.T) {
 	}
 	q := New(d).q
 	for name, stmt := range map[string]string{"reserve": q.reserve, "find unique": q.findUnique} {
-		rows, err := d.DB.DB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt, 1, "default", 1)
+		rows, err := d.DB.DB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt, 1, "default", 1, 10)
 		if name == "find unique" {
 			rows, err = d.DB.DB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt, "k")
 		}

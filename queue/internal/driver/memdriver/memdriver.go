@@ -135,18 +135,19 @@ func (d *Driver) insert(j *driver.Job) {
 }
 
 // Reserve implements driver.Driver.
-func (d *Driver) Reserve(ctx context.Context, queue string, now int64) (*driver.Job, error) {
+func (d *Driver) Reserve(ctx context.Context, queue string, now int64, limit int) ([]*driver.Job, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	h := d.waiting[queue]
-	if h == nil || h.Len() == 0 || (*h)[0].AvailableAt > now {
-		return nil, nil
+	var out []*driver.Job
+	for h != nil && h.Len() > 0 && (*h)[0].AvailableAt <= now && len(out) < limit {
+		j := heap.Pop(h).(*driver.Job)
+		j.ReservedAt = now
+		j.Attempts++
+		c := *j
+		out = append(out, &c)
 	}
-	j := heap.Pop(h).(*driver.Job)
-	j.ReservedAt = now
-	j.Attempts++
-	out := *j
-	return &out, nil
+	return out, nil
 }
 
 // TakeOver implements driver.Driver.
@@ -186,14 +187,17 @@ func (d *Driver) remove(j *driver.Job) {
 }
 
 // Complete implements driver.Driver.
-func (d *Driver) Complete(ctx context.Context, id string, attempt int) (bool, error) {
+func (d *Driver) Complete(ctx context.Context, done []driver.Attempt) ([]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	j, ok := d.current(id, attempt)
-	if ok {
-		d.remove(j)
+	ids := make([]string, 0, len(done))
+	for _, a := range done {
+		if j, ok := d.current(a.ID, a.Attempt); ok {
+			d.remove(j)
+			ids = append(ids, a.ID)
+		}
 	}
-	return ok, nil
+	return ids, nil
 }
 
 // Unreserve implements driver.Driver.
