@@ -53,3 +53,35 @@ func BenchmarkDispatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWork measures Work over b.N queued no-op jobs with 100
+// handlers, on each driver (see queue:bench for the full picture).
+func BenchmarkWork(b *testing.B) {
+	for _, bk := range backends {
+		b.Run(bk.name, func(b *testing.B) {
+			d := dbtest.Open(b, bk.url(b))
+			if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			q, err := queue.New(queue.Params{Config: queue.Config{Driver: bk.driver}, DB: d, Clock: app.SystemClock{},
+				Logger: slog.New(slog.DiscardHandler), Handlers: []queue.Registration{noop[ExportContacts]()}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			jobs := make([]queue.Job, b.N)
+			for i := range jobs {
+				jobs[i] = ExportContacts{CompanyID: "c"}
+			}
+			if _, err := q.DispatchMany(context.Background(), jobs...); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			stats, err := q.Work(context.Background(), queue.WorkOptions{Queues: []string{"default"}, Workers: 100, StopWhenEmpty: true})
+			if err != nil || stats.Succeeded != b.N {
+				b.Fatalf("%+v, %v", stats, err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -316,6 +317,8 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 	return job, nil
 }
 
+func isUnique(j *driver.Job) bool { return j.UniqueKey != "" }
+
 // DispatchMany queues jobs together and returns their ids, in order: the
 // jobs without a unique key in multi-row inserts, unique ones each with
 // its check. Inside a unit of work they join it; outside one, on the
@@ -363,10 +366,11 @@ func (q *Queue) DispatchMany(ctx context.Context, jobs ...Job) ([]string, error)
 		return q.store.InsertMany(ctx, uow, plain)
 	}
 	var err error
-	if q.db != nil && q.cfg.Driver == Database && db.UnitOfWorkFrom(ctx) == nil {
-		err = q.db.Transaction(ctx, store)
-	} else {
-		err = store(ctx)
+	switch {
+	case q.db != nil && q.cfg.Driver == Database && db.UnitOfWorkFrom(ctx) == nil && slices.ContainsFunc(rows, isUnique):
+		err = q.db.Transaction(ctx, store) // the unique checks and the rest, all or none
+	default:
+		err = store(ctx) // the driver stores a batch alone all or none
 	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: dispatch %d jobs: %w", len(jobs), err)

@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,16 +221,26 @@ func (d *Driver) insertMany(n int) string {
 	return b.String()
 }
 
-// InsertMany implements driver.Driver.
+// InsertMany implements driver.Driver. Outside a unit of work the batch
+// is stored all or none: with COPY on PostgreSQL, in one transaction on
+// SQLite.
 func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*driver.Job) error {
-	var ex execer = d.sqldb
-	if uow != nil && uow.DB() == d.db {
-		tx, err := uow.Tx(ctx)
-		if err != nil {
-			return err
-		}
-		ex = tx.Tx
+	if len(jobs) == 0 {
+		return nil
 	}
+	if uow == nil || uow.DB() != d.db {
+		if d.db.Dialect() == db.Postgres {
+			return d.copyJobs(ctx, jobs)
+		}
+		return d.db.Transaction(ctx, func(ctx context.Context) error {
+			return d.InsertMany(ctx, db.UnitOfWorkFrom(ctx), jobs)
+		})
+	}
+	tx, err := uow.Tx(ctx)
+	if err != nil {
+		return err
+	}
+	var ex execer = tx.Tx
 	args := make([]any, 0, 11*min(len(jobs), rowsPerInsert))
 	for len(jobs) > 0 {
 		chunk := jobs[:min(len(jobs), rowsPerInsert)]
@@ -247,6 +259,28 @@ func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*dri
 		}
 	}
 	return nil
+}
+
+// copyColumns are the columns COPY fills; the others take their
+// defaults.
+var copyColumns = []string{"id", "queue", "name", "payload", "max_attempts", "backoff", "timeout_ms", "available_at", "created_at"}
+
+// copyJobs stores jobs with PostgreSQL's COPY, the fastest bulk insert.
+func (d *Driver) copyJobs(ctx context.Context, jobs []*driver.Job) error {
+	conn, err := d.sqldb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(driverConn any) error {
+		pg := driverConn.(*stdlib.Conn).Conn()
+		rows := make([][]any, len(jobs))
+		for i, j := range jobs {
+			rows[i] = []any{j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff, j.TimeoutMs, j.AvailableAt, j.CreatedAt}
+		}
+		_, err := pg.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromRows(rows))
+		return err
+	})
 }
 
 func scanJob(row interface{ Scan(...any) error }) (*driver.Job, error) {
