@@ -95,6 +95,7 @@ type Queue struct {
 
 	recorder  Recorder                            // set for a recording Queue: dispatches go to it
 	benchHook atomic.Pointer[func(time.Duration)] // Bench's view of its jobs
+	onListen  func()                              // tests: a worker listens for dispatches
 
 	lastSweep atomic.Int64 // when workers last looked for stale reservations (ms)
 	wakeMu    sync.Mutex
@@ -270,9 +271,9 @@ func (q *Queue) push(ctx context.Context, uow *db.UnitOfWork, e Envelope, explic
 	}
 	switch {
 	case inserted && uow != nil:
-		uow.AfterCommit(q.notify)
+		uow.AfterCommit(func(ctx context.Context) { q.dispatched(ctx, job.Queue) })
 	case inserted:
-		q.notify(ctx)
+		q.dispatched(ctx, job.Queue)
 	}
 	return stored, nil
 }
@@ -315,6 +316,18 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		job.UniqueUntil = now + ceilMs(o.UniqueFor)
 	}
 	return job, nil
+}
+
+// announcer is a driver that tells other processes of new jobs.
+type announcer interface{ Announce(queue string) }
+
+// dispatched wakes this process's idle workers, and other processes'
+// where the driver can, after a job was stored on queue.
+func (q *Queue) dispatched(ctx context.Context, queue string) {
+	q.notify(ctx)
+	if a, ok := q.store.(announcer); ok {
+		a.Announce(queue)
+	}
 }
 
 func isUnique(j *driver.Job) bool { return j.UniqueKey != "" }
@@ -375,10 +388,19 @@ func (q *Queue) DispatchMany(ctx context.Context, jobs ...Job) ([]string, error)
 	if err != nil {
 		return nil, fmt.Errorf("queue: dispatch %d jobs: %w", len(jobs), err)
 	}
+	announce := func(ctx context.Context) {
+		seen := map[string]bool{}
+		for _, row := range rows {
+			if !seen[row.Queue] {
+				seen[row.Queue] = true
+				q.dispatched(ctx, row.Queue)
+			}
+		}
+	}
 	if uow := db.UnitOfWorkFrom(ctx); uow != nil {
-		uow.AfterCommit(q.notify)
+		uow.AfterCommit(announce)
 	} else {
-		q.notify(ctx)
+		announce(ctx)
 	}
 	return ids, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,6 +107,8 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 	w := &worker{q: q, opts: o, jobCtx: context.WithoutCancel(ctx), log: q.logger.With("logger", "navree.job"),
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers)}
 	w.done = newCompleter(w)
+	stopListening := w.listen(o.Queues)
+	defer stopListening()
 	var handlers sync.WaitGroup
 	for range o.Workers {
 		handlers.Go(func() {
@@ -152,6 +155,43 @@ func (w *worker) setErr(err error) {
 	defer w.mu.Unlock()
 	if w.err == nil {
 		w.err = err
+	}
+}
+
+// listener is a driver that hears of dispatches in other processes.
+type listener interface {
+	Listen(ctx context.Context, wake func(queue string), connected func(), failed func(error))
+}
+
+// listen wakes the fetcher when another process dispatches a job on one
+// of queues, for as long as the worker runs; polling stays the fallback.
+func (w *worker) listen(queues []string) (stop func()) {
+	l, ok := w.q.store.(listener)
+	if !ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(w.jobCtx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Listen(ctx,
+			func(queue string) {
+				if slices.Contains(queues, queue) {
+					w.q.notify(ctx)
+				}
+			},
+			func() {
+				if w.q.onListen != nil {
+					w.q.onListen()
+				}
+			},
+			func(err error) {
+				w.log.Warn("listen for dispatches; polling until it reconnects", "error", err)
+			})
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -522,5 +523,49 @@ func TestStopWhenEmptyWaitsForImmediateRetries(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWorkersHearDispatchesOfOtherProcesses: on PostgreSQL a worker whose
+// next poll is an hour away runs a job dispatched by another queue (as
+// another process would) at once, and still does after its listening
+// connection is killed and comes back.
+func TestWorkersHearDispatchesOfOtherProcesses(t *testing.T) {
+	url := dbtest.PostgresURL(t)
+	ran := make(chan string, 1)
+	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
+		ran <- j.CompanyID
+		return nil
+	}))
+	worker := newFixture(t, queue.Database, url, queue.Config{PollIntervalMs: 3_600_000}, map[string]queue.Registration{"contacts.export": handler})
+	other := newFixture(t, queue.Database, url, queue.Config{}, nil)
+	listening := make(chan struct{}, 4)
+	queue.OnListen(worker.q, func() { listening <- struct{}{} })
+
+	workCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := worker.q.Work(workCtx, queue.WorkOptions{}); done <- err }()
+	<-listening
+	other.q.Dispatch(ctx, ExportContacts{CompanyID: "first"})
+	if got := <-ran; got != "first" {
+		t.Fatal(got)
+	}
+
+	// Kill the listening connection: the worker reconnects and listens again.
+	var killed int
+	if err := other.db.QueryRowContext(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = 'LISTEN navree_jobs' AND state = 'idle'").Scan(&killed); err != nil || killed == 0 {
+		t.Fatalf("terminated %d listening connections (%v)", killed, err)
+	}
+	<-listening
+	other.q.Dispatch(ctx, ExportContacts{CompanyID: "after reconnect"})
+	if got := <-ran; got != "after reconnect" {
+		t.Fatal(got)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(worker.logs.String(), "polling until it reconnects") {
+		t.Fatalf("the lost connection was not logged:\n%s", worker.logs)
 	}
 }

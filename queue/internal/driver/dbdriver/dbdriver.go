@@ -10,14 +10,18 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
@@ -28,6 +32,10 @@ type Driver struct {
 	db    *db.DB
 	sqldb *sql.DB // bun's DB would interpolate the arguments itself
 	q     statements
+
+	notes   sync.Mutex
+	pending map[string]bool // queues to announce
+	sending bool
 }
 
 type statements struct {
@@ -103,6 +111,10 @@ func New(d *db.DB) *Driver {
 	drv.q.insertFull = drv.insertMany(rowsPerInsert)
 	return drv
 }
+
+// Channel is the PostgreSQL channel a dispatch notifies, with the job's
+// queue as the payload.
+const Channel = "navree_jobs"
 
 // prefixed qualifies each column of a list with prefix.
 func prefixed(prefix, list string) string {
@@ -478,6 +490,96 @@ func (d *Driver) FlushFailed(ctx context.Context) (int, error) {
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// Announce tells the workers of every process that a job was committed
+// on queue: on PostgreSQL a NOTIFY on Channel, sent after the commit by
+// one goroutine that merges the announcements made while it sends, so
+// dispatches never wait for it. (A NOTIFY inside each inserting
+// transaction serializes their commits: single dispatches fell from
+// ~2,350 to ~1,350 jobs/s here.) Elsewhere it does nothing.
+func (d *Driver) Announce(queue string) {
+	if d.db.Dialect() != db.Postgres {
+		return
+	}
+	d.notes.Lock()
+	if d.pending == nil {
+		d.pending = map[string]bool{}
+	}
+	d.pending[queue] = true
+	sending := d.sending
+	d.sending = true
+	d.notes.Unlock()
+	if !sending {
+		go d.sendNotes()
+	}
+}
+
+func (d *Driver) sendNotes() {
+	for {
+		d.notes.Lock()
+		if len(d.pending) == 0 {
+			d.sending = false
+			d.notes.Unlock()
+			return
+		}
+		queues := slices.Collect(maps.Keys(d.pending))
+		clear(d.pending)
+		d.notes.Unlock()
+		// Best effort: a lost notification costs a poll interval, nothing more.
+		_, _ = d.sqldb.ExecContext(context.Background(),
+			"SELECT pg_notify('"+Channel+"', q) FROM unnest($1::text[]) AS q", queues)
+	}
+}
+
+// Listen calls wake with the queue of each job dispatched by any process,
+// until ctx ends: on PostgreSQL, through LISTEN on a connection of its
+// own; on SQLite it returns at once (other processes are found by
+// polling). A lost connection is reported to failed and retried with a
+// growing pause; connected is called each time it listens.
+func (d *Driver) Listen(ctx context.Context, wake func(queue string), connected func(), failed func(error)) {
+	if d.db.Dialect() != db.Postgres {
+		return
+	}
+	pause := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := d.listen(ctx, wake, connected)
+		if ctx.Err() != nil {
+			return
+		}
+		failed(err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+func (d *Driver) listen(ctx context.Context, wake func(string), connected func()) error {
+	conn, err := d.sqldb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var waitErr error
+	conn.Raw(func(driverConn any) error {
+		pg := driverConn.(*stdlib.Conn).Conn()
+		if _, waitErr = pg.Exec(ctx, "LISTEN "+Channel); waitErr != nil {
+			return sqldriver.ErrBadConn
+		}
+		connected()
+		for {
+			n, err := pg.WaitForNotification(ctx)
+			if err != nil {
+				waitErr = err
+				// The connection listens, or broke: never give it back to the pool.
+				return sqldriver.ErrBadConn
+			}
+			wake(n.Payload)
+		}
+	})
+	return waitErr
 }
 
 // Purge implements driver.Driver.
