@@ -3,7 +3,11 @@ package queue
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +75,26 @@ type BenchResult struct {
 	Dispatch Rate     `json:"dispatch"`
 	Work     Rate     `json:"work"`
 	Latency  *Latency `json:"latency,omitempty"`
+	// Memory after the work, once garbage is collected: the process's
+	// resident set (Linux only, else 0) and the Go heap in use, in KiB.
+	RSSKiB  int64 `json:"rss_kib"`
+	HeapKiB int64 `json:"heap_kib"`
+}
+
+// memory reads the process's resident set and live heap after a
+// collection.
+func memory() (rss, heap int64) {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		for line := range strings.Lines(string(status)) {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				rss, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			}
+		}
+	}
+	return rss, int64(m.HeapInuse / 1024)
 }
 
 // Bench measures the queue on its own database, on [BenchQueue]: dispatch
@@ -192,6 +216,7 @@ func (q *Queue) Bench(ctx context.Context, o BenchOptions) (BenchResult, error) 
 		return res, fmt.Errorf("queue: bench: %d of %d jobs succeeded (%s)", stats.Succeeded, o.Jobs, stats)
 	}
 	res.Work = rate(o.Jobs, elapsed)
+	res.RSSKiB, res.HeapKiB = memory()
 
 	// Latency.
 	if o.Latency > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -407,6 +408,91 @@ func TestUnreserveGivesTheJobBack(t *testing.T) {
 		again := reserve(t, s, "a", 20)
 		if again == nil || again.ID != j.ID || again.Attempts != 1 {
 			t.Fatalf("after Unreserve reserved %+v, want attempt 1 again", again)
+		}
+	})
+}
+
+func TestReserveAndCompleteInBatches(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for i := range 10 {
+			insert(t, s, newJob(i+1, "a", int64(100-i))) // later ids are due earlier
+		}
+		got, err := s.Reserve(ctx, "a", 1000, 4)
+		if err != nil || len(got) != 4 {
+			t.Fatalf("Reserve(limit 4) = %d jobs, %v", len(got), err)
+		}
+		var order []string
+		for _, j := range got {
+			order = append(order, j.ID[len(j.ID)-2:])
+			if j.Attempts != 1 || j.ReservedAt != 1000 {
+				t.Fatalf("reserved %+v", j)
+			}
+		}
+		if fmt.Sprint(order) != "[10 09 08 07]" {
+			t.Fatalf("reserved %v, want the 4 due first, in order", order)
+		}
+		rest, _ := s.Reserve(ctx, "a", 1000, 100)
+		if len(rest) != 6 {
+			t.Fatalf("the rest: %d jobs, want 6", len(rest))
+		}
+		// Complete a batch in which two reservations are stale.
+		done := []driver.Attempt{{ID: got[0].ID, Attempt: 1}, {ID: got[1].ID, Attempt: 2}, {ID: got[2].ID, Attempt: 1},
+			{ID: "01900000-0000-7000-8000-999999999999", Attempt: 1}}
+		ids, err := s.Complete(ctx, done)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ids)
+		if fmt.Sprint(ids) != fmt.Sprint([]string{got[2].ID, got[0].ID}) {
+			t.Fatalf("Complete deleted %v, want only the current reservations %s and %s", ids, got[0].ID, got[2].ID)
+		}
+		if n := pending(t, s, "a"); n != 8 {
+			t.Fatalf("pending %d, want 8", n)
+		}
+	})
+}
+
+// TestConcurrentBatchReservationsNeverOverlap: four reservers take batches
+// of 7 from 500 jobs at once; every job is reserved exactly once.
+func TestConcurrentBatchReservationsNeverOverlap(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		var jobs []*driver.Job
+		for i := range 500 {
+			jobs = append(jobs, newJob(i+1, "a", 0))
+		}
+		if err := s.InsertMany(ctx, nil, jobs); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					got, err := s.Reserve(ctx, "a", 10, 7)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, j := range got {
+						seen[j.ID]++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(seen) != 500 {
+			t.Fatalf("%d jobs reserved, want 500", len(seen))
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("job %s reserved %d times", id, n)
+			}
 		}
 	})
 }
