@@ -75,8 +75,9 @@ func (a *App) base() fx.Option {
 	return fx.Options(
 		fx.NopLogger,
 		fx.Provide(func() Clock { return SystemClock{} }),
-		fx.Provide(func() *slog.Logger { return slog.New(slog.NewTextHandler(a.Stderr, nil)) }),
+		fx.Provide(func(p loggerIn) *slog.Logger { return newLogger(a.Stderr, p.Config) }),
 		config.Section("http", HTTPConfig{Addr: "127.0.0.1:8080", ShutdownTimeoutMs: 10_000}),
+		config.Section("log", LogConfig{Level: "info", Format: "text"}),
 		Commands(serveCommand()),
 		fx.Options(a.options...),
 	)
@@ -145,17 +146,51 @@ func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.Ap
 }
 
 // bootCheck makes every command validate the configuration, even one that
-// needs no section of it.
+// needs no section of it, and logs what the configuration warns of.
 type bootCheck struct {
 	fx.In
 	Config *config.Config `optional:"true"`
+	Logger *slog.Logger
+}
+
+func checkBoot(b bootCheck) {
+	if b.Config != nil {
+		for _, w := range b.Config.Warnings() {
+			b.Logger.Warn(w)
+		}
+	}
+}
+
+// LogConfig is the [log] section of the configuration.
+type LogConfig struct {
+	// Level is the lowest level logged: debug, info (the default), warn
+	// or error.
+	Level string `koanf:"level" validate:"oneof=debug info warn error"`
+	// Format is text (the default, logfmt) or json.
+	Format string `koanf:"format" validate:"oneof=text json"`
+}
+
+type loggerIn struct {
+	fx.In
+	Config LogConfig `optional:"true"` // absent without config.Module
+}
+
+// newLogger is the app's logger, writing to w as cfg says.
+func newLogger(w io.Writer, cfg LogConfig) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Level)) // validated; "" is info
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // runCommand builds the app with the services cmd's Action asks for, starts
 // it, runs the action and stops the app.
 func (a *App) runCommand(c *cli.Context, cmd Command) (err error) {
 	deps, invoke := cmd.collector()
-	fxApp := fx.New(a.base(), fx.Invoke(func(bootCheck) {}), fx.Invoke(invoke))
+	fxApp := fx.New(a.base(), fx.Invoke(checkBoot), fx.Invoke(invoke))
 	if err := fxApp.Err(); err != nil {
 		return bootError(err)
 	}

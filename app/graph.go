@@ -26,7 +26,7 @@ func (a *App) Build(extra ...fx.Option) (*Graph, error) {
 		return nil, err
 	}
 	g := &Graph{app: a, cmds: cmds, deps: map[string]*[]reflect.Value{}}
-	opts := []fx.Option{a.base(), fx.Options(extra...), fx.Invoke(func(bootCheck) {})}
+	opts := []fx.Option{a.base(), fx.Options(extra...), fx.Invoke(checkBoot)}
 	for _, cmd := range cmds {
 		deps, invoke := cmd.collector()
 		g.deps[cmd.Name] = deps

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -232,26 +231,15 @@ func Get[T any](c *Config, name string) (T, error) {
 
 type moduleParams struct {
 	fx.In
-	Defs   []Definition `group:"config.sections"`
-	Logger *slog.Logger `optional:"true"`
+	Defs []Definition `group:"config.sections"`
 }
 
 // Module provides the app's [*Config], read from src, with every section
-// that modules declared through [Section] decoded and validated.
+// that modules declared through [Section] decoded and validated. The app
+// logs its [Config.Warnings].
 func Module(src Sources) fx.Option {
 	return fx.Module("config",
-		fx.Provide(func(p moduleParams) (*Config, error) {
-			c, err := New(src, p.Defs...)
-			if err != nil {
-				return nil, err
-			}
-			if p.Logger != nil {
-				for _, w := range c.Warnings() {
-					p.Logger.Warn(w)
-				}
-			}
-			return c, nil
-		}),
+		fx.Provide(func(p moduleParams) (*Config, error) { return New(src, p.Defs...) }),
 	)
 }
 

@@ -329,7 +329,7 @@ type completer struct {
 // success is a job whose handler succeeded, and its log line.
 type success struct {
 	job   *driver.Job
-	attrs []any
+	attrs []slog.Attr
 }
 
 const (
@@ -403,13 +403,13 @@ func (c *completer) flush(batch []success) {
 		level, attrs := slog.LevelInfo, s.attrs
 		switch {
 		case err != nil:
-			level, attrs = slog.LevelError, append(attrs, "record_error", err.Error())
+			level, attrs = slog.LevelError, append(attrs, slog.String("record_error", err.Error()))
 		case !stored[s.job.ID]:
 			// Another worker took the job over (this one was presumed
 			// dead): its attempt is the one that counts.
-			level, attrs = slog.LevelWarn, append(attrs, "reservation_lost", true)
+			level, attrs = slog.LevelWarn, append(attrs, slog.Bool("reservation_lost", true))
 		}
-		c.w.log.Log(c.w.jobCtx, level, "job attempt", attrs...)
+		c.w.log.LogAttrs(c.w.jobCtx, level, "job attempt", attrs...)
 	}
 }
 
@@ -429,7 +429,9 @@ func (w *worker) run(job *driver.Job) {
 	ms := time.Since(start).Milliseconds()
 	ctx := w.jobCtx
 	now := w.q.clock.Now().UnixMilli()
-	attrs := []any{"name", job.Name, "job_id", job.ID, "queue", job.Queue, "attempt", job.Attempts, "duration_ms", ms}
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs, slog.String("name", job.Name), slog.String("job_id", job.ID), slog.String("queue", job.Queue),
+		slog.Int("attempt", job.Attempts), slog.Int64("duration_ms", ms))
 
 	var acted bool
 	var err error
@@ -438,7 +440,7 @@ func (w *worker) run(job *driver.Job) {
 	case failure == nil:
 		w.succeeded.Add(1)
 		w.processed.Add(1)
-		w.done.in <- success{job: job, attrs: append(attrs, "outcome", "succeeded")}
+		w.done.in <- success{job: job, attrs: append(attrs, slog.String("outcome", "succeeded"))}
 		return
 	case !failure.permanent && job.Attempts < job.MaxAttempts:
 		backoff, perr := ParseBackoff(job.Backoff)
@@ -448,27 +450,27 @@ func (w *worker) run(job *driver.Job) {
 		delay := backoff.Delay(job.Attempts)
 		acted, err = w.q.store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), truncate(failure.msg))
 		w.released.Add(1)
-		level, attrs = slog.LevelWarn, append(attrs, "outcome", "released", "retry_in_secs", delay.Seconds(), "error", failure.msg)
+		level, attrs = slog.LevelWarn, append(attrs, slog.String("outcome", "released"), slog.Float64("retry_in_secs", delay.Seconds()), slog.String("error", failure.msg))
 	default:
 		acted, err = w.q.store.Fail(ctx, job.ID, job.Attempts, truncate(failure.msg), now)
 		w.faild.Add(1)
-		level, attrs = slog.LevelError, append(attrs, "outcome", "failed", "error", failure.msg)
+		level, attrs = slog.LevelError, append(attrs, slog.String("outcome", "failed"), slog.String("error", failure.msg))
 	}
 	w.processed.Add(1)
 	if failure != nil && failure.stack != "" {
-		attrs = append(attrs, "stack", failure.stack)
+		attrs = append(attrs, slog.String("stack", failure.stack))
 	}
 	switch {
 	case err != nil:
-		attrs = append(attrs, "record_error", err.Error())
+		attrs = append(attrs, slog.String("record_error", err.Error()))
 		level = slog.LevelError
 	case !acted:
 		// Another worker took the job over (this one was presumed dead):
 		// its attempt is the one that counts.
-		attrs = append(attrs, "reservation_lost", true)
+		attrs = append(attrs, slog.Bool("reservation_lost", true))
 		level = max(level, slog.LevelWarn)
 	}
-	w.log.Log(ctx, level, "job attempt", attrs...)
+	w.log.LogAttrs(ctx, level, "job attempt", attrs...)
 }
 
 // call runs the job's handler, cut off after the job's timeout, and turns

@@ -20,8 +20,8 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_waiting ON jobs (queue, available_at, id) WHERE reserved_at IS NULL;
 -- Takeover: reservations that have gone stale.
 CREATE INDEX jobs_reserved ON jobs (reserved_at) WHERE reserved_at IS NOT NULL;
--- One pending job per unique key (NULLs never collide).
-CREATE UNIQUE INDEX jobs_unique_key ON jobs (unique_key);
+-- One pending job per unique key; jobs that are not unique stay out of it.
+CREATE UNIQUE INDEX jobs_unique_key ON jobs (unique_key) WHERE unique_key IS NOT NULL;
 
 CREATE TABLE failed_jobs (
     id           TEXT PRIMARY KEY,

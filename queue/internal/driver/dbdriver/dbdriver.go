@@ -57,8 +57,8 @@ func New(d *db.DB) *Driver {
 	q := statements{
 		insert:       "INSERT INTO jobs (" + columns + ") VALUES " + values,
 		expireUnique: "UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?",
-		insertUnique: "INSERT INTO jobs (" + columns + ") VALUES " + values + " ON CONFLICT (unique_key) DO NOTHING",
-		findUnique:   "SELECT id FROM jobs WHERE unique_key = ?",
+		insertUnique: "INSERT INTO jobs (" + columns + ") VALUES " + values + " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING",
+		findUnique:   "SELECT id FROM jobs WHERE unique_key = ? AND unique_key IS NOT NULL",
 		reserve: "UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id IN (" +
 			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at <= ? ORDER BY available_at, id LIMIT ?" +
 			") RETURNING " + columns,
