@@ -278,10 +278,21 @@ func (q *Queue) push(ctx context.Context, uow *db.UnitOfWork, e Envelope, explic
 	return stored, nil
 }
 
+// MaxPayloadBytes bounds a job's JSON payload. A job carries ids, not
+// data: a larger payload is refused when it is dispatched.
+const MaxPayloadBytes = 1 << 20
+
+// ErrPayloadTooLarge is returned for a payload over [MaxPayloadBytes].
+var ErrPayloadTooLarge = errors.New("payload too large")
+
 // row is the stored form of e, with its options resolved.
 func (q *Queue) row(e Envelope) (*driver.Job, error) {
 	if _, ok := q.jobs[e.Name]; !ok {
 		return nil, &UnknownJobError{Name: e.Name}
+	}
+	if len(e.Payload) > MaxPayloadBytes {
+		return nil, fmt.Errorf("queue: the payload of %s is %d bytes, over the limit of %d: store the data elsewhere and dispatch its id: %w",
+			e.Name, len(e.Payload), MaxPayloadBytes, ErrPayloadTooLarge)
 	}
 	o, err := q.resolve(e.Name, e.Options)
 	if err != nil {
