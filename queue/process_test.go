@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,7 +24,7 @@ import (
 	"go.uber.org/fx"
 )
 
-// Block runs until a line arrives on the worker process's standard input.
+// Block runs until the worker process's standard input closes.
 type Block struct{}
 
 func (Block) JobName() string { return "test.block" }
@@ -39,20 +41,59 @@ func (h *recordHandler) Handle(ctx context.Context, _ Record, jc queue.JobContex
 	return err
 }
 
-const workerEnv = "NAVREE_QUEUE_TEST_WORKER_URL"
+const (
+	workerEnv = "NAVREE_QUEUE_TEST_WORKER_URL"
+	clockEnv  = "NAVREE_QUEUE_TEST_FAST_CLOCK" // Unix ns the fast clock starts at
+)
+
+// clockSpeed is how much faster than real time the chaos test's clock
+// runs: a job's takeover delay (its 1 s timeout plus 30 s) passes in
+// about 1.5 s.
+const clockSpeed = 20
+
+// fastClock runs clockSpeed times faster than real time from start; every
+// process of a test that shares start shares the time.
+type fastClock struct{ start time.Time }
+
+func (c fastClock) Now() time.Time { return c.start.Add(time.Since(c.start) * clockSpeed) }
+
+// Chaos records each attempt in chaos_runs: when it started and, if the
+// process lived, when it finished.
+type Chaos struct{}
+
+func (Chaos) JobName() string           { return "test.chaos" }
+func (Chaos) JobOptions() queue.Options { return queue.Options{Timeout: time.Second, MaxAttempts: 100} }
+
+type chaosHandler struct{ d *db.DB }
+
+func (h *chaosHandler) Handle(ctx context.Context, _ Chaos, jc queue.JobContext) error {
+	if _, err := h.d.NewRaw("INSERT INTO chaos_runs (job_id, attempt, pid, started_ns) VALUES (?, ?, ?, ?)",
+		jc.JobID, jc.Attempt, os.Getpid(), time.Now().UnixNano()).Exec(ctx); err != nil {
+		return err
+	}
+	time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond) // some work, so kills land mid-job
+	_, err := h.d.NewRaw("UPDATE chaos_runs SET finished_ns = ? WHERE job_id = ? AND attempt = ?",
+		time.Now().UnixNano(), jc.JobID, jc.Attempt).Exec(ctx)
+	return err
+}
 
 // workerJobs are the jobs a worker child process runs.
 func workerJobs() fx.Option {
-	stdin := bufio.NewReader(os.Stdin)
+	released := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(released)
+	}()
+	var out sync.Mutex
 	return fx.Options(
 		queue.HandleFunc(func(ctx context.Context, _ Block, jc queue.JobContext) error {
+			out.Lock()
 			fmt.Printf("started %s %d\n", jc.JobID, jc.Attempt)
-			_, err := stdin.ReadString('\n')
-			if err == io.EOF {
-				return nil
-			}
-			return err
+			out.Unlock()
+			<-released
+			return nil
 		}),
+		queue.Register[Chaos](func(d *db.DB) *chaosHandler { return &chaosHandler{d} }),
 		queue.Register[Record](func(d *db.DB) *recordHandler { return &recordHandler{d} }),
 		queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
 	)
@@ -60,8 +101,12 @@ func workerJobs() fx.Option {
 
 // workerChild runs the worker app's command line on the database at url.
 func workerChild(url string, args []string) int {
-	a := app.New(config.Module(config.Sources{Overrides: map[string]any{"database.url": url, "queue.poll_interval_ms": 20}}),
-		db.Module(), queue.Module(), workerJobs())
+	opts := []fx.Option{config.Module(config.Sources{Overrides: map[string]any{"database.url": url, "queue.poll_interval_ms": 20}}),
+		db.Module(), queue.Module(), workerJobs()}
+	if start, err := strconv.ParseInt(os.Getenv(clockEnv), 10, 64); err == nil {
+		opts = append(opts, app.WithClock(fastClock{start: time.Unix(0, start)}))
+	}
+	a := app.New(opts...)
 	a.Name = "crm"
 	os.Args = append([]string{"crm"}, args...)
 	a.Main() // with its signal handling; exits 1 on an error
@@ -271,7 +316,7 @@ func TestSIGTERMFinishesTheRunningJob(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		<-stopping
 		q.Dispatch(ctx, ExportContacts{CompanyID: "after the signal"})
-		stdin.Write([]byte("finish\n"))
+		stdin.Close()
 		rest, _ := io.ReadAll(stdout)
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("the worker exited with %v\n%s", err, stderr)

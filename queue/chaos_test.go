@@ -1,0 +1,232 @@
+package queue_test
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue"
+)
+
+// TestSIGTERMUnderLoad stops a worker while 100 jobs run: every one
+// finishes, none runs again, and the worker exits 0.
+func TestSIGTERMUnderLoad(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		q := localQueue(t, url, &clock{t: time.Now()}, noop[Block]())
+		jobs := make([]queue.Job, 100)
+		for i := range jobs {
+			jobs[i] = Block{}
+		}
+		if _, err := q.DispatchMany(ctx, jobs...); err != nil {
+			t.Fatal(err)
+		}
+		cmd, stdin, stdout, stderr := worker(t, url, "queue:work", "--workers", "100")
+		started := map[string]bool{}
+		for len(started) < 100 {
+			line, err := stdout.ReadString('\n')
+			if err != nil {
+				t.Fatalf("after %d jobs started: %v\n%s", len(started), err, stderr)
+			}
+			started[strings.Fields(line)[1]] = true
+		}
+		stopping := stderr.when("Stopping: taking no new jobs")
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-stopping
+		stdin.Close() // the 100 jobs finish now
+		rest, _ := io.ReadAll(stdout)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("the worker exited with %v\n%s", err, stderr)
+		}
+		if string(rest) != "Processed 100 job attempt(s): 100 succeeded, 0 released for retry, 0 failed.\n" {
+			t.Fatalf("the worker printed %q", rest)
+		}
+		if n, _ := q.PendingCount(ctx, "default"); n != 0 {
+			t.Fatalf("%d jobs left: a finished job's completion was lost at shutdown", n)
+		}
+	})
+}
+
+// chaosJobs is how many jobs the chaos test runs; NAVREE_CHAOS_JOBS makes
+// a longer soak.
+func chaosJobs() int {
+	if n, err := strconv.Atoi(os.Getenv("NAVREE_CHAOS_JOBS")); err == nil && n > 0 {
+		return n
+	}
+	return 5000
+}
+
+type run struct {
+	job      string
+	attempt  int
+	pid      int
+	started  int64
+	finished int64 // 0: the process died first
+}
+
+// TestChaos runs 3 worker processes of 4 loops on one database and kills
+// one with SIGKILL about every second, starting a new one each time,
+// until every job is done. Their clock runs 20 times faster, so a killed
+// worker's job is taken over within seconds. Nothing may be lost, no job
+// may run beside itself, and a job may run twice only when its earlier
+// attempt's process was killed.
+func TestChaos(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("the chaos test's worker processes need full speed: run it without -race and -short")
+	}
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		d := dbtest.Open(t, url)
+		if _, err := d.ExecContext(ctx, "CREATE TABLE chaos_runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL, started_ns BIGINT NOT NULL, finished_ns BIGINT)"); err != nil {
+			t.Fatal(err)
+		}
+		n := chaosJobs()
+		q := localQueue(t, url, &clock{t: time.Now()}, noop[Chaos]())
+		batch := make([]queue.Job, n)
+		for i := range batch {
+			batch[i] = Chaos{}
+		}
+		if _, err := q.DispatchMany(ctx, batch...); err != nil {
+			t.Fatal(err)
+		}
+
+		start := strconv.FormatInt(time.Now().UnixNano(), 10)
+		var mu sync.Mutex
+		var logged []string // errors the workers logged; there must be none
+		var readers sync.WaitGroup
+		spawn := func() *exec.Cmd {
+			cmd := exec.Command(os.Args[0], "queue:work", "--workers", "4")
+			cmd.Env = append(os.Environ(), workerEnv+"="+url, clockEnv+"="+start)
+			cmd.Stdout = io.Discard
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			readers.Go(func() {
+				s := bufio.NewScanner(stderr)
+				for s.Scan() {
+					if line := s.Text(); strings.Contains(line, "level=ERROR") {
+						mu.Lock()
+						logged = append(logged, fmt.Sprintf("pid %d: %s", cmd.Process.Pid, line))
+						mu.Unlock()
+					}
+				}
+			})
+			return cmd
+		}
+		workers := []*exec.Cmd{spawn(), spawn(), spawn()}
+		t.Cleanup(func() { // on any failure, before the schema goes
+			for _, w := range workers {
+				w.Process.Kill()
+				w.Wait()
+			}
+			readers.Wait()
+		})
+		// working reports whether every worker has run a job: a worker is
+		// killed only once the others are past their start.
+		working := func() bool {
+			for _, w := range workers {
+				var n int
+				d.QueryRowContext(ctx, "SELECT count(*) FROM chaos_runs WHERE pid = ?", w.Process.Pid).Scan(&n)
+				if n == 0 {
+					return false
+				}
+			}
+			return true
+		}
+		killed := map[int]bool{}
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			var left int
+			if err := d.QueryRowContext(ctx, "SELECT count(*) FROM jobs").Scan(&left); err != nil {
+				t.Fatal(err)
+			}
+			if left == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d jobs left after two minutes", left)
+			}
+			time.Sleep(time.Duration(700+rand.IntN(600)) * time.Millisecond) // the chaos's own pace
+			if !working() {
+				continue
+			}
+			i := rand.IntN(len(workers))
+			victim := workers[i]
+			victim.Process.Signal(syscall.SIGKILL)
+			victim.Wait()
+			killed[victim.Process.Pid] = true
+			workers[i] = spawn()
+		}
+		for _, w := range workers {
+			w.Process.Signal(syscall.SIGTERM)
+			err := w.Wait()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGTERM {
+				continue // it was still booting, before Main handles signals: it had taken no job
+			}
+			if err != nil {
+				t.Errorf("a worker stopped with %v", err)
+			}
+		}
+
+		readers.Wait()
+		for _, line := range logged {
+			t.Errorf("a worker logged an error: %s", line)
+		}
+		var failed int
+		d.QueryRowContext(ctx, "SELECT count(*) FROM failed_jobs").Scan(&failed)
+		if failed != 0 {
+			t.Fatalf("%d jobs failed", failed)
+		}
+		rows, err := d.QueryContext(ctx, "SELECT job_id, attempt, pid, started_ns, COALESCE(finished_ns, 0) FROM chaos_runs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		byJob := map[string][]run{}
+		for rows.Next() {
+			var r run
+			if err := rows.Scan(&r.job, &r.attempt, &r.pid, &r.started, &r.finished); err != nil {
+				t.Fatal(err)
+			}
+			byJob[r.job] = append(byJob[r.job], r)
+		}
+		rows.Close()
+		if len(byJob) != n {
+			t.Fatalf("%d of %d jobs ran", len(byJob), n)
+		}
+		reruns := 0
+		for job, runs := range byJob {
+			slices.SortFunc(runs, func(a, b run) int { return cmp.Compare(a.attempt, b.attempt) })
+			if runs[len(runs)-1].finished == 0 {
+				t.Errorf("job %s: its last attempt never finished, yet the job is gone", job)
+			}
+			for i, r := range runs[:len(runs)-1] {
+				// An earlier attempt: its process was killed, and the next began after it ended.
+				if !killed[r.pid] {
+					t.Errorf("job %s ran again after attempt %d of pid %d, which was not killed", job, r.attempt, r.pid)
+				}
+				if next := runs[i+1]; r.finished != 0 && next.started < r.finished {
+					t.Errorf("job %s: attempt %d started before attempt %d finished", job, next.attempt, r.attempt)
+				}
+			}
+			if len(runs) > 1 {
+				reruns++
+			}
+		}
+		t.Logf("%d jobs, %d workers killed, %d jobs ran more than once (each after a kill), 0 lost", n, len(killed), reruns)
+	})
+}
