@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/urfave/cli/v2"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -94,6 +95,28 @@ func workerJobs() fx.Option {
 			return nil
 		}),
 		queue.Register[Chaos](func(d *db.DB) *chaosHandler { return &chaosHandler{d} }),
+		app.Commands(app.Command{
+			Name:  "test:dispatch-and-work",
+			Usage: "Dispatch N Record jobs one at a time while working, then work until nothing is left",
+			Flags: []cli.Flag{&cli.IntFlag{Name: "jobs"}},
+			Action: func(c *cli.Context, q *queue.Queue) error {
+				working := make(chan error, 1)
+				workCtx, stop := context.WithCancel(c.Context)
+				defer stop()
+				go func() { _, err := q.Work(workCtx, queue.WorkOptions{Workers: 2}); working <- err }()
+				for range c.Int("jobs") {
+					if _, err := q.Dispatch(c.Context, Record{}); err != nil {
+						return err
+					}
+				}
+				stop()
+				if err := <-working; err != nil {
+					return err
+				}
+				_, err := q.Work(c.Context, queue.WorkOptions{Workers: 2, StopWhenEmpty: true})
+				return err
+			},
+		}),
 		queue.Register[Record](func(d *db.DB) *recordHandler { return &recordHandler{d} }),
 		queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
 	)

@@ -545,3 +545,5 @@ func TestDispatchMany(t *testing.T) {
 		}
 	})
 }
+
+func slogJSON(w *logBuffer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }
