@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,6 +153,15 @@ func TestBadConfigExitsNonZero(t *testing.T) {
 		env  string
 		want string
 	}{
+		{"APP_DATABASE__BUSY_TIMEOUT_MS=-5", `app: config: invalid value for database.busy_timeout_ms: "-5" (from env APP_DATABASE__BUSY_TIMEOUT_MS); allowed: at least 0` + "\n"},
+		{"APP_HTTP__SHUTDOWN_TIMEOUT_MS=soon", `app: config: invalid value for http.shutdown_timeout_ms: "soon" (from env APP_HTTP__SHUTDOWN_TIMEOUT_MS); allowed: a whole number` + "\n"},
+		{"APP_LOG__LEVEL=verbose", `app: config: invalid value for log.level: "verbose" (from env APP_LOG__LEVEL); allowed: one of debug, info, warn, error` + "\n"},
+		{"APP_LOG__FORMAT=xml", `app: config: invalid value for log.format: "xml" (from env APP_LOG__FORMAT); allowed: one of text, json` + "\n"},
+		{"APP_QUEUE__DRIVER=redis", `app: config: invalid value for queue.driver: "redis" (from env APP_QUEUE__DRIVER); allowed: one of database, memory` + "\n"},
+		{"APP_QUEUE__DEFAULT_QUEUE=", `app: config: invalid value for queue.default_queue: "" (from env APP_QUEUE__DEFAULT_QUEUE); allowed: a non-empty value, at most 100` + "\n"},
+		{"APP_QUEUE__WORKERS=0", `app: config: invalid value for queue.workers: "0" (from env APP_QUEUE__WORKERS); allowed: at least 1, at most 10000` + "\n"},
+		{"APP_QUEUE__POLL_INTERVAL_MS=fast", `app: config: invalid value for queue.poll_interval_ms: "fast" (from env APP_QUEUE__POLL_INTERVAL_MS); allowed: a whole number` + "\n"},
+		{"APP_QUEUE__QUEUES=,", `app: config: invalid value for queue.queues: "" (from env APP_QUEUE__QUEUES); allowed: a non-empty value` + "\n"},
 		{"APP_DATABASE__URL=mysql://root:hunter2@db/crm", `app: config: invalid value for database.url: "mysql://root:xxxxx@db/crm" (from env APP_DATABASE__URL); allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE` + "\n"},
 		{"APP_DATABASE__SQLITE_SYNCHRONOUS=off", `app: config: invalid value for database.sqlite_synchronous: "off" (from env APP_DATABASE__SQLITE_SYNCHRONOUS); allowed: one of normal, full` + "\n"},
 		{"APP_DATABASE__MAX_OPEN_CONNS=lots", `app: config: invalid value for database.max_open_conns: "lots" (from env APP_DATABASE__MAX_OPEN_CONNS); allowed: a whole number` + "\n"},
@@ -204,4 +214,68 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("queue:failed printed %q", failed)
 		}
 	})
+}
+
+// TestNoSecretsInOutput runs the app's commands on PostgreSQL with a
+// password in its URL (trust authentication accepts it) and a job whose
+// payload holds a marker: neither appears in anything printed or logged.
+func TestNoSecretsInOutput(t *testing.T) {
+	base := dbtest.PostgresURL(t)
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = neturl.UserPassword(u.User.Username(), "hunter2-secret")
+	withPassword := u.String()
+	dir := t.TempDir()
+	var all strings.Builder
+	for _, args := range [][]string{{"migrate"}, {"migrate:status"}, {"demo"}, {"queue:work", "--stop-when-empty"},
+		{"queue:failed"}, {"queue:retry", "all"}, {"queue:retry", "nope"}, {"queue:flush"}, {"queue:bench", "--jobs", "50", "--latency", "5"}} {
+		out, _ := command(dir, withPassword, args...).CombinedOutput()
+		all.Write(out)
+	}
+	// A connection that fails names the host, not the password.
+	bad := *u
+	bad.Host = "127.0.0.1:1"
+	out, _ := command(dir, bad.String(), "migrate").CombinedOutput()
+	all.Write(out)
+	if !strings.Contains(all.String(), "Processed") || !strings.Contains(all.String(), "127.0.0.1:1") {
+		t.Fatalf("the commands did not run as expected:\n%s", all.String())
+	}
+	if strings.Contains(all.String(), "hunter2-secret") {
+		t.Fatalf("the password was printed:\n%s", all.String())
+	}
+}
+
+// TestReadOnlyDatabaseFile: a SQLite file that cannot be written (made
+// immutable, which binds root too) fails the command with a clear error
+// and leaves the file as it was.
+func TestReadOnlyDatabaseFile(t *testing.T) {
+	dir := t.TempDir()
+	run(t, dir, "", "migrate")
+	run(t, dir, "", "demo")
+	path := filepath.Join(dir, "var", "app.db")
+	// Fold the WAL into the file, so the immutable file is the whole database.
+	run(t, dir, "", "queue:failed")
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		if _, err := os.Stat(f); err == nil {
+			if out, err := exec.Command("chattr", "+i", f).CombinedOutput(); err != nil {
+				t.Skipf("cannot make the file immutable here: %v %s", err, out)
+			}
+			t.Cleanup(func() { exec.Command("chattr", "-i", f).Run() })
+		}
+	}
+	before, _ := os.ReadFile(path)
+	out, err := command(dir, "", "demo").CombinedOutput()
+	if err == nil {
+		t.Fatalf("demo succeeded on a read-only database:\n%s", out)
+	}
+	if !strings.Contains(string(out), "app: ") || !(strings.Contains(string(out), "readonly") || strings.Contains(string(out), "read-only") ||
+		strings.Contains(string(out), "permission") || strings.Contains(string(out), "not permitted") || strings.Contains(string(out), "unable to open")) {
+		t.Fatalf("the error does not say why:\n%s", out)
+	}
+	after, _ := os.ReadFile(path)
+	if string(before) != string(after) {
+		t.Fatal("the read-only file changed")
+	}
 }
