@@ -18,15 +18,7 @@ import (
 func BenchmarkDispatch(b *testing.B) {
 	for _, bk := range backends {
 		b.Run(bk.name, func(b *testing.B) {
-			d := dbtest.Open(b, bk.url(b))
-			if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			q, err := queue.New(queue.Params{Config: queue.Config{Driver: bk.driver}, DB: d, Clock: app.SystemClock{},
-				Logger: slog.New(slog.DiscardHandler), Handlers: []queue.Registration{noop[ExportContacts]()}})
-			if err != nil {
-				b.Fatal(err)
-			}
+			q := benchQueue(b, bk.driver, bk.url(b))
 			job := ExportContacts{CompanyID: "0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23", RequestedBy: "ada@example.com"}
 			b.Run("serial", func(b *testing.B) {
 				b.ReportAllocs()
@@ -59,15 +51,7 @@ func BenchmarkDispatch(b *testing.B) {
 func BenchmarkWork(b *testing.B) {
 	for _, bk := range backends {
 		b.Run(bk.name, func(b *testing.B) {
-			d := dbtest.Open(b, bk.url(b))
-			if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			q, err := queue.New(queue.Params{Config: queue.Config{Driver: bk.driver}, DB: d, Clock: app.SystemClock{},
-				Logger: slog.New(slog.DiscardHandler), Handlers: []queue.Registration{noop[ExportContacts]()}})
-			if err != nil {
-				b.Fatal(err)
-			}
+			q := benchQueue(b, bk.driver, bk.url(b))
 			jobs := make([]queue.Job, b.N)
 			for i := range jobs {
 				jobs[i] = ExportContacts{CompanyID: "c"}
@@ -84,4 +68,19 @@ func BenchmarkWork(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 		})
 	}
+}
+
+// benchQueue is a queue on a fresh, migrated database, with the real
+// clock and no logging.
+func benchQueue(b *testing.B, drv queue.Driver, url string) *queue.Queue {
+	d := dbtest.Open(b, url)
+	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: drv}, DB: d, Clock: app.SystemClock{},
+		Logger: slog.New(slog.DiscardHandler), Handlers: []queue.Registration{noop[ExportContacts]()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return q
 }
