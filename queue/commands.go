@@ -24,7 +24,7 @@ func commands() []app.Command {
 				&cli.BoolFlag{Name: "once", Usage: "run a single job, if one is available, then stop"},
 				&cli.IntFlag{Name: "max-jobs", Usage: "stop after running this many job attempts (0: no limit)"},
 				&cli.DurationFlag{Name: "max-time", Usage: "stop taking jobs after this long, such as 1h (0: no limit)"},
-				&cli.BoolFlag{Name: "stop-when-empty", Usage: "stop when no job is available"},
+				&cli.BoolFlag{Name: "stop-when-empty", Usage: "stop once no job is available and none is running"},
 			},
 			Action: func(c *cli.Context, q *Queue) error {
 				o := WorkOptions{

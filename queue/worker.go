@@ -32,8 +32,9 @@ type WorkOptions struct {
 	// MaxTime stops the worker taking new jobs after this long; 0 for no
 	// limit.
 	MaxTime time.Duration
-	// StopWhenEmpty stops the worker when no job is available now.
-	// Delayed jobs and jobs released for a later retry do not count.
+	// StopWhenEmpty stops the worker once no job is available now and
+	// none is running. Delayed jobs and jobs released for a later retry
+	// do not count.
 	StopWhenEmpty bool
 }
 
@@ -139,15 +140,16 @@ type worker struct {
 	free   chan struct{}    // a handler finished a job
 	done   *completer
 
-	processed, succeeded, released, faild atomic.Int64
+	succeeded, released, failed atomic.Int64
 
 	mu  sync.Mutex
 	err error
 }
 
 func (w *worker) stats() WorkStats {
-	return WorkStats{Processed: int(w.processed.Load()), Succeeded: int(w.succeeded.Load()),
-		Released: int(w.released.Load()), Failed: int(w.faild.Load())}
+	s := WorkStats{Succeeded: int(w.succeeded.Load()), Released: int(w.released.Load()), Failed: int(w.failed.Load())}
+	s.Processed = s.Succeeded + s.Released + s.Failed
+	return s
 }
 
 func (w *worker) setErr(err error) {
@@ -439,7 +441,6 @@ func (w *worker) run(job *driver.Job) {
 	switch {
 	case failure == nil:
 		w.succeeded.Add(1)
-		w.processed.Add(1)
 		w.done.in <- success{job: job, attrs: append(attrs, slog.String("outcome", "succeeded"))}
 		return
 	case !failure.permanent && job.Attempts < job.MaxAttempts:
@@ -453,10 +454,9 @@ func (w *worker) run(job *driver.Job) {
 		level, attrs = slog.LevelWarn, append(attrs, slog.String("outcome", "released"), slog.Float64("retry_in_secs", delay.Seconds()), slog.String("error", failure.msg))
 	default:
 		acted, err = w.q.store.Fail(ctx, job.ID, job.Attempts, truncate(failure.msg), now)
-		w.faild.Add(1)
+		w.failed.Add(1)
 		level, attrs = slog.LevelError, append(attrs, slog.String("outcome", "failed"), slog.String("error", failure.msg))
 	}
-	w.processed.Add(1)
 	if failure != nil && failure.stack != "" {
 		attrs = append(attrs, slog.String("stack", failure.stack))
 	}
