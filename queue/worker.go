@@ -402,15 +402,7 @@ func (c *completer) flush(batch []success) {
 		stored[id] = true
 	}
 	for _, s := range batch {
-		level, attrs := slog.LevelInfo, s.attrs
-		switch {
-		case err != nil:
-			level, attrs = slog.LevelError, append(attrs, slog.String("record_error", err.Error()))
-		case !stored[s.job.ID]:
-			// Another worker took the job over (this one was presumed
-			// dead): its attempt is the one that counts.
-			level, attrs = slog.LevelWarn, append(attrs, slog.Bool("reservation_lost", true))
-		}
+		level, attrs := recorded(slog.LevelInfo, s.attrs, stored[s.job.ID], err)
 		c.w.log.LogAttrs(c.w.jobCtx, level, "job attempt", attrs...)
 	}
 }
@@ -457,20 +449,24 @@ func (w *worker) run(job *driver.Job) {
 		w.failed.Add(1)
 		level, attrs = slog.LevelError, append(attrs, slog.String("outcome", "failed"), slog.String("error", failure.msg))
 	}
-	if failure != nil && failure.stack != "" {
+	if failure.stack != "" {
 		attrs = append(attrs, slog.String("stack", failure.stack))
 	}
+	level, attrs = recorded(level, attrs, acted, err)
+	w.log.LogAttrs(ctx, level, "job attempt", attrs...)
+}
+
+// recorded adds to an attempt's log line what storing its outcome did:
+// an error, or a reservation another worker had taken over (this one was
+// presumed dead, and the other attempt is the one that counts).
+func recorded(level slog.Level, attrs []slog.Attr, stored bool, err error) (slog.Level, []slog.Attr) {
 	switch {
 	case err != nil:
-		attrs = append(attrs, slog.String("record_error", err.Error()))
-		level = slog.LevelError
-	case !acted:
-		// Another worker took the job over (this one was presumed dead):
-		// its attempt is the one that counts.
-		attrs = append(attrs, slog.Bool("reservation_lost", true))
-		level = max(level, slog.LevelWarn)
+		return slog.LevelError, append(attrs, slog.String("record_error", err.Error()))
+	case !stored:
+		return max(level, slog.LevelWarn), append(attrs, slog.Bool("reservation_lost", true))
 	}
-	w.log.LogAttrs(ctx, level, "job attempt", attrs...)
+	return level, attrs
 }
 
 // call runs the job's handler, cut off after the job's timeout, and turns
