@@ -526,10 +526,28 @@ func (d *Driver) sendNotes() {
 		queues := slices.Collect(maps.Keys(d.pending))
 		clear(d.pending)
 		d.notes.Unlock()
-		// Best effort: a lost notification costs a poll interval, nothing more.
-		_, _ = d.sqldb.ExecContext(context.Background(),
-			"SELECT pg_notify('"+Channel+"', q) FROM unnest($1::text[]) AS q", queues)
+		// Best effort: a lost notification costs a poll interval, nothing
+		// more, so its commit need not wait for the disk.
+		_ = d.announce(queues)
 	}
+}
+
+// announce notifies Channel of queues in a transaction that does not
+// wait for its commit to reach the disk.
+func (d *Driver) announce(queues []string) error {
+	ctx := context.Background()
+	tx, err := d.sqldb.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT pg_notify('"+Channel+"', q) FROM unnest($1::text[]) AS q", queues); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Listen calls wake with the queue of each job dispatched by any process,
