@@ -33,6 +33,8 @@ type Driver struct {
 	sqldb *sql.DB // bun's DB would interpolate the arguments itself
 	q     statements
 
+	stmts sync.Map // query -> *sql.Stmt, prepared on first use
+
 	notes   sync.Mutex
 	pending map[string]bool // queues to announce
 	sending bool
@@ -115,6 +117,23 @@ func New(d *db.DB) *Driver {
 // Channel is the PostgreSQL channel a dispatch notifies, with the job's
 // queue as the payload.
 const Channel = "navree_jobs"
+
+// prepared returns query prepared on the database (database/sql prepares
+// it again on each connection that needs it).
+func (d *Driver) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := d.stmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := d.sqldb.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := d.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
 
 // prefixed qualifies each column of a list with prefix.
 func prefixed(prefix, list string) string {
@@ -316,7 +335,11 @@ func (d *Driver) Reserve(ctx context.Context, queue string, now int64, limit int
 	if d.db.Dialect() == db.Postgres {
 		args = []any{queue, now, limit, now}
 	}
-	rows, err := d.sqldb.QueryContext(ctx, d.q.reserve, args...)
+	st, err := d.prepared(ctx, d.q.reserve)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +391,11 @@ func (d *Driver) Complete(ctx context.Context, done []driver.Attempt) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	rows, err := d.sqldb.QueryContext(ctx, d.q.complete, string(batch))
+	st, err := d.prepared(ctx, d.q.complete)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, string(batch))
 	if err != nil {
 		return nil, err
 	}
