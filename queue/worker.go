@@ -277,26 +277,33 @@ func (w *worker) fetch(ctx context.Context) {
 	}
 }
 
-// next reserves up to limit jobs, from the queues in priority order; and,
-// once a second by the queue's clock, first a job whose worker presumably
-// died.
+// next reserves up to limit jobs from the queues in priority order; once
+// a second by the queue's clock it first takes over the jobs whose worker
+// presumably died (as many as there is room for).
 func (q *Queue) next(ctx context.Context, queues []string, limit int) ([]*driver.Job, error) {
 	now := q.clock.Now().UnixMilli()
+	var jobs []*driver.Job
 	if last := q.lastSweep.Load(); now-last >= sweepEveryMs && q.lastSweep.CompareAndSwap(last, now) {
 		for _, name := range queues {
-			if j, err := q.store.TakeOver(ctx, name, now); j != nil || err != nil {
-				if j == nil {
-					return nil, err
+			for len(jobs) < limit {
+				j, err := q.store.TakeOver(ctx, name, now)
+				if err != nil {
+					return jobs, err
 				}
-				return []*driver.Job{j}, err
+				if j == nil {
+					break
+				}
+				jobs = append(jobs, j)
 			}
 		}
 	}
-	var jobs []*driver.Job
 	for _, name := range queues {
+		if len(jobs) == limit {
+			break
+		}
 		got, err := q.store.Reserve(ctx, name, now, limit-len(jobs))
 		jobs = append(jobs, got...)
-		if err != nil || len(jobs) == limit {
+		if err != nil {
 			return jobs, err
 		}
 	}

@@ -569,3 +569,25 @@ func TestWorkersHearDispatchesOfOtherProcesses(t *testing.T) {
 		t.Fatalf("the lost connection was not logged:\n%s", worker.logs)
 	}
 }
+
+// TestAllStaleJobsAreTakenOverAtOnce: a dead worker's many jobs come back
+// together, not one a second.
+func TestAllStaleJobsAreTakenOverAtOnce(t *testing.T) {
+	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
+		for i := range 5 {
+			f.q.Dispatch(ctx, ExportContacts{CompanyID: fmt.Sprint(i)})
+		}
+		// A worker reserves them all, then dies.
+		if jobs, err := f.store.Reserve(ctx, "default", f.clock.Now().UnixMilli(), 10); err != nil || len(jobs) != 5 {
+			t.Fatalf("reserved %d, %v", len(jobs), err)
+		}
+		f.clock.Advance(91 * time.Second)
+		stats, err := f.q.Work(ctx, queue.WorkOptions{Workers: 5, StopWhenEmpty: true})
+		if err != nil || stats.Succeeded != 5 {
+			t.Fatalf("%+v, %v", stats, err)
+		}
+		if n := len(rec.list()); n != 5 {
+			t.Fatalf("%d jobs ran", n)
+		}
+	})
+}
