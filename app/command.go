@@ -61,10 +61,13 @@ func (cmd Command) collector() (*[]reflect.Value, any) {
 }
 
 // Commands adds commands to the app.
-func Commands(cmds ...Command) fx.Option {
-	opts := make([]fx.Option, len(cmds))
-	for i, cmd := range cmds {
-		opts[i] = fx.Supply(fx.Annotated{Group: "app.commands", Target: cmd})
+func Commands(cmds ...Command) fx.Option { return supplyGroup("app.commands", cmds) }
+
+// supplyGroup adds each value to an fx value group.
+func supplyGroup[T any](group string, values []T) fx.Option {
+	opts := make([]fx.Option, len(values))
+	for i, v := range values {
+		opts[i] = fx.Supply(fx.Annotated{Group: group, Target: v})
 	}
 	return fx.Options(opts...)
 }

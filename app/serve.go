@@ -38,13 +38,7 @@ type Middleware struct {
 }
 
 // Routes adds routes to serve.
-func Routes(routes ...Route) fx.Option {
-	opts := make([]fx.Option, len(routes))
-	for i, r := range routes {
-		opts[i] = fx.Supply(fx.Annotated{Group: "app.routes", Target: r})
-	}
-	return fx.Options(opts...)
-}
+func Routes(routes ...Route) fx.Option { return supplyGroup("app.routes", routes) }
 
 // AsRoute annotates a constructor of a [Route] for fx.Provide, adding the
 // route to serve.

@@ -182,54 +182,77 @@ func nullInt(n int64) any {
 	return n
 }
 
+// tx returns the transaction of uow when uow is a unit of work of d's
+// database, else nil.
+func (d *Driver) tx(ctx context.Context, uow *db.UnitOfWork) (*sql.Tx, error) {
+	if uow == nil || uow.DB() != d.db {
+		return nil, nil
+	}
+	tx, err := uow.Tx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return tx.Tx, nil
+}
+
+// inTx runs fn in the transaction of uow when uow belongs to d's
+// database, else in a transaction of its own.
+func (d *Driver) inTx(ctx context.Context, uow *db.UnitOfWork, fn func(tx *sql.Tx) error) error {
+	tx, err := d.tx(ctx, uow)
+	if err != nil {
+		return err
+	}
+	if tx != nil {
+		return fn(tx)
+	}
+	return d.db.Transaction(ctx, func(ctx context.Context) error {
+		return d.inTx(ctx, db.UnitOfWorkFrom(ctx), fn)
+	})
+}
+
 // Insert implements driver.Driver.
 func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job, now int64) (string, bool, error) {
 	args := []any{job.ID, job.Queue, job.Name, string(job.Payload), job.MaxAttempts, job.Backoff, job.TimeoutMs,
 		nullString(job.UniqueKey), nullInt(job.UniqueUntil), job.AvailableAt, job.CreatedAt}
-	var ex execer = d.sqldb
-	if uow != nil && uow.DB() == d.db {
-		tx, err := uow.Tx(ctx)
+	if job.UniqueKey == "" { // one statement: its own transaction is enough
+		tx, err := d.tx(ctx, uow)
 		if err != nil {
 			return "", false, err
 		}
-		ex = tx.Tx
-	}
-	if job.UniqueKey == "" {
+		var ex execer = d.sqldb
+		if tx != nil {
+			ex = tx
+		}
 		if _, err := ex.ExecContext(ctx, d.q.insert, args...); err != nil {
 			return "", false, err
 		}
 		return job.ID, true, nil
 	}
-	if ex == execer(d.sqldb) {
-		// Outside a unit of work the three statements still need one
-		// transaction, so no other dispatch slips between them.
-		var id string
-		var inserted bool
-		err := d.db.Transaction(ctx, func(ctx context.Context) error {
-			var err error
-			id, inserted, err = d.Insert(ctx, db.UnitOfWorkFrom(ctx), job, now)
+	// Three statements in one transaction, so no other dispatch slips
+	// between them.
+	id, inserted := job.ID, true
+	err := d.inTx(ctx, uow, func(tx *sql.Tx) error {
+		// A pending job past its window no longer holds the key.
+		if _, err := tx.ExecContext(ctx, d.q.expireUnique, job.UniqueKey, now); err != nil {
 			return err
-		})
-		return id, inserted, err
-	}
-	// A pending job past its window no longer holds the key.
-	if _, err := ex.ExecContext(ctx, d.q.expireUnique, job.UniqueKey, now); err != nil {
-		return "", false, err
-	}
-	res, err := ex.ExecContext(ctx, d.q.insertUnique, args...)
+		}
+		res, err := tx.ExecContext(ctx, d.q.insertUnique, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		inserted = false
+		if err := tx.QueryRowContext(ctx, d.q.findUnique, job.UniqueKey).Scan(&id); err != nil {
+			return fmt.Errorf("find the pending job with unique key %q: %w", job.UniqueKey, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return "", false, err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return "", false, err
-	} else if n == 1 {
-		return job.ID, true, nil
-	}
-	var id string
-	if err := ex.QueryRowContext(ctx, d.q.findUnique, job.UniqueKey).Scan(&id); err != nil {
-		return "", false, fmt.Errorf("find the pending job with unique key %q: %w", job.UniqueKey, err)
-	}
-	return id, false, nil
+	return id, inserted, nil
 }
 
 // rowsPerInsert bounds a multi-row insert: 11 parameters a row stays
@@ -259,19 +282,18 @@ func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*dri
 	if len(jobs) == 0 {
 		return nil
 	}
-	if uow == nil || uow.DB() != d.db {
-		if d.db.Dialect() == db.Postgres {
-			return d.copyJobs(ctx, jobs)
-		}
-		return d.db.Transaction(ctx, func(ctx context.Context) error {
-			return d.InsertMany(ctx, db.UnitOfWorkFrom(ctx), jobs)
-		})
-	}
-	tx, err := uow.Tx(ctx)
+	tx, err := d.tx(ctx, uow)
 	if err != nil {
 		return err
 	}
-	var ex execer = tx.Tx
+	if tx == nil && d.db.Dialect() == db.Postgres {
+		return d.copyJobs(ctx, jobs)
+	}
+	return d.inTx(ctx, uow, func(tx *sql.Tx) error { return d.insertChunks(ctx, tx, jobs) })
+}
+
+// insertChunks stores jobs in multi-row inserts on tx.
+func (d *Driver) insertChunks(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) error {
 	args := make([]any, 0, 11*min(len(jobs), rowsPerInsert))
 	for len(jobs) > 0 {
 		chunk := jobs[:min(len(jobs), rowsPerInsert)]
@@ -285,7 +307,7 @@ func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*dri
 		if len(chunk) < rowsPerInsert {
 			query = d.insertMany(len(chunk))
 		}
-		if _, err := ex.ExecContext(ctx, query, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
 			return err
 		}
 	}
@@ -422,19 +444,15 @@ func (d *Driver) Fail(ctx context.Context, id string, attempt int, failure strin
 		return d.exec(ctx, d.q.failMove, id, attempt, failure, now)
 	}
 	var moved bool
-	err := d.db.Transaction(ctx, func(ctx context.Context) error {
-		tx, err := db.UnitOfWorkFrom(ctx).Tx(ctx)
-		if err != nil {
-			return err
-		}
-		res, err := tx.Tx.ExecContext(ctx, d.q.failCopy, failure, now, id, attempt)
+	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, d.q.failCopy, failure, now, id, attempt)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			return nil
 		}
-		if _, err := tx.Tx.ExecContext(ctx, d.q.failDelete, id, attempt); err != nil {
+		if _, err := tx.ExecContext(ctx, d.q.failDelete, id, attempt); err != nil {
 			return err
 		}
 		moved = true
@@ -484,16 +502,12 @@ func (d *Driver) Retry(ctx context.Context, id string, all bool, now int64) (int
 	// On SQLite the transaction holds the write lock: nothing fails between
 	// the copy and the delete.
 	var moved int64
-	err := d.db.Transaction(ctx, func(ctx context.Context) error {
-		tx, err := db.UnitOfWorkFrom(ctx).Tx(ctx)
-		if err != nil {
-			return err
-		}
+	err := d.inTx(ctx, nil, func(tx *sql.Tx) error {
 		insert, remove, args := d.q.retryOne, d.q.deleteOne, []any{now, id}
 		if all {
 			insert, remove, args = d.q.retryAll, d.q.flush, []any{now}
 		}
-		res, err := tx.Tx.ExecContext(ctx, insert, args...)
+		res, err := tx.ExecContext(ctx, insert, args...)
 		if err != nil {
 			return err
 		}
@@ -503,7 +517,7 @@ func (d *Driver) Retry(ctx context.Context, id string, all bool, now int64) (int
 		if moved == 0 && !all {
 			return driver.ErrNoFailedJob
 		}
-		_, err = tx.Tx.ExecContext(ctx, remove, args[1:]...)
+		_, err = tx.ExecContext(ctx, remove, args[1:]...)
 		return err
 	})
 	return int(moved), err
