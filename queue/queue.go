@@ -190,6 +190,9 @@ func (q *Queue) DispatchLater(ctx context.Context, job Job, delay time.Duration)
 // Push queues an envelope, as made by [EnvelopeOf] and perhaps given a
 // UniqueKey.
 func (q *Queue) Push(ctx context.Context, e Envelope) (string, error) {
+	if !json.Valid(e.Payload) { // EnvelopeOf's are valid; a hand-made one may not be
+		return "", fmt.Errorf("queue: the payload of %s is not valid JSON", e.Name)
+	}
 	return q.push(ctx, db.UnitOfWorkFrom(ctx), e, false)
 }
 
@@ -251,9 +254,6 @@ func ceilMs(d time.Duration) int64 {
 // push queues e, in uow when it is not nil; explicit says uow was given
 // to DispatchIn rather than found on the context.
 func (q *Queue) push(ctx context.Context, uow *db.UnitOfWork, e Envelope, explicit bool) (string, error) {
-	if !json.Valid(e.Payload) {
-		return "", fmt.Errorf("queue: the payload of %s is not valid JSON", e.Name)
-	}
 	if q.recorder != nil {
 		if !explicit {
 			uow = nil
