@@ -5,7 +5,6 @@ package memdriver
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"slices"
 	"sync"
@@ -16,47 +15,39 @@ import (
 
 // Driver is the memory driver. It is safe for concurrent use.
 type Driver struct {
-	mu      sync.Mutex
-	jobs    map[string]*driver.Job
-	waiting map[string]*waitHeap // by queue: jobs not reserved
-	unique  map[string]string    // unique key -> id of the pending job holding it
-	failed  map[string]driver.FailedJob
+	mu     sync.Mutex
+	jobs   map[string]*driver.Job
+	lines  map[string]*line  // by queue: waiting and reserved jobs
+	unique map[string]string // unique key -> id of the pending job holding it
+	failed map[string]driver.FailedJob
 }
 
 // New returns an empty memory driver.
 func New() *Driver {
 	return &Driver{
-		jobs:    map[string]*driver.Job{},
-		waiting: map[string]*waitHeap{},
-		unique:  map[string]string{},
-		failed:  map[string]driver.FailedJob{},
+		jobs:   map[string]*driver.Job{},
+		lines:  map[string]*line{},
+		unique: map[string]string{},
+		failed: map[string]driver.FailedJob{},
 	}
 }
 
-// waitHeap orders a queue's waiting jobs by available_at, then id.
-type waitHeap []*driver.Job
-
-func (h waitHeap) Len() int { return len(h) }
-func (h waitHeap) Less(i, j int) bool {
-	return cmp.Or(cmp.Compare(h[i].AvailableAt, h[j].AvailableAt), cmp.Compare(h[i].ID, h[j].ID)) < 0
-}
-func (h waitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *waitHeap) Push(x any)   { *h = append(*h, x.(*driver.Job)) }
-func (h *waitHeap) Pop() any {
-	old := *h
-	j := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return j
+// line returns the state of queue, creating it on first use.
+func (d *Driver) line(queue string) *line {
+	l := d.lines[queue]
+	if l == nil {
+		l = &line{reserved: map[string]*driver.Job{}}
+		d.lines[queue] = l
+	}
+	return l
 }
 
+// wait puts a job not reserved (new, released or given back) in its
+// queue's waiting order.
 func (d *Driver) wait(j *driver.Job) {
-	h := d.waiting[j.Queue]
-	if h == nil {
-		h = &waitHeap{}
-		d.waiting[j.Queue] = h
-	}
-	heap.Push(h, j)
+	l := d.line(j.Queue)
+	delete(l.reserved, j.ID)
+	l.waiting.push(j)
 }
 
 // holder returns the id of the pending job holding key at now, letting a
@@ -138,14 +129,23 @@ func (d *Driver) insert(j *driver.Job) {
 func (d *Driver) Reserve(ctx context.Context, queue string, now int64, limit int) ([]*driver.Job, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	h := d.waiting[queue]
-	var out []*driver.Job
-	for h != nil && h.Len() > 0 && (*h)[0].AvailableAt <= now && len(out) < limit {
-		j := heap.Pop(h).(*driver.Job)
+	l := d.lines[queue]
+	if l == nil || l.waiting.peek() == nil || l.waiting.peek().AvailableAt > now {
+		return nil, nil
+	}
+	n := min(limit, l.waiting.len())
+	out := make([]*driver.Job, 0, n)
+	copies := make([]driver.Job, 0, n) // the caller's copies, in one allocation
+	for len(copies) < n {
+		if j := l.waiting.peek(); j == nil || j.AvailableAt > now {
+			break
+		}
+		j := l.waiting.pop()
 		j.ReservedAt = now
 		j.Attempts++
-		c := *j
-		out = append(out, &c)
+		l.reserved[j.ID] = j
+		copies = append(copies, *j)
+		out = append(out, &copies[len(copies)-1])
 	}
 	return out, nil
 }
@@ -154,9 +154,13 @@ func (d *Driver) Reserve(ctx context.Context, queue string, now int64, limit int
 func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver.Job, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	l := d.lines[queue]
+	if l == nil {
+		return nil, nil
+	}
 	var stale *driver.Job
-	for _, j := range d.jobs {
-		if j.Queue != queue || j.ReservedAt == 0 || j.ReservedAt+driver.StaleAfter(j.TimeoutMs) > now {
+	for _, j := range l.reserved {
+		if j.ReservedAt+driver.StaleAfter(j.TimeoutMs) > now {
 			continue
 		}
 		if stale == nil || cmp.Or(cmp.Compare(j.ReservedAt, stale.ReservedAt), cmp.Compare(j.ID, stale.ID)) < 0 {
@@ -181,6 +185,9 @@ func (d *Driver) current(id string, attempt int) (*driver.Job, bool) {
 
 func (d *Driver) remove(j *driver.Job) {
 	delete(d.jobs, j.ID)
+	if l := d.lines[j.Queue]; l != nil {
+		delete(l.reserved, j.ID)
+	}
 	if j.UniqueKey != "" && d.unique[j.UniqueKey] == j.ID {
 		delete(d.unique, j.UniqueKey)
 	}
@@ -295,7 +302,7 @@ func (d *Driver) Purge(ctx context.Context, queue string) (int, error) {
 			n++
 		}
 	}
-	delete(d.waiting, queue)
+	delete(d.lines, queue)
 	return n, nil
 }
 
