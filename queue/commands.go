@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -70,8 +71,20 @@ func commands() []app.Command {
 				&cli.IntFlag{Name: "dispatchers", Value: 8, Usage: "goroutines dispatching with --dispatch single"},
 				&cli.IntFlag{Name: "latency", Value: 200, Usage: "jobs for the latency measure (0: skip it)"},
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to `FILE` (read it with go tool pprof)"},
 			},
 			Action: func(c *cli.Context, q *Queue) error {
+				if path := c.String("cpuprofile"); path != "" {
+					f, err := os.Create(path)
+					if err != nil {
+						return fmt.Errorf("queue:bench: --cpuprofile: %w", err)
+					}
+					defer f.Close()
+					if err := pprof.StartCPUProfile(f); err != nil {
+						return fmt.Errorf("queue:bench: --cpuprofile: %w", err)
+					}
+					defer pprof.StopCPUProfile()
+				}
 				o := BenchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
 					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency")}
 				if o.Latency == 0 {

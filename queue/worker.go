@@ -105,40 +105,39 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 		takeCtx, cancel = context.WithTimeout(ctx, o.MaxTime)
 		defer cancel()
 	}
-	w := &worker{q: q, opts: o, jobCtx: context.WithoutCancel(ctx), log: q.logger.With("logger", "navree.job"),
-		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers)}
+	w := &worker{q: q, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: q.logger.With("logger", "navree.job"),
+		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers)}
 	w.done = newCompleter(w)
 	stopListening := w.listen(o.Queues)
 	defer stopListening()
-	var handlers sync.WaitGroup
-	for range o.Workers {
-		handlers.Go(func() {
-			for job := range w.jobs {
-				if takeCtx.Err() != nil { // stopped before it started: not taken
-					w.unreserve(job)
-				} else {
-					w.run(job)
-				}
-				w.free <- struct{}{}
-			}
-		})
+	for i := range w.slots {
+		w.slots[i] = w.startSlot()
 	}
+	stopWatching := w.watch()
 	w.fetch(takeCtx)
 	close(w.jobs)
-	handlers.Wait()
+	w.handlers.Wait()
+	stopWatching()
 	w.done.close()
 	return w.stats(), w.err
 }
 
 // worker is one call of Work.
 type worker struct {
-	q      *Queue
-	opts   WorkOptions
-	jobCtx context.Context // running jobs outlive the stop signal
-	log    *slog.Logger
-	jobs   chan *driver.Job // reserved, for the handlers
-	free   chan struct{}    // a handler finished a job
-	done   *completer
+	q       *Queue
+	opts    WorkOptions
+	jobCtx  context.Context // running jobs outlive the stop signal
+	takeCtx context.Context // ends when the worker takes no more jobs
+	log     *slog.Logger
+	jobs    chan *driver.Job // reserved, for the handlers
+	free    chan struct{}    // a handler finished a job
+	done    *completer
+
+	// slots are the handler goroutines; only the watchdog changes the
+	// slice, when it replaces an abandoned one.
+	slots    []*slot
+	handlers sync.WaitGroup // the slots not abandoned
+	attempts atomic.Uint64  // numbers the attempts, from 1
 
 	succeeded, released, failed atomic.Int64
 
@@ -335,10 +334,10 @@ type completer struct {
 	done chan struct{}
 }
 
-// success is a job whose handler succeeded, and its log line.
+// success is a job whose handler succeeded, and how long it ran.
 type success struct {
-	job   *driver.Job
-	attrs []slog.Attr
+	job *driver.Job
+	ms  int64
 }
 
 const (
@@ -408,10 +407,18 @@ func (c *completer) flush(batch []success) {
 	for _, id := range deleted {
 		stored[id] = true
 	}
+	var buf [8]slog.Attr // slog copies the attributes: one buffer serves every line
 	for _, s := range batch {
-		level, attrs := recorded(slog.LevelInfo, s.attrs, stored[s.job.ID], err)
+		attrs := append(attemptAttrs(buf[:0], s.job, s.ms), slog.String("outcome", "succeeded"))
+		level, attrs := recorded(slog.LevelInfo, attrs, stored[s.job.ID], err)
 		c.w.log.LogAttrs(c.w.jobCtx, level, "job attempt", attrs...)
 	}
+}
+
+// attemptAttrs appends the attributes every attempt's log line has.
+func attemptAttrs(attrs []slog.Attr, job *driver.Job, ms int64) []slog.Attr {
+	return append(attrs, slog.String("name", job.Name), slog.String("job_id", job.ID), slog.String("queue", job.Queue),
+		slog.Int("attempt", job.Attempts), slog.Int64("duration_ms", ms))
 }
 
 // attemptError is a failed attempt: its message, and whether retrying can
@@ -422,27 +429,108 @@ type attemptError struct {
 	stack     string // for a panic
 }
 
-// run runs one attempt of job and records its outcome.
-func (w *worker) run(job *driver.Job) {
-	start := time.Now()
-	jc := JobContext{JobID: job.ID, Name: job.Name, Queue: job.Queue, Attempt: job.Attempts}
-	failure := w.call(job, jc)
-	ms := time.Since(start).Milliseconds()
+// slot is one handler goroutine of a worker. attempt holds the number of
+// the attempt it runs, 0 while idle; whichever of the slot and the
+// watchdog swaps that number for 0 first records the attempt's outcome.
+type slot struct {
+	attempt   atomic.Uint64
+	abandonAt atomic.Int64 // Unix nanoseconds after which the watchdog gives the attempt up; 0 never
+	job       *driver.Job  // set before attempt, read by the watchdog once it won the swap
+	start     time.Time
+}
+
+// startSlot starts a handler goroutine: it runs the jobs the fetcher
+// hands out until the worker stops, or until the watchdog abandons it.
+func (w *worker) startSlot() *slot {
+	s := &slot{}
+	w.handlers.Add(1)
+	go func() {
+		for job := range w.jobs {
+			if w.takeCtx.Err() != nil { // stopped before it started: not taken
+				w.unreserve(job)
+			} else if !w.run(s, job) {
+				return // abandoned: the watchdog has put another slot in its place
+			}
+			w.free <- struct{}{}
+		}
+		w.handlers.Done()
+	}()
+	return s
+}
+
+// watch gives up, every 100 ms, the attempts still running a second after
+// their timeout: their handlers ignore their context. It records each as
+// timed out and starts a slot in place of its own, which goes on running
+// the handler in the background until it returns (Go cannot stop it).
+func (w *worker) watch() (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			now := time.Now().UnixNano()
+			for i, s := range w.slots {
+				n := s.attempt.Load()
+				if at := s.abandonAt.Load(); n == 0 || at == 0 || now < at || !s.attempt.CompareAndSwap(n, 0) {
+					continue
+				}
+				job := s.job
+				w.log.Error("job handler still running after its timeout; abandoned", "name", job.Name, "job_id", job.ID)
+				w.record(job, time.Since(s.start).Milliseconds(),
+					&attemptError{msg: fmt.Sprintf("timed out after %s", time.Duration(job.TimeoutMs)*time.Millisecond)})
+				w.slots[i] = w.startSlot()
+				w.handlers.Done() // the abandoned slot's
+				w.free <- struct{}{}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
+
+// run runs one attempt of job in slot s and records its outcome, unless
+// the watchdog abandoned it meanwhile: then it reports false.
+func (w *worker) run(s *slot, job *driver.Job) bool {
+	n := w.attempts.Add(1)
+	s.job, s.start = job, time.Now()
+	if job.TimeoutMs > 0 {
+		s.abandonAt.Store(s.start.Add(time.Duration(job.TimeoutMs)*time.Millisecond + abandonAfter).UnixNano())
+	} else {
+		s.abandonAt.Store(0)
+	}
+	s.attempt.Store(n)
+	failure := w.call(job)
+	if !s.attempt.CompareAndSwap(n, 0) {
+		return false
+	}
+	w.record(job, time.Since(s.start).Milliseconds(), failure)
+	return true
+}
+
+// record stores and logs the outcome of an attempt that ran for ms
+// milliseconds: successes go to the completer, failures are released for
+// a retry or moved to the failed jobs.
+func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
+	if failure == nil {
+		w.succeeded.Add(1)
+		w.done.in <- success{job: job, ms: ms}
+		return
+	}
 	ctx := w.jobCtx
 	now := w.q.clock.Now().UnixMilli()
-	attrs := make([]slog.Attr, 0, 10)
-	attrs = append(attrs, slog.String("name", job.Name), slog.String("job_id", job.ID), slog.String("queue", job.Queue),
-		slog.Int("attempt", job.Attempts), slog.Int64("duration_ms", ms))
-
+	attrs := attemptAttrs(make([]slog.Attr, 0, 10), job, ms)
 	var acted bool
 	var err error
 	var level slog.Level
-	switch {
-	case failure == nil:
-		w.succeeded.Add(1)
-		w.done.in <- success{job: job, attrs: append(attrs, slog.String("outcome", "succeeded"))}
-		return
-	case !failure.permanent && job.Attempts < job.MaxAttempts:
+	if !failure.permanent && job.Attempts < job.MaxAttempts {
 		backoff, perr := ParseBackoff(job.Backoff)
 		if perr != nil {
 			backoff = DefaultBackoff
@@ -451,7 +539,7 @@ func (w *worker) run(job *driver.Job) {
 		acted, err = w.q.store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), truncate(failure.msg))
 		w.released.Add(1)
 		level, attrs = slog.LevelWarn, append(attrs, slog.String("outcome", "released"), slog.Float64("retry_in_secs", delay.Seconds()), slog.String("error", failure.msg))
-	default:
+	} else {
 		acted, err = w.q.store.Fail(ctx, job.ID, job.Attempts, truncate(failure.msg), now)
 		w.failed.Add(1)
 		level, attrs = slog.LevelError, append(attrs, slog.String("outcome", "failed"), slog.String("error", failure.msg))
@@ -476,9 +564,9 @@ func recorded(level slog.Level, attrs []slog.Attr, stored bool, err error) (slog
 	return level, attrs
 }
 
-// call runs the job's handler, cut off after the job's timeout, and turns
-// an error, a panic or a timeout into a failure.
-func (w *worker) call(job *driver.Job, jc JobContext) *attemptError {
+// call runs the job's handler, with a context that ends at the job's
+// timeout, and turns an error, a panic or a timeout into a failure.
+func (w *worker) call(job *driver.Job) (failure *attemptError) {
 	reg, ok := w.q.jobs[job.Name]
 	if !ok {
 		return &attemptError{msg: fmt.Sprintf("no handler for job type %q in this binary", job.Name), permanent: true}
@@ -489,42 +577,22 @@ func (w *worker) call(job *driver.Job, jc JobContext) *attemptError {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(job.TimeoutMs)*time.Millisecond)
 		defer cancel()
 	}
-	done := make(chan *attemptError, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- &attemptError{msg: fmt.Sprintf("panic: %v", p), stack: string(debug.Stack())}
-			}
-		}()
-		err := reg.handle(ctx, job.Payload, jc)
-		var perr *PayloadError
-		switch {
-		case err == nil:
-			done <- nil
-		case errors.As(err, &perr):
-			done <- &attemptError{msg: err.Error(), permanent: true}
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			done <- &attemptError{msg: fmt.Sprintf("timed out after %s: %v", time.Duration(job.TimeoutMs)*time.Millisecond, err)}
-		default:
-			done <- &attemptError{msg: err.Error()}
+	defer func() {
+		if p := recover(); p != nil {
+			failure = &attemptError{msg: fmt.Sprintf("panic: %v", p), stack: string(debug.Stack())}
 		}
 	}()
-	select {
-	case failure := <-done:
-		return failure
-	case <-ctx.Done():
+	err := reg.handle(ctx, job.Payload, JobContext{JobID: job.ID, Name: job.Name, Queue: job.Queue, Attempt: job.Attempts})
+	var perr *PayloadError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &perr):
+		return &attemptError{msg: err.Error(), permanent: true}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &attemptError{msg: fmt.Sprintf("timed out after %s: %v", time.Duration(job.TimeoutMs)*time.Millisecond, err)}
 	}
-	grace := time.NewTimer(abandonAfter)
-	defer grace.Stop()
-	select {
-	case failure := <-done: // it stopped when its context ended
-		return failure
-	case <-grace.C:
-		// The handler ignores its context: give it up and move on. It goes
-		// on running in the background until it returns.
-		w.log.Error("job handler still running after its timeout; abandoned", "name", job.Name, "job_id", job.ID)
-		return &attemptError{msg: fmt.Sprintf("timed out after %s", time.Duration(job.TimeoutMs)*time.Millisecond)}
-	}
+	return &attemptError{msg: err.Error()}
 }
 
 // truncate cuts an error to MaxErrorLen bytes, on a rune boundary.

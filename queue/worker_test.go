@@ -250,8 +250,14 @@ func TestPanicsAndTimeoutsAreFailedAttempts(t *testing.T) {
 func TestAHandlerThatIgnoresItsTimeoutIsAbandoned(t *testing.T) {
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		f.q.Dispatch(ctx, Stubborn{})
-		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Failed: 1}) {
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "next"})
+		// One handler: the job after the abandoned one runs in the slot
+		// that took its place.
+		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 2, Succeeded: 1, Failed: 1}) {
 			t.Fatalf("stats %+v", stats)
+		}
+		if seen := rec.list(); len(seen) != 1 || !strings.Contains(seen[0], "next") {
+			t.Fatalf("handlers saw %q, want the export after the stubborn job", seen)
 		}
 		failed, _ := f.q.Failed(ctx)
 		if len(failed) != 1 || failed[0].Error != "timed out after 50ms" {
