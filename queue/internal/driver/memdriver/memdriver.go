@@ -36,7 +36,7 @@ func New() *Driver {
 func (d *Driver) line(queue string) *line {
 	l := d.lines[queue]
 	if l == nil {
-		l = &line{reserved: map[string]*driver.Job{}}
+		l = &line{reserved: map[*driver.Job]struct{}{}}
 		d.lines[queue] = l
 	}
 	return l
@@ -46,7 +46,7 @@ func (d *Driver) line(queue string) *line {
 // queue's waiting order.
 func (d *Driver) wait(j *driver.Job) {
 	l := d.line(j.Queue)
-	delete(l.reserved, j.ID)
+	delete(l.reserved, j)
 	l.waiting.push(j)
 }
 
@@ -143,7 +143,7 @@ func (d *Driver) Reserve(ctx context.Context, queue string, now int64, limit int
 		j := l.waiting.pop()
 		j.ReservedAt = now
 		j.Attempts++
-		l.reserved[j.ID] = j
+		l.reserved[j] = struct{}{}
 		copies = append(copies, *j)
 		out = append(out, &copies[len(copies)-1])
 	}
@@ -159,7 +159,7 @@ func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver
 		return nil, nil
 	}
 	var stale *driver.Job
-	for _, j := range l.reserved {
+	for j := range l.reserved {
 		if j.ReservedAt+driver.StaleAfter(j.TimeoutMs) > now {
 			continue
 		}
@@ -186,7 +186,7 @@ func (d *Driver) current(id string, attempt int) (*driver.Job, bool) {
 func (d *Driver) remove(j *driver.Job) {
 	delete(d.jobs, j.ID)
 	if l := d.lines[j.Queue]; l != nil {
-		delete(l.reserved, j.ID)
+		delete(l.reserved, j)
 	}
 	if j.UniqueKey != "" && d.unique[j.UniqueKey] == j.ID {
 		delete(d.unique, j.UniqueKey)

@@ -10,7 +10,7 @@ import (
 // and its reserved ones, for the takeover.
 type line struct {
 	waiting  waiting
-	reserved map[string]*driver.Job
+	reserved map[*driver.Job]struct{}
 }
 
 // waiting holds a queue's waiting jobs in order of available_at, then id.
