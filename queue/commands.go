@@ -71,6 +71,7 @@ func commands() []app.Command {
 				&cli.IntFlag{Name: "dispatchers", Value: 8, Usage: "goroutines dispatching with --dispatch single"},
 				&cli.IntFlag{Name: "latency", Value: 200, Usage: "jobs for the latency measure (0: skip it)"},
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+				&cli.BoolFlag{Name: "log-jobs", Usage: "log every successful attempt, as queue:work does (off: only failures)"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to `FILE` (read it with go tool pprof)"},
 			},
 			Action: func(c *cli.Context, q *Queue) error {
@@ -86,7 +87,7 @@ func commands() []app.Command {
 					defer pprof.StopCPUProfile()
 				}
 				o := BenchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
-					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency")}
+					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency"), LogJobs: c.Bool("log-jobs")}
 				if o.Latency == 0 {
 					o.Latency = -1
 				}
@@ -112,7 +113,11 @@ func commands() []app.Command {
 				if res.Database != "" {
 					db += " (" + res.Database + ")"
 				}
-				fmt.Fprintf(w, "Queue benchmark: %s driver, %d jobs, %d workers\n", db, res.Jobs, res.Workers)
+				logged := "failed attempts logged"
+				if res.LogJobs {
+					logged = "every attempt logged"
+				}
+				fmt.Fprintf(w, "Queue benchmark: %s driver, %d jobs, %d workers, %s\n", db, res.Jobs, res.Workers, logged)
 				fmt.Fprintf(w, "dispatch (%s): %d jobs in %.2fs: %.0f jobs/s\n", res.Mode, res.Dispatch.Jobs, res.Dispatch.Seconds, res.Dispatch.PerSecond)
 				fmt.Fprintf(w, "work:          %d jobs in %.2fs: %.0f jobs/s\n", res.Work.Jobs, res.Work.Seconds, res.Work.PerSecond)
 				fmt.Fprintf(w, "memory after the work: %d KiB resident, %d KiB Go heap in use\n", res.RSSKiB, res.HeapKiB)

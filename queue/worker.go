@@ -36,6 +36,8 @@ type WorkOptions struct {
 	// none is running. Delayed jobs and jobs released for a later retry
 	// do not count.
 	StopWhenEmpty bool
+
+	quiet bool // successes are not logged (queue:bench)
 }
 
 // WorkStats counts the attempts a worker ran, by outcome.
@@ -414,7 +416,9 @@ func (c *completer) flush(batch []success) {
 	for _, s := range batch {
 		attrs := append(attemptAttrs(buf[:0], s.job, s.ms), slog.String("outcome", "succeeded"))
 		level, attrs := recorded(slog.LevelInfo, attrs, stored == nil || stored[s.job.ID], err)
-		c.w.logAttempt(level, attrs)
+		if level > slog.LevelInfo || !c.w.opts.quiet {
+			c.w.logAttempt(level, attrs)
+		}
 	}
 }
 

@@ -1,0 +1,78 @@
+package queue_test
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue"
+	"github.com/navree/navree/testing/apptest"
+	"go.uber.org/fx"
+)
+
+// TestBenchCommand runs queue:bench on each backend: it prints its
+// figures, or JSON; it logs only failed attempts unless --log-jobs; it
+// cleans up its own queue and leaves the app's jobs alone.
+func TestBenchCommand(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			var q *queue.Queue
+			a := apptest.New(t, db.Module(), queue.Module(), contactsModule, fx.Populate(&q),
+				apptest.Config(map[string]any{"database.url": b.url(t), "queue.driver": string(b.driver)}))
+			if _, err := a.RunCommand("migrate"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Dispatch(context.Background(), ExportContacts{CompanyID: "mine"}); err != nil {
+				t.Fatal(err)
+			}
+
+			out, err := a.RunCommand("queue:bench", "--jobs", "300", "--workers", "4", "--latency", "20")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dialect := map[string]string{"memory": "memory", "sqlite": `database \(sqlite\)`, "postgres": `database \(postgres\)`}[b.name]
+			want := regexp.MustCompile(`^Queue benchmark: ` + dialect + ` driver, 300 jobs, 4 workers, failed attempts logged
+dispatch \(bulk\): 300 jobs in \d+\.\d\ds: \d+ jobs/s
+work:          300 jobs in \d+\.\d\ds: \d+ jobs/s
+memory after the work: \d+ KiB resident, \d+ KiB Go heap in use
+latency \(20 jobs 5 ms apart\): p50 \d+\.\d\d ms, p95 \d+\.\d\d ms, p99 \d+\.\d\d ms, max \d+\.\d\d ms
+$`)
+			if !want.MatchString(out) {
+				t.Fatalf("queue:bench printed:\n%s", out)
+			}
+			if n := strings.Count(a.Logs(), `msg="job attempt"`); n != 0 {
+				t.Fatalf("%d attempts logged without --log-jobs:\n%s", n, a.Logs())
+			}
+
+			out, err = a.RunCommand("queue:bench", "--jobs", "300", "--workers", "4", "--latency", "0", "--json", "--log-jobs", "--dispatch", "single")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res queue.BenchResult
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("--json printed %q: %v", out, err)
+			}
+			if res.Jobs != 300 || res.Workers != 4 || res.Mode != "single" || !res.LogJobs || res.Work.Jobs != 300 ||
+				res.Work.PerSecond <= 0 || res.Dispatch.PerSecond <= 0 || res.Latency != nil {
+				t.Fatalf("--json: %+v", res)
+			}
+			if n := strings.Count(a.Logs(), `msg="job attempt"`); n != 300 {
+				t.Fatalf("%d attempts logged with --log-jobs, want 300", n)
+			}
+
+			// Its own queue is empty, the app's job still waits.
+			for queueName, want := range map[string]int{queue.BenchQueue: 0, "default": 1} {
+				if n, err := q.PendingCount(context.Background(), queueName); err != nil || n != want {
+					t.Fatalf("%s: %d pending (%v), want %d", queueName, n, err, want)
+				}
+			}
+
+			if _, err := a.RunCommand("queue:bench", "--dispatch", "some"); err == nil || err.Error() != `queue: bench: dispatch must be single or bulk, not "some"` {
+				t.Fatalf("bad --dispatch: %v", err)
+			}
+		})
+	}
+}
