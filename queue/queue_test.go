@@ -71,11 +71,12 @@ func (c *clock) Advance(d time.Duration) {
 var t0 = time.Date(2026, 10, 26, 8, 14, 2, 0, time.UTC)
 
 type fixture struct {
-	q     *queue.Queue
-	db    *db.DB
-	clock *clock
-	store driver.Driver
-	logs  *logBuffer // what the queue logged, as JSON lines
+	driver queue.Driver
+	q      *queue.Queue
+	db     *db.DB
+	clock  *clock
+	store  driver.Driver
+	logs   *logBuffer // what the queue logged, as JSON lines
 }
 
 // logBuffer collects log lines from several goroutines.
@@ -145,7 +146,7 @@ func newFixture(t testing.TB, drv queue.Driver, url string, cfg queue.Config, re
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixture{q: q, db: d, clock: c, store: queue.StoreOf(q), logs: logs}
+	return fixture{driver: drv, q: q, db: d, clock: c, store: queue.StoreOf(q), logs: logs}
 }
 
 var ctx = context.Background()

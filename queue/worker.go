@@ -108,7 +108,8 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 		defer cancel()
 	}
 	w := &worker{q: q, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: q.logger.With("logger", "navree.job"),
-		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers)}
+		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
+		cursor: map[string]int64{}}
 	w.done = newCompleter(w)
 	stopListening := w.listen(o.Queues)
 	defer stopListening()
@@ -140,6 +141,12 @@ type worker struct {
 	slots    []*slot
 	handlers sync.WaitGroup // the slots not abandoned
 	attempts atomic.Uint64  // numbers the attempts, from 1
+
+	// Owned by the fetcher: by queue, the latest available_at of the jobs
+	// it reserved, where its next search starts (but for a full one, once
+	// a second).
+	cursor   map[string]int64
+	lastFull int64
 
 	succeeded, released, failed atomic.Int64
 
@@ -240,7 +247,7 @@ func (w *worker) fetch(ctx context.Context) {
 		}
 		wake := w.q.wakeup() // before looking, so a dispatch right after is not missed
 		// Not ctx: a reservation cut off halfway would strand its jobs until takeover.
-		jobs, err := w.q.next(w.jobCtx, w.opts.Queues, limit)
+		jobs, err := w.next(w.jobCtx, limit)
 		switch {
 		case err != nil:
 			w.log.ErrorContext(ctx, "reserve jobs", "error", err)
@@ -281,11 +288,18 @@ func (w *worker) fetch(ctx context.Context) {
 // next reserves up to limit jobs from the queues in priority order; once
 // a second by the queue's clock it first takes over the jobs whose worker
 // presumably died (as many as there is room for).
-func (q *Queue) next(ctx context.Context, queues []string, limit int) ([]*driver.Job, error) {
+//
+// Between those sweeps it searches each queue from a little behind the
+// last job it reserved there (see driver.Driver.Reserve): a job stored
+// with an earlier available_at than that, by a transaction that committed
+// late or a process whose clock lags, waits for the next sweep's full
+// search, at most a second.
+func (w *worker) next(ctx context.Context, limit int) ([]*driver.Job, error) {
+	q := w.q
 	now := q.clock.Now().UnixMilli()
 	var jobs []*driver.Job
 	if last := q.lastSweep.Load(); now-last >= sweepEveryMs && q.lastSweep.CompareAndSwap(last, now) {
-		for _, name := range queues {
+		for _, name := range w.opts.Queues {
 			for len(jobs) < limit {
 				j, err := q.store.TakeOver(ctx, name, now)
 				if err != nil {
@@ -298,11 +312,22 @@ func (q *Queue) next(ctx context.Context, queues []string, limit int) ([]*driver
 			}
 		}
 	}
-	for _, name := range queues {
+	full := now-w.lastFull >= sweepEveryMs
+	if full {
+		w.lastFull = now
+	}
+	for _, name := range w.opts.Queues {
 		if len(jobs) == limit {
 			break
 		}
-		got, err := q.store.Reserve(ctx, name, now, limit-len(jobs))
+		var from int64
+		if last, ok := w.cursor[name]; ok && !full {
+			from = last - cursorSlackMs
+		}
+		got, err := q.store.Reserve(ctx, name, now, from, limit-len(jobs))
+		for _, j := range got {
+			w.cursor[name] = max(w.cursor[name], j.AvailableAt)
+		}
 		jobs = append(jobs, got...)
 		if err != nil {
 			return jobs, err
@@ -310,6 +335,11 @@ func (q *Queue) next(ctx context.Context, queues []string, limit int) ([]*driver
 	}
 	return jobs, nil
 }
+
+// cursorSlackMs is how far behind the last job it reserved a worker's
+// search of a queue starts: room for the clocks of dispatching processes
+// and for transactions that commit a little after they stored a job.
+const cursorSlackMs = 1000
 
 // wakeup returns a channel that closes at the next dispatch in this
 // process.

@@ -442,6 +442,46 @@ func TestAnIdleWorkerWakesAtADispatch(t *testing.T) {
 	})
 }
 
+// TestAJobBehindTheCursorRunsAtTheNextFullSearch: a database worker
+// searches from a second behind the last job it reserved; a job stored
+// with an older available_at (its transaction committed late, or its
+// process's clock lags) is not lost: the full search, once a second by the
+// queue's clock, takes it.
+func TestAJobBehindTheCursorRunsAtTheNextFullSearch(t *testing.T) {
+	ran := make(chan string, 1)
+	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
+		ran <- j.CompanyID
+		return nil
+	}))
+	eachWith(t, queue.Config{PollIntervalMs: 5, Workers: 1}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
+		workCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		go f.q.Work(workCtx, queue.WorkOptions{})
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "first"})
+		if got := <-ran; got != "first" {
+			t.Fatal(got)
+		}
+		now := f.clock.Now().UnixMilli()
+		late := &driver.Job{ID: "01900000-0000-7000-8000-000000000001", Queue: "default", Name: "contacts.export",
+			Payload: []byte(`{"company_id":"late"}`), MaxAttempts: 3, Backoff: "fixed:0", TimeoutMs: 1000, AvailableAt: now - 5000, CreatedAt: now}
+		if _, _, err := f.store.Insert(ctx, nil, late, now); err != nil {
+			t.Fatal(err)
+		}
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "marker"})
+		want := []string{"marker", "late"} // the memory driver has no cursor: the older job first
+		if f.driver == queue.Memory {
+			want = []string{"late", "marker"}
+		}
+		if got := <-ran; got != want[0] {
+			t.Fatalf("ran %q first, want %q", got, want[0])
+		}
+		f.clock.Advance(time.Second)
+		if got := <-ran; got != want[1] {
+			t.Fatalf("ran %q, want %q", got, want[1])
+		}
+	})
+}
+
 // TestStoppingWaitsForRunningJobs: cancelling Work's context takes no new
 // job, and the running one finishes.
 func TestStoppingWaitsForRunningJobs(t *testing.T) {
@@ -584,7 +624,7 @@ func TestAllStaleJobsAreTakenOverAtOnce(t *testing.T) {
 			f.q.Dispatch(ctx, ExportContacts{CompanyID: fmt.Sprint(i)})
 		}
 		// A worker reserves them all, then dies.
-		if jobs, err := f.store.Reserve(ctx, "default", f.clock.Now().UnixMilli(), 10); err != nil || len(jobs) != 5 {
+		if jobs, err := f.store.Reserve(ctx, "default", f.clock.Now().UnixMilli(), 0, 10); err != nil || len(jobs) != 5 {
 			t.Fatalf("reserved %d, %v", len(jobs), err)
 		}
 		f.clock.Advance(91 * time.Second)

@@ -39,7 +39,7 @@ type Attempt struct {
 
 // ReserveOne reserves the next available job of queue, or nil.
 func ReserveOne(ctx context.Context, d Driver, queue string, now int64) (*Job, error) {
-	jobs, err := d.Reserve(ctx, queue, now, 1)
+	jobs, err := d.Reserve(ctx, queue, now, 0, 1)
 	if len(jobs) == 0 {
 		return nil, err
 	}
@@ -103,7 +103,13 @@ type Driver interface {
 	// now, waiting), the next ones by available_at then id, marks them
 	// reserved at now and counts their attempt, in one statement. It
 	// returns them in that order, none when there is none.
-	Reserve(ctx context.Context, queue string, now int64, limit int) ([]*Job, error)
+	//
+	// A database driver leaves out the jobs available before from (0
+	// leaves out none): a worker passes a bound a little behind the last
+	// job it reserved, so PostgreSQL's search starts past the index
+	// entries of the rows it reserved and deleted, which stay until a
+	// vacuum. The memory driver has no such entries and ignores from.
+	Reserve(ctx context.Context, queue string, now, from int64, limit int) ([]*Job, error)
 
 	// TakeOver takes the job of queue whose reservation went stale first:
 	// reserved at or before now minus StaleAfter of its timeout, as if its

@@ -417,7 +417,7 @@ func TestReserveAndCompleteInBatches(t *testing.T) {
 		for i := range 10 {
 			insert(t, s, newJob(i+1, "a", int64(100-i))) // later ids are due earlier
 		}
-		got, err := s.Reserve(ctx, "a", 1000, 4)
+		got, err := s.Reserve(ctx, "a", 1000, 0, 4)
 		if err != nil || len(got) != 4 {
 			t.Fatalf("Reserve(limit 4) = %d jobs, %v", len(got), err)
 		}
@@ -431,7 +431,7 @@ func TestReserveAndCompleteInBatches(t *testing.T) {
 		if fmt.Sprint(order) != "[10 09 08 07]" {
 			t.Fatalf("reserved %v, want the 4 due first, in order", order)
 		}
-		rest, _ := s.Reserve(ctx, "a", 1000, 100)
+		rest, _ := s.Reserve(ctx, "a", 1000, 0, 100)
 		if len(rest) != 6 {
 			t.Fatalf("the rest: %d jobs, want 6", len(rest))
 		}
@@ -469,7 +469,7 @@ func TestConcurrentBatchReservationsNeverOverlap(t *testing.T) {
 		for range 4 {
 			wg.Go(func() {
 				for {
-					got, err := s.Reserve(ctx, "a", 10, 7)
+					got, err := s.Reserve(ctx, "a", 10, 0, 7)
 					if err != nil {
 						t.Error(err)
 						return

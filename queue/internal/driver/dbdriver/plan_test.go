@@ -2,12 +2,15 @@ package dbdriver
 
 import (
 	"context"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/migrations"
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // TestReservationUsesTheWaitingIndex: without the partial index over
@@ -21,7 +24,7 @@ func TestReservationUsesTheWaitingIndex(t *testing.T) {
 	}
 	q := New(d).q
 	for name, stmt := range map[string]string{"reserve": q.reserve, "find unique": q.findUnique} {
-		rows, err := d.DB.DB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt, 1, "default", 1, 10)
+		rows, err := d.DB.DB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt, 1, "default", 0, 1, 10)
 		if name == "find unique" {
 			rows, err = d.DB.DB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt, "k")
 		}
@@ -43,5 +46,90 @@ func TestReservationUsesTheWaitingIndex(t *testing.T) {
 		if !strings.Contains(joined, want) || strings.Contains(joined, "SCAN jobs") {
 			t.Errorf("%s plan: %s; want it %s and no scan", name, joined, want)
 		}
+	}
+}
+
+// TestReservationStartsPastReservedRows: on PostgreSQL the rows a worker
+// reserved and deleted leave entries in the waiting index until a vacuum
+// (on a busy queue, or where autovacuum is off, hundreds of thousands). A
+// search from the worker's cursor skips them; a full search reads them
+// all. Measured in buffers read, which do not depend on the machine.
+func TestReservationStartsPastReservedRows(t *testing.T) {
+	ctx := context.Background()
+	d := dbtest.Open(t, dbtest.PostgresURL(t))
+	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// So that no autovacuum cleans up behind the test's back.
+	if _, err := d.ExecContext(ctx, "ALTER TABLE jobs SET (autovacuum_enabled = off)"); err != nil {
+		t.Fatal(err)
+	}
+	drv := New(d)
+	// 20,000 jobs at 1..20,000 ms, reserved and completed in batches, as a
+	// worker would; then one new job.
+	const n = 20_000
+	if _, err := d.ExecContext(ctx, "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at) "+
+		"SELECT gen_random_uuid(), 'default', 'x', '{}', 1, 'fixed:0', 0, 0, i, i FROM generate_series(1, ?) AS i", n); err != nil {
+		t.Fatal(err)
+	}
+	var cursor int64
+	for {
+		jobs, err := drv.Reserve(ctx, "default", n, max(cursor-1000, 0), 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 0 {
+			break
+		}
+		done := make([]driver.Attempt, len(jobs))
+		for i, j := range jobs {
+			done[i] = driver.Attempt{ID: j.ID, Attempt: j.Attempts}
+			cursor = max(cursor, j.AvailableAt)
+		}
+		if _, err := drv.Complete(ctx, done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cursor != n {
+		t.Fatalf("the cursor search stopped at %d of %d jobs", cursor, n)
+	}
+	if _, err := d.ExecContext(ctx, "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at) "+
+		"VALUES (gen_random_uuid(), 'default', 'x', '{}', 1, 'fixed:0', 0, 0, ?, ?)", n+1, n+1); err != nil {
+		t.Fatal(err)
+	}
+	buffers := func(from int64) int {
+		// The reservation's own search, run and rolled back.
+		tx, err := d.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		var plan strings.Builder
+		rows, err := tx.QueryContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) SELECT id FROM jobs WHERE queue = 'default' AND reserved_at IS NULL "+
+			"AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT 100 FOR UPDATE SKIP LOCKED", from, n+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var line string
+			rows.Scan(&line)
+			plan.WriteString(line + "\n")
+		}
+		rows.Close()
+		m := regexp.MustCompile(`Index Scan using jobs_waiting[\s\S]*?Buffers: shared hit=(\d+)`).FindStringSubmatch(plan.String())
+		if m == nil {
+			t.Fatalf("no index scan of jobs_waiting in\n%s", plan.String())
+		}
+		hit, _ := strconv.Atoi(m[1])
+		return hit
+	}
+	full, fromCursor := buffers(0), buffers(cursor-1000)
+	if fromCursor > 30 || full < 5*fromCursor {
+		t.Fatalf("the search read %d index and table pages from the cursor and %d from the start; want the cursor's few", fromCursor, full)
+	}
+	t.Logf("pages read: %d from the start, %d from the cursor", full, fromCursor)
+	jobs, err := drv.Reserve(ctx, "default", n+1, cursor-1000, 10)
+	if err != nil || len(jobs) != 1 || jobs[0].AvailableAt != n+1 {
+		t.Fatalf("the new job from the cursor: %v, %v", jobs, err)
 	}
 }

@@ -126,7 +126,7 @@ func (d *Driver) insert(j *driver.Job) {
 }
 
 // Reserve implements driver.Driver.
-func (d *Driver) Reserve(ctx context.Context, queue string, now int64, limit int) ([]*driver.Job, error) {
+func (d *Driver) Reserve(ctx context.Context, queue string, now, _ int64, limit int) ([]*driver.Job, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.lines[queue]
