@@ -176,6 +176,26 @@ func (d *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Write runs fn, one write outside a transaction (a single statement
+// commits on its own), holding the process's SQLite write lock, as
+// transactions do; on PostgreSQL it just runs fn. The writers of one
+// process then take turns in order instead of meeting SQLite's busy
+// handler, which sleeps for milliseconds between tries.
+//
+// On SQLite, ctx must not carry a unit of work whose transaction has
+// begun: the write would wait for that transaction, which waits for the
+// write. Write returns [ErrWriteInTransaction] instead.
+func (d *DB) Write(ctx context.Context, fn func() error) error {
+	if u := UnitOfWorkFrom(ctx); d.writeLock != nil && u != nil && u.holdsLock() {
+		return ErrWriteInTransaction
+	}
+	if err := d.lock(ctx); err != nil {
+		return err
+	}
+	defer d.unlock()
+	return fn()
+}
+
 // lock takes the process's SQLite write lock; a no-op on PostgreSQL.
 func (d *DB) lock(ctx context.Context) error {
 	if d.writeLock == nil {

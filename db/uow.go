@@ -14,6 +14,11 @@ import (
 // committed or rolled back.
 var ErrUnitOfWorkDone = errors.New("db: the unit of work has ended")
 
+// ErrWriteInTransaction is returned by [DB.Write] on SQLite when its
+// context's unit of work holds the write lock: run the write in the unit
+// of work's transaction, or outside the unit of work.
+var ErrWriteInTransaction = errors.New("db: a write outside the transaction of its context's unit of work would wait for that transaction on SQLite")
+
 // UnitOfWork is one transaction's worth of work. [DB.Transaction] puts one
 // on the context it passes on; code below finds it with [UnitOfWorkFrom].
 //
@@ -73,6 +78,14 @@ func (u *UnitOfWork) Tx(ctx context.Context) (bun.Tx, error) {
 	}
 	u.tx, u.locked = &tx, true
 	return tx, nil
+}
+
+// holdsLock reports whether the unit's transaction holds the process's
+// SQLite write lock.
+func (u *UnitOfWork) holdsLock() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.locked
 }
 
 // Began reports whether the unit's transaction has begun.

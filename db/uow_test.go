@@ -159,3 +159,43 @@ func TestUnitOfWork(t *testing.T) {
 		})
 	})
 }
+
+// TestWriteTakesTurnsWithTransactions: on SQLite a single write waits for
+// the process's open transaction instead of meeting SQLite's busy
+// handler; on PostgreSQL it does not wait.
+func TestWriteTakesTurnsWithTransactions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		d := dbtest.Open(t, url)
+		createNotes(t, d)
+		ctx := context.Background()
+		stopped, cancel := context.WithCancel(ctx)
+		cancel()
+		err := d.Transaction(ctx, func(ctx context.Context) error {
+			if err := addNote(ctx, d, "in the transaction"); err != nil { // the transaction has begun
+				return err
+			}
+			// With the unit of work in its context, it would wait for itself.
+			ranInside := false
+			err := d.Write(ctx, func() error { ranInside = true; return nil })
+			if d.Dialect() == db.SQLite && (!errors.Is(err, db.ErrWriteInTransaction) || ranInside) {
+				t.Errorf("SQLite: Write in its own transaction's context = %v, ran %v; want ErrWriteInTransaction", err, ranInside)
+			}
+			ran := false
+			err = d.Write(stopped, func() error { ran = true; return nil })
+			if d.Dialect() == db.SQLite && (!errors.Is(err, context.Canceled) || ran) {
+				t.Errorf("SQLite: Write during a transaction = %v, ran %v; want it waiting until its context ended", err, ran)
+			}
+			if d.Dialect() == db.Postgres && (err != nil || !ran) {
+				t.Errorf("PostgreSQL: Write during a transaction = %v, ran %v; want it run", err, ran)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantErr := errors.New("the write's own error")
+		if err := d.Write(ctx, func() error { return wantErr }); err != wantErr {
+			t.Fatalf("Write after the commit = %v, want fn's error", err)
+		}
+	})
+}

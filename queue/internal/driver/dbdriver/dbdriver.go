@@ -12,7 +12,6 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -167,14 +166,6 @@ func numbered(s string) string {
 	return b.String()
 }
 
-// execer is what the driver runs statements on: the database, or a
-// transaction.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 func nullString(s string) any {
 	if s == "" {
 		return nil
@@ -226,11 +217,12 @@ func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job
 		if err != nil {
 			return "", false, err
 		}
-		var ex execer = d.sqldb
 		if tx != nil {
-			ex = tx
+			_, err = tx.ExecContext(ctx, d.q.insert, args...)
+		} else {
+			_, err = d.write(ctx, d.q.insert, args...)
 		}
-		if _, err := ex.ExecContext(ctx, d.q.insert, args...); err != nil {
+		if err != nil {
 			return "", false, err
 		}
 		return job.ID, true, nil
@@ -364,24 +356,13 @@ func (d *Driver) Reserve(ctx context.Context, queue string, now, from int64, lim
 	if d.db.Dialect() == db.Postgres {
 		args = []any{queue, from, now, limit, now}
 	}
-	st, err := d.prepared(ctx, d.q.reserve)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var jobs []*driver.Job
-	for rows.Next() {
+	err := d.query(ctx, d.q.reserve, args, func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
 		jobs = append(jobs, j)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	// RETURNING gives no order.
@@ -391,22 +372,60 @@ func (d *Driver) Reserve(ctx context.Context, queue string, now, from int64, lim
 	return jobs, nil
 }
 
+// query runs a prepared write statement that returns rows, and calls row
+// for each, holding the process's SQLite write lock until the statement
+// is done.
+func (d *Driver) query(ctx context.Context, query string, args []any, row func(*sql.Rows) error) error {
+	st, err := d.prepared(ctx, query)
+	if err != nil {
+		return err
+	}
+	return d.db.Write(ctx, func() error {
+		rows, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := row(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
 // TakeOver implements driver.Driver.
 func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver.Job, error) {
-	j, err := scanJob(d.sqldb.QueryRowContext(ctx, d.q.takeOver, now, queue, now-driver.GraceMs, now))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	var j *driver.Job
+	err := d.query(ctx, d.q.takeOver, []any{now, queue, now - driver.GraceMs, now}, func(rows *sql.Rows) (err error) {
+		j, err = scanJob(rows)
+		return err
+	})
 	return j, err
 }
 
 func (d *Driver) exec(ctx context.Context, query string, args ...any) (bool, error) {
-	res, err := d.sqldb.ExecContext(ctx, query, args...)
+	res, err := d.write(ctx, query, args...)
 	if err != nil {
 		return false, err
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// write runs one write statement on its own, prepared, holding the
+// process's SQLite write lock.
+func (d *Driver) write(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
+	st, err := d.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	err = d.db.Write(ctx, func() error {
+		res, err = st.ExecContext(ctx, args...)
+		return err
+	})
+	return res, err
 }
 
 // Unreserve implements driver.Driver.
@@ -420,24 +439,17 @@ func (d *Driver) Complete(ctx context.Context, done []driver.Attempt) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	st, err := d.prepared(ctx, d.q.complete)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(ctx, string(batch))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	ids := make([]string, 0, len(done))
-	for rows.Next() {
+	err = d.query(ctx, d.q.complete, []any{string(batch)}, func(rows *sql.Rows) error {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&id)
 		ids = append(ids, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
 // Release implements driver.Driver.
@@ -532,7 +544,7 @@ func (d *Driver) Retry(ctx context.Context, id string, all bool, now int64) (int
 
 // FlushFailed implements driver.Driver.
 func (d *Driver) FlushFailed(ctx context.Context) (int, error) {
-	res, err := d.sqldb.ExecContext(ctx, d.q.flush)
+	res, err := d.write(ctx, d.q.flush)
 	if err != nil {
 		return 0, err
 	}
@@ -654,7 +666,7 @@ func (d *Driver) Purge(ctx context.Context, queue string) (int, error) {
 	if d.db.Dialect() == db.Postgres {
 		query = numbered(query)
 	}
-	res, err := d.sqldb.ExecContext(ctx, query, queue)
+	res, err := d.write(ctx, query, queue)
 	if err != nil {
 		return 0, err
 	}
