@@ -67,7 +67,7 @@ func commands() []app.Command {
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "jobs", Value: 10_000, Usage: "jobs to dispatch and work"},
 				&cli.IntFlag{Name: "workers", Usage: "jobs run at once (default queue.workers)"},
-				&cli.StringFlag{Name: "dispatch", Value: "bulk", Usage: "single (Dispatch from --dispatchers goroutines) or bulk (DispatchMany)"},
+				&cli.StringFlag{Name: "dispatch", Value: "bulk", Usage: "single (Dispatch from --dispatchers goroutines) or bulk (DispatchMany, 10,000 jobs a call)"},
 				&cli.IntFlag{Name: "dispatchers", Value: 8, Usage: "goroutines dispatching with --dispatch single"},
 				&cli.IntFlag{Name: "latency", Value: 200, Usage: "jobs for the latency measure (0: skip it)"},
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
