@@ -37,6 +37,87 @@ type Driver struct {
 	notes   sync.Mutex
 	pending map[string]bool // queues to announce
 	sending bool
+
+	grouping sync.Mutex
+	waiting  []*waitingInsert // SQLite: single inserts waiting for the write lock
+}
+
+// waitingInsert is a single insert waiting for SQLite's write lock, and
+// how its caller hears that another wrote it.
+type waitingInsert struct {
+	job    *driver.Job
+	done   chan error
+	served context.CancelFunc
+}
+
+// insertGrouped stores one job on SQLite, where one process's writes take
+// turns: whichever waiting insert gets the write lock stores every insert
+// waiting by then in one transaction, and tells their callers. Each still
+// returns only once its job is committed; concurrent dispatches share a
+// commit instead of queueing for one each (group commit).
+func (d *Driver) insertGrouped(ctx context.Context, job *driver.Job) error {
+	lockCtx, served := context.WithCancel(ctx)
+	defer served()
+	w := &waitingInsert{job: job, done: make(chan error, 1), served: served}
+	d.grouping.Lock()
+	d.waiting = append(d.waiting, w)
+	d.grouping.Unlock()
+	err := d.db.Write(lockCtx, func() error {
+		d.grouping.Lock()
+		group := d.waiting
+		d.waiting = nil
+		d.grouping.Unlock()
+		err := d.insertGroup(context.WithoutCancel(ctx), group)
+		for _, g := range group {
+			g.done <- err
+			g.served()
+		}
+		return nil
+	})
+	if err != nil {
+		// It did not get the lock: another took this job into its group
+		// (and cancelled lockCtx), or ctx ended, or the lock cannot be had.
+		d.grouping.Lock()
+		i := slices.Index(d.waiting, w)
+		if i >= 0 { // still waiting: withdrawn, never stored
+			d.waiting = slices.Delete(d.waiting, i, i+1)
+		}
+		d.grouping.Unlock()
+		if i >= 0 {
+			return err
+		}
+	}
+	return <-w.done
+}
+
+// insertGroup stores the jobs of a group: one of them with the prepared
+// single insert, more in one transaction. The caller holds the write lock.
+func (d *Driver) insertGroup(ctx context.Context, group []*waitingInsert) error {
+	switch len(group) {
+	case 0: // another took this one's job into its group
+		return nil
+	case 1:
+		j := group[0].job
+		st, err := d.prepared(ctx, d.q.insert)
+		if err == nil {
+			_, err = st.ExecContext(ctx, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff, j.TimeoutMs,
+				nil, nil, j.AvailableAt, j.CreatedAt)
+		}
+		return err
+	}
+	jobs := make([]*driver.Job, len(group))
+	for i, g := range group {
+		jobs[i] = g.job
+	}
+	tx, err := d.sqldb.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := d.insertChunks(ctx, tx, jobs); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 type statements struct {
@@ -217,9 +298,12 @@ func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job
 		if err != nil {
 			return "", false, err
 		}
-		if tx != nil {
+		switch {
+		case tx != nil:
 			_, err = tx.ExecContext(ctx, d.q.insert, args...)
-		} else {
+		case d.db.Dialect() == db.SQLite:
+			err = d.insertGrouped(ctx, job)
+		default:
 			_, err = d.write(ctx, d.q.insert, args...)
 		}
 		if err != nil {
