@@ -328,7 +328,11 @@ func (w *worker) next(ctx context.Context, limit int) ([]*driver.Job, error) {
 		for _, j := range got {
 			w.cursor[name] = max(w.cursor[name], j.AvailableAt)
 		}
-		jobs = append(jobs, got...)
+		if jobs == nil {
+			jobs = got // most often the only batch: no copy
+		} else {
+			jobs = append(jobs, got...)
+		}
 		if err != nil {
 			return jobs, err
 		}
@@ -633,10 +637,11 @@ func (w *worker) call(job *driver.Job) (failure *attemptError) {
 		}
 	}()
 	err := reg.handle(ctx, job.Payload, JobContext{JobID: job.ID, Name: job.Name, Queue: job.Queue, Attempt: job.Attempts})
-	var perr *PayloadError
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
+	}
+	var perr *PayloadError // declared here: errors.As moves it to the heap
+	switch {
 	case errors.As(err, &perr):
 		return &attemptError{msg: err.Error(), permanent: true}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
