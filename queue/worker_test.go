@@ -408,14 +408,20 @@ func TestWorkLimits(t *testing.T) {
 	})
 }
 
+// reporting is a handler of ExportContacts that sends each job's company
+// to ran.
+func reporting(ran chan<- string) queue.Registration {
+	return queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
+		ran <- j.CompanyID
+		return nil
+	}))
+}
+
 // TestAnIdleWorkerWakesAtADispatch: with an hour between polls, only the
 // dispatch's signal can start the job.
 func TestAnIdleWorkerWakesAtADispatch(t *testing.T) {
 	ran := make(chan string, 1)
-	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
-		ran <- j.CompanyID
-		return nil
-	}))
+	handler := reporting(ran)
 	eachWith(t, queue.Config{PollIntervalMs: 3_600_000, Workers: 2}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
 		workCtx, stop := context.WithCancel(ctx)
 		done := make(chan queue.WorkStats)
@@ -449,10 +455,7 @@ func TestAnIdleWorkerWakesAtADispatch(t *testing.T) {
 // queue's clock, takes it.
 func TestAJobBehindTheCursorRunsAtTheNextFullSearch(t *testing.T) {
 	ran := make(chan string, 1)
-	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
-		ran <- j.CompanyID
-		return nil
-	}))
+	handler := reporting(ran)
 	eachWith(t, queue.Config{PollIntervalMs: 5, Workers: 1}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
 		workCtx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -579,10 +582,7 @@ func TestStopWhenEmptyWaitsForImmediateRetries(t *testing.T) {
 func TestWorkersHearDispatchesOfOtherProcesses(t *testing.T) {
 	url := dbtest.PostgresURL(t)
 	ran := make(chan string, 1)
-	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
-		ran <- j.CompanyID
-		return nil
-	}))
+	handler := reporting(ran)
 	worker := newFixture(t, queue.Database, url, queue.Config{PollIntervalMs: 3_600_000}, map[string]queue.Registration{"contacts.export": handler})
 	other := newFixture(t, queue.Database, url, queue.Config{}, nil)
 	listening := make(chan struct{}, 4)
