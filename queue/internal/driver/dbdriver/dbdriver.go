@@ -97,11 +97,9 @@ func (d *Driver) insertGroup(ctx context.Context, group []*waitingInsert) error 
 	case 0: // another took this one's job into its group
 		return nil
 	case 1:
-		j := group[0].job
 		st, err := d.prepared(ctx, d.q.insert)
 		if err == nil {
-			_, err = st.ExecContext(ctx, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff, j.TimeoutMs,
-				nil, nil, j.AvailableAt, j.CreatedAt)
+			_, err = st.ExecContext(ctx, appendRow(nil, group[0].job)...)
 		}
 		return err
 	}
@@ -247,6 +245,12 @@ func numbered(s string) string {
 	return b.String()
 }
 
+// appendRow appends the values of insert's placeholders for j.
+func appendRow(args []any, j *driver.Job) []any {
+	return append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff, j.TimeoutMs,
+		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt)
+}
+
 func nullString(s string) any {
 	if s == "" {
 		return nil
@@ -291,8 +295,7 @@ func (d *Driver) inTx(ctx context.Context, uow *db.UnitOfWork, fn func(tx *sql.T
 
 // Insert implements driver.Driver.
 func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job, now int64) (string, bool, error) {
-	args := []any{job.ID, job.Queue, job.Name, string(job.Payload), job.MaxAttempts, job.Backoff, job.TimeoutMs,
-		nullString(job.UniqueKey), nullInt(job.UniqueUntil), job.AvailableAt, job.CreatedAt}
+	args := appendRow(nil, job)
 	if job.UniqueKey == "" { // one statement: its own transaction is enough
 		tx, err := d.tx(ctx, uow)
 		if err != nil {
@@ -383,8 +386,7 @@ func (d *Driver) insertChunks(ctx context.Context, tx *sql.Tx, jobs []*driver.Jo
 		jobs = jobs[len(chunk):]
 		args = args[:0]
 		for _, j := range chunk {
-			args = append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff, j.TimeoutMs,
-				nil, nil, j.AvailableAt, j.CreatedAt)
+			args = appendRow(args, j)
 		}
 		query := d.q.insertFull
 		if len(chunk) < rowsPerInsert {
