@@ -10,7 +10,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/navree/navree/config"
 	"github.com/urfave/cli/v2"
@@ -58,16 +60,33 @@ func buildVersion() string {
 // Main runs the command named by the process's arguments, with a context
 // that SIGINT or SIGTERM cancels (a second signal ends the process at
 // once), and exits non-zero when it fails.
+//
+// A command the signal cut short, before it could stop gracefully (while
+// the app was starting, say), ends the process as the signal would have
+// by default, so a process manager sees a stop, not a failure.
 func (a *App) Main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	var got atomic.Value // the os.Signal that stopped the command
 	go func() {
-		<-ctx.Done()
-		stop() // from now on a second signal kills the process
+		s := <-signals
+		got.Store(s)
+		signal.Stop(signals) // from now on a second signal kills the process
+		cancel()
 	}()
-	if err := a.Run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintf(a.Stderr, "%s: %v\n", a.Name, err)
-		os.Exit(1)
+	err := a.Run(ctx, os.Args[1:])
+	if err == nil {
+		return
 	}
+	if s, ok := got.Load().(os.Signal); ok && errors.Is(err, context.Canceled) {
+		signal.Reset(s)
+		if p, perr := os.FindProcess(os.Getpid()); perr == nil && p.Signal(s) == nil {
+			time.Sleep(time.Second) // the signal ends the process meanwhile; if not, report below
+		}
+	}
+	fmt.Fprintf(a.Stderr, "%s: %v\n", a.Name, err)
+	os.Exit(1)
 }
 
 // base is what every app provides before its own modules.

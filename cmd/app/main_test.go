@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	neturl "net/url"
 	"os"
@@ -277,5 +279,37 @@ func TestReadOnlyDatabaseFile(t *testing.T) {
 	after, _ := os.ReadFile(path)
 	if string(before) != string(after) {
 		t.Fatal("the read-only file changed")
+	}
+}
+
+// TestAStopSignalWhileStartingEndsLikeTheSignal: SIGTERM while the app
+// starts (here it waits for a database that accepts the connection and
+// never answers) ends the process by SIGTERM, as a process manager expects
+// of a stop, not with "context canceled" and status 1.
+func TestAStopSignalWhileStartingEndsLikeTheSignal(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cmd := command(t.TempDir(), "postgres://postgres@"+l.Addr().String()+"/test?sslmode=disable", "queue:work")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := l.Accept() // the app is starting: it pings the database
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cmd.Process.Signal(syscall.SIGTERM)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !exit.Sys().(syscall.WaitStatus).Signaled() || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Fatalf("the app ended with %v and printed %q; want it ended by SIGTERM", err, out.String())
+	}
+	if out.Len() != 0 {
+		t.Fatalf("the app printed %q", out.String())
 	}
 }
