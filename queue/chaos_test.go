@@ -106,6 +106,7 @@ func TestChaos(t *testing.T) {
 		start := strconv.FormatInt(time.Now().UnixNano(), 10)
 		var mu sync.Mutex
 		var logged []string // errors the workers logged; there must be none
+		lastLines := map[int][]string{} // by pid: what each worker printed last, for a failure's report
 		var readers sync.WaitGroup
 		spawn := func() *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "queue:work", "--workers", "4")
@@ -118,11 +119,14 @@ func TestChaos(t *testing.T) {
 			readers.Go(func() {
 				s := bufio.NewScanner(stderr)
 				for s.Scan() {
-					if line := s.Text(); strings.Contains(line, "level=ERROR") {
-						mu.Lock()
+					line := s.Text()
+					mu.Lock()
+					if strings.Contains(line, "level=ERROR") {
 						logged = append(logged, fmt.Sprintf("pid %d: %s", cmd.Process.Pid, line))
-						mu.Unlock()
 					}
+					last := append(lastLines[cmd.Process.Pid], line)
+					lastLines[cmd.Process.Pid] = last[max(0, len(last)-200):]
+					mu.Unlock()
 				}
 			})
 			return cmd
@@ -171,19 +175,27 @@ func TestChaos(t *testing.T) {
 			killed[victim.Process.Pid] = true
 			workers[i] = spawn()
 		}
+		stopErrs := map[int]error{}
 		for _, w := range workers {
 			w.Process.Signal(syscall.SIGTERM)
+			// A worker that has not stopped within a minute is stuck: its
+			// goroutines' stacks (SIGQUIT) go into the report.
+			quit := time.AfterFunc(time.Minute, func() { w.Process.Signal(syscall.SIGQUIT) })
 			err := w.Wait()
+			quit.Stop()
 			var exit *exec.ExitError
 			if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGTERM {
-				continue // it was still booting, before Main handles signals: it had taken no job
+				continue // it was still starting, so it ended as SIGTERM does: it had taken no job
 			}
 			if err != nil {
-				t.Errorf("a worker stopped with %v", err)
+				stopErrs[w.Process.Pid] = err
 			}
 		}
 
-		readers.Wait()
+		readers.Wait() // every worker has exited: their output is complete
+		for pid, err := range stopErrs {
+			t.Errorf("a worker stopped with %v; it printed last:\n%s", err, strings.Join(lastLines[pid], "\n"))
+		}
 		for _, line := range logged {
 			t.Errorf("a worker logged an error: %s", line)
 		}
