@@ -105,7 +105,7 @@ func TestChaos(t *testing.T) {
 
 		start := strconv.FormatInt(time.Now().UnixNano(), 10)
 		var mu sync.Mutex
-		var logged []string // errors the workers logged; there must be none
+		var logged []string             // errors the workers logged; there must be none
 		lastLines := map[int][]string{} // by pid: what each worker printed last, for a failure's report
 		var readers sync.WaitGroup
 		spawn := func() *exec.Cmd {
