@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -244,10 +245,22 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 	workCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	worked := make(chan error, 1)
+	idle := make(chan struct{})
+	var once sync.Once
 	go func() {
-		_, err := q.Work(workCtx, WorkOptions{Queues: []string{BenchQueue}, Workers: o.Workers, quiet: !o.LogJobs})
+		_, err := q.Work(workCtx, WorkOptions{Queues: []string{BenchQueue}, Workers: o.Workers, quiet: !o.LogJobs,
+			idle: func() { once.Do(func() { close(idle) }) }})
 		worked <- err
 	}()
+	// The worker is idle once its first search (and takeover sweep) has
+	// found nothing: the latency is a job's, not the worker's start.
+	select {
+	case <-idle:
+	case err := <-worked:
+		return Latency{}, fmt.Errorf("queue: bench: the worker stopped before it was idle: %w", cmp.Or(err, ctx.Err()))
+	case <-ctx.Done():
+		return Latency{}, ctx.Err()
+	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var lat []time.Duration

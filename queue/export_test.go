@@ -9,3 +9,7 @@ func StoreOf(q *Queue) driver.Driver { return q.store }
 // OnListen has f called each time a worker of q starts listening for
 // dispatches of other processes.
 func OnListen(q *Queue, f func()) { q.onListen = f }
+
+// WrapStore puts wrap's driver between q and its store, for tests that
+// watch what a worker asks of it.
+func WrapStore(q *Queue, wrap func(driver.Driver) driver.Driver) { q.store = wrap(q.store) }

@@ -37,7 +37,8 @@ type WorkOptions struct {
 	// do not count.
 	StopWhenEmpty bool
 
-	quiet bool // successes are not logged (queue:bench)
+	quiet bool   // successes are not logged (queue:bench)
+	idle  func() // called each time the fetcher waits with every handler free (queue:bench)
 }
 
 // WorkStats counts the attempts a worker ran, by outcome.
@@ -142,9 +143,9 @@ type worker struct {
 	handlers sync.WaitGroup // the slots not abandoned
 	attempts atomic.Uint64  // numbers the attempts, from 1
 
-	// Owned by the fetcher: by queue, the latest available_at of the jobs
-	// it reserved, where its next search starts (but for a full one, once
-	// a second).
+	// Owned by the fetcher: by queue, the time up to which it has
+	// reserved every job it found waiting, where its next search starts
+	// (but for a full one, once a second).
 	cursor   map[string]int64
 	lastFull int64
 
@@ -274,6 +275,9 @@ func (w *worker) fetch(ctx context.Context) {
 			// Nothing runs, so nothing can come back for a retry: empty.
 			return
 		}
+		if w.opts.idle != nil && free == w.opts.Workers {
+			w.opts.idle()
+		}
 		poll.Reset(time.Duration(w.q.cfg.PollIntervalMs) * time.Millisecond)
 		select {
 		case <-poll.C:
@@ -289,8 +293,8 @@ func (w *worker) fetch(ctx context.Context) {
 // a second by the queue's clock it first takes over the jobs whose worker
 // presumably died (as many as there is room for).
 //
-// Between those sweeps it searches each queue from a little behind the
-// last job it reserved there (see driver.Driver.Reserve): a job stored
+// Between those sweeps it searches each queue from a little behind where
+// its last search there ended (see driver.Driver.Reserve): a job stored
 // with an earlier available_at than that, by a transaction that committed
 // late or a process whose clock lags, waits for the next sweep's full
 // search, at most a second.
@@ -324,7 +328,14 @@ func (w *worker) next(ctx context.Context, limit int) ([]*driver.Job, error) {
 		if last, ok := w.cursor[name]; ok && !full {
 			from = last - cursorSlackMs
 		}
-		got, err := q.store.Reserve(ctx, name, now, from, limit-len(jobs))
+		want := limit - len(jobs)
+		got, err := q.store.Reserve(ctx, name, now, from, want)
+		if err == nil && len(got) < want {
+			// It found no more: every job due by now is taken, so the next
+			// search need not walk the rows of those it reserved (nor, on
+			// PostgreSQL, their dead index entries).
+			w.cursor[name] = max(w.cursor[name], now)
+		}
 		for _, j := range got {
 			w.cursor[name] = max(w.cursor[name], j.AvailableAt)
 		}
@@ -340,8 +351,8 @@ func (w *worker) next(ctx context.Context, limit int) ([]*driver.Job, error) {
 	return jobs, nil
 }
 
-// cursorSlackMs is how far behind the last job it reserved a worker's
-// search of a queue starts: room for the clocks of dispatching processes
+// cursorSlackMs is how far behind its cursor a worker's search of a
+// queue starts: room for the clocks of dispatching processes
 // and for transactions that commit a little after they stored a job.
 const cursorSlackMs = 1000
 

@@ -485,6 +485,51 @@ func TestAJobBehindTheCursorRunsAtTheNextFullSearch(t *testing.T) {
 	})
 }
 
+// searches records where each reservation of a worker started.
+type searches struct {
+	driver.Driver
+	from chan int64
+}
+
+func (s searches) Reserve(ctx context.Context, queue string, now, from int64, limit int) ([]*driver.Job, error) {
+	s.from <- from
+	return s.Driver.Reserve(ctx, queue, now, from, limit)
+}
+
+// TestASearchThatFindsTheQueueEmptyMovesTheCursor: once a search has taken
+// every job due, the next starts a second before it, not from the oldest
+// row (on PostgreSQL, past the dead index entries of the jobs already
+// done), until the next full search.
+func TestASearchThatFindsTheQueueEmptyMovesTheCursor(t *testing.T) {
+	eachWith(t, queue.Config{PollIntervalMs: 1, Workers: 1}, nil, func(t *testing.T, f fixture) {
+		s := searches{from: make(chan int64)}
+		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { s.Driver = d; return s })
+		workCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		go f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}})
+		if from := <-s.from; from != 0 {
+			t.Fatalf("the first search started at %d, want a full search (0)", from)
+		}
+		now := f.clock.Now().UnixMilli()
+		for range 3 {
+			if from := <-s.from; from != now-1000 {
+				t.Fatalf("a search after the queue was found empty started at %d, want %d", from, now-1000)
+			}
+		}
+		f.clock.Advance(time.Second)
+		for from := range s.from { // the full search, once the clock has moved on
+			if from == 0 {
+				break
+			}
+		}
+		stop()
+		go func() {
+			for range s.from {
+			}
+		}()
+	})
+}
+
 // TestStoppingWaitsForRunningJobs: cancelling Work's context takes no new
 // job, and the running one finishes.
 func TestStoppingWaitsForRunningJobs(t *testing.T) {
