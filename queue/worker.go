@@ -63,7 +63,8 @@ const MaxErrorLen = 8 << 10
 const abandonAfter = time.Second
 
 // sweepEveryMs is how often, by the queue's clock, a worker looks for
-// reservations gone stale even while it has work.
+// reservations gone stale and for jobs behind its cursors, even while it
+// has work.
 const sweepEveryMs = 1000
 
 // RunPending runs every job of the worker queues (queue.queues) that is
@@ -110,7 +111,8 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 	}
 	w := &worker{q: q, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: q.logger.With("logger", "navree.job"),
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
-		cursor: map[string]int64{}}
+		cursor: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)),
+		probes: make(chan probe, 1), probed: make(chan struct{}, 1)}
 	w.done = newCompleter(w)
 	stopListening := w.listen(o.Queues)
 	defer stopListening()
@@ -118,7 +120,9 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 		w.slots[i] = w.startSlot()
 	}
 	stopWatching := w.watch()
+	stopProbing := w.startProber()
 	w.fetch(takeCtx)
+	stopProbing()
 	close(w.jobs)
 	w.handlers.Wait()
 	stopWatching()
@@ -145,9 +149,21 @@ type worker struct {
 
 	// Owned by the fetcher: by queue, the time up to which it has
 	// reserved every job it found waiting, where its next search starts
-	// (but for a full one, once a second).
+	// (but for a full one); whether its next search is a full sweep; when
+	// it last had the prober look.
 	cursor   map[string]int64
-	lastFull int64
+	sweepNow bool
+	probedAt int64
+
+	// What the prober found, for the fetcher: by queue (in the order of
+	// opts.Queues), a job waiting behind the cursor; a stale reservation.
+	behind []atomic.Bool
+	stale  atomic.Bool
+	// probeEveryMs is how long the fetcher lets pass between two probes:
+	// a second, or longer where probes are slow (see startProber).
+	probeEveryMs atomic.Int64
+	probes       chan probe    // to the prober, when it is free
+	probed       chan struct{} // from the prober: it found something
 
 	succeeded, released, failed atomic.Int64
 
@@ -248,7 +264,7 @@ func (w *worker) fetch(ctx context.Context) {
 		}
 		wake := w.q.wakeup() // before looking, so a dispatch right after is not missed
 		// Not ctx: a reservation cut off halfway would strand its jobs until takeover.
-		jobs, err := w.next(w.jobCtx, limit)
+		jobs, swept, err := w.next(w.jobCtx, limit)
 		switch {
 		case err != nil:
 			w.log.ErrorContext(ctx, "reserve jobs", "error", err)
@@ -272,6 +288,10 @@ func (w *worker) fetch(ctx context.Context) {
 			continue // there may be more
 		}
 		if len(jobs) == 0 && err == nil && w.opts.StopWhenEmpty && free == w.opts.Workers {
+			if !swept { // first a full sweep, for the jobs behind the cursors
+				w.sweepNow = true
+				continue
+			}
 			// Nothing runs, so nothing can come back for a retry: empty.
 			return
 		}
@@ -282,6 +302,7 @@ func (w *worker) fetch(ctx context.Context) {
 		select {
 		case <-poll.C:
 		case <-wake:
+		case <-w.probed:
 		case <-w.free:
 			free++
 		case <-ctx.Done():
@@ -289,43 +310,56 @@ func (w *worker) fetch(ctx context.Context) {
 	}
 }
 
-// next reserves up to limit jobs from the queues in priority order; once
-// a second by the queue's clock it first takes over the jobs whose worker
-// presumably died (as many as there is room for).
+// next reserves up to limit jobs from the queues in priority order,
+// first taking over jobs whose worker presumably died (as many as there
+// is room for).
 //
-// Between those sweeps it searches each queue from a little behind where
-// its last search there ended (see driver.Driver.Reserve): a job stored
-// with an earlier available_at than that, by a transaction that committed
-// late or a process whose clock lags, waits for the next sweep's full
-// search, at most a second.
-func (w *worker) next(ctx context.Context, limit int) ([]*driver.Job, error) {
+// It searches each queue from a little behind where its last search
+// there ended (see driver.Driver.Reserve), so that on PostgreSQL it walks
+// no dead index entries of jobs done. A job stored with an earlier
+// available_at than that, by a transaction that committed late or a
+// process whose clock lags, would be left out: once a second by the
+// queue's clock the prober looks for such jobs, and for stale
+// reservations, off the fetcher's path (those looks walk the dead
+// entries), and the fetcher searches the queue in full, or takes over,
+// only when it found some. The first search and the last before a
+// StopWhenEmpty worker stops are full sweeps, made inline; swept reports
+// whether this was one.
+func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept bool, err error) {
 	q := w.q
 	now := q.clock.Now().UnixMilli()
-	var jobs []*driver.Job
-	if last := q.lastSweep.Load(); now-last >= sweepEveryMs && q.lastSweep.CompareAndSwap(last, now) {
+	swept, w.sweepNow = w.sweepNow, false
+	if swept {
+		w.probedAt = now
+	} else if now-w.probedAt >= max(sweepEveryMs, w.probeEveryMs.Load()) {
+		w.probedAt = now
+		w.probe(now)
+	}
+	if swept || w.stale.Load() {
+		done := true
 		for _, name := range w.opts.Queues {
 			for len(jobs) < limit {
 				j, err := q.store.TakeOver(ctx, name, now)
 				if err != nil {
-					return jobs, err
+					return jobs, swept, err
 				}
 				if j == nil {
 					break
 				}
 				jobs = append(jobs, j)
 			}
+			done = done && len(jobs) < limit
+		}
+		if done {
+			w.stale.Store(false)
 		}
 	}
-	full := now-w.lastFull >= sweepEveryMs
-	if full {
-		w.lastFull = now
-	}
-	for _, name := range w.opts.Queues {
+	for i, name := range w.opts.Queues {
 		if len(jobs) == limit {
 			break
 		}
 		var from int64
-		if last, ok := w.cursor[name]; ok && !full {
+		if last, ok := w.cursor[name]; ok && !swept && !w.behind[i].Swap(false) {
 			from = last - cursorSlackMs
 		}
 		want := limit - len(jobs)
@@ -345,10 +379,93 @@ func (w *worker) next(ctx context.Context, limit int) ([]*driver.Job, error) {
 			jobs = append(jobs, got...)
 		}
 		if err != nil {
-			return jobs, err
+			return jobs, swept, err
 		}
 	}
-	return jobs, nil
+	return jobs, swept, nil
+}
+
+// probeShare is the prober's time between two looks, as a multiple of
+// how long the last one took.
+const probeShare = 20
+
+// probe is a request to the prober: at now, look behind each queue's
+// cursor (from, by queue; 0 where there is none to look behind) and, if
+// stale, for stale reservations.
+type probe struct {
+	now   int64
+	from  []int64
+	stale bool
+}
+
+// probe asks the prober to look, unless it is still looking.
+func (w *worker) probe(now int64) {
+	p := probe{now: now, from: make([]int64, len(w.opts.Queues))}
+	for i, name := range w.opts.Queues {
+		if last, ok := w.cursor[name]; ok {
+			p.from[i] = last - cursorSlackMs
+		}
+	}
+	// Stale reservations are looked for once a second in a process, by
+	// whichever of its workers comes first.
+	last := w.q.lastSweep.Load()
+	p.stale = now-last >= sweepEveryMs && w.q.lastSweep.CompareAndSwap(last, now)
+	select {
+	case w.probes <- p:
+	default:
+	}
+}
+
+// startProber runs the prober until stop: it looks, reading only, for
+// what the fetcher's next searches would miss, and tells the fetcher. A
+// look that fails counts as found: the fetcher's own search then reports
+// the error, and loses nothing.
+//
+// A look walks what a vacuum has not yet cleared (on PostgreSQL, the
+// dead index entries of every job done since), which can take a while:
+// the prober spends at most a twentieth of the time looking, and looks
+// less often than once a second when it must.
+func (w *worker) startProber() (stop func()) {
+	ctx, cancel := context.WithCancel(w.jobCtx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var p probe
+			select {
+			case <-ctx.Done():
+				return
+			case p = <-w.probes:
+			}
+			start := time.Now()
+			found := false
+			for i, name := range w.opts.Queues {
+				if p.from[i] > 0 {
+					if behind, err := w.q.store.Behind(ctx, name, p.now, p.from[i]); behind || err != nil {
+						w.behind[i].Store(true)
+						found = true
+					}
+				}
+				if p.stale {
+					if stale, err := w.q.store.Stale(ctx, name, p.now); stale || err != nil {
+						w.stale.Store(true)
+						found = true
+					}
+				}
+			}
+			w.probeEveryMs.Store(probeShare * time.Since(start).Milliseconds())
+			if found {
+				select {
+				case w.probed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // cursorSlackMs is how far behind its cursor a worker's search of a

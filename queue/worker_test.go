@@ -499,34 +499,48 @@ func (s searches) Reserve(ctx context.Context, queue string, now, from int64, li
 // TestASearchThatFindsTheQueueEmptyMovesTheCursor: once a search has taken
 // every job due, the next starts a second before it, not from the oldest
 // row (on PostgreSQL, past the dead index entries of the jobs already
-// done), until the next full search.
+// done). Time passing brings no full search by itself: only a job found
+// behind the cursor does.
 func TestASearchThatFindsTheQueueEmptyMovesTheCursor(t *testing.T) {
 	eachWith(t, queue.Config{PollIntervalMs: 1, Workers: 1}, nil, func(t *testing.T, f fixture) {
 		s := searches{from: make(chan int64)}
 		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { s.Driver = d; return s })
 		workCtx, stop := context.WithCancel(ctx)
-		defer stop()
-		go f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}})
+		}()
+		defer func() {
+			stop()
+			for { // let the worker finish its last search and stop
+				select {
+				case <-s.from:
+				case <-done:
+					return
+				}
+			}
+		}()
 		if from := <-s.from; from != 0 {
 			t.Fatalf("the first search started at %d, want a full search (0)", from)
 		}
-		now := f.clock.Now().UnixMilli()
-		for range 3 {
-			if from := <-s.from; from != now-1000 {
-				t.Fatalf("a search after the queue was found empty started at %d, want %d", from, now-1000)
+		if from := <-s.from; from != t0.UnixMilli()-1000 {
+			t.Fatalf("a search after the queue was found empty started at %d, want %d", from, t0.UnixMilli()-1000)
+		}
+		for range 2 {
+			f.clock.Advance(time.Second)
+			now := f.clock.Now().UnixMilli()
+			// The search under way when the clock moved started from the
+			// cursor before; the one after it, from the new one.
+			for from := range s.from {
+				if from == 0 || from > now-1000 {
+					t.Fatalf("a search %s after the start started at %d, want a second or more before %d", time.UnixMilli(now).Sub(t0), from, now)
+				}
+				if from == now-1000 {
+					break
+				}
 			}
 		}
-		f.clock.Advance(time.Second)
-		for from := range s.from { // the full search, once the clock has moved on
-			if from == 0 {
-				break
-			}
-		}
-		stop()
-		go func() {
-			for range s.from {
-			}
-		}()
 	})
 }
 

@@ -117,6 +117,16 @@ type Driver interface {
 	// fences the old one out. It returns nil when there is none.
 	TakeOver(ctx context.Context, queue string, now int64) (*Job, error)
 
+	// Behind reports, reading only, whether a job of queue due by now
+	// waits with an available_at before from: one a Reserve from there
+	// would leave out. The memory driver, whose Reserve leaves out none,
+	// reports false.
+	Behind(ctx context.Context, queue string, now, from int64) (bool, error)
+
+	// Stale reports, reading only, whether TakeOver would find a job of
+	// queue at now.
+	Stale(ctx context.Context, queue string, now int64) (bool, error)
+
 	// Unreserve gives back a job reserved by attempt that has not started
 	// running, as if it had never been reserved.
 	Unreserve(ctx context.Context, id string, attempt int) (bool, error)

@@ -362,9 +362,18 @@ func TestTakeOverStaleReservations(t *testing.T) {
 		if first.ID != timed.ID || second.ID != unlimited.ID {
 			t.Fatal("unexpected reservation order")
 		}
+		staleAt := func(queue string, now int64, want bool) {
+			t.Helper()
+			if got, err := s.Stale(ctx, queue, now); got != want || err != nil {
+				t.Fatalf("Stale(%s, %d) = %v, %v; want %v, as TakeOver finds", queue, now, got, err, want)
+			}
+		}
+		staleAt("a", 1000+90_000-1, false)
 		if j, err := s.TakeOver(ctx, "a", 1000+90_000-1); j != nil || err != nil {
 			t.Fatalf("took over a reservation younger than its timeout plus 30 s: %+v, %v", j, err)
 		}
+		staleAt("a", 1000+90_000, true)
+		staleAt("b", 1000+90_000, false)
 		j, err := s.TakeOver(ctx, "a", 1000+90_000)
 		if err != nil || j == nil || j.ID != timed.ID || j.Attempts != 2 || j.ReservedAt != 91_000 {
 			t.Fatalf("TakeOver = %+v, %v; want attempt 2 of the timed job", j, err)
@@ -382,6 +391,7 @@ func TestTakeOverStaleReservations(t *testing.T) {
 		if j, _ := s.TakeOver(ctx, "b", 1000+86_400_000); j != nil {
 			t.Fatal("took over a job of another queue")
 		}
+		staleAt("a", 1000+86_400_000-1, false)
 		if j, _ := s.TakeOver(ctx, "a", 1000+86_400_000-1); j != nil {
 			t.Fatalf("took over a job without a time limit before a day passed: %+v", j)
 		}
@@ -392,6 +402,36 @@ func TestTakeOverStaleReservations(t *testing.T) {
 		if ok, _ := driver.CompleteOne(ctx, s, unlimited.ID, 2); !ok {
 			t.Fatal("the new attempt could not complete")
 		}
+		staleAt("a", 1000+86_400_000, false)
+	})
+}
+
+// TestBehindFindsWhatASearchFromACursorLeavesOut: a database driver's
+// Behind reports a job due that a Reserve from `from` would leave out; the
+// memory driver's Reserve leaves out none.
+func TestBehindFindsWhatASearchFromACursorLeavesOut(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		_, memory := s.(*memdriver.Driver)
+		behindAt := func(now, from int64, want bool) {
+			t.Helper()
+			want = want && !memory
+			if got, err := s.Behind(ctx, "a", now, from); got != want || err != nil {
+				t.Fatalf("Behind(now %d, from %d) = %v, %v; want %v", now, from, got, err, want)
+			}
+		}
+		insert(t, s, newJob(1, "a", 500), newJob(2, "a", 1500), newJob(3, "b", 100))
+		behindAt(2000, 1000, true) // job 1
+		behindAt(2000, 500, false) // from its own time: a search finds it
+		behindAt(400, 1000, false) // not due yet
+		if memory {
+			return
+		}
+		if jobs, err := s.Reserve(ctx, "a", 2000, 1000, 10); err != nil || len(jobs) != 1 || jobs[0].ID != newJob(2, "a", 0).ID {
+			t.Fatalf("Reserve from 1000 = %v, %v; want job 2 only", jobs, err)
+		}
+		behindAt(2000, 1000, true) // job 1 still waits behind the cursor
+		reserve(t, s, "a", 2000)
+		behindAt(2000, 1000, false) // a reserved job is not behind
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -119,7 +120,7 @@ func (d *Driver) insertGroup(ctx context.Context, group []*waitingInsert) error 
 }
 
 type statements struct {
-	insert, expireUnique, insertUnique, findUnique, reserve, takeOver, unreserve, complete, release,
+	insert, expireUnique, insertUnique, findUnique, reserve, takeOver, behind, stale, unreserve, complete, release,
 	failCopy, failDelete, failMove, failed, retryOne, retryAll, deleteOne, flush, pending, retryMoveOne, retryMoveAll string
 
 	insertFull string // InsertMany's statement for a full chunk
@@ -134,6 +135,12 @@ func New(d *db.DB) *Driver {
 		skipLocked = " FOR UPDATE SKIP LOCKED"
 	}
 	values := "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL)"
+	// The reservations of a queue gone stale by now; its arguments are
+	// queue, now - driver.GraceMs and now. Every stale reservation is at
+	// least GraceMs old: that bound lets the index over reserved rows
+	// narrow the search.
+	staleWhere := "queue = ? AND reserved_at IS NOT NULL AND reserved_at <= ? AND reserved_at + CASE WHEN timeout_ms = 0 THEN " +
+		strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= ?"
 	q := statements{
 		insert:       "INSERT INTO jobs (" + columns + ") VALUES " + values,
 		expireUnique: "UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?",
@@ -144,12 +151,10 @@ func New(d *db.DB) *Driver {
 			") RETURNING " + columns,
 		complete: "DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN (" +
 			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
-		// Every stale reservation is at least GraceMs old: that bound lets the
-		// index over reserved rows narrow the search.
 		takeOver: "UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id = (" +
-			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NOT NULL AND reserved_at <= ? AND " +
-			"reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= ? " +
-			"ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns,
+			"SELECT id FROM jobs WHERE " + staleWhere + " ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns,
+		behind:    "SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at < ? AND available_at <= ? LIMIT 1",
+		stale:     "SELECT 1 FROM jobs WHERE " + staleWhere + " LIMIT 1",
 		unreserve: "UPDATE jobs SET reserved_at = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
 
 		release: "UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
@@ -188,7 +193,7 @@ func New(d *db.DB) *Driver {
 			"UPDATE jobs SET reserved_at = ?, attempts = jobs.attempts + 1 FROM next, lazy WHERE jobs.id = next.id RETURNING " + prefixed("jobs.", columns)
 		q.complete = "DELETE FROM jobs j USING jsonb_to_recordset(?::jsonb) AS d(id uuid, attempt int) " +
 			"WHERE j.id = d.id AND j.attempts = d.attempt AND j.reserved_at IS NOT NULL RETURNING j.id"
-		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve, &q.takeOver, &q.unreserve,
+		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve, &q.takeOver, &q.behind, &q.stale, &q.unreserve,
 			&q.complete, &q.release, &q.failCopy, &q.failDelete, &q.failMove, &q.failed, &q.retryOne, &q.retryAll,
 			&q.deleteOne, &q.flush, &q.pending, &q.retryMoveOne, &q.retryMoveAll} {
 			*stmt = numbered(*stmt)
@@ -489,6 +494,33 @@ func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver
 		return err
 	})
 	return j, err
+}
+
+// Behind implements driver.Driver.
+func (d *Driver) Behind(ctx context.Context, queue string, now, from int64) (bool, error) {
+	return d.exists(ctx, d.q.behind, queue, from, now)
+}
+
+// Stale implements driver.Driver.
+func (d *Driver) Stale(ctx context.Context, queue string, now int64) (bool, error) {
+	return d.exists(ctx, d.q.stale, queue, now-driver.GraceMs, now)
+}
+
+// exists runs a prepared read that selects a row or none, outside the
+// write lock: on SQLite it reads a snapshot while another writes.
+func (d *Driver) exists(ctx context.Context, query string, args ...any) (bool, error) {
+	st, err := d.prepared(ctx, query)
+	if err != nil {
+		return false, err
+	}
+	var one int
+	switch err := st.QueryRowContext(ctx, args...).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 func (d *Driver) exec(ctx context.Context, query string, args ...any) (bool, error) {

@@ -158,6 +158,18 @@ func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver
 	if l == nil {
 		return nil, nil
 	}
+	stale := l.stale(now)
+	if stale == nil {
+		return nil, nil
+	}
+	stale.ReservedAt = now
+	stale.Attempts++
+	out := *stale
+	return &out, nil
+}
+
+// stale returns the job whose reservation went stale first by now, or nil.
+func (l *line) stale(now int64) *driver.Job {
 	var stale *driver.Job
 	for j := range l.reserved {
 		if j.ReservedAt+driver.StaleAfter(j.TimeoutMs) > now {
@@ -167,13 +179,19 @@ func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver
 			stale = j
 		}
 	}
-	if stale == nil {
-		return nil, nil
-	}
-	stale.ReservedAt = now
-	stale.Attempts++
-	out := *stale
-	return &out, nil
+	return stale
+}
+
+// Behind implements driver.Driver: Reserve leaves out no job, so none is
+// behind.
+func (d *Driver) Behind(context.Context, string, int64, int64) (bool, error) { return false, nil }
+
+// Stale implements driver.Driver.
+func (d *Driver) Stale(_ context.Context, queue string, now int64) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.lines[queue]
+	return l != nil && l.stale(now) != nil, nil
 }
 
 // current returns the job id reserved by attempt, if that reservation is
