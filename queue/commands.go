@@ -123,6 +123,7 @@ func commands() []app.Command {
 				fmt.Fprintf(w, "memory after the work: %d KiB resident, %d KiB Go heap in use\n", res.RSSKiB, res.HeapKiB)
 				if l := res.Latency; l != nil {
 					fmt.Fprintf(w, "latency (%d jobs 5 ms apart): p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.Jobs, l.P50, l.P95, l.P99, l.Max)
+					fmt.Fprintf(w, "  of which the dispatch's commit: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.CommitP50, l.CommitP99, l.CommitMax)
 				}
 				return nil
 			},
