@@ -30,7 +30,7 @@ func (benchJob) JobName() string     { return "navree.bench" }
 func (benchJob) JobOptions() Options { return Options{Queue: BenchQueue} }
 func (q *Queue) handleBench(_ context.Context, j benchJob, _ JobContext) error {
 	if hook := q.benchHook.Load(); hook != nil {
-		(*hook)(time.Since(time.Unix(0, j.DispatchedAt)))
+		(*hook)(j.DispatchedAt, time.Now())
 	}
 	return nil
 }
@@ -64,8 +64,9 @@ func rate(jobs int, d time.Duration) Rate {
 }
 
 // Latency is the time from a dispatch to its handler's start, in
-// milliseconds; and, the part of it every dispatch waits for, the time
-// Dispatch took to store the job (on a database, its commit).
+// milliseconds; and its two parts: the time Dispatch took to store the
+// job (on a database, its commit), and the time from then until the
+// handler started (the worker's part).
 type Latency struct {
 	Jobs      int     `json:"jobs"`
 	P50       float64 `json:"p50_ms"`
@@ -75,6 +76,9 @@ type Latency struct {
 	CommitP50 float64 `json:"commit_p50_ms"`
 	CommitP99 float64 `json:"commit_p99_ms"`
 	CommitMax float64 `json:"commit_max_ms"`
+	AfterP50  float64 `json:"after_commit_p50_ms"`
+	AfterP99  float64 `json:"after_commit_p99_ms"`
+	AfterMax  float64 `json:"after_commit_max_ms"`
 }
 
 // BenchResult is what [Queue.Bench] measured.
@@ -202,7 +206,7 @@ func (q *Queue) Bench(ctx context.Context, o BenchOptions) (BenchResult, error) 
 
 	// Work.
 	var worked atomic.Int64
-	hook := func(time.Duration) { worked.Add(1) }
+	hook := func(int64, time.Time) { worked.Add(1) }
 	q.benchHook.Store(&hook)
 	defer q.benchHook.Store(nil)
 	ticker := time.NewTicker(200 * time.Millisecond)
@@ -262,8 +266,12 @@ func (q *Queue) cleanUpBench(ctx context.Context) {
 // benchLatency dispatches o.Latency jobs 5 ms apart to idle workers and
 // measures when each handler starts.
 func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(string, int, int)) (Latency, error) {
-	seen := make(chan time.Duration, o.Latency)
-	hook := func(d time.Duration) { seen <- d }
+	type start struct {
+		dispatched int64 // Unix nanoseconds
+		at         time.Time
+	}
+	seen := make(chan start, o.Latency)
+	hook := func(dispatched int64, at time.Time) { seen <- start{dispatched, at} }
 	q.benchHook.Store(&hook)
 	workCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -275,8 +283,9 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 			idle: func() { once.Do(func() { close(idle) }) }})
 		worked <- err
 	}()
-	// The worker is idle once its first search (and takeover sweep) has
-	// found nothing: the latency is a job's, not the worker's start.
+	// The worker is idle once it listens for dispatches and its first
+	// search has found nothing: the latency is a job's, not the worker's
+	// start.
 	select {
 	case <-idle:
 	case err := <-worked:
@@ -286,7 +295,8 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	var lat, commits []time.Duration
+	var lat, commits, after []time.Duration
+	stored := make(map[int64]time.Time, o.Latency) // by dispatch time: when Dispatch returned
 	for i := range o.Latency {
 		select {
 		case <-ctx.Done():
@@ -297,14 +307,18 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 		if _, err := q.Dispatch(ctx, benchJob{DispatchedAt: at.UnixNano()}); err != nil {
 			return Latency{}, fmt.Errorf("queue: bench: %w", err)
 		}
-		commits = append(commits, time.Since(at))
+		stored[at.UnixNano()] = time.Now()
+		commits = append(commits, stored[at.UnixNano()].Sub(at))
 		progress("latency", i+1, o.Latency)
 	}
 	timeout := time.After(time.Minute)
 	for len(lat) < o.Latency {
 		select {
-		case d := <-seen:
-			lat = append(lat, d)
+		case st := <-seen:
+			lat = append(lat, st.at.Sub(time.Unix(0, st.dispatched)))
+			// A handler can start before Dispatch has returned to its
+			// caller: count that as no wait.
+			after = append(after, max(0, st.at.Sub(stored[st.dispatched])))
 		case <-timeout:
 			return Latency{}, fmt.Errorf("queue: bench: only %d of %d latency jobs ran within a minute", len(lat), o.Latency)
 		}
@@ -315,10 +329,12 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 	}
 	slices.Sort(lat)
 	slices.Sort(commits)
+	slices.Sort(after)
 	pct := func(d []time.Duration, p float64) float64 {
 		i := min(len(d)-1, int(p*float64(len(d))))
 		return float64(d[i].Microseconds()) / 1000
 	}
 	return Latency{Jobs: len(lat), P50: pct(lat, 0.50), P95: pct(lat, 0.95), P99: pct(lat, 0.99), Max: pct(lat, 1),
-		CommitP50: pct(commits, 0.50), CommitP99: pct(commits, 0.99), CommitMax: pct(commits, 1)}, nil
+		CommitP50: pct(commits, 0.50), CommitP99: pct(commits, 0.99), CommitMax: pct(commits, 1),
+		AfterP50: pct(after, 0.50), AfterP99: pct(after, 0.99), AfterMax: pct(after, 1)}, nil
 }

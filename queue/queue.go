@@ -93,9 +93,9 @@ type Queue struct {
 	logger *slog.Logger
 	jobs   map[string]Registration
 
-	recorder  Recorder                            // set for a recording Queue: dispatches go to it
-	benchHook atomic.Pointer[func(time.Duration)] // Bench's view of its jobs
-	onListen  func()                              // tests: a worker listens for dispatches
+	recorder  Recorder                                                  // set for a recording Queue: dispatches go to it
+	benchHook atomic.Pointer[func(dispatched int64, started time.Time)] // Bench's view of its jobs
+	onListen  func()                                                    // tests: a worker listens for dispatches
 
 	lastSweep atomic.Int64 // when workers last looked for stale reservations (ms)
 	wakeMu    sync.Mutex

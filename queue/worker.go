@@ -37,8 +37,11 @@ type WorkOptions struct {
 	// do not count.
 	StopWhenEmpty bool
 
-	quiet bool   // successes are not logged (queue:bench)
-	idle  func() // called each time the fetcher waits with every handler free (queue:bench)
+	quiet bool // successes are not logged (queue:bench)
+	// idle is called each time the fetcher waits with every handler free,
+	// once the worker listens for other processes' dispatches, where the
+	// driver can (queue:bench).
+	idle func()
 }
 
 // WorkStats counts the attempts a worker ran, by outcome.
@@ -166,6 +169,7 @@ type worker struct {
 	probed       chan struct{} // from the prober: it found something
 
 	succeeded, released, failed atomic.Int64
+	listening                   atomic.Bool // for opts.idle
 
 	mu  sync.Mutex
 	err error
@@ -195,12 +199,14 @@ type listener interface {
 func (w *worker) listen(queues []string) (stop func()) {
 	l, ok := w.q.store.(listener)
 	if !ok {
+		w.listening.Store(true)
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(w.jobCtx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer w.listening.Store(true) // it returned: it will not listen
 		l.Listen(ctx,
 			func(queue string) {
 				if slices.Contains(queues, queue) {
@@ -208,6 +214,7 @@ func (w *worker) listen(queues []string) (stop func()) {
 				}
 			},
 			func() {
+				w.listening.Store(true)
 				if w.q.onListen != nil {
 					w.q.onListen()
 				}
@@ -295,7 +302,7 @@ func (w *worker) fetch(ctx context.Context) {
 			// Nothing runs, so nothing can come back for a retry: empty.
 			return
 		}
-		if w.opts.idle != nil && free == w.opts.Workers {
+		if w.opts.idle != nil && free == w.opts.Workers && w.listening.Load() {
 			w.opts.idle()
 		}
 		poll.Reset(time.Duration(w.q.cfg.PollIntervalMs) * time.Millisecond)
