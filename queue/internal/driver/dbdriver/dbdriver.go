@@ -187,12 +187,22 @@ func New(d *db.DB) *Driver {
 		// allows; a completion, which waits, makes it durable too, the log
 		// being written in order. It takes an fsync off the path from
 		// dispatch to handler.
-		q.reserve = "WITH next AS (SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? " +
-			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED), " +
-			"lazy AS (SELECT set_config('synchronous_commit', 'off', true)) " +
-			"UPDATE jobs SET reserved_at = ?, attempts = jobs.attempts + 1 FROM next, lazy WHERE jobs.id = next.id RETURNING " + prefixed("jobs.", columns)
+		//
+		// Both find the rows they change by id = ANY(...), an index
+		// condition on the primary key, rather than by a join: a vacuum of
+		// the table while it is empty records "no rows" in the planner's
+		// statistics, and until the next ANALYZE a join was planned as a
+		// walk over every row (or every reserved row) of jobs, for each
+		// reservation or batch: a second each with 100k jobs waiting. The
+		// completion's coalesce keeps it off the index of reserved rows for
+		// the same reason.
+		q.reserve = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) " +
+			"UPDATE jobs SET reserved_at = ?, attempts = jobs.attempts + 1 FROM lazy WHERE jobs.id = ANY(ARRAY(" +
+			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? " +
+			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING " + prefixed("jobs.", columns)
 		q.complete = "DELETE FROM jobs j USING jsonb_to_recordset(?::jsonb) AS d(id uuid, attempt int) " +
-			"WHERE j.id = d.id AND j.attempts = d.attempt AND j.reserved_at IS NOT NULL RETURNING j.id"
+			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset(?::jsonb) AS a(id uuid))) " +
+			"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 RETURNING j.id"
 		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve, &q.takeOver, &q.behind, &q.stale, &q.unreserve,
 			&q.complete, &q.release, &q.failCopy, &q.failDelete, &q.failMove, &q.failed, &q.retryOne, &q.retryAll,
 			&q.deleteOne, &q.flush, &q.pending, &q.retryMoveOne, &q.retryMoveAll} {
@@ -444,9 +454,6 @@ func scanJob(row interface{ Scan(...any) error }) (*driver.Job, error) {
 // Reserve implements driver.Driver.
 func (d *Driver) Reserve(ctx context.Context, queue string, now, from int64, limit int) ([]*driver.Job, error) {
 	args := []any{now, queue, from, now, limit}
-	if d.db.Dialect() == db.Postgres {
-		args = []any{queue, from, now, limit, now}
-	}
 	var jobs []*driver.Job
 	err := d.query(ctx, d.q.reserve, args, func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
@@ -558,7 +565,11 @@ func (d *Driver) Complete(ctx context.Context, done []driver.Attempt) ([]string,
 		return nil, err
 	}
 	ids := make([]string, 0, len(done))
-	err = d.query(ctx, d.q.complete, []any{string(batch)}, func(rows *sql.Rows) error {
+	args := []any{string(batch)}
+	if d.db.Dialect() == db.Postgres {
+		args = append(args, args[0]) // it reads the batch twice
+	}
+	err = d.query(ctx, d.q.complete, args, func(rows *sql.Rows) error {
 		var id string
 		err := rows.Scan(&id)
 		ids = append(ids, id)
