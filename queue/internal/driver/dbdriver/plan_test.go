@@ -50,6 +50,20 @@ func TestReservationUsesTheWaitingIndex(t *testing.T) {
 	}
 }
 
+// unvacuumed returns a migrated PostgreSQL database whose jobs table no
+// autovacuum cleans up (or analyzes) behind the test's back.
+func unvacuumed(t *testing.T) *db.DB {
+	ctx := context.Background()
+	d := dbtest.Open(t, dbtest.PostgresURL(t))
+	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ExecContext(ctx, "ALTER TABLE jobs SET (autovacuum_enabled = off)"); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // TestReservationStartsPastReservedRows: on PostgreSQL the rows a worker
 // reserved and deleted leave entries in the waiting index until a vacuum
 // (on a busy queue, or where autovacuum is off, hundreds of thousands). A
@@ -57,14 +71,7 @@ func TestReservationUsesTheWaitingIndex(t *testing.T) {
 // all. Measured in buffers read, which do not depend on the machine.
 func TestReservationStartsPastReservedRows(t *testing.T) {
 	ctx := context.Background()
-	d := dbtest.Open(t, dbtest.PostgresURL(t))
-	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// So that no autovacuum cleans up behind the test's back.
-	if _, err := d.ExecContext(ctx, "ALTER TABLE jobs SET (autovacuum_enabled = off)"); err != nil {
-		t.Fatal(err)
-	}
+	d := unvacuumed(t)
 	drv := New(d)
 	// 20,000 jobs at 1..20,000 ms, reserved and completed in batches, as a
 	// worker would; then one new job.
@@ -143,13 +150,7 @@ func TestReservationStartsPastReservedRows(t *testing.T) {
 // 100k jobs waiting, measured). Measured in buffers read.
 func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 	ctx := context.Background()
-	d := dbtest.Open(t, dbtest.PostgresURL(t))
-	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.ExecContext(ctx, "ALTER TABLE jobs SET (autovacuum_enabled = off)"); err != nil {
-		t.Fatal(err)
-	}
+	d := unvacuumed(t)
 	const n = 20_000
 	if _, err := d.ExecContext(ctx, "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at) "+
 		"SELECT gen_random_uuid(), 'default', 'x', '{}', 1, 'fixed:0', 0, 0, i, i FROM generate_series(1, ?) AS i", n); err != nil {
