@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -481,6 +482,40 @@ func TestAJobBehindTheCursorRunsAtTheNextFullSearch(t *testing.T) {
 		f.clock.Advance(time.Second)
 		if got := <-ran; got != want[1] {
 			t.Fatalf("ran %q, want %q", got, want[1])
+		}
+	})
+}
+
+// TestAWorkerThatStopsWhenEmptySearchesInFullFirst: a job stored behind
+// the worker's cursor (its transaction committed late) is not left
+// behind by a worker told to stop once the queue is empty: its last
+// search before stopping is a full one.
+func TestAWorkerThatStopsWhenEmptySearchesInFullFirst(t *testing.T) {
+	var store driver.Driver
+	var clk *clock
+	late := func() error {
+		now := clk.Now().UnixMilli()
+		_, _, err := store.Insert(ctx, nil, &driver.Job{ID: "01900000-0000-7000-8000-000000000002", Queue: "default", Name: "contacts.export",
+			Payload: []byte(`{"company_id":"late"}`), MaxAttempts: 3, Backoff: "fixed:0", TimeoutMs: 1000, AvailableAt: now - 5000, CreatedAt: now}, now)
+		return err
+	}
+	var ran []string
+	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
+		ran = append(ran, j.CompanyID)
+		if j.CompanyID == "first" { // stored while the worker runs, behind its cursor
+			return late()
+		}
+		return nil
+	}))
+	eachWith(t, queue.Config{Workers: 1}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
+		store, clk, ran = f.store, f.clock, nil
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "first"})
+		stats, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"default"}, StopWhenEmpty: true})
+		if err != nil || stats.Succeeded != 2 || !slices.Equal(ran, []string{"first", "late"}) {
+			t.Fatalf("ran %v (%s, %v); want the late job run before the worker stopped", ran, stats, err)
+		}
+		if n := f.pending(t, "default"); n != 0 {
+			t.Fatalf("%d jobs left waiting", n)
 		}
 	})
 }
