@@ -520,6 +520,53 @@ func TestAWorkerThatStopsWhenEmptySearchesInFullFirst(t *testing.T) {
 	})
 }
 
+// TestARunningWorkerTakesOverAStaleReservation: a worker that is already
+// running finds a job whose worker died once its reservation goes stale
+// (its prober looks for such reservations once a second, beside the
+// fetcher), not only when it starts.
+func TestARunningWorkerTakesOverAStaleReservation(t *testing.T) {
+	ran := make(chan string, 1)
+	eachWith(t, queue.Config{PollIntervalMs: 5, Workers: 1}, map[string]queue.Registration{"contacts.export": reporting(ran)}, func(t *testing.T, f fixture) {
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "orphan"})
+		if f.reserve(t, "default") == nil { // by a worker that then died
+			t.Fatal("nothing to reserve")
+		}
+		s := searches{from: make(chan int64)}
+		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { s.Driver = d; return s })
+		workCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}})
+		}()
+		<-s.from // the worker's first sweep is over: the reservation was not stale then
+		go func() {
+			for {
+				select {
+				case <-s.from:
+				case <-done:
+					return
+				}
+			}
+		}()
+		defer func() { stop(); <-done }()
+		select {
+		case got := <-ran:
+			t.Fatalf("ran %q before the reservation went stale", got)
+		default:
+		}
+		f.clock.Advance(25 * time.Hour) // past any job's timeout plus 30 s, and past a day
+		select {
+		case got := <-ran:
+			if got != "orphan" {
+				t.Fatalf("ran %q, want the orphan", got)
+			}
+		case <-time.After(30 * time.Second): // a bound on the failure only
+			t.Fatal("the stale reservation was not taken over")
+		}
+	})
+}
+
 // searches records where each reservation of a worker started.
 type searches struct {
 	driver.Driver
