@@ -626,6 +626,57 @@ func TestASearchThatFindsTheQueueEmptyMovesTheCursor(t *testing.T) {
 	})
 }
 
+// blindLooks is a store whose read-only looks fail, as on a connection
+// that broke.
+type blindLooks struct{ searches }
+
+func (blindLooks) Behind(context.Context, string, int64, int64) (bool, error) {
+	return false, errors.New("connection reset")
+}
+
+func (blindLooks) Stale(context.Context, string, int64) (bool, error) {
+	return false, errors.New("connection reset")
+}
+
+// TestALookThatFailsCountsAsFound: when the prober cannot look behind the
+// cursor, the worker searches the queue in full rather than trust it
+// (where its own error, if it lasts, is reported).
+func TestALookThatFailsCountsAsFound(t *testing.T) {
+	eachWith(t, queue.Config{PollIntervalMs: 1, Workers: 1}, nil, func(t *testing.T, f fixture) {
+		s := blindLooks{searches{from: make(chan int64)}}
+		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { s.Driver = d; return s })
+		workCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}})
+		}()
+		defer func() {
+			stop()
+			for {
+				select {
+				case <-s.from:
+				case <-done:
+					return
+				}
+			}
+		}()
+		if from := <-s.from; from != 0 {
+			t.Fatalf("the first search started at %d, want 0", from)
+		}
+		if from := <-s.from; from == 0 {
+			t.Fatal("the second search was a full one before any look")
+		}
+		f.clock.Advance(time.Second)
+		for range 1000 { // the look fails within a few searches
+			if from := <-s.from; from == 0 {
+				return
+			}
+		}
+		t.Fatal("no full search after the look failed")
+	})
+}
+
 // TestStoppingWaitsForRunningJobs: cancelling Work's context takes no new
 // job, and the running one finishes.
 func TestStoppingWaitsForRunningJobs(t *testing.T) {
