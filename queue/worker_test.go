@@ -531,25 +531,13 @@ func TestARunningWorkerTakesOverAStaleReservation(t *testing.T) {
 		if f.reserve(t, "default") == nil { // by a worker that then died
 			t.Fatal("nothing to reserve")
 		}
-		s := searches{from: make(chan int64)}
-		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { s.Driver = d; return s })
-		workCtx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
+		from, stop := searchingWorker(f, nil)
+		defer stop()
+		<-from // the worker's first sweep is over: the reservation was not stale then
 		go func() {
-			defer close(done)
-			f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}})
-		}()
-		<-s.from // the worker's first sweep is over: the reservation was not stale then
-		go func() {
-			for {
-				select {
-				case <-s.from:
-				case <-done:
-					return
-				}
+			for range from { // closed by stop
 			}
 		}()
-		defer func() { stop(); <-done }()
 		select {
 		case got := <-ran:
 			t.Fatalf("ran %q before the reservation went stale", got)
@@ -578,6 +566,47 @@ func (s searches) Reserve(ctx context.Context, queue string, now, from int64, li
 	return s.Driver.Reserve(ctx, queue, now, from, limit)
 }
 
+// searchingWorker starts a worker on f's default queue whose store
+// (searches, or what store makes of it) sends where each of its searches
+// starts; each search waits for its value to be received. stop ends the
+// worker, receiving its last searches; the channel is closed then.
+func searchingWorker(f fixture, store func(searches) driver.Driver) (from <-chan int64, stop func()) {
+	s := searches{from: make(chan int64)}
+	queue.WrapStore(f.q, func(d driver.Driver) driver.Driver {
+		s.Driver = d
+		if store == nil {
+			return s
+		}
+		return store(s)
+	})
+	workCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}})
+	}()
+	out := make(chan int64)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case v := <-s.from:
+				select {
+				case out <- v:
+				case <-done:
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return out, func() {
+		cancel()
+		for range out { // the relay closes it once the worker has stopped
+		}
+	}
+}
+
 // TestASearchThatFindsTheQueueEmptyMovesTheCursor: once a search has taken
 // every job due, the next starts a second before it, not from the oldest
 // row (on PostgreSQL, past the dead index entries of the jobs already
@@ -585,28 +614,12 @@ func (s searches) Reserve(ctx context.Context, queue string, now, from int64, li
 // behind the cursor does.
 func TestASearchThatFindsTheQueueEmptyMovesTheCursor(t *testing.T) {
 	eachWith(t, queue.Config{PollIntervalMs: 1, Workers: 1}, nil, func(t *testing.T, f fixture) {
-		s := searches{from: make(chan int64)}
-		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { s.Driver = d; return s })
-		workCtx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}})
-		}()
-		defer func() {
-			stop()
-			for { // let the worker finish its last search and stop
-				select {
-				case <-s.from:
-				case <-done:
-					return
-				}
-			}
-		}()
-		if from := <-s.from; from != 0 {
+		searches, stop := searchingWorker(f, nil)
+		defer stop()
+		if from := <-searches; from != 0 {
 			t.Fatalf("the first search started at %d, want a full search (0)", from)
 		}
-		if from := <-s.from; from != t0.UnixMilli()-1000 {
+		if from := <-searches; from != t0.UnixMilli()-1000 {
 			t.Fatalf("a search after the queue was found empty started at %d, want %d", from, t0.UnixMilli()-1000)
 		}
 		for range 2 {
@@ -614,7 +627,7 @@ func TestASearchThatFindsTheQueueEmptyMovesTheCursor(t *testing.T) {
 			now := f.clock.Now().UnixMilli()
 			// The search under way when the clock moved started from the
 			// cursor before; the one after it, from the new one.
-			for from := range s.from {
+			for from := range searches {
 				if from == 0 || from > now-1000 {
 					t.Fatalf("a search %s after the start started at %d, want a second or more before %d", time.UnixMilli(now).Sub(t0), from, now)
 				}
@@ -643,33 +656,17 @@ func (blindLooks) Stale(context.Context, string, int64) (bool, error) {
 // (where its own error, if it lasts, is reported).
 func TestALookThatFailsCountsAsFound(t *testing.T) {
 	eachWith(t, queue.Config{PollIntervalMs: 1, Workers: 1}, nil, func(t *testing.T, f fixture) {
-		s := blindLooks{searches{from: make(chan int64)}}
-		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { s.Driver = d; return s })
-		workCtx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}})
-		}()
-		defer func() {
-			stop()
-			for {
-				select {
-				case <-s.from:
-				case <-done:
-					return
-				}
-			}
-		}()
-		if from := <-s.from; from != 0 {
+		searches, stop := searchingWorker(f, func(s searches) driver.Driver { return blindLooks{s} })
+		defer stop()
+		if from := <-searches; from != 0 {
 			t.Fatalf("the first search started at %d, want 0", from)
 		}
-		if from := <-s.from; from == 0 {
+		if from := <-searches; from == 0 {
 			t.Fatal("the second search was a full one before any look")
 		}
 		f.clock.Advance(time.Second)
 		for range 1000 { // the look fails within a few searches
-			if from := <-s.from; from == 0 {
+			if from := <-searches; from == 0 {
 				return
 			}
 		}
