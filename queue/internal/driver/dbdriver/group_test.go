@@ -13,12 +13,19 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-func sqliteDriver(t *testing.T) (*Driver, *db.DB) {
+// migrated opens the database at url with the queue's tables.
+func migrated(t *testing.T, url string) *db.DB {
 	t.Helper()
-	d := dbtest.Open(t, dbtest.SQLiteURL(t))
+	d := dbtest.Open(t, url)
 	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+func sqliteDriver(t *testing.T) (*Driver, *db.DB) {
+	t.Helper()
+	d := migrated(t, dbtest.SQLiteURL(t))
 	return New(d), d
 }
 

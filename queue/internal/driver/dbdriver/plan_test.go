@@ -10,7 +10,6 @@ import (
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
-	"github.com/navree/navree/migrations"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -19,10 +18,7 @@ import (
 // table, measured).
 func TestReservationUsesTheWaitingIndex(t *testing.T) {
 	ctx := context.Background()
-	d := dbtest.Open(t, dbtest.SQLiteURL(t))
-	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := migrated(t, dbtest.SQLiteURL(t))
 	q := New(d).q
 	for name, stmt := range map[string]string{"reserve": q.reserve, "find unique": q.findUnique} {
 		rows, err := d.DB.DB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt, 1, "default", 0, 1, 10)
@@ -53,11 +49,9 @@ func TestReservationUsesTheWaitingIndex(t *testing.T) {
 // unvacuumed returns a migrated PostgreSQL database whose jobs table no
 // autovacuum cleans up (or analyzes) behind the test's back.
 func unvacuumed(t *testing.T) *db.DB {
+	t.Helper()
 	ctx := context.Background()
-	d := dbtest.Open(t, dbtest.PostgresURL(t))
-	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := migrated(t, dbtest.PostgresURL(t))
 	if _, err := d.ExecContext(ctx, "ALTER TABLE jobs SET (autovacuum_enabled = off)"); err != nil {
 		t.Fatal(err)
 	}
