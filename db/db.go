@@ -69,8 +69,9 @@ const (
 type DB struct {
 	*bun.DB
 	dialect   Dialect
-	name      string        // the URL without its password
-	writeLock chan struct{} // SQLite only
+	name      string          // the URL without its password
+	writeLock chan struct{}   // SQLite only
+	pgConfig  *pgx.ConnConfig // PostgreSQL only
 }
 
 // Dialect says which database d is.
@@ -139,6 +140,7 @@ func Open(cfg Config) (*DB, error) {
 			return nil, fmt.Errorf("db: open %s: %w", d.name, errors.New(strings.ReplaceAll(err.Error(), target, d.name)))
 		}
 		d.DB = bun.NewDB(stdlib.OpenDB(*pc), pgdialect.New())
+		d.pgConfig = pc
 	}
 	d.SetMaxOpenConns(cfg.MaxOpenConns)
 	d.SetMaxIdleConns(cfg.MaxOpenConns)
@@ -158,6 +160,26 @@ func sqliteDSN(path string, cfg Config) string {
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
 	return "file:" + path + "?" + q.Encode()
+}
+
+// ErrNotPostgres is returned by what only PostgreSQL offers, such as
+// [DB.Connect], on another database.
+var ErrNotPostgres = errors.New("db: not a PostgreSQL database")
+
+// Connect opens a PostgreSQL connection of its own, outside the pool and
+// its max_open_conns, for work that holds a connection for long, such as
+// LISTEN: holding a pool connection would leave one fewer for queries,
+// and giving it back broken would make the pool open another while
+// queries wait. The caller closes it.
+func (d *DB) Connect(ctx context.Context) (*pgx.Conn, error) {
+	if d.pgConfig == nil {
+		return nil, fmt.Errorf("db: connect to %s: %w", d.name, ErrNotPostgres)
+	}
+	conn, err := pgx.ConnectConfig(ctx, d.pgConfig)
+	if err != nil {
+		return nil, fmt.Errorf("db: connect to %s: %w", d.name, err)
+	}
+	return conn, nil
 }
 
 // Ping connects to the database, failing with an error that names it

@@ -10,6 +10,7 @@ import (
 
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
 )
 
 func TestSQLiteSettingsOnEveryConnection(t *testing.T) {
@@ -103,6 +104,62 @@ func TestNotADatabaseFile(t *testing.T) {
 	err = d.Ping(context.Background())
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a database") {
 		t.Fatalf("Ping error = %v, want one naming the file and saying it is not a database", err)
+	}
+}
+
+func TestConnectOpensAConnectionOutsideThePool(t *testing.T) {
+	ctx := context.Background()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		cfg := db.DefaultConfig()
+		cfg.URL = url
+		cfg.MaxOpenConns = 1
+		d, err := db.Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if d.Dialect() == db.SQLite {
+			if _, err := d.Connect(ctx); !errors.Is(err, db.ErrNotPostgres) {
+				t.Fatalf("Connect on SQLite: error = %v, want db.ErrNotPostgres", err)
+			}
+			return
+		}
+		// The pool's one connection is taken: Connect must not wait for it.
+		held, err := d.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Close()
+		conn, err := d.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		// It uses the URL's settings: the test's own schema.
+		var path string
+		if err := conn.QueryRow(ctx, "SHOW search_path").Scan(&path); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(path, "navree_test_") {
+			t.Fatalf("search_path = %q, want the URL's schema", path)
+		}
+		if n := d.Stats().OpenConnections; n != 1 {
+			t.Fatalf("pool has %d open connections, want 1 (Connect's is its own)", n)
+		}
+	})
+}
+
+func TestConnectToUnreachablePostgresNamesHostNotPassword(t *testing.T) {
+	cfg := db.DefaultConfig()
+	cfg.URL = "postgres://app:hunter2@127.0.0.1:1/crm?connect_timeout=2"
+	d, err := db.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	_, err = d.Connect(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("Connect error = %v, want the host named and no password", err)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	sqldriver "database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -741,7 +740,7 @@ func (d *Driver) announce(queues []string) error {
 
 // Listen calls wake with the queue of each job dispatched by any process,
 // until ctx ends: on PostgreSQL, through LISTEN on a connection of its
-// own; on SQLite it returns at once (other processes are found by
+// own, outside the pool; on SQLite it returns at once (other processes are found by
 // polling). A lost connection is reported to failed and retried with a
 // growing pause; connected is called each time it listens.
 func (d *Driver) Listen(ctx context.Context, wake func(queue string), connected func(), failed func(error)) {
@@ -764,29 +763,22 @@ func (d *Driver) Listen(ctx context.Context, wake func(queue string), connected 
 }
 
 func (d *Driver) listen(ctx context.Context, wake func(string), connected func()) error {
-	conn, err := d.sqldb.Conn(ctx)
+	conn, err := d.db.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	var waitErr error
-	conn.Raw(func(driverConn any) error {
-		pg := driverConn.(*stdlib.Conn).Conn()
-		if _, waitErr = pg.Exec(ctx, "LISTEN "+Channel); waitErr != nil {
-			return sqldriver.ErrBadConn
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	connected()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
 		}
-		connected()
-		for {
-			n, err := pg.WaitForNotification(ctx)
-			if err != nil {
-				waitErr = err
-				// The connection listens, or broke: never give it back to the pool.
-				return sqldriver.ErrBadConn
-			}
-			wake(n.Payload)
-		}
-	})
-	return waitErr
+		wake(n.Payload)
+	}
 }
 
 // Purge implements driver.Driver.
