@@ -9,7 +9,8 @@
 // created); every connection runs in WAL mode with a busy timeout, foreign
 // keys on and BEGIN IMMEDIATE transactions, and this process runs one
 // write transaction at a time. postgres://user@host:5432/app uses
-// PostgreSQL through pgx.
+// PostgreSQL through pgx; [DB.Connect] opens a connection outside the
+// pool for work that holds one for long, such as LISTEN.
 //
 // # Migrations
 //
