@@ -500,9 +500,10 @@ func (q *Queue) notify(context.Context) {
 // waiting longer than flushEvery. A crash loses at most the batch being
 // gathered: those jobs run again after their takeover (at least once).
 type completer struct {
-	w    *worker
-	in   chan success
-	done chan struct{}
+	w       *worker
+	in      chan success
+	done    chan struct{}
+	flushed bool // it stored a completion: sync at the end
 }
 
 // success is a job whose handler succeeded, and how long it ran.
@@ -537,6 +538,7 @@ func (c *completer) loop() {
 		case s, ok := <-c.in:
 			if !ok {
 				c.flush(batch)
+				c.sync()
 				return
 			}
 			batch = append(batch, s)
@@ -568,6 +570,7 @@ func (c *completer) flush(batch []success) {
 	}
 	var deleted []string
 	var err error
+	c.flushed = true
 	for try := range 3 {
 		if deleted, err = c.w.q.store.Complete(c.w.jobCtx, done); err == nil {
 			break
@@ -589,6 +592,22 @@ func (c *completer) flush(batch []success) {
 			c.w.logAttempt(level, attrs)
 		}
 	}
+}
+
+// sync makes the completions durable when the worker stops: they commit
+// without waiting for the disk (see Driver.Complete).
+func (c *completer) sync() {
+	if !c.flushed {
+		return
+	}
+	var err error
+	for try := range 3 {
+		if err = c.w.q.store.Sync(c.w.jobCtx); err == nil {
+			return
+		}
+		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+	}
+	c.w.log.Warn("queue: the last completions may not be on disk yet; if the database crashes now, their jobs run again", "error", err)
 }
 
 // logAttempt writes an attempt's log line. It hands the record to the

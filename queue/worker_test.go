@@ -834,3 +834,51 @@ func TestAllStaleJobsAreTakenOverAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// calls records the completions and syncs a worker asks of its store.
+type calls struct {
+	driver.Driver
+	mu  sync.Mutex
+	log []string
+}
+
+func (c *calls) add(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, s)
+}
+
+func (c *calls) Complete(ctx context.Context, done []driver.Attempt) ([]string, error) {
+	c.add("complete")
+	return c.Driver.Complete(ctx, done)
+}
+
+func (c *calls) Sync(ctx context.Context) error {
+	c.add("sync")
+	return c.Driver.Sync(ctx)
+}
+
+// TestAStoppingWorkerSyncsItsCompletions: completions may commit without
+// waiting for the disk, so when Work returns it has made them durable;
+// a worker that completed nothing has nothing to sync.
+func TestAStoppingWorkerSyncsItsCompletions(t *testing.T) {
+	eachWith(t, queue.Config{}, nil, func(t *testing.T, f fixture) {
+		c := &calls{}
+		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { c.Driver = d; return c })
+		f.runPending(t)
+		if len(c.log) != 0 {
+			t.Fatalf("a worker that ran nothing asked %v of its store", c.log)
+		}
+		for range 3 {
+			if _, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "acme"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if stats := f.runPending(t); stats.Succeeded != 3 {
+			t.Fatalf("stats %+v", stats)
+		}
+		if n := len(c.log); n < 2 || c.log[n-1] != "sync" || c.log[n-2] != "complete" || slices.Index(c.log, "sync") != n-1 {
+			t.Fatalf("the worker asked %v of its store, want its completions then one sync", c.log)
+		}
+	})
+}

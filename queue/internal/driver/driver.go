@@ -133,8 +133,15 @@ type Driver interface {
 
 	// Complete deletes the jobs that succeeded, each only if its attempt is
 	// still its current reservation, in one statement. It returns the ids
-	// it deleted.
+	// it deleted. Its commit need not wait for the disk (on PostgreSQL it
+	// does not): a completion lost to a crash of the database only runs
+	// the job again, and [Driver.Sync] makes it durable.
 	Complete(ctx context.Context, done []Attempt) ([]string, error)
+
+	// Sync returns once every change committed before it is durable,
+	// those of Complete and Reserve included. A worker syncs when it
+	// stops.
+	Sync(ctx context.Context) error
 
 	// Release puts a reserved job back to wait until availableAt, if
 	// attempt is still its current reservation.

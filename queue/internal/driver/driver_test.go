@@ -174,6 +174,38 @@ func TestCompletionIsFencedByTheAttempt(t *testing.T) {
 	})
 }
 
+// TestSyncMakesCompletionsDurable: a completion may commit without
+// waiting for the disk (PostgreSQL's does); once Sync returns, the
+// server's log is on disk past it.
+func TestSyncMakesCompletionsDurable(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, d *db.DB) {
+		insert(t, s, newJob(1, "a", 0))
+		j := reserve(t, s, "a", 1)
+		if ok, err := driver.CompleteOne(ctx, s, j.ID, j.Attempts); !ok || err != nil {
+			t.Fatalf("Complete = %v, %v", ok, err)
+		}
+		var written string // where the log ends, the completion's commit included
+		if d != nil && d.Dialect() == db.Postgres {
+			if err := d.QueryRowContext(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&written); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Sync(ctx); err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+		if written == "" {
+			return
+		}
+		var durable bool
+		if err := d.QueryRowContext(ctx, "SELECT pg_current_wal_flush_lsn() >= ?::pg_lsn", written).Scan(&durable); err != nil {
+			t.Fatal(err)
+		}
+		if !durable {
+			t.Fatalf("after Sync the log is on disk only to before %s, the completion's commit", written)
+		}
+	})
+}
+
 func TestReleaseWaitsForTheBackoff(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		insert(t, s, newJob(1, "a", 0))

@@ -199,7 +199,11 @@ func New(d *db.DB) *Driver {
 			"UPDATE jobs SET reserved_at = ?, attempts = jobs.attempts + 1 FROM lazy WHERE jobs.id = ANY(ARRAY(" +
 			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? " +
 			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING " + prefixed("jobs.", columns)
-		q.complete = "DELETE FROM jobs j USING jsonb_to_recordset(?::jsonb) AS d(id uuid, attempt int) " +
+		// A completion, like a reservation, commits without waiting for
+		// the disk: losing it to a crash of the server only runs its jobs
+		// again, and Sync makes it durable.
+		q.complete = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) " +
+			"DELETE FROM jobs j USING lazy, jsonb_to_recordset(?::jsonb) AS d(id uuid, attempt int) " +
 			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset(?::jsonb) AS a(id uuid))) " +
 			"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 RETURNING j.id"
 		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve, &q.takeOver, &q.behind, &q.stale, &q.unreserve,
@@ -578,6 +582,22 @@ func (d *Driver) Complete(ctx context.Context, done []driver.Attempt) ([]string,
 		return nil, err
 	}
 	return ids, nil
+}
+
+// Sync implements driver.Driver. On PostgreSQL it commits a transaction
+// that waits for the disk: the server's log is written in order, so the
+// commits before it, those that did not wait, are then durable too. The
+// server waits only for a commit that has a transaction id and wrote to
+// the log; a transactional logical message (prefix "navree", empty) is
+// the smallest such write, needs no table and no privilege, and changes
+// no data. SQLite's commits are as durable as
+// database.sqlite_synchronous makes them when they return.
+func (d *Driver) Sync(ctx context.Context) error {
+	if d.db.Dialect() != db.Postgres {
+		return nil
+	}
+	_, err := d.sqldb.ExecContext(ctx, "SELECT pg_logical_emit_message(true, 'navree', '')")
+	return err
 }
 
 // Release implements driver.Driver.

@@ -324,6 +324,9 @@ func (d *Driver) Purge(ctx context.Context, queue string) (int, error) {
 	return n, nil
 }
 
+// Sync implements driver.Driver: the memory driver keeps nothing on disk.
+func (d *Driver) Sync(context.Context) error { return nil }
+
 // PendingCount implements driver.Driver.
 func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
 	d.mu.Lock()
