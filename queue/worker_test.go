@@ -838,14 +838,7 @@ func TestAllStaleJobsAreTakenOverAtOnce(t *testing.T) {
 // calls records the completions and syncs a worker asks of its store.
 type calls struct {
 	driver.Driver
-	mu  sync.Mutex
-	log []string
-}
-
-func (c *calls) add(s string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.log = append(c.log, s)
+	recorder
 }
 
 func (c *calls) Complete(ctx context.Context, done []driver.Attempt) ([]string, error) {
@@ -866,8 +859,8 @@ func TestAStoppingWorkerSyncsItsCompletions(t *testing.T) {
 		c := &calls{}
 		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { c.Driver = d; return c })
 		f.runPending(t)
-		if len(c.log) != 0 {
-			t.Fatalf("a worker that ran nothing asked %v of its store", c.log)
+		if log := c.list(); len(log) != 0 {
+			t.Fatalf("a worker that ran nothing asked %v of its store", log)
 		}
 		for range 3 {
 			if _, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "acme"}); err != nil {
@@ -877,8 +870,9 @@ func TestAStoppingWorkerSyncsItsCompletions(t *testing.T) {
 		if stats := f.runPending(t); stats.Succeeded != 3 {
 			t.Fatalf("stats %+v", stats)
 		}
-		if n := len(c.log); n < 2 || c.log[n-1] != "sync" || c.log[n-2] != "complete" || slices.Index(c.log, "sync") != n-1 {
-			t.Fatalf("the worker asked %v of its store, want its completions then one sync", c.log)
+		log := c.list()
+		if n := len(log); n < 2 || log[n-1] != "sync" || log[n-2] != "complete" || slices.Index(log, "sync") != n-1 {
+			t.Fatalf("the worker asked %v of its store, want its completions then one sync", log)
 		}
 	})
 }
