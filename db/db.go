@@ -164,7 +164,7 @@ func sqliteDSN(path string, cfg Config) string {
 
 // ErrNotPostgres is returned by what only PostgreSQL offers, such as
 // [DB.Connect], on another database.
-var ErrNotPostgres = errors.New("db: not a PostgreSQL database")
+var ErrNotPostgres = errors.New("not a PostgreSQL database")
 
 // Connect opens a PostgreSQL connection of its own, outside the pool and
 // its max_open_conns, for work that holds a connection for long, such as
