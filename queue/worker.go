@@ -569,14 +569,11 @@ func (c *completer) flush(batch []success) {
 		done[i] = driver.Attempt{ID: s.job.ID, Attempt: s.job.Attempts}
 	}
 	var deleted []string
-	var err error
 	c.flushed = true
-	for try := range 3 {
-		if deleted, err = c.w.q.store.Complete(c.w.jobCtx, done); err == nil {
-			break
-		}
-		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
-	}
+	err := retried(func() (err error) {
+		deleted, err = c.w.q.store.Complete(c.w.jobCtx, done)
+		return err
+	})
 	var stored map[string]bool // nil when every job was deleted, as is usual
 	if len(deleted) != len(batch) {
 		stored = make(map[string]bool, len(deleted))
@@ -600,14 +597,23 @@ func (c *completer) sync() {
 	if !c.flushed {
 		return
 	}
+	if err := retried(func() error { return c.w.q.store.Sync(c.w.jobCtx) }); err != nil {
+		c.w.log.Warn("queue: the last completions may not be on disk yet; if the database crashes now, their jobs run again", "error", err)
+	}
+}
+
+// retried calls f up to three times, 50 then 100 ms apart, until it
+// succeeds, and returns its last error: a completion outlives a broken
+// connection or a restarting database server.
+func retried(f func() error) error {
 	var err error
 	for try := range 3 {
-		if err = c.w.q.store.Sync(c.w.jobCtx); err == nil {
-			return
+		if err = f(); err == nil || try == 2 {
+			break
 		}
 		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
 	}
-	c.w.log.Warn("queue: the last completions may not be on disk yet; if the database crashes now, their jobs run again", "error", err)
+	return err
 }
 
 // logAttempt writes an attempt's log line. It hands the record to the

@@ -760,9 +760,10 @@ func (d *Driver) announce(queues []string) error {
 
 // Listen calls wake with the queue of each job dispatched by any process,
 // until ctx ends: on PostgreSQL, through LISTEN on a connection of its
-// own, outside the pool; on SQLite it returns at once (other processes are found by
-// polling). A lost connection is reported to failed and retried with a
-// growing pause; connected is called each time it listens.
+// own, outside the pool; on SQLite it returns at once (other processes
+// are found by polling). A lost connection is reported to failed and
+// retried with a growing pause; connected is called each time it
+// listens.
 func (d *Driver) Listen(ctx context.Context, wake func(queue string), connected func(), failed func(error)) {
 	if d.db.Dialect() != db.Postgres {
 		return
