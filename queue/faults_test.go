@@ -31,17 +31,30 @@ func (c *offsetClock) Advance(d time.Duration) {
 	c.offset += d
 }
 
+// named returns the PostgreSQL URL of a test's schema with an
+// application_name of its own, which every connection opened from it
+// shows in pg_stat_activity: a test kills its own connections, not those
+// of tests running beside it on the same server.
+func named(t *testing.T, schemaURL string) (target, name string) {
+	t.Helper()
+	u, err := url.Parse(schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := u.Query()
+	name = "navree_" + v.Get("search_path")
+	v.Set("application_name", name)
+	u.RawQuery = v.Encode()
+	return u.String(), name
+}
+
 // TestPostgresConnectionsKilled terminates every connection of a worker
 // and a dispatcher, again and again, while they run. A dispatch that fails
 // says so to its caller; every job whose dispatch succeeded runs; the
 // worker logs the errors and goes on.
 func TestPostgresConnectionsKilled(t *testing.T) {
 	base := dbtest.PostgresURL(t)
-	u, _ := url.Parse(base)
-	v := u.Query()
-	v.Set("application_name", "navree_faults")
-	u.RawQuery = v.Encode()
-	target := u.String()
+	target, name := named(t, base)
 	migrate(t, target)
 
 	var mu sync.Mutex
@@ -71,7 +84,7 @@ func TestPostgresConnectionsKilled(t *testing.T) {
 	for i := range 600 {
 		if i%100 == 50 { // six times, mid-stream
 			var n int
-			if err := admin.QueryRowContext(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'navree_faults'").Scan(&n); err != nil {
+			if err := admin.QueryRowContext(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ?", name).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
 			killed += n

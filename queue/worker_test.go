@@ -770,9 +770,10 @@ func TestStopWhenEmptyWaitsForImmediateRetries(t *testing.T) {
 // connection is killed and comes back.
 func TestWorkersHearDispatchesOfOtherProcesses(t *testing.T) {
 	url := dbtest.PostgresURL(t)
+	workerURL, name := named(t, url)
 	ran := make(chan string, 1)
 	handler := reporting(ran)
-	worker := newFixture(t, queue.Database, url, queue.Config{PollIntervalMs: 3_600_000}, map[string]queue.Registration{"contacts.export": handler})
+	worker := newFixture(t, queue.Database, workerURL, queue.Config{PollIntervalMs: 3_600_000}, map[string]queue.Registration{"contacts.export": handler})
 	other := newFixture(t, queue.Database, url, queue.Config{}, nil)
 	listening := make(chan struct{}, 4)
 	queue.OnListen(worker.q, func() { listening <- struct{}{} })
@@ -796,7 +797,7 @@ func TestWorkersHearDispatchesOfOtherProcesses(t *testing.T) {
 
 	// Kill the listening connection: the worker reconnects and listens again.
 	var killed int
-	if err := other.db.QueryRowContext(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = 'LISTEN navree_jobs' AND state = 'idle'").Scan(&killed); err != nil || killed == 0 {
+	if err := other.db.QueryRowContext(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ? AND query = 'LISTEN navree_jobs' AND state = 'idle'", name).Scan(&killed); err != nil || killed != 1 {
 		t.Fatalf("terminated %d listening connections (%v)", killed, err)
 	}
 	<-listening
