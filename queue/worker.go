@@ -497,8 +497,10 @@ func (q *Queue) notify(context.Context) {
 }
 
 // completer stores successes in batches: up to maxBatch at a time, none
-// waiting longer than flushEvery. A crash loses at most the batch being
-// gathered: those jobs run again after their takeover (at least once).
+// waiting longer than flushEvery. A crash of the worker loses at most the
+// batch being gathered, and one of the database server the batches whose
+// commits were not yet on disk (see Driver.Complete): those jobs run again
+// after their takeover (at least once).
 type completer struct {
 	w       *worker
 	in      chan success

@@ -180,12 +180,14 @@ func New(d *db.DB) *Driver {
 	if d.Dialect() == db.Postgres {
 		// The same statements in PostgreSQL's words: SKIP LOCKED so workers
 		// never wait for each other, and the batch as JSON.
-		// A reservation's commit does not wait for the disk (the setting
-		// lasts for its own transaction only): lost in a crash of the
-		// server, it leaves the job waiting, to run again, as at least once
-		// allows; a completion, which waits, makes it durable too, the log
-		// being written in order. It takes an fsync off the path from
-		// dispatch to handler.
+		// Reservations and completions commit without waiting for the
+		// disk (the setting lasts for their own transaction only): lost in
+		// a crash of the server, a reservation leaves its job waiting and a
+		// completion leaves its job reserved, to be taken over; either
+		// runs again, as at least once allows. Sync, or any commit that
+		// waits, makes them durable, the log being written in order. It
+		// takes an fsync off the path from dispatch to handler, and the
+		// worker's commits off the dispatches' way to the disk.
 		//
 		// Both find the rows they change by id = ANY(...), an index
 		// condition on the primary key, rather than by a join: a vacuum of
@@ -199,9 +201,6 @@ func New(d *db.DB) *Driver {
 			"UPDATE jobs SET reserved_at = ?, attempts = jobs.attempts + 1 FROM lazy WHERE jobs.id = ANY(ARRAY(" +
 			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? " +
 			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING " + prefixed("jobs.", columns)
-		// A completion, like a reservation, commits without waiting for
-		// the disk: losing it to a crash of the server only runs its jobs
-		// again, and Sync makes it durable.
 		q.complete = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) " +
 			"DELETE FROM jobs j USING lazy, jsonb_to_recordset(?::jsonb) AS d(id uuid, attempt int) " +
 			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset(?::jsonb) AS a(id uuid))) " +
