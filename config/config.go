@@ -187,7 +187,7 @@ func (c *Config) checkUnknown(known map[string]bool) error {
 			}
 			sort.Strings(keys)
 			return &Error{Key: key, Value: fmt.Sprint(c.k.Get(key)), Source: c.origin[key],
-				Allowed: "no such key; [" + section + "] has " + strings.Join(keys, ", "), unknown: true}
+				Allowed: "no such key; [" + section + "] has " + strings.Join(keys, ", "), kind: unknownKey}
 		}
 		if _, seen := unknownSections[section]; !seen {
 			unknownSections[section] = c.origin[key]

@@ -212,3 +212,54 @@ func TestBadAppEnv(t *testing.T) {
 		t.Fatalf("error = %v, want an invalid APP_ENV", err)
 	}
 }
+
+// storeConfig is a section holding secrets.
+type storeConfig struct {
+	URL      string `koanf:"url" validate:"required"`
+	Password string `koanf:"password" validate:"max=8"`
+}
+
+func (s storeConfig) Validate() error {
+	if !strings.HasPrefix(s.URL, "postgres://") {
+		return config.Invalid("store.url", s.URL, "a postgres:// URL")
+	}
+	return nil
+}
+
+func TestErrorsShowNoSecret(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    string // APP_ variable
+		file    string // or app.toml body
+		wantErr string
+	}{
+		{name: "unknown key holding a URL", give: "APP_STORE__URLL=postgres://bob:S3cret@db/crm?sslpassword=S3cret",
+			wantErr: `config: unknown key store.urll = "postgres://bob:xxxxx@db/crm?sslpassword=xxxxx" (from env APP_STORE__URLL): no such key; [store] has password, url`},
+		{name: "invalid URL", give: "APP_STORE__URL=mysql://bob@db/crm?password=S3cret",
+			wantErr: `config: invalid value for store.url: "mysql://bob@db/crm?password=xxxxx" (from env APP_STORE__URL); allowed: a postgres:// URL`},
+		{name: "invalid key=value string", give: `APP_STORE__URL=host=db user=bob password='S3cret \'x'`,
+			wantErr: `config: invalid value for store.url: "host=db user=bob password=xxxxx" (from env APP_STORE__URL); allowed: a postgres:// URL`},
+		{name: "invalid secret", file: "[store]\nurl = \"postgres://db\"\npassword = \"S3cretS3cret\"\n",
+			wantErr: `config: invalid value for store.password: "xxxxx" (from DIR/app.toml); allowed: at most 8`},
+		{name: "unknown secret", give: "APP_STORE__API_TOKEN=S3cret",
+			wantErr: `config: unknown key store.api_token = "xxxxx" (from env APP_STORE__API_TOKEN): no such key; [store] has password, url`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := config.Sources{Dir: dir, Environ: []string{"APP_STORE__URL=postgres://db"}}
+			if tt.give != "" {
+				src.Environ = append(src.Environ, tt.give)
+			}
+			if tt.file != "" {
+				write(t, dir, "app.toml", tt.file)
+				src.Environ = nil
+			}
+			_, err := config.New(src, config.Definition{Name: "store", Defaults: storeConfig{}})
+			want := strings.ReplaceAll(tt.wantErr, "DIR", dir)
+			if err == nil || err.Error() != want {
+				t.Fatalf("error:\n got %v\nwant %s", err, want)
+			}
+		})
+	}
+}

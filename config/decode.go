@@ -13,20 +13,38 @@ import (
 // ErrInvalid matches every [*Error] with errors.Is.
 var ErrInvalid = errors.New("invalid config")
 
-// Error is an invalid or unknown configuration value.
+// Error is an invalid or unknown configuration value. Its message shows
+// the value through [Redact], and as xxxxx when the key's name says it is
+// a secret (it holds password, secret, token, credential or the like).
 type Error struct {
 	Key     string // the key, such as "queue.workers"
 	Value   string // the value as given
 	Source  string // where it came from: a file, "env APP_QUEUE__WORKERS", "overrides", "default"
-	Allowed string // what the key accepts
-	unknown bool
+	Allowed string // what the key accepts; for an unknown key, the keys there are
+	kind    errorKind
 }
 
+type errorKind int
+
+const (
+	invalidValue errorKind = iota
+	unknownKey
+)
+
 func (e *Error) Error() string {
-	if e.unknown {
-		return fmt.Sprintf("config: unknown key %s = %q (from %s): %s", e.Key, e.Value, e.Source, e.Allowed)
+	switch e.kind {
+	case unknownKey:
+		return fmt.Sprintf("config: unknown key %s = %q (from %s): %s", e.Key, e.shown(), e.Source, e.Allowed)
 	}
-	return fmt.Sprintf("config: invalid value for %s: %q (from %s); allowed: %s", e.Key, e.Value, e.Source, e.Allowed)
+	return fmt.Sprintf("config: invalid value for %s: %q (from %s); allowed: %s", e.Key, e.shown(), e.Source, e.Allowed)
+}
+
+// shown is the value as the message shows it: without its secrets.
+func (e *Error) shown() string {
+	if e.Value != "" && isSecret(e.Key) {
+		return masked
+	}
+	return Redact(e.Value)
 }
 
 // Is reports whether target is [ErrInvalid].
