@@ -32,11 +32,15 @@ const (
 )
 
 func (e *Error) Error() string {
+	from := ""
+	if e.Source != "" { // an *Error of a Validate method called outside Config
+		from = " (from " + e.Source + ")"
+	}
 	switch e.kind {
 	case unknownKey:
-		return fmt.Sprintf("config: unknown key %s = %q (from %s): %s", e.Key, e.shown(), e.Source, e.Allowed)
+		return fmt.Sprintf("config: unknown key %s = %q%s: %s", e.Key, e.shown(), from, e.Allowed)
 	}
-	return fmt.Sprintf("config: invalid value for %s: %q (from %s); allowed: %s", e.Key, e.shown(), e.Source, e.Allowed)
+	return fmt.Sprintf("config: invalid value for %s: %q%s; allowed: %s", e.Key, e.shown(), from, e.Allowed)
 }
 
 // shown is the value as the message shows it: without its secrets.
