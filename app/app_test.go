@@ -133,6 +133,48 @@ func TestInvalidConfigFailsTheBootButNotHelp(t *testing.T) {
 	}
 }
 
+// TestDatabasePasswordsNeverPrinted runs migrate with APP_DATABASE__URL
+// holding a password in each form PostgreSQL takes: a URL pgx cannot use,
+// a key=value string and an unreachable server all fail with the URL
+// shown without its password, and nothing printed shows it either.
+func TestDatabasePasswordsNeverPrinted(t *testing.T) {
+	const (
+		allowed = "; allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE"
+		refused = ": failed to connect to `user=bob database=crm`:\n" +
+			"\t127.0.0.1:1 (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect: connection refused\n" +
+			"\t127.0.0.1:1 (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect: connection refused"
+	)
+	tests := []struct{ give, want string }{
+		{"postgres://bob:S3cret@127.0.0.1:1/crm", "db: connect to postgres://bob:xxxxx@127.0.0.1:1/crm" + refused},
+		{"postgres://bob@127.0.0.1:1/crm?password=S3cret", "db: connect to postgres://bob@127.0.0.1:1/crm?password=xxxxx" + refused},
+		{"postgres://bob@127.0.0.1:1/crm?Password=S3cret&sslpassword=S3cret",
+			"db: connect to postgres://bob@127.0.0.1:1/crm?Password=xxxxx&sslpassword=xxxxx" + refused},
+		{"postgres://bob:p%40ss%3Aw%2Frd%3F%23%25@127.0.0.1:1/crm", "db: connect to postgres://bob:xxxxx@127.0.0.1:1/crm" + refused},
+		{"postgres://bob:p@ss:w/rd?#%@127.0.0.1:1/crm", `config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:1/crm" (from env APP_DATABASE__URL)` +
+			allowed + " (percent-encode each @ and / of the user name and password, as %40 and %2F)"},
+		{"postgres://bob:S3cret@127.0.0.1:1x/crm", "db: open postgres://bob:xxxxx@127.0.0.1:1x/crm: invalid port"},
+		{`host=127.0.0.1 port=1 user=bob password='S3cret \'x'`,
+			`config: invalid value for database.url: "host=127.0.0.1 port=1 user=bob password=xxxxx" (from env APP_DATABASE__URL)` +
+				allowed + " (a key=value connection string is not accepted: write it as a postgres:// URL)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			var out bytes.Buffer
+			a := app.New(config.Module(config.Sources{Environ: []string{"APP_DATABASE__URL=" + tt.give}}), db.Module())
+			a.Stdout, a.Stderr = &out, &out
+			err := a.Run(context.Background(), []string{"migrate"})
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("migrate error:\n got %v\nwant %s", err, tt.want)
+			}
+			for _, secret := range []string{"S3cret", "p%40ss", "p@ss", "w/rd"} {
+				if strings.Contains(out.String()+err.Error(), secret) {
+					t.Errorf("migrate shows %q: printed %q, error %v", secret, out.String(), err)
+				}
+			}
+		})
+	}
+}
+
 func TestBadCommandsAreBootErrors(t *testing.T) {
 	tests := []struct {
 		give fx.Option

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
@@ -48,7 +49,7 @@ func DefaultConfig() Config {
 // Validate checks that the URL names a database Navree can open.
 func (c Config) Validate() error {
 	if _, _, err := parseURL(c.URL); err != nil {
-		return config.Invalid("database.url", Redact(c.URL), err.Error())
+		return config.Invalid("database.url", c.URL, err.Error())
 	}
 	return nil
 }
@@ -93,26 +94,56 @@ func parseURL(raw string) (Dialect, string, error) {
 		}
 		return SQLite, path, nil
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
-		if _, err := url.Parse(raw); err != nil {
-			return "", "", errors.New(allowedURLs + " (not a valid URL)")
+		if problem := ambiguous(raw); problem != "" {
+			return "", "", errors.New(allowedURLs + " (" + problem + ")")
 		}
 		return Postgres, raw, nil
+	case !strings.Contains(raw, "://") && strings.Contains(raw, "="):
+		return "", "", errors.New(allowedURLs + " (a key=value connection string is not accepted: write it as a postgres:// URL)")
 	}
 	return "", "", errors.New(allowedURLs)
 }
 
-// Redact returns a database URL with its password replaced by xxxxx, for
-// logs and errors.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		if err != nil && strings.Contains(raw, "@") {
-			return "(unparsable URL)"
-		}
-		return raw
+// ambiguous says what in a postgres:// URL could make pgx read a part of
+// its password as something else (the host, the port, the database, a
+// parameter), which errors and logs print; "" if nothing does.
+func ambiguous(raw string) string {
+	_, rest, _ := strings.Cut(raw, "://")
+	at := strings.IndexByte(rest, '@')
+	if strings.Count(rest, "@") > 1 || at >= 0 && strings.Contains(rest[:at], "/") {
+		return "percent-encode each @ and / of the user name and password, as %40 and %2F"
 	}
-	return u.Redacted()
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '%' && (i+2 >= len(rest) || !isHex(rest[i+1]) || !isHex(rest[i+2])) {
+			return "a % must start a percent-encoded byte, such as %25 for % itself"
+		}
+	}
+	if _, query, ok := strings.Cut(rest[at+1:], "?"); ok {
+		for pair := range strings.SplitSeq(query, "&") {
+			if strings.Count(pair, "=") != 1 {
+				return "each query parameter must be KEY=VALUE: percent-encode & and = in a value, as %26 and %3D"
+			}
+		}
+	}
+	return ""
 }
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// parseError is pgx's error for a URL it cannot parse, said without the
+// URL, which pgx quotes with only what it recognizes as a password masked.
+type parseError struct{ err error }
+
+func (e parseError) Error() string {
+	msg := e.err.Error()
+	var pe *pgconn.ParseConfigError
+	if i := strings.LastIndex(msg, "`: "); errors.As(e.err, &pe) && i >= 0 {
+		msg = msg[i+len("`: "):] // after "cannot parse `URL`: "
+	}
+	return config.Redact(msg)
+}
+
+func (e parseError) Unwrap() error { return e.err }
 
 // Open opens the database cfg names. It does not connect yet: [DB.Ping]
 // does, as the module does when the app starts. An SQLite database's
@@ -122,7 +153,7 @@ func Open(cfg Config) (*DB, error) {
 		return nil, err
 	}
 	dialect, target, _ := parseURL(cfg.URL)
-	d := &DB{dialect: dialect, name: Redact(cfg.URL)}
+	d := &DB{dialect: dialect, name: config.Redact(cfg.URL)}
 	switch dialect {
 	case SQLite:
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
@@ -137,7 +168,7 @@ func Open(cfg Config) (*DB, error) {
 	case Postgres:
 		pc, err := pgx.ParseConfig(target)
 		if err != nil {
-			return nil, fmt.Errorf("db: open %s: %w", d.name, errors.New(strings.ReplaceAll(err.Error(), target, d.name)))
+			return nil, fmt.Errorf("db: open %s: %w", d.name, parseError{err})
 		}
 		d.DB = bun.NewDB(stdlib.OpenDB(*pc), pgdialect.New())
 		d.pgConfig = pc

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,23 +73,102 @@ func TestBadURLsFailWithTheKeyAndNoPassword(t *testing.T) {
 	}
 }
 
-func TestUnreachablePostgresNamesHostNotPassword(t *testing.T) {
-	cfg := db.DefaultConfig()
-	cfg.URL = "postgres://app:hunter2@127.0.0.1:1/crm?connect_timeout=2"
-	d, err := db.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
+// secrets are the passwords, and the pieces of them, that the URLs of the
+// password tests hold.
+var secrets = []string{"S3cret", "S3 cret", "p@ss", "ss:w", "w/rd", "rd?#", "p%40ss", "%3Aw%2Frd", "pa/ss", "100%", "a b", `b\'c`}
+
+func noSecret(t *testing.T, what, text string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(text, s) {
+			t.Errorf("%s shows %q:\n%s", what, s, text)
+		}
 	}
-	defer d.Close()
+}
+
+// TestUnreachablePostgresNamesHostNotPassword: Ping and Connect on a
+// closed port fail with pgx's own account, naming the host and the URL
+// without the password, whatever form the password takes.
+func TestUnreachablePostgresNamesHostNotPassword(t *testing.T) {
+	const refused = ": failed to connect to `user=bob database=crm`:\n" +
+		"\t127.0.0.1:1 (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect: connection refused\n" +
+		"\t127.0.0.1:1 (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect: connection refused"
+	tests := []struct{ give, wantName string }{
+		{"postgres://bob:S3cret@127.0.0.1:1/crm", "postgres://bob:xxxxx@127.0.0.1:1/crm"},
+		{"postgres://bob@127.0.0.1:1/crm?password=S3cret", "postgres://bob@127.0.0.1:1/crm?password=xxxxx"},
+		{"postgres://bob@127.0.0.1:1/crm?sslmode=prefer&sslpassword=S3cret", "postgres://bob@127.0.0.1:1/crm?sslmode=prefer&sslpassword=xxxxx"},
+		{"postgres://bob@127.0.0.1:1/crm?PASSWORD=S3cret", "postgres://bob@127.0.0.1:1/crm?PASSWORD=xxxxx"},
+		{"postgresql://bob:p%40ss%3Aw%2Frd%3F%23%25@127.0.0.1:1/crm", "postgresql://bob:xxxxx@127.0.0.1:1/crm"},
+		{"postgres://bob@127.0.0.1:1/crm?password=p%40ss%3Aw%2Frd%3F%23%25", "postgres://bob@127.0.0.1:1/crm?password=xxxxx"},
+		{"postgres://bob:p?ss:w#rd@127.0.0.1:1/crm", "postgres://bob:xxxxx@127.0.0.1:1/crm"},
+	}
 	ctx := context.Background()
-	_, connectErr := d.Connect(ctx)
-	for name, err := range map[string]error{"Ping": d.Ping(ctx), "Connect": connectErr} {
-		if err == nil {
-			t.Fatalf("%s succeeded on a closed port", name)
-		}
-		if !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "hunter2") {
-			t.Fatalf("%s error = %v, want the host named and no password", name, err)
-		}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			cfg := db.DefaultConfig()
+			cfg.URL = tt.give
+			d, err := db.Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if got := d.String(); got != tt.wantName {
+				t.Errorf("String() = %q, want %q", got, tt.wantName)
+			}
+			_, connectErr := d.Connect(ctx)
+			for name, err := range map[string]error{"Ping": d.Ping(ctx), "Connect": connectErr} {
+				want := "db: connect to " + tt.wantName + refused
+				if err == nil || err.Error() != want {
+					t.Errorf("%s error:\n got %v\nwant %s", name, err, want)
+				}
+				noSecret(t, name+" error", fmt.Sprint(err))
+			}
+		})
+	}
+}
+
+// TestUnparsablePostgresURLsShowNoPassword: a URL that could make pgx
+// read a piece of its password as the host, the database or a parameter
+// is refused with what to encode; one pgx cannot parse fails with pgx's
+// reason; a key=value string is refused. None of them shows a password.
+func TestUnparsablePostgresURLsShowNoPassword(t *testing.T) {
+	const allowed = "; allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE"
+	const encode = allowed + " (percent-encode each @ and / of the user name and password, as %40 and %2F)"
+	tests := []struct{ give, want string }{
+		{"postgres://bob:p@ss:w/rd?#%@127.0.0.1:1/crm",
+			`config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:1/crm"` + encode},
+		{"postgres://bob:pa/ss@127.0.0.1:1/crm",
+			`config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:1/crm"` + encode},
+		{"postgres://bob@127.0.0.1:1/crm?password=p@ss:w/rd?#%",
+			`config: invalid value for database.url: "postgres://bob@127.0.0.1:xxxxx"` + encode},
+		{"postgres://bob@127.0.0.1:1/crm?password=a&b",
+			`config: invalid value for database.url: "postgres://bob@127.0.0.1:1/crm?password=xxxxx"` + allowed +
+				" (each query parameter must be KEY=VALUE: percent-encode & and = in a value, as %26 and %3D)"},
+		{"postgres://bob:100%@127.0.0.1:1/crm",
+			`config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:1/crm"` + allowed +
+				" (a % must start a percent-encoded byte, such as %25 for % itself)"},
+		{"host=127.0.0.1 port=1 user=bob password=S3cret",
+			`config: invalid value for database.url: "host=127.0.0.1 port=1 user=bob password=xxxxx"` + allowed +
+				" (a key=value connection string is not accepted: write it as a postgres:// URL)"},
+		{`host=127.0.0.1 port=1 password='a b\'c' user=bob`,
+			`config: invalid value for database.url: "host=127.0.0.1 port=1 password=xxxxx user=bob"` + allowed +
+				" (a key=value connection string is not accepted: write it as a postgres:// URL)"},
+		{"postgres://bob:S3cret@127.0.0.1:1x/crm", "db: open postgres://bob:xxxxx@127.0.0.1:1x/crm: invalid port"},
+		{"postgres://bob:S3 cret@127.0.0.1:1/crm",
+			"db: open postgres://bob:xxxxx@127.0.0.1:1/crm: failed to parse as URL (unexpected spaces found in password, use percent-encoded spaces (%20) instead)"},
+		{"postgres://bob@127.0.0.1:1/crm?password=S3cret&sslmode=bogus",
+			"db: open postgres://bob@127.0.0.1:1/crm?password=xxxxx&sslmode=bogus: failed to configure TLS (sslmode is invalid)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			cfg := db.DefaultConfig()
+			cfg.URL = tt.give
+			_, err := db.Open(cfg)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("Open error:\n got %v\nwant %s", err, tt.want)
+			}
+			noSecret(t, "Open error", err.Error())
+		})
 	}
 }
 
@@ -150,12 +230,6 @@ func TestConnectOpensAConnectionOutsideThePool(t *testing.T) {
 			t.Fatalf("pool has %d open connections, want 1 (Connect's is its own)", n)
 		}
 	})
-}
-
-func TestRedact(t *testing.T) {
-	if got := db.Redact("postgres://app:hunter2@db:5432/crm"); got != "postgres://app:xxxxx@db:5432/crm" {
-		t.Fatalf("Redact = %q", got)
-	}
 }
 
 // createNotes makes the table the unit-of-work tests write to.

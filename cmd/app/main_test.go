@@ -165,6 +165,9 @@ func TestBadConfigExitsNonZero(t *testing.T) {
 		{"APP_QUEUE__POLL_INTERVAL_MS=fast", `app: config: invalid value for queue.poll_interval_ms: "fast" (from env APP_QUEUE__POLL_INTERVAL_MS); allowed: a whole number` + "\n"},
 		{"APP_QUEUE__QUEUES=,", `app: config: invalid value for queue.queues: "" (from env APP_QUEUE__QUEUES); allowed: a non-empty value` + "\n"},
 		{"APP_DATABASE__URL=mysql://root:hunter2@db/crm", `app: config: invalid value for database.url: "mysql://root:xxxxx@db/crm" (from env APP_DATABASE__URL); allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE` + "\n"},
+		{"APP_DATABASE__URL=host=db user=crm password=hunter2", `app: config: invalid value for database.url: "host=db user=crm password=xxxxx" (from env APP_DATABASE__URL); allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE (a key=value connection string is not accepted: write it as a postgres:// URL)` + "\n"},
+		{"APP_DATABASE__URL=postgres://crm:hunter2@db/crm?password=hunter2&a", `app: config: invalid value for database.url: "postgres://crm:xxxxx@db/crm?password=xxxxx"` +
+			` (from env APP_DATABASE__URL); allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE (each query parameter must be KEY=VALUE: percent-encode & and = in a value, as %26 and %3D)` + "\n"},
 		{"APP_DATABASE__SQLITE_SYNCHRONOUS=off", `app: config: invalid value for database.sqlite_synchronous: "off" (from env APP_DATABASE__SQLITE_SYNCHRONOUS); allowed: one of normal, full` + "\n"},
 		{"APP_DATABASE__MAX_OPEN_CONNS=lots", `app: config: invalid value for database.max_open_conns: "lots" (from env APP_DATABASE__MAX_OPEN_CONNS); allowed: a whole number` + "\n"},
 		{"APP_HTTP__ADDR=", `app: config: invalid value for http.addr: "" (from env APP_HTTP__ADDR); allowed: a non-empty value` + "\n"},
@@ -219,33 +222,50 @@ func TestDemo(t *testing.T) {
 }
 
 // TestNoSecretsInOutput runs the app's commands on PostgreSQL with a
-// password in its URL (trust authentication accepts it) and a job whose
-// payload holds a marker: neither appears in anything printed or logged.
+// password in its URL (trust authentication accepts it), as the user's
+// password and as the query parameters password= and sslpassword=, and a
+// job whose payload holds a marker: neither appears in anything printed
+// or logged.
 func TestNoSecretsInOutput(t *testing.T) {
-	base := dbtest.PostgresURL(t)
-	u, err := neturl.Parse(base)
-	if err != nil {
-		t.Fatal(err)
+	forms := map[string]func(u *neturl.URL){
+		"userinfo": func(u *neturl.URL) { u.User = neturl.UserPassword(u.User.Username(), "hunter2-secret") },
+		"password parameter": func(u *neturl.URL) {
+			q := u.Query()
+			q.Set("password", "hunter2-secret")
+			u.RawQuery = q.Encode()
+		},
+		"sslpassword parameter": func(u *neturl.URL) {
+			q := u.Query()
+			q.Set("sslpassword", "hunter2-secret")
+			u.RawQuery = q.Encode()
+		},
 	}
-	u.User = neturl.UserPassword(u.User.Username(), "hunter2-secret")
-	withPassword := u.String()
-	dir := t.TempDir()
-	var all strings.Builder
-	for _, args := range [][]string{{"migrate"}, {"migrate:status"}, {"demo"}, {"queue:work", "--stop-when-empty"},
-		{"queue:failed"}, {"queue:retry", "all"}, {"queue:retry", "nope"}, {"queue:flush"}, {"queue:bench", "--jobs", "50", "--latency", "5"}} {
-		out, _ := command(dir, withPassword, args...).CombinedOutput()
-		all.Write(out)
-	}
-	// A connection that fails names the host, not the password.
-	bad := *u
-	bad.Host = "127.0.0.1:1"
-	out, _ := command(dir, bad.String(), "migrate").CombinedOutput()
-	all.Write(out)
-	if !strings.Contains(all.String(), "Processed") || !strings.Contains(all.String(), "127.0.0.1:1") {
-		t.Fatalf("the commands did not run as expected:\n%s", all.String())
-	}
-	if strings.Contains(all.String(), "hunter2-secret") {
-		t.Fatalf("the password was printed:\n%s", all.String())
+	for name, withPassword := range forms {
+		t.Run(name, func(t *testing.T) {
+			u, err := neturl.Parse(dbtest.PostgresURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			withPassword(u)
+			dir := t.TempDir()
+			var all strings.Builder
+			for _, args := range [][]string{{"migrate"}, {"migrate:status"}, {"demo"}, {"queue:work", "--stop-when-empty"},
+				{"queue:failed"}, {"queue:retry", "all"}, {"queue:retry", "nope"}, {"queue:flush"}, {"queue:bench", "--jobs", "50", "--latency", "5"}} {
+				out, _ := command(dir, u.String(), args...).CombinedOutput()
+				all.Write(out)
+			}
+			// A connection that fails names the host, not the password.
+			bad := *u
+			bad.Host = "127.0.0.1:1"
+			out, _ := command(dir, bad.String(), "migrate").CombinedOutput()
+			all.Write(out)
+			if !strings.Contains(all.String(), "Processed") || !strings.Contains(all.String(), "127.0.0.1:1") {
+				t.Fatalf("the commands did not run as expected:\n%s", all.String())
+			}
+			if strings.Contains(all.String(), "hunter2-secret") {
+				t.Fatalf("the password was printed:\n%s", all.String())
+			}
+		})
 	}
 }
 

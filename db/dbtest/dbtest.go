@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 )
 
@@ -54,7 +55,7 @@ func PostgresURL(t testing.TB) string {
 	_, _ = rand.Read(b[:])
 	schema := "navree_test_" + hex.EncodeToString(b[:])
 	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("dbtest: create schema on %s: %v", db.Redact(base), err)
+		t.Fatalf("dbtest: create schema on %s: %v", config.Redact(base), err)
 	}
 	t.Cleanup(func() {
 		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
