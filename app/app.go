@@ -165,20 +165,14 @@ func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.Ap
 }
 
 // bootCheck makes every command validate the configuration, even one that
-// needs no section of it, and logs what the configuration warns of.
+// needs no section of it: building the *config.Config fails the boot on an
+// invalid value or an unknown key or section.
 type bootCheck struct {
 	fx.In
 	Config *config.Config `optional:"true"`
-	Logger *slog.Logger
 }
 
-func checkBoot(b bootCheck) {
-	if b.Config != nil {
-		for _, w := range b.Config.Warnings() {
-			b.Logger.Warn(w)
-		}
-	}
-}
+func checkBoot(bootCheck) {}
 
 // LogConfig is the [log] section of the configuration.
 type LogConfig struct {

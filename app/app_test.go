@@ -175,6 +175,20 @@ func TestDatabasePasswordsNeverPrinted(t *testing.T) {
 	}
 }
 
+func TestUnknownSectionFailsTheBootButNotHelp(t *testing.T) {
+	nothing := app.Commands(app.Command{Name: "noop", Action: func(c *cli.Context) error { return nil }})
+	a := app.New(config.Module(config.Sources{Environ: []string{"APP_HTTPS__ADDR=0.0.0.0:443"}}), nothing)
+	a.Stdout, a.Stderr = io.Discard, io.Discard
+	err := a.Run(context.Background(), []string{"noop"})
+	want := `config: unknown section [https] (from env APP_HTTPS__ADDR): did you mean [http]?`
+	if !errors.Is(err, config.ErrInvalid) || err == nil || err.Error() != want {
+		t.Fatalf("error = %v, want %s", err, want)
+	}
+	if err := a.Run(context.Background(), []string{"--help"}); err != nil {
+		t.Fatalf("--help with a bad config: %v", err)
+	}
+}
+
 func TestBadCommandsAreBootErrors(t *testing.T) {
 	tests := []struct {
 		give fx.Option

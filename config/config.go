@@ -49,7 +49,6 @@ type Config struct {
 	k        *koanf.Koanf
 	origin   map[string]string // flattened key -> where its value came from
 	sections map[string]any    // section name -> decoded value (T)
-	warnings []string
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
@@ -140,7 +139,9 @@ type Definition struct {
 }
 
 // New loads src and decodes every section of defs, failing with an [*Error]
-// for the first invalid value or unknown key, sections in name order.
+// for the first invalid value (sections in name order), then for the
+// first key that no section of defs declares, be it a key of a declared
+// section or of a section that none declares.
 func New(src Sources, defs ...Definition) (*Config, error) {
 	c, err := Load(src)
 	if err != nil {
@@ -169,39 +170,78 @@ func New(src Sources, defs ...Definition) (*Config, error) {
 	return c, nil
 }
 
-// checkUnknown fails on a key of a declared section that the section does
-// not have, and keeps a warning for each undeclared section.
+// checkUnknown fails on a key that no section declares: a key its section
+// does not have (queue.wokers), or a section that no module of this app
+// declares ([databse]), suggesting the nearest known name. The first in
+// key order fails.
 func (c *Config) checkUnknown(known map[string]bool) error {
-	unknownSections := map[string]string{}
 	for _, key := range c.k.Keys() {
 		if known[key] {
 			continue
 		}
-		section, _, _ := strings.Cut(key, ".")
-		if _, ok := c.sections[section]; ok {
-			var keys []string
-			for k := range known {
-				if name, rest, _ := strings.Cut(k, "."); name == section {
-					keys = append(keys, rest)
-				}
+		section, rest, _ := strings.Cut(key, ".")
+		if _, ok := c.sections[section]; !ok {
+			names := slices.Sorted(maps.Keys(c.sections))
+			allowed := "no module of this app reads it, and none declares a section"
+			if near, ok := nearest(section, names); ok {
+				allowed = "did you mean [" + near + "]?"
+			} else if len(names) > 0 {
+				allowed = "no module of this app reads it; the sections are [" + strings.Join(names, "], [") + "]"
 			}
-			sort.Strings(keys)
-			return &Error{Key: key, Value: fmt.Sprint(c.k.Get(key)), Source: c.origin[key],
-				Allowed: "no such key; [" + section + "] has " + strings.Join(keys, ", "), kind: unknownKey}
+			return &Error{Key: section, Source: c.origin[key], Allowed: allowed, kind: unknownSection}
 		}
-		if _, seen := unknownSections[section]; !seen {
-			unknownSections[section] = c.origin[key]
+		var keys []string
+		for k := range known {
+			if name, sub, _ := strings.Cut(k, "."); name == section {
+				keys = append(keys, sub)
+			}
 		}
-	}
-	for _, section := range slices.Sorted(maps.Keys(unknownSections)) {
-		c.warnings = append(c.warnings, fmt.Sprintf("config: section [%s] (from %s) is not used by any module of this app; ignored", section, unknownSections[section]))
+		sort.Strings(keys)
+		allowed := "no such key; [" + section + "] has " + strings.Join(keys, ", ")
+		if near, ok := nearest(rest, keys); ok {
+			allowed = "did you mean " + near + "?"
+		}
+		return &Error{Key: key, Value: show(c.k.Get(key)), Source: c.origin[key], Allowed: allowed, kind: unknownKey}
 	}
 	return nil
 }
 
-// Warnings returns what the Config noticed but did not fail on, such as a
-// section that no module declares.
-func (c *Config) Warnings() []string { return c.warnings }
+// nearest returns the name of names nearest to name, if one is near
+// enough to be what was meant: at most 2 edits away (letter case aside),
+// and at most one edit per 3 letters. On a tie the first name wins.
+func nearest(name string, names []string) (string, bool) {
+	best, bestDist := "", -1
+	for _, n := range names {
+		d := distance(strings.ToLower(name), strings.ToLower(n))
+		if d <= 2 && 3*d <= max(len(name), len(n)) && (bestDist < 0 || d < bestDist) {
+			best, bestDist = n, d
+		}
+	}
+	return best, bestDist >= 0
+}
+
+// distance is the Levenshtein distance between a and b, in bytes: the
+// fewest insertions, deletions and substitutions that turn one into the
+// other.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
 
 // Source says where key's value came from: a file's path, "env
 // APP_SECTION__KEY", "overrides", or "default" when no source set it.
@@ -235,8 +275,7 @@ type moduleParams struct {
 }
 
 // Module provides the app's [*Config], read from src, with every section
-// that modules declared through [Section] decoded and validated. The app
-// logs its [Config.Warnings].
+// that modules declared through [Section] decoded and validated.
 func Module(src Sources) fx.Option {
 	return fx.Module("config",
 		fx.Provide(func(p moduleParams) (*Config, error) { return New(src, p.Defs...) }),

@@ -115,9 +115,9 @@ func TestInvalidValuesNameKeyValueSourceAndAllowed(t *testing.T) {
 		{name: "list of strings", file: "[queue]\nqueues = [1, 2]\n",
 			wantErr: `config: invalid value for queue.queues: "1,2" (from DIR/app.toml); allowed: a list of strings`},
 		{name: "unknown key in file", file: "[queue]\nwokers = 8\n",
-			wantErr: `config: unknown key queue.wokers = "8" (from DIR/app.toml): no such key; [queue] has default_queue, driver, poll_interval_ms, queues, verbose, workers`},
+			wantErr: `config: unknown key queue.wokers = "8" (from DIR/app.toml): did you mean workers?`},
 		{name: "unknown key in env", give: "APP_QUEUE__WOKERS=8",
-			wantErr: `config: unknown key queue.wokers = "8" (from env APP_QUEUE__WOKERS): no such key; [queue] has default_queue, driver, poll_interval_ms, queues, verbose, workers`},
+			wantErr: `config: unknown key queue.wokers = "8" (from env APP_QUEUE__WOKERS): did you mean workers?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,19 +150,55 @@ func TestBrokenFileNamesIt(t *testing.T) {
 	}
 }
 
-func TestUnknownSectionIsAWarning(t *testing.T) {
-	dir := t.TempDir()
-	write(t, dir, "app.toml", "[mail]\nfrom = \"a@b.c\"\n")
-	c, err := config.New(config.Sources{Dir: dir, Environ: []string{"APP_REDIS__URL=x"}}, config.Definition{Name: "queue", Defaults: queueDefaults})
-	if err != nil {
-		t.Fatal(err)
+func TestUnknownSectionsAndKeysFailNamingTheNearest(t *testing.T) {
+	const queueKeys = "default_queue, driver, poll_interval_ms, queues, verbose, workers"
+	tests := []struct {
+		name    string
+		give    string // APP_ variable
+		file    string // or app.toml body
+		wantErr string
+	}{
+		{name: "section typo in file", file: "[queu]\nworkers = 8\n",
+			wantErr: `config: unknown section [queu] (from DIR/app.toml): did you mean [queue]?`},
+		{name: "section typo in env", give: "APP_QUEUES__WORKERS=8",
+			wantErr: `config: unknown section [queues] (from env APP_QUEUES__WORKERS): did you mean [queue]?`},
+		{name: "section typo in letter case", file: "[Store]\nurl = \"postgres://db\"\n",
+			wantErr: `config: unknown section [Store] (from DIR/app.toml): did you mean [store]?`},
+		{name: "section of no module", file: "[mail]\nfrom = \"a@b.c\"\n",
+			wantErr: `config: unknown section [mail] (from DIR/app.toml): no module of this app reads it; the sections are [queue], [store]`},
+		{name: "section of no module, its value not shown", give: "APP_REDIS__URL=redis://:S3cret@cache",
+			wantErr: `config: unknown section [redis] (from env APP_REDIS__URL): no module of this app reads it; the sections are [queue], [store]`},
+		{name: "key typo in file", file: "[queue]\nwokers = 8\n",
+			wantErr: `config: unknown key queue.wokers = "8" (from DIR/app.toml): did you mean workers?`},
+		{name: "key typo in env", give: "APP_QUEUE__WORKRS=8",
+			wantErr: `config: unknown key queue.workrs = "8" (from env APP_QUEUE__WORKRS): did you mean workers?`},
+		{name: "key typo in letter case", file: "[queue]\nWorkers = 8\n",
+			wantErr: `config: unknown key queue.Workers = "8" (from DIR/app.toml): did you mean workers?`},
+		{name: "key far from any", give: "APP_QUEUE__SPEED=3",
+			wantErr: `config: unknown key queue.speed = "3" (from env APP_QUEUE__SPEED): no such key; [queue] has ` + queueKeys},
+		{name: "short key far from any", give: "APP_QUEUE__DB=x",
+			wantErr: `config: unknown key queue.db = "x" (from env APP_QUEUE__DB): no such key; [queue] has ` + queueKeys},
 	}
-	want := []string{
-		"config: section [mail] (from " + filepath.Join(dir, "app.toml") + ") is not used by any module of this app; ignored",
-		"config: section [redis] (from env APP_REDIS__URL) is not used by any module of this app; ignored",
-	}
-	if !reflect.DeepEqual(c.Warnings(), want) {
-		t.Fatalf("warnings = %q, want %q", c.Warnings(), want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := config.Sources{Dir: dir}
+			if tt.give != "" {
+				src.Environ = []string{tt.give}
+			}
+			if tt.file != "" {
+				write(t, dir, "app.toml", tt.file)
+			}
+			_, err := config.New(src, config.Definition{Name: "queue", Defaults: queueDefaults}, config.Definition{Name: "store", Defaults: storeConfig{URL: "postgres://db"}})
+			want := strings.ReplaceAll(tt.wantErr, "DIR", dir)
+			if err == nil || err.Error() != want {
+				t.Fatalf("error:\n got %v\nwant %s", err, want)
+			}
+			var ce *config.Error
+			if !errors.Is(err, config.ErrInvalid) || !errors.As(err, &ce) {
+				t.Errorf("error %v is not a *config.Error matching config.ErrInvalid", err)
+			}
+		})
 	}
 }
 
@@ -234,7 +270,7 @@ func TestErrorsShowNoSecret(t *testing.T) {
 		wantErr string
 	}{
 		{name: "unknown key holding a URL", give: "APP_STORE__URLL=postgres://bob:S3cret@db/crm?sslpassword=S3cret",
-			wantErr: `config: unknown key store.urll = "postgres://bob:xxxxx@db/crm?sslpassword=xxxxx" (from env APP_STORE__URLL): no such key; [store] has password, url`},
+			wantErr: `config: unknown key store.urll = "postgres://bob:xxxxx@db/crm?sslpassword=xxxxx" (from env APP_STORE__URLL): did you mean url?`},
 		{name: "invalid URL", give: "APP_STORE__URL=mysql://bob@db/crm?password=S3cret",
 			wantErr: `config: invalid value for store.url: "mysql://bob@db/crm?password=xxxxx" (from env APP_STORE__URL); allowed: a postgres:// URL`},
 		{name: "invalid key=value string", give: `APP_STORE__URL=host=db user=bob password='S3cret \'x'`,

@@ -13,14 +13,15 @@ import (
 // ErrInvalid matches every [*Error] with errors.Is.
 var ErrInvalid = errors.New("invalid config")
 
-// Error is an invalid or unknown configuration value. Its message shows
-// the value through [Redact], and as xxxxx when the key's name says it is
-// a secret (it holds password, secret, token, credential or the like).
+// Error is an invalid or unknown configuration value, or an unknown
+// section. Its message shows the value through
+// [Redact], and as xxxxx when the key's name says it is a secret (it holds
+// password, secret, token, credential or the like).
 type Error struct {
-	Key     string // the key, such as "queue.workers"
+	Key     string // the key, such as "queue.workers"; for an unknown section, its name
 	Value   string // the value as given
 	Source  string // where it came from: a file, "env APP_QUEUE__WORKERS", "overrides", "default"
-	Allowed string // what the key accepts; for an unknown key, the keys there are
+	Allowed string // what the key accepts; for an unknown key or section, the nearest known one or those there are
 	kind    errorKind
 }
 
@@ -29,6 +30,7 @@ type errorKind int
 const (
 	invalidValue errorKind = iota
 	unknownKey
+	unknownSection
 )
 
 func (e *Error) Error() string {
@@ -39,6 +41,8 @@ func (e *Error) Error() string {
 	switch e.kind {
 	case unknownKey:
 		return fmt.Sprintf("config: unknown key %s = %q%s: %s", e.Key, e.shown(), from, e.Allowed)
+	case unknownSection:
+		return fmt.Sprintf("config: unknown section [%s]%s: %s", e.Key, from, e.Allowed)
 	}
 	return fmt.Sprintf("config: invalid value for %s: %q%s; allowed: %s", e.Key, e.shown(), from, e.Allowed)
 }

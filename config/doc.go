@@ -34,7 +34,10 @@
 // Every declared section is decoded and validated when the [Config] is
 // built, so one bad value fails the boot with an [*Error] naming the key,
 // the value given, where it came from and what is allowed. A key that no
-// section declares fails the boot too when its section is known (a typo
-// such as queue.wokers); a whole section that no module of this binary
-// declares is only logged as a warning.
+// section declares fails the boot too, so that a typo in a deploy does not
+// run on the defaults: a key its section does not have (queue.wokers: "did
+// you mean workers?") and a section that no module of this binary declares
+// ([databse] or APP_DATABSE__URL: "did you mean [database]?"). The
+// nearest known name is suggested when it is at most two edits away (and
+// one per three letters); otherwise the error lists the names there are.
 package config

@@ -185,6 +185,59 @@ func TestBadConfigExitsNonZero(t *testing.T) {
 	}
 }
 
+// TestATypoFailsTheBoot: a misspelt section or key, in a file or a
+// variable, stops the app with status 1 and the nearest known name on
+// stderr, instead of booting on the defaults (which would migrate the
+// default SQLite file).
+func TestATypoFailsTheBoot(t *testing.T) {
+	tests := []struct {
+		name string
+		env  string // a variable
+		file string // or config/app.toml
+		want string
+	}{
+		{name: "section in a variable", env: "APP_DATABSE__URL=postgres://crm:hunter2@db/crm",
+			want: "app: config: unknown section [databse] (from env APP_DATABSE__URL): did you mean [database]?\n"},
+		{name: "section in the file", file: "[databse]\nurl = \"postgres://crm:hunter2@db/crm\"\n",
+			want: "app: config: unknown section [databse] (from config/app.toml): did you mean [database]?\n"},
+		{name: "key in a variable", env: "APP_DATABASE__URLL=postgres://crm:hunter2@db/crm",
+			want: `app: config: unknown key database.urll = "postgres://crm:xxxxx@db/crm" (from env APP_DATABASE__URLL): did you mean url?` + "\n"},
+		{name: "key in the file", file: "[queue]\nwokers = 8\n",
+			want: `app: config: unknown key queue.wokers = "8" (from config/app.toml): did you mean workers?` + "\n"},
+		{name: "section of no module", env: "APP_REDIS__URL=redis://:hunter2@cache",
+			want: "app: config: unknown section [redis] (from env APP_REDIS__URL): no module of this app reads it; the sections are [database], [http], [log], [queue]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.file != "" {
+				if err := os.Mkdir(filepath.Join(dir, "config"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "config", "app.toml"), []byte(tt.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := command(dir, "", "migrate")
+			if tt.env != "" {
+				cmd.Env = append(cmd.Env, tt.env)
+			}
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+				t.Fatalf("exit %v, want status 1; printed %q %q", err, stdout.String(), stderr.String())
+			}
+			if stdout.String() != "" || stderr.String() != tt.want {
+				t.Errorf("stdout %q, stderr\n%q\nwant stderr\n%q", stdout.String(), stderr.String(), tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "var")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the app made var/ (%v): it opened the default database", err)
+			}
+		})
+	}
+}
+
 func TestUnreachablePostgresNamesTheHost(t *testing.T) {
 	cmd := command(t.TempDir(), "postgres://app:hunter2@127.0.0.1:1/crm", "migrate")
 	out, err := cmd.CombinedOutput()

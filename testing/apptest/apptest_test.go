@@ -214,6 +214,8 @@ func TestAFailedStartFailsTheTestWithTheRealError(t *testing.T) {
 		{fx.Invoke(func(*strings.Builder) {}), "apptest: build the app: missing type: *strings.Builder"},
 		{fx.Options(queue.Module(), apptest.Config(map[string]any{"queue.driver": "redis"})),
 			`apptest: build the app: config: invalid value for queue.driver: "redis" (from overrides); allowed: one of database, memory`},
+		{fx.Options(queue.Module(), apptest.Config("[queues]\ndriver = \"memory\"\n")),
+			`apptest: build the app: config: unknown section [queues] (from overrides): did you mean [queue]?`},
 	} {
 		ft := &fatalT{TB: t}
 		done := make(chan struct{})
