@@ -68,6 +68,9 @@ const (
 	DefaultTimeout     = 60 * time.Second
 	// MaxQueueNameLen bounds a queue's name, in bytes.
 	MaxQueueNameLen = 100
+	// MaxWorkers bounds how many jobs one worker runs at once (the
+	// queue.workers setting, queue:work --workers, WorkOptions.Workers).
+	MaxWorkers = 10_000
 )
 
 // DefaultBackoff is the backoff of a job that sets none: 1 s after the

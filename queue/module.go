@@ -29,10 +29,11 @@ type Config struct {
 	// Driver is "database" (the default) or "memory".
 	Driver Driver `koanf:"driver" validate:"oneof=database memory"`
 	// DefaultQueue is where jobs with an empty queue name go; default
-	// "default".
+	// "default". Queue names have 1 to 100 ASCII letters, digits, '-',
+	// '_', '.' or ':'.
 	DefaultQueue string `koanf:"default_queue" validate:"required,max=100"`
 	// Workers is how many jobs one queue:work process runs at once;
-	// default 4.
+	// default 4, at most [MaxWorkers].
 	Workers int `koanf:"workers" validate:"min=1,max=10000"`
 	// PollIntervalMs is how long an idle worker waits before looking for
 	// jobs again; default 1000.
@@ -49,9 +50,12 @@ func DefaultConfig() Config {
 
 // Validate checks each queue name.
 func (c Config) Validate() error {
+	if checkQueue(c.DefaultQueue) != nil {
+		return config.Invalid("queue.default_queue", c.DefaultQueue, "a queue name of "+queueNameRule)
+	}
 	for _, name := range c.Queues {
 		if checkQueue(name) != nil {
-			return config.Invalid("queue.queues", name, fmt.Sprintf("queue names of 1 to %d bytes", MaxQueueNameLen))
+			return config.Invalid("queue.queues", name, "queue names of "+queueNameRule)
 		}
 	}
 	return nil

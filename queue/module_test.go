@@ -111,8 +111,10 @@ func TestInvalidQueueConfigFailsTheBoot(t *testing.T) {
 		{"queue.poll_interval_ms", "soon", `config: invalid value for queue.poll_interval_ms: "soon" (from overrides); allowed: a whole number`},
 		{"queue.default_queue", "", `config: invalid value for queue.default_queue: "" (from overrides); allowed: a non-empty value, at most 100`},
 		{"queue.queues", "", `config: invalid value for queue.queues: "" (from overrides); allowed: a non-empty value`},
-		{"queue.queues", "high," + strings.Repeat("x", 101), `config: invalid value for queue.queues: "` + strings.Repeat("x", 101) + `" (from overrides); allowed: queue names of 1 to 100 bytes`},
-		{"queue.wokers", 8, `config: unknown key queue.wokers = "8" (from overrides): no such key; [queue] has default_queue, driver, poll_interval_ms, queues, workers`},
+		{"queue.queues", "high," + strings.Repeat("x", 101), `config: invalid value for queue.queues: "` + strings.Repeat("x", 101) + `" (from overrides); allowed: queue names of 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
+		{"queue.queues", []any{"high", "mail sms"}, `config: invalid value for queue.queues: "mail sms" (from overrides); allowed: queue names of 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
+		{"queue.default_queue", "jobs!", `config: invalid value for queue.default_queue: "jobs!" (from overrides); allowed: a queue name of 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
+		{"queue.wokers", 8, `config: unknown key queue.wokers = "8" (from overrides): did you mean workers?`},
 	}
 	for _, tt := range tests {
 		_, err := runApp(t, map[string]any{tt.key: tt.value}, []string{"use"}, queue.Module(), use(func(*queue.Queue, queue.Dispatcher) error { return nil }))

@@ -208,10 +208,21 @@ func (q *Queue) DispatchIn(ctx context.Context, uow *db.UnitOfWork, job Job) (st
 	return q.push(ctx, uow, e, true)
 }
 
-// checkQueue validates a queue name.
+// queueNameRule says what a queue name may hold, for errors.
+const queueNameRule = "1 to 100 ASCII letters, digits, '-', '_', '.' or ':'"
+
+// checkQueue validates a queue name: 1 to [MaxQueueNameLen] ASCII
+// letters, digits, '-', '_', '.' or ':', so that every name can be given
+// to queue:work --queue (which splits at commas and trims spaces) and
+// printed as it is.
 func checkQueue(name string) error {
-	if name == "" || len(name) > MaxQueueNameLen {
-		return fmt.Errorf("queue: invalid queue name %q: it must have 1 to %d bytes", name, MaxQueueNameLen)
+	ok := name != "" && len(name) <= MaxQueueNameLen
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':'
+	}
+	if !ok {
+		return fmt.Errorf("queue: invalid queue name %q: use %s", name, queueNameRule)
 	}
 	return nil
 }

@@ -3,8 +3,10 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/navree/navree/queue"
@@ -66,6 +68,106 @@ func TestStoredErrorsAreBounded(t *testing.T) {
 		e := failed[0].Error
 		if len(e) > queue.MaxErrorLen || !strings.HasSuffix(e, "…") || !utf8.ValidString(e) {
 			t.Fatalf("stored error of %d bytes (limit %d), valid UTF-8 %v, ends %q", len(e), queue.MaxErrorLen, utf8.ValidString(e), e[len(e)-6:])
+		}
+	})
+}
+
+// Binary fails with an error that quotes binary data: a NUL byte and
+// bytes that are not UTF-8.
+type Binary struct{}
+
+func (Binary) JobName() string { return "test.binary" }
+
+// TestUnstorableErrorsAreStoredCleanAndFail: an error text PostgreSQL
+// cannot store (a NUL, invalid UTF-8) is made storable, so the job is
+// released and retried like any other and fails after its attempts,
+// instead of staying reserved and coming back forever.
+func TestUnstorableErrorsAreStoredCleanAndFail(t *testing.T) {
+	runs := 0
+	regs := map[string]queue.Registration{"test.binary": queue.HandlerOf[Binary](queue.HandlerFunc[Binary](func(context.Context, Binary, queue.JobContext) error {
+		runs++
+		return errors.New("row 7: \x00\xff\xfe is not a name")
+	}))}
+	eachWith(t, queue.Config{}, regs, func(t *testing.T, f fixture) {
+		runs = 0
+		id, _ := f.q.Dispatch(ctx, Binary{})
+		var total queue.WorkStats
+		for range 10 { // three attempts, then nothing left; a cycle would go on
+			stats := f.runPending(t)
+			total.Processed += stats.Processed
+			total.Released += stats.Released
+			total.Failed += stats.Failed
+			total.Lost += stats.Lost
+			f.clock.Advance(25 * time.Hour) // past any backoff and any takeover
+		}
+		if runs != 3 || total != (queue.WorkStats{Processed: 3, Released: 2, Failed: 1}) {
+			t.Fatalf("the handler ran %d times, %+v; want 3 attempts: 2 released, 1 failed", runs, total)
+		}
+		failed, _ := f.q.Failed(ctx)
+		if len(failed) != 1 || failed[0].ID != id || failed[0].Attempts != 3 || failed[0].Error != "row 7: \uFFFD\uFFFD is not a name" {
+			t.Fatalf("failed jobs %+v; want the job after 3 attempts, its error made storable", failed)
+		}
+		if f.pending(t, "default") != 0 {
+			t.Fatal("the job is still pending")
+		}
+		if strings.Contains(f.logs.String(), "record_error") {
+			t.Fatalf("an outcome was not recorded:\n%s", f.logs)
+		}
+	})
+}
+
+// TestAJobTakenOverAfterItsLastAttemptFails: a job whose worker died
+// during its last attempt (a crash, a job that kills its worker, an
+// outcome the database would not take) is not run past its attempts when
+// it is taken over: it fails, saying why.
+func TestAJobTakenOverAfterItsLastAttemptFails(t *testing.T) {
+	ran := false
+	regs := map[string]queue.Registration{"test.verbose": queue.HandlerOf[Verbose](queue.HandlerFunc[Verbose](func(context.Context, Verbose, queue.JobContext) error {
+		ran = true
+		return nil
+	}))}
+	eachWith(t, queue.Config{}, regs, func(t *testing.T, f fixture) {
+		ran = false
+		id, _ := f.q.Dispatch(ctx, Verbose{}) // MaxAttempts: 1
+		if j := f.reserve(t, "default"); j == nil || j.ID != id {
+			t.Fatal("nothing to reserve") // by a worker that then dies
+		}
+		f.clock.Advance(91 * time.Second) // its timeout plus 30 s
+		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Failed: 1}) {
+			t.Fatalf("the takeover %+v; want 1 failed", stats)
+		}
+		if ran {
+			t.Fatal("the job ran a second attempt of one")
+		}
+		failed, _ := f.q.Failed(ctx)
+		want := "attempt 1 of 1 ended without an outcome (its worker stopped, or lost the database, before recording one), and no attempt is left"
+		if len(failed) != 1 || failed[0].ID != id || failed[0].Attempts != 1 || failed[0].Error != want {
+			t.Fatalf("failed jobs %+v; want the job, 1 attempt, %q", failed, want)
+		}
+	})
+}
+
+// TestQueueNamesAreRestricted: a queue name is letters, digits and - _ . :
+// so that every queue can be named with queue:work --queue.
+func TestQueueNamesAreRestricted(t *testing.T) {
+	each(t, func(t *testing.T, f fixture) {
+		for _, name := range []string{"mail,sms", " mail", "mail ", "", "caf\u00e9", "a/b", strings.Repeat("q", queue.MaxQueueNameLen+1)} {
+			e, _ := queue.EnvelopeOf(ExportContacts{})
+			e.Options.Queue = name
+			want := fmt.Sprintf(`queue: invalid queue name %q: use 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`, name)
+			if _, err := f.q.Push(ctx, e); name != "" && (err == nil || err.Error() != want) { // "": the default queue
+				t.Errorf("Push on queue %q: %v, want %s", name, err, want)
+			}
+			if _, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{name}}); err == nil || err.Error() != want {
+				t.Errorf("Work on queue %q: %v, want %s", name, err, want)
+			}
+		}
+		for _, name := range []string{"mail", "crm:exports-2.high_prio", strings.Repeat("q", queue.MaxQueueNameLen)} {
+			e, _ := queue.EnvelopeOf(ExportContacts{})
+			e.Options.Queue = name
+			if _, err := f.q.Push(ctx, e); err != nil {
+				t.Errorf("Push on queue %q: %v", name, err)
+			}
 		}
 	})
 }

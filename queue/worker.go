@@ -50,11 +50,25 @@ type WorkStats struct {
 	Succeeded int
 	Released  int // failed and put back for a retry
 	Failed    int // failed for good: moved to the failed jobs
+	// Lost counts the attempts whose outcome was not kept: another worker
+	// had taken their job over (this one was presumed dead), or the
+	// database could not store it. Their jobs run again (or, after their
+	// last attempt, fail).
+	Lost int
 }
 
+// String is the summary queue:work prints; the lost attempts appear only
+// when there are some.
 func (s WorkStats) String() string {
-	return fmt.Sprintf("Processed %d job attempt(s): %d succeeded, %d released for retry, %d failed.",
+	out := fmt.Sprintf("Processed %d job attempt(s): %d succeeded, %d released for retry, %d failed",
 		s.Processed, s.Succeeded, s.Released, s.Failed)
+	switch {
+	case s.Lost == 1:
+		out += ", 1 lost its reservation"
+	case s.Lost > 1:
+		out += fmt.Sprintf(", %d lost their reservation", s.Lost)
+	}
+	return out + "."
 }
 
 // MaxErrorLen bounds the error kept with a released or failed job, in
@@ -168,16 +182,16 @@ type worker struct {
 	probes       chan probe    // to the prober, when it is free
 	probed       chan struct{} // from the prober: it found something
 
-	succeeded, released, failed atomic.Int64
-	listening                   atomic.Bool // for opts.idle
+	succeeded, released, failed, lost atomic.Int64
+	listening                         atomic.Bool // for opts.idle
 
 	mu  sync.Mutex
 	err error
 }
 
 func (w *worker) stats() WorkStats {
-	s := WorkStats{Succeeded: int(w.succeeded.Load()), Released: int(w.released.Load()), Failed: int(w.failed.Load())}
-	s.Processed = s.Succeeded + s.Released + s.Failed
+	s := WorkStats{Succeeded: int(w.succeeded.Load()), Released: int(w.released.Load()), Failed: int(w.failed.Load()), Lost: int(w.lost.Load())}
+	s.Processed = s.Succeeded + s.Released + s.Failed + s.Lost
 	return s
 }
 
@@ -585,8 +599,10 @@ func (c *completer) flush(batch []success) {
 	}
 	var buf [8]slog.Attr // slog copies the attributes: one buffer serves every line
 	for _, s := range batch {
+		kept := stored == nil || stored[s.job.ID]
+		c.w.count(&c.w.succeeded, kept, err)
 		attrs := append(attemptAttrs(buf[:0], s.job, s.ms), slog.String("outcome", "succeeded"))
-		level, attrs := recorded(slog.LevelInfo, attrs, stored == nil || stored[s.job.ID], err)
+		level, attrs := recorded(slog.LevelInfo, attrs, kept, err)
 		if level > slog.LevelInfo || !c.w.opts.quiet {
 			c.w.logAttempt(level, attrs)
 		}
@@ -736,8 +752,7 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 // a retry or moved to the failed jobs.
 func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 	if failure == nil {
-		w.succeeded.Add(1)
-		w.done.in <- success{job: job, ms: ms}
+		w.done.in <- success{job: job, ms: ms} // counted once stored
 		return
 	}
 	ctx := w.jobCtx
@@ -746,25 +761,43 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 	var acted bool
 	var err error
 	var level slog.Level
+	var count *atomic.Int64 // released or failed, if stored
 	if !failure.permanent && job.Attempts < job.MaxAttempts {
 		backoff, perr := ParseBackoff(job.Backoff)
 		if perr != nil {
 			backoff = DefaultBackoff
 		}
 		delay := backoff.Delay(job.Attempts)
-		acted, err = w.q.store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), truncate(failure.msg))
-		w.released.Add(1)
+		err = retried(func() (err error) {
+			acted, err = w.q.store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), storable(failure.msg))
+			return err
+		})
+		count = &w.released
 		level, attrs = slog.LevelWarn, append(attrs, slog.String("outcome", "released"), slog.Float64("retry_in_secs", delay.Seconds()), slog.String("error", failure.msg))
 	} else {
-		acted, err = w.q.store.Fail(ctx, job.ID, job.Attempts, truncate(failure.msg), now)
-		w.failed.Add(1)
+		err = retried(func() (err error) {
+			acted, err = w.q.store.Fail(ctx, job.ID, job.Attempts, storable(failure.msg), now)
+			return err
+		})
+		count = &w.failed
 		level, attrs = slog.LevelError, append(attrs, slog.String("outcome", "failed"), slog.String("error", failure.msg))
 	}
 	if failure.stack != "" {
 		attrs = append(attrs, slog.String("stack", failure.stack))
 	}
+	w.count(count, acted, err)
 	level, attrs = recorded(level, attrs, acted, err)
 	w.logAttempt(level, attrs)
+}
+
+// count counts an attempt whose outcome was stored as its outcome, and
+// one whose outcome was not as lost.
+func (w *worker) count(outcome *atomic.Int64, stored bool, err error) {
+	if stored && err == nil {
+		outcome.Add(1)
+	} else {
+		w.lost.Add(1)
+	}
 }
 
 // recorded adds to an attempt's log line what storing its outcome did:
@@ -783,6 +816,14 @@ func recorded(level slog.Level, attrs []slog.Attr, stored bool, err error) (slog
 // call runs the job's handler, with a context that ends at the job's
 // timeout, and turns an error, a panic or a timeout into a failure.
 func (w *worker) call(job *driver.Job) (failure *attemptError) {
+	if job.Attempts > job.MaxAttempts {
+		// Taken over after its last attempt's worker died, or lost the
+		// database, before it recorded an outcome: running it again would
+		// go past its attempts, and a job that kills its worker would
+		// never stop coming back.
+		return &attemptError{msg: fmt.Sprintf("attempt %d of %[1]d ended without an outcome (its worker stopped, or lost the database, before recording one), and no attempt is left",
+			job.MaxAttempts), permanent: true}
+	}
 	reg, ok := w.q.jobs[job.Name]
 	if !ok {
 		return &attemptError{msg: fmt.Sprintf("no handler for job type %q in this binary", job.Name), permanent: true}
@@ -812,8 +853,17 @@ func (w *worker) call(job *driver.Job) (failure *attemptError) {
 	return &attemptError{msg: err.Error()}
 }
 
-// truncate cuts an error to MaxErrorLen bytes, on a rune boundary.
-func truncate(s string) string {
+// storable makes a text from outside (a handler's error, a panic's
+// value) storable in every database: invalid UTF-8 and NUL bytes, which
+// PostgreSQL refuses in text columns, become U+FFFD, and a text over
+// MaxErrorLen bytes is cut on a character boundary and ends in "…".
+func storable(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
 	if len(s) <= MaxErrorLen {
 		return s
 	}
@@ -821,5 +871,5 @@ func truncate(s string) string {
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return strings.ToValidUTF8(s[:cut], "") + "…"
+	return s[:cut] + "…"
 }

@@ -365,7 +365,11 @@ func TestATakenOverJobIsFenced(t *testing.T) {
 				t.Fatalf("the takeover ran %+v", stats)
 			}
 			close(finishFirst)
-			<-first
+			// The first worker kept no outcome, and says so.
+			if stats := <-first; stats != (queue.WorkStats{Processed: 1, Lost: 1}) ||
+				stats.String() != "Processed 1 job attempt(s): 0 succeeded, 0 released for retry, 0 failed, 1 lost its reservation." {
+				t.Fatalf("the fenced-out worker counted %+v: %s", stats, stats)
+			}
 
 			j := f.reserve(t, "default")
 			if j != nil {

@@ -148,7 +148,10 @@ type Driver interface {
 	Release(ctx context.Context, id string, attempt int, availableAt int64, lastError string) (bool, error)
 
 	// Fail moves a reserved job to the failed jobs with its error, in one
-	// transaction, if attempt is still its current reservation.
+	// transaction, if attempt is still its current reservation. The
+	// attempts it records are those started, at most the job's
+	// MaxAttempts: a takeover's reservation after the last attempt is not
+	// one.
 	Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error)
 
 	// Failed lists the failed jobs, oldest failure first.

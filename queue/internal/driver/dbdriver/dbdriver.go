@@ -157,13 +157,15 @@ func New(d *db.DB) *Driver {
 		unreserve: "UPDATE jobs SET reserved_at = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
 
 		release: "UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
+		// A job taken over after its last attempt counts the attempts
+		// it started, not the takeover's reservation.
 		failCopy: "INSERT INTO failed_jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at) " +
-			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ? FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
+			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, min(attempts, max_attempts), ?, created_at, ? FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
 		failDelete: "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL",
 		failMove: "WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
 			"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at) " +
 			"INSERT INTO failed_jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at) " +
-			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ? FROM moved",
+			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ? FROM moved",
 		failed: "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at FROM failed_jobs ORDER BY failed_at, id",
 		retryOne: "INSERT INTO jobs (" + columns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error " +
 			"FROM failed_jobs WHERE id = ?",

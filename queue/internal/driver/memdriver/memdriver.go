@@ -258,7 +258,7 @@ func (d *Driver) Fail(ctx context.Context, id string, attempt int, failure strin
 	if ok {
 		d.remove(j)
 		d.failed[j.ID] = driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
-			Backoff: j.Backoff, TimeoutMs: j.TimeoutMs, Attempts: j.Attempts, Error: failure, CreatedAt: j.CreatedAt, FailedAt: now}
+			Backoff: j.Backoff, TimeoutMs: j.TimeoutMs, Attempts: min(j.Attempts, j.MaxAttempts), Error: failure, CreatedAt: j.CreatedAt, FailedAt: now}
 	}
 	return ok, nil
 }
