@@ -27,8 +27,9 @@ const EnvPrefix = "APP_"
 type Sources struct {
 	// Dir holds app.toml and app.<Env>.toml. Empty: no files are read.
 	Dir string
-	// Env is the app environment (APP_ENV), such as "production". Empty:
-	// only app.toml is read.
+	// Env is the app environment (APP_ENV), such as "production", whose
+	// file app.<Env>.toml must exist (empty to run on the other sources
+	// alone). Empty: only app.toml is read.
 	Env string
 	// Environ is the process environment as KEY=VALUE strings; only
 	// variables named APP_SECTION__KEY are read.
@@ -60,10 +61,11 @@ func Load(src Sources) (*Config, error) {
 	if src.Dir != "" {
 		files := []string{filepath.Join(src.Dir, "app.toml")}
 		if src.Env != "" {
-			if !envName.MatchString(src.Env) {
-				return nil, &Error{Key: "APP_ENV", Value: src.Env, Source: "env APP_ENV", Allowed: "letters, digits, '.', '_' and '-'"}
+			path, err := envFile(src.Dir, src.Env)
+			if err != nil {
+				return nil, err
 			}
-			files = append(files, filepath.Join(src.Dir, "app."+src.Env+".toml"))
+			files = append(files, path)
 		}
 		for _, path := range files {
 			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
@@ -96,6 +98,33 @@ func Load(src Sources) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// envFile returns the file of the environment env in dir, failing with
+// an [*Error] when env is not a name or has no file: a typo in APP_ENV
+// must not boot the app without the environment's settings. An
+// environment run on variables alone has an empty file.
+func envFile(dir, env string) (string, error) {
+	if !envName.MatchString(env) {
+		return "", &Error{Key: "APP_ENV", Value: env, Source: "env APP_ENV", Allowed: "letters, digits, '.', '_' and '-'"}
+	}
+	path := filepath.Join(dir, "app."+env+".toml")
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return path, nil // a file, or an error the read reports
+	}
+	found, _ := filepath.Glob(filepath.Join(dir, "app.*.toml"))
+	var envs []string
+	for _, f := range found {
+		if name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "app."), ".toml"); envName.MatchString(name) {
+			envs = append(envs, name)
+		}
+	}
+	have := "no environment has a file"
+	if len(envs) > 0 {
+		have = "the environments with a file are " + strings.Join(envs, ", ")
+	}
+	return "", &Error{Key: "APP_ENV", Value: env, Source: "env APP_ENV", file: path,
+		Allowed: have + " (to run an environment on variables alone, create its file empty)", kind: missingFile}
 }
 
 // EnvKey maps an environment variable to the key it sets:

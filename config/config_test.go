@@ -299,3 +299,26 @@ func TestErrorsShowNoSecret(t *testing.T) {
 		})
 	}
 }
+
+func TestAppEnvWithoutAFileFails(t *testing.T) {
+	const hint = " (to run an environment on variables alone, create its file empty)"
+	dir := t.TempDir()
+	_, err := load(t, config.Sources{Dir: dir, Env: "production"})
+	want := `config: no file ` + filepath.Join(dir, "app.production.toml") + ` for APP_ENV "production" (from env APP_ENV); no environment has a file` + hint
+	if !errors.Is(err, config.ErrInvalid) || err.Error() != want {
+		t.Fatalf("no file at all: error\n got %v\nwant %s", err, want)
+	}
+
+	write(t, dir, "app.production.toml", "") // production runs on variables alone
+	write(t, dir, "app.staging.toml", "[queue]\nworkers = 2\n")
+	_, err = load(t, config.Sources{Dir: dir, Env: "prodution"})
+	want = `config: no file ` + filepath.Join(dir, "app.prodution.toml") + ` for APP_ENV "prodution" (from env APP_ENV); the environments with a file are production, staging` + hint
+	if !errors.Is(err, config.ErrInvalid) || err.Error() != want {
+		t.Fatalf("a typo: error\n got %v\nwant %s", err, want)
+	}
+
+	got, err := load(t, config.Sources{Dir: dir, Env: "production", Environ: []string{"APP_QUEUE__WORKERS=8"}})
+	if err != nil || got.Workers != 8 {
+		t.Fatalf("an empty file: workers = %d, %v; want 8 from the environment", got.Workers, err)
+	}
+}

@@ -13,16 +13,17 @@ import (
 // ErrInvalid matches every [*Error] with errors.Is.
 var ErrInvalid = errors.New("invalid config")
 
-// Error is an invalid or unknown configuration value, or an unknown
-// section. Its message shows the value through
-// [Redact], and as xxxxx when the key's name says it is a secret (it holds
-// password, secret, token, credential or the like).
+// Error is an invalid or unknown configuration value, an unknown section,
+// or an APP_ENV without a file. Its message shows the value through
+// [Redact], and as xxxxx when the key's name says it is a secret (it
+// holds password, secret, token, credential or the like).
 type Error struct {
 	Key     string // the key, such as "queue.workers"; for an unknown section, its name
 	Value   string // the value as given
 	Source  string // where it came from: a file, "env APP_QUEUE__WORKERS", "overrides", "default"
 	Allowed string // what the key accepts; for an unknown key or section, the nearest known one or those there are
 	kind    errorKind
+	file    string // missingFile: the file looked for
 }
 
 type errorKind int
@@ -31,6 +32,7 @@ const (
 	invalidValue errorKind = iota
 	unknownKey
 	unknownSection
+	missingFile // APP_ENV names an environment without a file
 )
 
 func (e *Error) Error() string {
@@ -43,6 +45,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("config: unknown key %s = %q%s: %s", e.Key, e.shown(), from, e.Allowed)
 	case unknownSection:
 		return fmt.Sprintf("config: unknown section [%s]%s: %s", e.Key, from, e.Allowed)
+	case missingFile:
+		return fmt.Sprintf("config: no file %s for %s %q%s; %s", e.file, e.Key, e.shown(), from, e.Allowed)
 	}
 	return fmt.Sprintf("config: invalid value for %s: %q%s; allowed: %s", e.Key, e.shown(), from, e.Allowed)
 }

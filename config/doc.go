@@ -7,10 +7,16 @@
 //
 //  1. the defaults each section declares in Go ([Section]);
 //  2. config/app.toml, if present;
-//  3. config/app.$APP_ENV.toml, if APP_ENV is set and the file is present;
+//  3. config/app.$APP_ENV.toml, if APP_ENV is set;
 //  4. environment variables named APP_SECTION__KEY, for example
 //     APP_QUEUE__WORKERS=8. A list is one comma-separated string:
 //     APP_QUEUE__QUEUES=high,default.
+//
+// An APP_ENV whose file is missing fails the boot with an [*Error] naming
+// the file and the environments that have one: APP_ENV=prodution must not
+// boot production without its settings. To run an environment on
+// variables alone, create its file empty: an empty
+// config/app.production.toml says that is intended.
 //
 // [Defaults] describes those sources for a process; tests build their own
 // [Sources] (a temporary folder, a fixed environment, overrides).

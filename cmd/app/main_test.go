@@ -238,6 +238,38 @@ func TestATypoFailsTheBoot(t *testing.T) {
 	}
 }
 
+// TestAppEnvNeedsItsFile: an APP_ENV without a file in config/ (a typo)
+// stops the app with status 1, naming the file and the environments there
+// are; an empty file lets the environment run on variables alone.
+func TestAppEnvNeedsItsFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "config"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config", "app.production.toml"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := command(dir, "", "migrate")
+	cmd.Env = append(cmd.Env, "APP_ENV=prodution")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+		t.Fatalf("APP_ENV=prodution: exit %v, want status 1; printed %q %q", err, stdout.String(), stderr.String())
+	}
+	want := `app: config: no file config/app.prodution.toml for APP_ENV "prodution" (from env APP_ENV); the environments with a file are production` +
+		" (to run an environment on variables alone, create its file empty)\n"
+	if stdout.String() != "" || stderr.String() != want {
+		t.Errorf("APP_ENV=prodution: stdout %q, stderr\n%q\nwant stderr\n%q", stdout.String(), stderr.String(), want)
+	}
+
+	cmd = command(dir, "", "migrate")
+	cmd.Env = append(cmd.Env, "APP_ENV=production")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "Migrated ") {
+		t.Fatalf("APP_ENV=production with an empty file: %v, printed %q", err, out)
+	}
+}
+
 func TestUnreachablePostgresNamesTheHost(t *testing.T) {
 	cmd := command(t.TempDir(), "postgres://app:hunter2@127.0.0.1:1/crm", "migrate")
 	out, err := cmd.CombinedOutput()
