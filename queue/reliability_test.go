@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gofrs/uuid/v5"
 	"github.com/navree/navree/queue"
 )
 
@@ -170,4 +171,64 @@ func TestQueueNamesAreRestricted(t *testing.T) {
 			}
 		}
 	})
+}
+
+// insertRow writes a job's row by hand, as another program or a person
+// might, with the values given for the columns that matter here.
+func insertRow(t *testing.T, f fixture, name string, maxAttempts, backoff, timeoutMs, reservedAt any, attempts int) string {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7()).String()
+	_, err := f.db.NewRaw("INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, reserved_at, created_at) "+
+		"VALUES (?, 'default', ?, '{}', ?, ?, ?, ?, ?, ?, ?)",
+		id, name, maxAttempts, backoff, timeoutMs, attempts, t0.UnixMilli(), reservedAt, t0.UnixMilli()).Exec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestCorruptRowsFailAndHoldNoneBack: a row whose values do not read
+// (text in a number's column, on SQLite) or make no sense (no attempts, a
+// negative timeout, a backoff that does not parse) becomes a failed job
+// with an error naming the column, and the good jobs reserved in the same
+// batch run at once; so does one taken over.
+func TestCorruptRowsFailAndHoldNoneBack(t *testing.T) {
+	regs := map[string]queue.Registration{"test.binary": queue.HandlerOf[Binary](queue.HandlerFunc[Binary](func(context.Context, Binary, queue.JobContext) error {
+		return errors.New("it failed")
+	}))}
+	for _, b := range backends[1:] {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b.driver, b.url(t), queue.Config{Workers: 10}, regs)
+			good := []string{
+				insertRow(t, f, "contacts.export", 3, "fixed:1000", 60000, nil, 0),
+				insertRow(t, f, "contacts.export", 3, "fixed:1000", 60000, nil, 0),
+			}
+			want := map[string]string{ // id: error
+				insertRow(t, f, "contacts.export", 0, "fixed:1000", 60000, nil, 0): "the stored job does not read: column max_attempts holds 0, not 1 or more",
+				insertRow(t, f, "contacts.export", 3, "fixed:1000", -5, nil, 0):    "the stored job does not read: column timeout_ms holds -5, not 0 (no limit) or more",
+				insertRow(t, f, "test.binary", 3, "sometimes", 60000, nil, 0):      `it failed; and the stored job does not read: column backoff holds "sometimes", not exponential:BASE_MS:MAX_MS or fixed:MS, so no retry can be scheduled`,
+			}
+			if b.name == "sqlite" { // SQLite keeps any value in any column
+				want[insertRow(t, f, "contacts.export", "abc", "fixed:1000", 60000, nil, 0)] = `the stored job does not read: column max_attempts holds "abc", not a whole number`
+				// Reserved long ago by a worker that died: taken over.
+				want[insertRow(t, f, "contacts.export", "lots", "fixed:1000", 60000, t0.Add(-time.Hour).UnixMilli(), 1)] = `the stored job does not read: column max_attempts holds "lots", not a whole number`
+			}
+			stats, err := f.q.Work(ctx, queue.WorkOptions{Workers: 10, StopWhenEmpty: true})
+			if err != nil || stats != (queue.WorkStats{Processed: len(good) + len(want), Succeeded: len(good), Failed: len(want)}) {
+				t.Fatalf("%+v, %v; want %d succeeded, %d failed", stats, err, len(good), len(want))
+			}
+			failed, err := f.q.Failed(ctx)
+			if err != nil || len(failed) != len(want) {
+				t.Fatalf("%d failed jobs, %v", len(failed), err)
+			}
+			for _, j := range failed {
+				if want[j.ID] != j.Error {
+					t.Errorf("failed job %s: %q, want %q", j.ID, j.Error, want[j.ID])
+				}
+			}
+			if f.pending(t, "default") != 0 {
+				t.Fatal("jobs are left")
+			}
+		})
+	}
 }

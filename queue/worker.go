@@ -762,11 +762,17 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 	var err error
 	var level slog.Level
 	var count *atomic.Int64 // released or failed, if stored
-	if !failure.permanent && job.Attempts < job.MaxAttempts {
-		backoff, perr := ParseBackoff(job.Backoff)
-		if perr != nil {
-			backoff = DefaultBackoff
+	retry := !failure.permanent && job.Attempts < job.MaxAttempts
+	var backoff Backoff
+	if retry {
+		var perr error
+		if backoff, perr = ParseBackoff(job.Backoff); perr != nil { // read only now: a job that succeeds needs none
+			failure = &attemptError{msg: fmt.Sprintf("%s; and the stored job does not read: column backoff holds %q, not exponential:BASE_MS:MAX_MS or fixed:MS, so no retry can be scheduled",
+				failure.msg, cut(job.Backoff, 40)), stack: failure.stack}
+			retry = false
 		}
+	}
+	if retry {
 		delay := backoff.Delay(job.Attempts)
 		err = retried(func() (err error) {
 			acted, err = w.q.store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), storable(failure.msg))
@@ -816,6 +822,9 @@ func recorded(level slog.Level, attrs []slog.Attr, stored bool, err error) (slog
 // call runs the job's handler, with a context that ends at the job's
 // timeout, and turns an error, a panic or a timeout into a failure.
 func (w *worker) call(job *driver.Job) (failure *attemptError) {
+	if msg := unreadable(job); msg != "" {
+		return &attemptError{msg: "the stored job does not read: " + msg, permanent: true}
+	}
 	if job.Attempts > job.MaxAttempts {
 		// Taken over after its last attempt's worker died, or lost the
 		// database, before it recorded an outcome: running it again would
@@ -853,6 +862,33 @@ func (w *worker) call(job *driver.Job) (failure *attemptError) {
 	return &attemptError{msg: err.Error()}
 }
 
+// unreadable says what of a job's stored row the worker cannot run it
+// with, or "".
+func unreadable(job *driver.Job) string {
+	switch {
+	case job.Corrupt != "":
+		return job.Corrupt
+	case job.MaxAttempts < 1:
+		return fmt.Sprintf("column max_attempts holds %d, not 1 or more", job.MaxAttempts)
+	case job.TimeoutMs < 0:
+		return fmt.Sprintf("column timeout_ms holds %d, not 0 (no limit) or more", job.TimeoutMs)
+	}
+	return ""
+}
+
+// cut shortens s to at most n bytes, on a character boundary, ending in
+// "…" when it cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	n -= len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // storable makes a text from outside (a handler's error, a panic's
 // value) storable in every database: invalid UTF-8 and NUL bytes, which
 // PostgreSQL refuses in text columns, become U+FFFD, and a text over
@@ -864,12 +900,5 @@ func storable(s string) string {
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	}
-	if len(s) <= MaxErrorLen {
-		return s
-	}
-	cut := MaxErrorLen - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return cut(s, MaxErrorLen)
 }

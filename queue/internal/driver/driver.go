@@ -69,6 +69,10 @@ type Job struct {
 	ReservedAt  int64 // 0 while waiting
 	CreatedAt   int64
 	LastError   string
+	// Corrupt, when set, says which value of the stored row does not
+	// hold what its column should (SQLite keeps any value in any column):
+	// the worker fails the job at once, with this as its error.
+	Corrupt string
 }
 
 // FailedJob is a job that used up its attempts or could not run.

@@ -440,7 +440,10 @@ func (d *Driver) copyJobs(ctx context.Context, jobs []*driver.Job) error {
 	})
 }
 
-func scanJob(row interface{ Scan(...any) error }) (*driver.Job, error) {
+// scanJob reads a row of columns. A row whose values do not all convert
+// to their types is read leniently (see readJob) rather than failing, so
+// one corrupt row never fails the statement that returned it.
+func scanJob(row scanner) (*driver.Job, error) {
 	var j driver.Job
 	var payload string
 	var uniqueKey, lastError sql.NullString
@@ -448,7 +451,7 @@ func scanJob(row interface{ Scan(...any) error }) (*driver.Job, error) {
 	err := row.Scan(&j.ID, &j.Queue, &j.Name, &payload, &j.MaxAttempts, &j.Backoff, &j.TimeoutMs,
 		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError)
 	if err != nil {
-		return nil, err
+		return readJob(row, err)
 	}
 	j.Payload = []byte(payload)
 	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError = uniqueKey.String, uniqueUntil.Int64, reservedAt.Int64, lastError.String
@@ -640,11 +643,14 @@ func (d *Driver) Failed(ctx context.Context) ([]driver.FailedJob, error) {
 	for rows.Next() {
 		var f driver.FailedJob
 		var payload string
-		if err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
-			&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
+			&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt)
 		f.Payload = []byte(payload)
+		if err != nil {
+			if f, err = readFailed(rows, err); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, f)
 	}
 	return out, rows.Err()
