@@ -46,4 +46,11 @@
 // ([databse] or APP_DATABSE__URL: "did you mean [database]?"). The
 // nearest known name is suggested when it is at most two edits away (and
 // one per three letters); otherwise the error lists the names there are.
+//
+// # Secrets
+//
+// An [*Error] never prints a password: the value it shows goes through
+// [Redact], which masks the passwords of URLs and of key=value connection
+// strings, and the value of a key whose name says it is a secret
+// (mail.password, an api_token) is shown as xxxxx.
 package config

@@ -28,3 +28,13 @@ func ExampleNew() {
 	// exports 100 env APP_CRM__PAGE_SIZE
 	// config: invalid value for crm.page_size: "0" (from env APP_CRM__PAGE_SIZE); allowed: at least 1, at most 500
 }
+
+func ExampleRedact() {
+	fmt.Println(config.Redact("postgres://crm:S3cret@db:5432/crm"))
+	fmt.Println(config.Redact("postgres://crm@db:5432/crm?sslmode=require&password=S3cret"))
+	fmt.Println(config.Redact("host=db user=crm password='S3 cret' dbname=crm"))
+	// Output:
+	// postgres://crm:xxxxx@db:5432/crm
+	// postgres://crm@db:5432/crm?sslmode=require&password=xxxxx
+	// host=db user=crm password=xxxxx dbname=crm
+}
