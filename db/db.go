@@ -113,10 +113,8 @@ func ambiguous(raw string) string {
 	if strings.Count(rest, "@") > 1 || at >= 0 && strings.Contains(rest[:at], "/") {
 		return "percent-encode each @ and / of the user name and password, as %40 and %2F"
 	}
-	for i := 0; i < len(rest); i++ {
-		if rest[i] == '%' && (i+2 >= len(rest) || !isHex(rest[i+1]) || !isHex(rest[i+2])) {
-			return "a % must start a percent-encoded byte, such as %25 for % itself"
-		}
+	if _, err := url.PathUnescape(rest); err != nil {
+		return "a % must start a percent-encoded byte, such as %25 for % itself"
 	}
 	if _, query, ok := strings.Cut(rest[at+1:], "?"); ok {
 		for pair := range strings.SplitSeq(query, "&") {
@@ -127,8 +125,6 @@ func ambiguous(raw string) string {
 	}
 	return ""
 }
-
-func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
 // parseError is pgx's error for a URL it cannot parse, said without the
 // URL, which pgx quotes with only what it recognizes as a password masked.
