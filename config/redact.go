@@ -95,8 +95,8 @@ func keyBefore(s string) string {
 
 // valueEnd returns where the value that starts at s[from] ends. In a URL
 // it runs to the next &KEY= (a stray & belongs to the value) or the end;
-// in key=value form, to its closing quote or the first space not escaped
-// by a backslash, or to the end of an unterminated one.
+// in key=value form, to the first space neither quoted nor escaped by a
+// backslash, or the end.
 func valueEnd(s string, from int, isURL bool) int {
 	if isURL {
 		for i := from; i < len(s); i++ {
@@ -113,17 +113,13 @@ func valueEnd(s string, from int, isURL bool) int {
 		}
 		return len(s)
 	}
-	quoted := from < len(s) && s[from] == '\''
-	i := from
-	if quoted {
-		i++
-	}
-	for ; i < len(s); i++ {
+	quoted := false
+	for i := from; i < len(s); i++ {
 		switch {
 		case s[i] == '\\':
 			i++
-		case quoted && s[i] == '\'':
-			return i + 1
+		case s[i] == '\'':
+			quoted = !quoted // what follows a closing quote, up to a space, is the value's too
 		case !quoted && isSpace(s[i]):
 			return i
 		}

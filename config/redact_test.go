@@ -34,6 +34,7 @@ func TestRedact(t *testing.T) {
 		{"key=value", "host=db user=bob password=S3cret dbname=crm", "host=db user=bob password=xxxxx dbname=crm"},
 		{"key=value quoted", `host=db password='a b\'c' user=bob`, "host=db password=xxxxx user=bob"},
 		{"key=value unterminated quote", `host=db password='a b`, "host=db password=xxxxx"},
+		{"key=value text after the closing quote", `host=db password='a b'c user=bob`, "host=db password=xxxxx user=bob"},
 		{"key=value escaped space", `host=db password=a\ b user=bob`, "host=db password=xxxxx user=bob"},
 		{"key=value spaces around =", "host=db password = S3cret user=bob", "host=db password = xxxxx user=bob"},
 		{"key=value upper case", "host=db PASSWORD=S3cret", "host=db PASSWORD=xxxxx"},
