@@ -35,6 +35,13 @@ func (q *Queue) handleBench(_ context.Context, j benchJob, _ JobContext) error {
 	return nil
 }
 
+// The bounds of BenchOptions: its jobs wait in the database, its latency
+// samples in memory.
+const (
+	maxBenchJobs    = 100_000_000
+	maxBenchLatency = 100_000
+)
+
 // BenchOptions say what [Queue.Bench] measures. Zero fields take their
 // defaults.
 type BenchOptions struct {
@@ -136,8 +143,11 @@ func (q *Queue) Bench(ctx context.Context, o BenchOptions) (BenchResult, error) 
 		o.Latency = 200
 	}
 	switch {
-	case o.Jobs < 1 || o.Workers < 1 || o.Dispatchers < 1:
-		return BenchResult{}, fmt.Errorf("queue: bench: jobs (%d), workers (%d) and dispatchers (%d) must be 1 or more", o.Jobs, o.Workers, o.Dispatchers)
+	case o.Jobs < 1 || o.Jobs > maxBenchJobs || o.Workers < 1 || o.Workers > MaxWorkers || o.Dispatchers < 1 || o.Dispatchers > MaxWorkers:
+		return BenchResult{}, fmt.Errorf("queue: bench: jobs (%d) must be 1 to %d, workers (%d) and dispatchers (%d) 1 to %d",
+			o.Jobs, maxBenchJobs, o.Workers, o.Dispatchers, MaxWorkers)
+	case o.Latency > maxBenchLatency:
+		return BenchResult{}, fmt.Errorf("queue: bench: latency (%d) must be at most %d jobs", o.Latency, maxBenchLatency)
 	case o.Dispatch != "bulk" && o.Dispatch != "single":
 		return BenchResult{}, fmt.Errorf("queue: bench: dispatch must be single or bulk, not %q", o.Dispatch)
 	}

@@ -12,6 +12,18 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// bounded checks that the int flag of c's command is within lo to hi
+// when it is given; also says where the same bounds apply.
+func bounded(c *cli.Context, flag string, lo, hi int, also string) error {
+	if v := c.Int(flag); c.IsSet(flag) && (v < lo || v > hi) {
+		return fmt.Errorf("%s: --%s must be %d to %d%s, not %d", c.Command.Name, flag, lo, hi, also, v)
+	}
+	return nil
+}
+
+// failedPage is how many failed jobs queue:failed reads at a time.
+const failedPage = 100
+
 func commands() []app.Command {
 	return []app.Command{
 		{
@@ -36,8 +48,8 @@ func commands() []app.Command {
 					MaxTime:       c.Duration("max-time"),
 					StopWhenEmpty: c.Bool("stop-when-empty"),
 				}
-				if c.IsSet("workers") && o.Workers < 1 {
-					return fmt.Errorf("queue:work: --workers must be 1 or more, not %d", o.Workers)
+				if err := bounded(c, "workers", 1, MaxWorkers, ", as queue.workers"); err != nil {
+					return err
 				}
 				if o.MaxJobs < 0 || o.MaxTime < 0 {
 					return fmt.Errorf("queue:work: --max-jobs and --max-time must not be negative")
@@ -75,6 +87,15 @@ func commands() []app.Command {
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to `FILE` (read it with go tool pprof)"},
 			},
 			Action: func(c *cli.Context, q *Queue) error {
+				for _, b := range []struct {
+					flag   string
+					lo, hi int
+					also   string
+				}{{"jobs", 1, maxBenchJobs, ""}, {"workers", 1, MaxWorkers, ", as queue.workers"}, {"dispatchers", 1, MaxWorkers, ""}, {"latency", 0, maxBenchLatency, ""}} {
+					if err := bounded(c, b.flag, b.lo, b.hi, b.also); err != nil {
+						return err
+					}
+				}
 				if path := c.String("cpuprofile"); path != "" {
 					f, err := os.Create(path)
 					if err != nil {
@@ -132,20 +153,28 @@ func commands() []app.Command {
 		{
 			Name:  "queue:failed",
 			Usage: "List the failed jobs",
+			Description: "Prints one line per failed job, oldest failure first: its id, queue, type, attempts,\n" +
+				"when it failed (UTC) and the first line of its error. It reads them a page at a time.",
 			Action: func(c *cli.Context, q *Queue) error {
-				jobs, err := q.Failed(c.Context)
-				if err != nil {
-					return err
+				page := FailedQuery{Limit: failedPage}
+				for listed := 0; ; {
+					jobs, next, err := q.failed(c.Context, page, false)
+					if err != nil {
+						return err
+					}
+					if listed += len(jobs); listed == 0 {
+						fmt.Fprintln(c.App.Writer, "No failed jobs.")
+					}
+					for _, j := range jobs {
+						first, _, _ := strings.Cut(j.Error, "\n")
+						fmt.Fprintf(c.App.Writer, "%s  %s  %s  attempts=%d  %s  %s\n",
+							j.ID, j.Queue, j.Name, j.Attempts, j.FailedAt.UTC().Format(time.DateTime), first)
+					}
+					if next == "" {
+						return nil
+					}
+					page.After = next
 				}
-				if len(jobs) == 0 {
-					fmt.Fprintln(c.App.Writer, "No failed jobs.")
-				}
-				for _, j := range jobs {
-					first, _, _ := strings.Cut(j.Error, "\n")
-					fmt.Fprintf(c.App.Writer, "%s  %s  %s  attempts=%d  %s  %s\n",
-						j.ID, j.Queue, j.Name, j.Attempts, j.FailedAt.UTC().Format(time.DateTime), first)
-				}
-				return nil
 			},
 		},
 		{

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -427,18 +429,69 @@ func (q *Queue) DispatchMany(ctx context.Context, jobs ...Job) ([]string, error)
 	return ids, nil
 }
 
-// Failed lists the failed jobs, oldest failure first.
-func (q *Queue) Failed(ctx context.Context) ([]FailedJob, error) {
-	rows, err := q.store.Failed(ctx)
+// FailedQuery asks [Queue.Failed] for a page of the failed jobs.
+type FailedQuery struct {
+	// After is the next cursor of the page before; "" starts at the
+	// oldest failure.
+	After string
+	// Limit is the most jobs the page holds: default 100, at most
+	// MaxFailedPage.
+	Limit int
+}
+
+// MaxFailedPage bounds [FailedQuery.Limit]: a page holds payloads of up
+// to [MaxPayloadBytes] each.
+const MaxFailedPage = 1000
+
+// Failed returns a page of the failed jobs, oldest failure first, and the
+// cursor of the next page, "" after the last. Pages are found by the
+// index over when jobs failed, so each costs the same however many
+// failed jobs there are.
+//
+//	page := queue.FailedQuery{}
+//	for {
+//		jobs, next, err := q.Failed(ctx, page)
+//		// ...
+//		if next == "" {
+//			break
+//		}
+//		page.After = next
+//	}
+func (q *Queue) Failed(ctx context.Context, page FailedQuery) (jobs []FailedJob, next string, err error) {
+	return q.failed(ctx, page, true)
+}
+
+// failed is Failed, with the payloads only when payloads is true.
+func (q *Queue) failed(ctx context.Context, page FailedQuery, payloads bool) ([]FailedJob, string, error) {
+	if page.Limit == 0 {
+		page.Limit = 100
+	}
+	if page.Limit < 1 || page.Limit > MaxFailedPage {
+		return nil, "", fmt.Errorf("queue: list failed jobs: the limit is %d; want 1 to %d", page.Limit, MaxFailedPage)
+	}
+	var after driver.FailedKey
+	if page.After != "" {
+		at, id, ok := strings.Cut(page.After, "_")
+		n, err := strconv.ParseInt(at, 10, 64)
+		if _, uerr := uuid.FromString(id); !ok || err != nil || uerr != nil {
+			return nil, "", fmt.Errorf("queue: list failed jobs: %q is not a cursor: pass the next cursor of the page before, or \"\" for the first page", page.After)
+		}
+		after = driver.FailedKey{FailedAt: n, ID: id}
+	}
+	rows, err := q.store.Failed(ctx, after, page.Limit, payloads)
 	if err != nil {
-		return nil, fmt.Errorf("queue: list failed jobs: %w", err)
+		return nil, "", fmt.Errorf("queue: list failed jobs: %w", err)
 	}
 	out := make([]FailedJob, len(rows))
 	for i, r := range rows {
 		out[i] = FailedJob{ID: r.ID, Queue: r.Queue, Name: r.Name, Payload: r.Payload, Attempts: r.Attempts,
 			Error: r.Error, FailedAt: time.UnixMilli(r.FailedAt).UTC()}
 	}
-	return out, nil
+	if len(rows) < page.Limit {
+		return out, "", nil
+	}
+	last := rows[len(rows)-1]
+	return out, strconv.FormatInt(last.FailedAt, 10) + "_" + last.ID, nil
 }
 
 // Retry puts the failed job with id idOrAll back on its queue, or every

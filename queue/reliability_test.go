@@ -1,16 +1,22 @@
 package queue_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gofrs/uuid/v5"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/internal/driver"
+	"go.uber.org/fx"
 )
 
 // Blob carries data, which jobs should not; the queue takes up to 1 MiB.
@@ -62,7 +68,7 @@ func TestStoredErrorsAreBounded(t *testing.T) {
 	eachWith(t, queue.Config{}, regs, func(t *testing.T, f fixture) {
 		f.q.Dispatch(ctx, Verbose{})
 		f.runPending(t)
-		failed, _ := f.q.Failed(ctx)
+		failed := f.failed(t)
 		if len(failed) != 1 {
 			t.Fatalf("%d failed jobs", len(failed))
 		}
@@ -104,7 +110,7 @@ func TestUnstorableErrorsAreStoredCleanAndFail(t *testing.T) {
 		if runs != 3 || total != (queue.WorkStats{Processed: 3, Released: 2, Failed: 1}) {
 			t.Fatalf("the handler ran %d times, %+v; want 3 attempts: 2 released, 1 failed", runs, total)
 		}
-		failed, _ := f.q.Failed(ctx)
+		failed := f.failed(t)
 		if len(failed) != 1 || failed[0].ID != id || failed[0].Attempts != 3 || failed[0].Error != "row 7: \uFFFD\uFFFD is not a name" {
 			t.Fatalf("failed jobs %+v; want the job after 3 attempts, its error made storable", failed)
 		}
@@ -140,7 +146,7 @@ func TestAJobTakenOverAfterItsLastAttemptFails(t *testing.T) {
 		if ran {
 			t.Fatal("the job ran a second attempt of one")
 		}
-		failed, _ := f.q.Failed(ctx)
+		failed := f.failed(t)
 		want := "attempt 1 of 1 ended without an outcome (its worker stopped, or lost the database, before recording one), and no attempt is left"
 		if len(failed) != 1 || failed[0].ID != id || failed[0].Attempts != 1 || failed[0].Error != want {
 			t.Fatalf("failed jobs %+v; want the job, 1 attempt, %q", failed, want)
@@ -217,9 +223,9 @@ func TestCorruptRowsFailAndHoldNoneBack(t *testing.T) {
 			if err != nil || stats != (queue.WorkStats{Processed: len(good) + len(want), Succeeded: len(good), Failed: len(want)}) {
 				t.Fatalf("%+v, %v; want %d succeeded, %d failed", stats, err, len(good), len(want))
 			}
-			failed, err := f.q.Failed(ctx)
-			if err != nil || len(failed) != len(want) {
-				t.Fatalf("%d failed jobs, %v", len(failed), err)
+			failed := f.failed(t)
+			if len(failed) != len(want) {
+				t.Fatalf("%d failed jobs, want %d", len(failed), len(want))
 			}
 			for _, j := range failed {
 				if want[j.ID] != j.Error {
@@ -231,4 +237,112 @@ func TestCorruptRowsFailAndHoldNoneBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFlagsHaveTheBoundsOfTheirSettings: a flag is bounded as its setting
+// is (queue.workers: 1 to 10,000), and so is Work in code: a worker never
+// starts a hundred million goroutines.
+func TestFlagsHaveTheBoundsOfTheirSettings(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"queue:work", "--workers", "100000000"}, "queue:work: --workers must be 1 to 10000, as queue.workers, not 100000000"},
+		{[]string{"queue:work", "--workers=0"}, "queue:work: --workers must be 1 to 10000, as queue.workers, not 0"},
+		{[]string{"queue:bench", "--workers", "10001"}, "queue:bench: --workers must be 1 to 10000, as queue.workers, not 10001"},
+		{[]string{"queue:bench", "--dispatchers", "100000000"}, "queue:bench: --dispatchers must be 1 to 10000, not 100000000"},
+		{[]string{"queue:bench", "--jobs", "0"}, "queue:bench: --jobs must be 1 to 100000000, not 0"},
+		{[]string{"queue:bench", "--latency", "-1"}, "queue:bench: --latency must be 0 to 100000, not -1"},
+		{[]string{"queue:bench", "--latency", "100000000"}, "queue:bench: --latency must be 0 to 100000, not 100000000"},
+	}
+	for _, tt := range tests {
+		if _, err := runApp(t, map[string]any{"queue.driver": "memory"}, tt.args, queue.Module()); err == nil || err.Error() != tt.want {
+			t.Errorf("%v: %v, want %s", tt.args, err, tt.want)
+		}
+	}
+	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	if _, err := q.Work(ctx, queue.WorkOptions{Workers: 10_001}); err == nil || err.Error() != "queue: workers is 10001; want 1 to 10000" {
+		t.Errorf("Work with 10,001 workers: %v", err)
+	}
+	if _, err := q.Bench(ctx, queue.BenchOptions{Dispatchers: 10_001}); err == nil ||
+		err.Error() != "queue: bench: jobs (10000) must be 1 to 100000000, workers (4) and dispatchers (10001) 1 to 10000" {
+		t.Errorf("Bench with 10,001 dispatchers: %v", err)
+	}
+}
+
+// TestFailedJobsComeInPages: Failed returns a page and the cursor of the
+// next; queue:failed lists every failed job, oldest failure first, a page
+// at a time.
+func TestFailedJobsComeInPages(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		q := localQueue(t, url, &clock{t: t0}, noop[ExportContacts]())
+		store := queue.StoreOf(q)
+		var ids []string
+		failedAt := map[string]int{} // seconds after t0
+		for i := range 250 {
+			id, _ := q.Dispatch(ctx, ExportContacts{CompanyID: fmt.Sprint(i)})
+			j, err := driver.ReserveOne(ctx, store, "default", t0.UnixMilli())
+			if err != nil || j.ID != id {
+				t.Fatalf("reserved %+v, %v", j, err)
+			}
+			if ok, err := store.Fail(ctx, j.ID, j.Attempts, "smtp refused the message", t0.Add(time.Duration(i%7)*time.Second).UnixMilli()); !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+			ids = append(ids, id)
+			failedAt[id] = i % 7
+		}
+		// Oldest failure first, then by id.
+		slices.SortFunc(ids, func(a, b string) int {
+			return cmp.Or(cmp.Compare(failedAt[a], failedAt[b]), strings.Compare(a, b))
+		})
+		var got []string
+		var sizes []int
+		for page := (queue.FailedQuery{}); ; {
+			jobs, next, err := q.Failed(ctx, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, len(jobs))
+			for _, j := range jobs {
+				got = append(got, j.ID)
+				if string(j.Payload) == "" {
+					t.Fatal("Failed gave a job without its payload")
+				}
+			}
+			if next == "" {
+				break
+			}
+			page.After = next
+		}
+		if !slices.Equal(got, ids) || !slices.Equal(sizes, []int{100, 100, 50}) {
+			t.Fatalf("pages of %v; in order: %v", sizes, slices.Equal(got, ids))
+		}
+		if jobs, next, _ := q.Failed(ctx, queue.FailedQuery{Limit: 250}); len(jobs) != 250 || next == "" {
+			t.Fatalf("a page of 250: %d jobs, next %q; want all, and a cursor (the next page is empty)", len(jobs), next)
+		}
+		for _, bad := range []queue.FailedQuery{{After: "yesterday"}, {Limit: queue.MaxFailedPage + 1}, {Limit: -1}} {
+			if _, _, err := q.Failed(ctx, bad); err == nil {
+				t.Errorf("Failed(%+v) succeeded", bad)
+			}
+		}
+		if _, _, err := q.Failed(ctx, queue.FailedQuery{After: "yesterday"}); err == nil ||
+			err.Error() != `queue: list failed jobs: "yesterday" is not a cursor: pass the next cursor of the page before, or "" for the first page` {
+			t.Errorf("a bad cursor: %v", err)
+		}
+
+		out, err := runApp(t, map[string]any{"database.url": url}, []string{"queue:failed"}, db.Module(), queue.Module(), fx.Options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != 250 {
+			t.Fatalf("queue:failed printed %d lines", len(lines))
+		}
+		for i, line := range lines {
+			if want := ids[i] + "  default  contacts.export  attempts=1  "; !strings.HasPrefix(line, want) || !strings.HasSuffix(line, "  smtp refused the message") {
+				t.Fatalf("line %d: %q, want %q…", i, line, want)
+			}
+		}
+	})
 }

@@ -120,6 +120,9 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 	if o.Workers < 0 || o.MaxJobs < 0 || o.MaxTime < 0 {
 		return WorkStats{}, fmt.Errorf("queue: workers (%d), max jobs (%d) and max time (%s) must not be negative", o.Workers, o.MaxJobs, o.MaxTime)
 	}
+	if o.Workers > MaxWorkers {
+		return WorkStats{}, fmt.Errorf("queue: workers is %d; want 1 to %d", o.Workers, MaxWorkers)
+	}
 	takeCtx := ctx
 	if o.MaxTime > 0 {
 		var cancel context.CancelFunc

@@ -197,7 +197,7 @@ func TestRetriesBackOffThenFail(t *testing.T) {
 		if f.pending(t, "default") != 0 {
 			t.Fatal("the failed job is still in jobs")
 		}
-		failed, _ := f.q.Failed(ctx)
+		failed := f.failed(t)
 		if len(failed) != 1 || failed[0].ID != id || failed[0].Attempts != 3 || failed[0].Error != "attempt 3 failed" {
 			t.Fatalf("failed jobs %+v, want the job with the last attempt's error", failed)
 		}
@@ -229,7 +229,7 @@ func TestPanicsAndTimeoutsAreFailedAttempts(t *testing.T) {
 		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 2, Failed: 2}) {
 			t.Fatalf("stats %+v", stats)
 		}
-		failed, _ := f.q.Failed(ctx)
+		failed := f.failed(t)
 		errs := map[string]string{}
 		for _, j := range failed {
 			errs[j.Name] = j.Error
@@ -260,7 +260,7 @@ func TestAHandlerThatIgnoresItsTimeoutIsAbandoned(t *testing.T) {
 		if seen := rec.list(); len(seen) != 1 || !strings.Contains(seen[0], "next") {
 			t.Fatalf("handlers saw %q, want the export after the stubborn job", seen)
 		}
-		failed, _ := f.q.Failed(ctx)
+		failed := f.failed(t)
 		if len(failed) != 1 || failed[0].Error != "timed out after 50ms" {
 			t.Fatalf("failed %+v", failed)
 		}
@@ -286,7 +286,7 @@ func TestUnknownTypesAndBadPayloadsFailAtOnce(t *testing.T) {
 		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 3, Failed: 3}) {
 			t.Fatalf("stats %+v: want each failed at once, without retries", stats)
 		}
-		failed, _ := f.q.Failed(ctx)
+		failed := f.failed(t)
 		want := []string{
 			`no handler for job type "gone.job" in this binary`,
 			"the payload of job contacts.export does not decode: json: cannot unmarshal number into Go struct field ExportContacts.company_id of type string",

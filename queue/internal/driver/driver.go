@@ -90,6 +90,21 @@ type FailedJob struct {
 	FailedAt    int64
 }
 
+// FailedKey is where a failed job stands in the order of failures: by
+// when it failed, then by id.
+type FailedKey struct {
+	FailedAt int64
+	ID       string
+}
+
+// Key returns f's FailedKey.
+func (f FailedJob) Key() FailedKey { return FailedKey{FailedAt: f.FailedAt, ID: f.ID} }
+
+// Before orders two keys.
+func (k FailedKey) Before(o FailedKey) bool {
+	return k.FailedAt < o.FailedAt || k.FailedAt == o.FailedAt && k.ID < o.ID
+}
+
 // Driver stores jobs.
 type Driver interface {
 	// Insert stores job, in uow when it is not nil (the database driver
@@ -158,8 +173,10 @@ type Driver interface {
 	// one.
 	Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error)
 
-	// Failed lists the failed jobs, oldest failure first.
-	Failed(ctx context.Context) ([]FailedJob, error)
+	// Failed lists up to limit failed jobs, oldest failure first, from
+	// the first after the failure after (the zero FailedKey: from the
+	// first), with their payloads only when payloads is true.
+	Failed(ctx context.Context, after FailedKey, limit int, payloads bool) ([]FailedJob, error)
 
 	// Retry moves the failed job id (every failed job when all is true)
 	// back to its queue, available at now, attempts started over, not

@@ -223,6 +223,46 @@ func TestReleaseWaitsForTheBackoff(t *testing.T) {
 	})
 }
 
+// TestFailedPages: failed jobs come in pages, oldest failure first (then
+// by id), each page from where the one before ended, and without their
+// payloads unless asked.
+func TestFailedPages(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for i, at := range []int64{3000, 1000, 2000, 2000, 5000} {
+			insert(t, s, newJob(i+1, "a", 0))
+			j := reserve(t, s, "a", 10)
+			if ok, err := s.Fail(ctx, j.ID, j.Attempts, "no", at); !ok || err != nil {
+				t.Fatalf("Fail = %v, %v", ok, err)
+			}
+		}
+		var got [][]int
+		var after driver.FailedKey
+		for range 4 {
+			page, err := s.Failed(ctx, after, 2, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ns []int
+			for _, f := range page {
+				var n int
+				fmt.Sscanf(f.ID, "01900000-0000-7000-8000-%012d", &n)
+				ns = append(ns, n)
+				if len(f.Payload) != 0 {
+					t.Fatalf("job %d came with its payload %q", n, f.Payload)
+				}
+				after = f.Key()
+			}
+			got = append(got, ns)
+		}
+		if want := [][]int{{2, 3}, {4, 1}, {5}, nil}; !slices.EqualFunc(got, want, slices.Equal[[]int]) {
+			t.Fatalf("pages %v, want %v", got, want)
+		}
+		if page, _ := s.Failed(ctx, driver.FailedKey{FailedAt: 2000, ID: newJob(3, "", 0).ID}, 10, true); len(page) != 3 || string(page[0].Payload) != `{"n":4}` {
+			t.Fatalf("the page after job 3: %+v; want jobs 4, 1 and 5 with their payloads", page)
+		}
+	})
+}
+
 func TestFailRetryFlush(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		insert(t, s, newJob(1, "a", 0), newJob(2, "b", 0), newJob(3, "a", 0))
@@ -235,7 +275,7 @@ func TestFailRetryFlush(t *testing.T) {
 		if pending(t, s, "a")+pending(t, s, "b") != 0 {
 			t.Fatal("failed jobs are still pending")
 		}
-		failed, err := s.Failed(ctx)
+		failed, err := s.Failed(ctx, driver.FailedKey{}, 100, true)
 		if err != nil || len(failed) != 3 {
 			t.Fatalf("Failed = %d jobs, %v; want 3", len(failed), err)
 		}
@@ -257,7 +297,7 @@ func TestFailRetryFlush(t *testing.T) {
 		if n, err := s.Retry(ctx, "", true, 2000); n != 2 || err != nil {
 			t.Fatalf("Retry all = %d, %v; want 2", n, err)
 		}
-		if failed, _ := s.Failed(ctx); len(failed) != 0 {
+		if failed, _ := s.Failed(ctx, driver.FailedKey{}, 100, true); len(failed) != 0 {
 			t.Fatalf("%d failed jobs left after retry all", len(failed))
 		}
 		if pending(t, s, "a") != 2 || pending(t, s, "b") != 1 {

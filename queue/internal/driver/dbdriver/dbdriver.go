@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,7 +121,7 @@ func (d *Driver) insertGroup(ctx context.Context, group []*waitingInsert) error 
 
 type statements struct {
 	insert, expireUnique, insertUnique, findUnique, reserve, takeOver, behind, stale, unreserve, complete, release,
-	failCopy, failDelete, failMove, failed, retryOne, retryAll, deleteOne, flush, pending, retryMoveOne, retryMoveAll string
+	failCopy, failDelete, failMove, failed, failedPayloads, retryOne, retryAll, deleteOne, flush, pending, retryMoveOne, retryMoveAll string
 
 	insertFull string // InsertMany's statement for a full chunk
 }
@@ -166,7 +167,11 @@ func New(d *db.DB) *Driver {
 			"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at) " +
 			"INSERT INTO failed_jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at) " +
 			"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ? FROM moved",
-		failed: "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at FROM failed_jobs ORDER BY failed_at, id",
+		// Pages of failed jobs, by the index over (failed_at, id).
+		failed: "SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at FROM failed_jobs " +
+			"WHERE (failed_at, id) > (?, ?) ORDER BY failed_at, id LIMIT ?",
+		failedPayloads: "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at FROM failed_jobs " +
+			"WHERE (failed_at, id) > (?, ?) ORDER BY failed_at, id LIMIT ?",
 		retryOne: "INSERT INTO jobs (" + columns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error " +
 			"FROM failed_jobs WHERE id = ?",
 		retryAll: "INSERT INTO jobs (" + columns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error " +
@@ -208,7 +213,7 @@ func New(d *db.DB) *Driver {
 			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset(?::jsonb) AS a(id uuid))) " +
 			"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 RETURNING j.id"
 		for _, stmt := range []*string{&q.insert, &q.expireUnique, &q.insertUnique, &q.findUnique, &q.reserve, &q.takeOver, &q.behind, &q.stale, &q.unreserve,
-			&q.complete, &q.release, &q.failCopy, &q.failDelete, &q.failMove, &q.failed, &q.retryOne, &q.retryAll,
+			&q.complete, &q.release, &q.failCopy, &q.failDelete, &q.failMove, &q.failed, &q.failedPayloads, &q.retryOne, &q.retryAll,
 			&q.deleteOne, &q.flush, &q.pending, &q.retryMoveOne, &q.retryMoveAll} {
 			*stmt = numbered(*stmt)
 		}
@@ -633,8 +638,15 @@ func (d *Driver) Fail(ctx context.Context, id string, attempt int, failure strin
 }
 
 // Failed implements driver.Driver.
-func (d *Driver) Failed(ctx context.Context) ([]driver.FailedJob, error) {
-	rows, err := d.sqldb.QueryContext(ctx, d.q.failed)
+func (d *Driver) Failed(ctx context.Context, after driver.FailedKey, limit int, payloads bool) ([]driver.FailedJob, error) {
+	query := d.q.failed
+	if payloads {
+		query = d.q.failedPayloads
+	}
+	if after == (driver.FailedKey{}) {
+		after = driver.FailedKey{FailedAt: math.MinInt64, ID: "00000000-0000-0000-0000-000000000000"}
+	}
+	rows, err := d.sqldb.QueryContext(ctx, query, after.FailedAt, after.ID, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -264,18 +264,25 @@ func (d *Driver) Fail(ctx context.Context, id string, attempt int, failure strin
 }
 
 // Failed implements driver.Driver.
-func (d *Driver) Failed(ctx context.Context) ([]driver.FailedJob, error) {
+func (d *Driver) Failed(ctx context.Context, after driver.FailedKey, limit int, payloads bool) ([]driver.FailedJob, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]driver.FailedJob, 0, len(d.failed))
+	var out []driver.FailedJob
 	for _, f := range d.failed {
-		f.Payload = slices.Clone(f.Payload)
+		if after != (driver.FailedKey{}) && !after.Before(f.Key()) {
+			continue
+		}
+		if payloads {
+			f.Payload = slices.Clone(f.Payload)
+		} else {
+			f.Payload = nil
+		}
 		out = append(out, f)
 	}
 	slices.SortFunc(out, func(a, b driver.FailedJob) int {
 		return cmp.Or(cmp.Compare(a.FailedAt, b.FailedAt), cmp.Compare(a.ID, b.ID))
 	})
-	return out, nil
+	return out[:min(len(out), limit)], nil
 }
 
 // Retry implements driver.Driver.
