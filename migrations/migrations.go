@@ -8,7 +8,8 @@ import (
 //go:embed queue/*.sql
 var files embed.FS
 
-// Queue is the queue module's set: the tables jobs and failed_jobs.
+// Queue is the queue module's set: the tables jobs and failed_jobs, and
+// on SQLite queue_clock.
 var Queue = sub("queue")
 
 func sub(dir string) fs.FS {

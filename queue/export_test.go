@@ -1,6 +1,9 @@
 package queue
 
-import "github.com/navree/navree/queue/internal/driver"
+import (
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/queue/internal/driver"
+)
 
 // StoreOf exposes a queue's driver to the tests, which reserve and fail
 // jobs through it until the worker runs them.
@@ -13,3 +16,13 @@ func OnListen(q *Queue, f func()) { q.onListen = f }
 // WrapStore puts wrap's driver between q and its store, for tests that
 // watch what a worker asks of it.
 func WrapStore(q *Queue, wrap func(driver.Driver) driver.Driver) { q.store = wrap(q.store) }
+
+// SetSystemWall makes q, which runs on the system clock, read the wall
+// time from wall instead: a test steps or skews the system clock of one
+// queue and keeps everything else as it is with the system clock.
+func SetSystemWall(q *Queue, wall app.Clock) {
+	if !q.system {
+		panic("SetSystemWall: the queue does not run on the system clock")
+	}
+	q.clock = wall
+}

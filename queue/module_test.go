@@ -54,7 +54,7 @@ func TestModuleMigratesAndDispatches(t *testing.T) {
 	url := dbtest.SQLiteURL(t)
 	overrides := map[string]any{"database.url": url}
 	out, err := runApp(t, overrides, []string{"migrate"}, db.Module(), queue.Module(), contactsModule)
-	if err != nil || out != "Migrated queue/0001_create_jobs\n" {
+	if err != nil || out != "Migrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\n" {
 		t.Fatalf("migrate: %v, printed %q", err, out)
 	}
 	_, err = runApp(t, overrides, []string{"use"}, db.Module(), queue.Module(), contactsModule, use(func(q *queue.Queue, d queue.Dispatcher) error {

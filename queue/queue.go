@@ -99,7 +99,12 @@ type Queue struct {
 	benchHook atomic.Pointer[func(dispatched int64, started time.Time)] // Bench's view of its jobs
 	onListen  func()                                                    // tests: a worker listens for dispatches
 
-	lastSweep atomic.Int64 // when workers last looked for stale reservations (ms)
+	// system says the clock is the system clock; started is when the
+	// Queue was made, for its monotonic clock (see pace).
+	system  bool
+	started time.Time
+
+	lastSweep atomic.Int64 // when workers last looked for stale reservations (pace, ms)
 	wakeMu    sync.Mutex
 	wake      chan struct{} // closed at each dispatch, to wake idle workers
 }
@@ -125,6 +130,8 @@ func New(p Params) (*Queue, error) {
 	if q.clock == nil {
 		q.clock = app.SystemClock{}
 	}
+	_, q.system = q.clock.(app.SystemClock)
+	q.started = time.Now()
 	if q.logger == nil {
 		q.logger = slog.New(slog.DiscardHandler)
 	}
@@ -144,6 +151,32 @@ func New(p Params) (*Queue, error) {
 		q.store = dbdriver.New(p.DB)
 	}
 	return q, nil
+}
+
+// reservedAt is the time reservations are stamped with and judged stale
+// by. A clock of the app's own (a fixed clock in tests) decides it, as it
+// decides when jobs are due. With the system clock it is 0: the driver's
+// own clock of reservations, one every worker of its store shares and no
+// step or skew of a system clock moves (PostgreSQL's server clock; on
+// SQLite the host's monotonic clock; see driver). Otherwise a clock step
+// forward (an NTP correction, a virtual machine resumed after suspend),
+// or a server whose clock runs ahead, would make a worker take over jobs
+// still running.
+func (q *Queue) reservedAt() int64 {
+	if q.system {
+		return 0
+	}
+	return q.clock.Now().UnixMilli()
+}
+
+// pace is the time, in ms, that the workers' "once a second" is counted
+// in: with the system clock its monotonic part, which no step moves; a
+// clock of the app's own decides it, so that a test moves it.
+func (q *Queue) pace() int64 {
+	if q.system {
+		return time.Since(q.started).Milliseconds()
+	}
+	return q.clock.Now().UnixMilli()
 }
 
 // Recorder receives what a recording Queue ([NewRecording]) is asked to

@@ -342,28 +342,30 @@ func (w *worker) fetch(ctx context.Context) {
 // there ended (see driver.Driver.Reserve), so that on PostgreSQL it walks
 // no dead index entries of jobs done. A job stored with an earlier
 // available_at than that, by a transaction that committed late or a
-// process whose clock lags, would be left out: once a second by the
-// queue's clock the prober looks for such jobs, and for stale
-// reservations, off the fetcher's path (those looks walk the dead
-// entries), and the fetcher searches the queue in full, or takes over,
-// only when it found some. The first search and the last before a
-// StopWhenEmpty worker stops are full sweeps, made inline; swept reports
-// whether this was one.
+// process whose clock lags, would be left out: once a second the prober
+// looks for such jobs, and for stale reservations, off the fetcher's path
+// (those looks walk the dead entries), and the fetcher searches the queue
+// in full, or takes over, only when it found some. The first search and
+// the last before a StopWhenEmpty worker stops are full sweeps, made
+// inline; swept reports whether this was one.
+//
+// A search never starts past now: after the clock moved back, jobs
+// dispatched since are due before the cursor, and are found at once.
 func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept bool, err error) {
 	q := w.q
-	now := q.clock.Now().UnixMilli()
+	now, at, pace := q.clock.Now().UnixMilli(), q.reservedAt(), q.pace()
 	swept, w.sweepNow = w.sweepNow, false
 	if swept {
-		w.probedAt = now
-	} else if now-w.probedAt >= max(sweepEveryMs, w.probeEveryMs.Load()) {
-		w.probedAt = now
-		w.probe(now)
+		w.probedAt = pace
+	} else if since := pace - w.probedAt; since < 0 || since >= max(sweepEveryMs, w.probeEveryMs.Load()) {
+		w.probedAt = pace
+		w.probe(now, at, pace)
 	}
 	if swept || w.stale.Load() {
 		done := true
 		for _, name := range w.opts.Queues {
 			for len(jobs) < limit {
-				j, err := q.store.TakeOver(ctx, name, now)
+				j, err := q.store.TakeOver(ctx, name, at)
 				if err != nil {
 					return jobs, swept, err
 				}
@@ -384,10 +386,10 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		}
 		var from int64
 		if last, ok := w.cursor[name]; ok && !swept && !w.behind[i].Swap(false) {
-			from = last - cursorSlackMs
+			from = min(last, now) - cursorSlackMs
 		}
 		want := limit - len(jobs)
-		got, err := q.store.Reserve(ctx, name, now, from, want)
+		got, err := q.store.Reserve(ctx, name, now, at, from, want)
 		if err == nil && len(got) < want {
 			// It found no more: every job due by now is taken, so the next
 			// search need not walk the rows of those it reserved (nor, on
@@ -415,25 +417,26 @@ const probeShare = 20
 
 // probe is a request to the prober: at now, look behind each queue's
 // cursor (from, by queue; 0 where there is none to look behind) and, if
-// stale, for stale reservations.
+// stale, for reservations stale at at (on the clock of reservations).
 type probe struct {
-	now   int64
-	from  []int64
-	stale bool
+	now, at int64
+	from    []int64
+	stale   bool
 }
 
 // probe asks the prober to look, unless it is still looking.
-func (w *worker) probe(now int64) {
-	p := probe{now: now, from: make([]int64, len(w.opts.Queues))}
+func (w *worker) probe(now, at, pace int64) {
+	p := probe{now: now, at: at, from: make([]int64, len(w.opts.Queues))}
 	for i, name := range w.opts.Queues {
 		if last, ok := w.cursor[name]; ok {
-			p.from[i] = last - cursorSlackMs
+			p.from[i] = min(last, now) - cursorSlackMs
 		}
 	}
 	// Stale reservations are looked for once a second in a process, by
 	// whichever of its workers comes first.
 	last := w.q.lastSweep.Load()
-	p.stale = now-last >= sweepEveryMs && w.q.lastSweep.CompareAndSwap(last, now)
+	since := pace - last
+	p.stale = (since < 0 || since >= sweepEveryMs) && w.q.lastSweep.CompareAndSwap(last, pace)
 	select {
 	case w.probes <- p:
 	default:
@@ -471,7 +474,7 @@ func (w *worker) startProber() (stop func()) {
 					}
 				}
 				if p.stale {
-					if stale, err := w.q.store.Stale(ctx, name, p.now); stale || err != nil {
+					if stale, err := w.q.store.Stale(ctx, name, p.at); stale || err != nil {
 						w.stale.Store(true)
 						found = true
 					}

@@ -565,9 +565,9 @@ type searches struct {
 	from chan int64
 }
 
-func (s searches) Reserve(ctx context.Context, queue string, now, from int64, limit int) ([]*driver.Job, error) {
+func (s searches) Reserve(ctx context.Context, queue string, now, at, from int64, limit int) ([]*driver.Job, error) {
 	s.from <- from
-	return s.Driver.Reserve(ctx, queue, now, from, limit)
+	return s.Driver.Reserve(ctx, queue, now, at, from, limit)
 }
 
 // searchingWorker starts a worker on f's default queue whose store
@@ -826,7 +826,7 @@ func TestAllStaleJobsAreTakenOverAtOnce(t *testing.T) {
 			f.q.Dispatch(ctx, ExportContacts{CompanyID: fmt.Sprint(i)})
 		}
 		// A worker reserves them all, then dies.
-		if jobs, err := f.store.Reserve(ctx, "default", f.clock.Now().UnixMilli(), 0, 10); err != nil || len(jobs) != 5 {
+		if jobs, err := f.store.Reserve(ctx, "default", f.clock.Now().UnixMilli(), f.clock.Now().UnixMilli(), 0, 10); err != nil || len(jobs) != 5 {
 			t.Fatalf("reserved %d, %v", len(jobs), err)
 		}
 		f.clock.Advance(91 * time.Second)

@@ -1,8 +1,19 @@
 // Package driver is the queue's storage seam: the small interface that the
 // database and memory drivers implement, and the rows they store.
 //
-// Times are Unix milliseconds from the queue's clock; drivers never read
-// the time themselves.
+// Times are Unix milliseconds. When jobs are due, were dispatched or
+// failed is the queue's to say (its app.Clock). When a job was reserved,
+// and whether a reservation has gone stale, is on the clock of
+// reservations: the queue's clock when it passes a time, and when it
+// passes 0 (as it does with the system clock) the driver's own, one that
+// every worker of its store shares and that no step or skew of a system
+// clock moves:
+//
+//   - PostgreSQL: the server's clock;
+//   - SQLite: the host's monotonic clock, counted from its boot as the
+//     first worker after the boot saw it (table queue_clock); every
+//     process of a SQLite file runs on one host;
+//   - memory: its process's monotonic clock.
 package driver
 
 import (
@@ -37,9 +48,9 @@ type Attempt struct {
 	Attempt int    `json:"attempt"`
 }
 
-// ReserveOne reserves the next available job of queue, or nil.
+// ReserveOne reserves the next available job of queue at now, or nil.
 func ReserveOne(ctx context.Context, d Driver, queue string, now int64) (*Job, error) {
-	jobs, err := d.Reserve(ctx, queue, now, 0, 1)
+	jobs, err := d.Reserve(ctx, queue, now, now, 0, 1)
 	if len(jobs) == 0 {
 		return nil, err
 	}
@@ -120,19 +131,21 @@ type Driver interface {
 
 	// Reserve takes up to limit available jobs of queue (available_at <=
 	// now, waiting), the next ones by available_at then id, marks them
-	// reserved at now and counts their attempt, in one statement. It
-	// returns them in that order, none when there is none.
+	// reserved at at (on the clock of reservations; 0 for the driver's
+	// own) and counts their attempt, in one statement. It returns them in that
+	// order, none when there is none.
 	//
 	// A database driver leaves out the jobs available before from (0
 	// leaves out none): a worker passes a bound a little behind the last
 	// job it reserved, so PostgreSQL's search starts past the index
 	// entries of the rows it reserved and deleted, which stay until a
 	// vacuum. The memory driver has no such entries and ignores from.
-	Reserve(ctx context.Context, queue string, now, from int64, limit int) ([]*Job, error)
+	Reserve(ctx context.Context, queue string, now, at, from int64, limit int) ([]*Job, error)
 
 	// TakeOver takes the job of queue whose reservation went stale first:
 	// reserved at or before now minus StaleAfter of its timeout, as if its
-	// worker died. It reserves it again at now as a new attempt, which
+	// worker died, now being on the clock of reservations (0 for the
+	// driver's own). It reserves it again at now as a new attempt, which
 	// fences the old one out. It returns nil when there is none.
 	TakeOver(ctx context.Context, queue string, now int64) (*Job, error)
 
@@ -143,7 +156,7 @@ type Driver interface {
 	Behind(ctx context.Context, queue string, now, from int64) (bool, error)
 
 	// Stale reports, reading only, whether TakeOver would find a job of
-	// queue at now.
+	// queue at now (0 for the driver's own clock of reservations).
 	Stale(ctx context.Context, queue string, now int64) (bool, error)
 
 	// Unreserve gives back a job reserved by attempt that has not started

@@ -498,7 +498,7 @@ func TestBehindFindsWhatASearchFromACursorLeavesOut(t *testing.T) {
 		if memory {
 			return
 		}
-		if jobs, err := s.Reserve(ctx, "a", 2000, 1000, 10); err != nil || len(jobs) != 1 || jobs[0].ID != newJob(2, "a", 0).ID {
+		if jobs, err := s.Reserve(ctx, "a", 2000, 2000, 1000, 10); err != nil || len(jobs) != 1 || jobs[0].ID != newJob(2, "a", 0).ID {
 			t.Fatalf("Reserve from 1000 = %v, %v; want job 2 only", jobs, err)
 		}
 		behindAt(2000, 1000, true) // job 1 still waits behind the cursor
@@ -529,7 +529,7 @@ func TestReserveAndCompleteInBatches(t *testing.T) {
 		for i := range 10 {
 			insert(t, s, newJob(i+1, "a", int64(100-i))) // later ids are due earlier
 		}
-		got, err := s.Reserve(ctx, "a", 1000, 0, 4)
+		got, err := s.Reserve(ctx, "a", 1000, 1000, 0, 4)
 		if err != nil || len(got) != 4 {
 			t.Fatalf("Reserve(limit 4) = %d jobs, %v", len(got), err)
 		}
@@ -543,7 +543,7 @@ func TestReserveAndCompleteInBatches(t *testing.T) {
 		if fmt.Sprint(order) != "[10 09 08 07]" {
 			t.Fatalf("reserved %v, want the 4 due first, in order", order)
 		}
-		rest, _ := s.Reserve(ctx, "a", 1000, 0, 100)
+		rest, _ := s.Reserve(ctx, "a", 1000, 1000, 0, 100)
 		if len(rest) != 6 {
 			t.Fatalf("the rest: %d jobs, want 6", len(rest))
 		}
@@ -581,7 +581,7 @@ func TestConcurrentBatchReservationsNeverOverlap(t *testing.T) {
 		for range 4 {
 			wg.Go(func() {
 				for {
-					got, err := s.Reserve(ctx, "a", 10, 0, 7)
+					got, err := s.Reserve(ctx, "a", 10, 10, 0, 7)
 					if err != nil {
 						t.Error(err)
 						return

@@ -41,6 +41,22 @@ type Driver struct {
 
 	grouping sync.Mutex
 	waiting  []*waitingInsert // SQLite: single inserts waiting for the write lock
+
+	host *hostClock // SQLite: the clock of reservations
+}
+
+// at is the argument for a time t on the clock of reservations: t itself,
+// or for 0 the driver's own clock: on PostgreSQL NULL, which the
+// statements read as the server's clock; on SQLite the host's (see
+// hostClock).
+func (d *Driver) at(ctx context.Context, t int64) (any, error) {
+	switch {
+	case t != 0:
+		return t, nil
+	case d.db.Dialect() == db.Postgres:
+		return nil, nil
+	}
+	return d.host.now(ctx, d)
 }
 
 // waitingInsert is a single insert waiting for SQLite's write lock, and
@@ -135,12 +151,18 @@ func New(d *db.DB) *Driver {
 		skipLocked = " FOR UPDATE SKIP LOCKED"
 	}
 	values := "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL)"
-	// The reservations of a queue gone stale by now; its arguments are
-	// queue, now - driver.GraceMs and now. Every stale reservation is at
-	// least GraceMs old: that bound lets the index over reserved rows
-	// narrow the search.
-	staleWhere := "queue = ? AND reserved_at IS NOT NULL AND reserved_at <= ? AND reserved_at + CASE WHEN timeout_ms = 0 THEN " +
-		strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= ?"
+	// A time on the clock of reservations: an argument, which on
+	// PostgreSQL may be NULL for the server's clock (see at).
+	at := "?"
+	if d.Dialect() == db.Postgres {
+		at = "coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)"
+	}
+	// The reservations of a queue gone stale by a time; its arguments are
+	// queue and that time twice. Every stale reservation is at least
+	// GraceMs old: that bound lets the index over reserved rows narrow the
+	// search.
+	staleWhere := "queue = ? AND reserved_at IS NOT NULL AND reserved_at <= " + at + " - " + strconv.Itoa(driver.GraceMs) +
+		" AND reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= " + at
 	q := statements{
 		insert:       "INSERT INTO jobs (" + columns + ") VALUES " + values,
 		expireUnique: "UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?",
@@ -151,7 +173,7 @@ func New(d *db.DB) *Driver {
 			") RETURNING " + columns,
 		complete: "DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN (" +
 			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
-		takeOver: "UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id = (" +
+		takeOver: "UPDATE jobs SET reserved_at = " + at + ", attempts = attempts + 1 WHERE id = (" +
 			"SELECT id FROM jobs WHERE " + staleWhere + " ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns,
 		behind:    "SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at < ? AND available_at <= ? LIMIT 1",
 		stale:     "SELECT 1 FROM jobs WHERE " + staleWhere + " LIMIT 1",
@@ -205,7 +227,7 @@ func New(d *db.DB) *Driver {
 		// completion's coalesce keeps it off the index of reserved rows for
 		// the same reason.
 		q.reserve = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) " +
-			"UPDATE jobs SET reserved_at = ?, attempts = jobs.attempts + 1 FROM lazy WHERE jobs.id = ANY(ARRAY(" +
+			"UPDATE jobs SET reserved_at = " + at + ", attempts = jobs.attempts + 1 FROM lazy WHERE jobs.id = ANY(ARRAY(" +
 			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? " +
 			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING " + prefixed("jobs.", columns)
 		q.complete = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) " +
@@ -218,7 +240,7 @@ func New(d *db.DB) *Driver {
 			*stmt = numbered(*stmt)
 		}
 	}
-	drv := &Driver{db: d, sqldb: d.DB.DB, q: q}
+	drv := &Driver{db: d, sqldb: d.DB.DB, q: q, host: newHostClock()}
 	drv.q.insertFull = drv.insertMany(rowsPerInsert)
 	return drv
 }
@@ -464,10 +486,14 @@ func scanJob(row scanner) (*driver.Job, error) {
 }
 
 // Reserve implements driver.Driver.
-func (d *Driver) Reserve(ctx context.Context, queue string, now, from int64, limit int) ([]*driver.Job, error) {
-	args := []any{now, queue, from, now, limit}
+func (d *Driver) Reserve(ctx context.Context, queue string, now, at, from int64, limit int) ([]*driver.Job, error) {
+	stamp, err := d.at(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	args := []any{stamp, queue, from, now, limit}
 	var jobs []*driver.Job
-	err := d.query(ctx, d.q.reserve, args, func(rows *sql.Rows) error {
+	err = d.query(ctx, d.q.reserve, args, func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
 		jobs = append(jobs, j)
 		return err
@@ -507,8 +533,12 @@ func (d *Driver) query(ctx context.Context, query string, args []any, row func(*
 
 // TakeOver implements driver.Driver.
 func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver.Job, error) {
+	at, err := d.at(ctx, now)
+	if err != nil {
+		return nil, err
+	}
 	var j *driver.Job
-	err := d.query(ctx, d.q.takeOver, []any{now, queue, now - driver.GraceMs, now}, func(rows *sql.Rows) (err error) {
+	err = d.query(ctx, d.q.takeOver, []any{at, queue, at, at}, func(rows *sql.Rows) (err error) {
 		j, err = scanJob(rows)
 		return err
 	})
@@ -522,7 +552,11 @@ func (d *Driver) Behind(ctx context.Context, queue string, now, from int64) (boo
 
 // Stale implements driver.Driver.
 func (d *Driver) Stale(ctx context.Context, queue string, now int64) (bool, error) {
-	return d.exists(ctx, d.q.stale, queue, now-driver.GraceMs, now)
+	at, err := d.at(ctx, now)
+	if err != nil {
+		return false, err
+	}
+	return d.exists(ctx, d.q.stale, queue, at, at)
 }
 
 // exists runs a prepared read that selects a row or none, outside the

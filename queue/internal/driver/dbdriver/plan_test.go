@@ -76,7 +76,7 @@ func TestReservationStartsPastReservedRows(t *testing.T) {
 	}
 	var cursor int64
 	for {
-		jobs, err := drv.Reserve(ctx, "default", n, max(cursor-1000, 0), 500)
+		jobs, err := drv.Reserve(ctx, "default", n, n, max(cursor-1000, 0), 500)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestReservationStartsPastReservedRows(t *testing.T) {
 		t.Fatalf("the search read %d index and table pages from the cursor and %d from the start; want the cursor's few", fromCursor, full)
 	}
 	t.Logf("pages read: %d from the start, %d from the cursor", full, fromCursor)
-	jobs, err := drv.Reserve(ctx, "default", n+1, cursor-1000, 10)
+	jobs, err := drv.Reserve(ctx, "default", n+1, n+1, cursor-1000, 10)
 	if err != nil || len(jobs) != 1 || jobs[0].AvailableAt != n+1 {
 		t.Fatalf("the new job from the cursor: %v, %v", jobs, err)
 	}
@@ -189,7 +189,7 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 		return total
 	}
 	t.Logf("reservation: %d buffers", buffers(drv.q.reserve, n, "default", 0, n, 100))
-	jobs, err := drv.Reserve(ctx, "default", n, 0, 100)
+	jobs, err := drv.Reserve(ctx, "default", n, n, 0, 100)
 	if err != nil || len(jobs) != 100 {
 		t.Fatalf("reserve: %d jobs, %v", len(jobs), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
@@ -20,6 +21,7 @@ type Driver struct {
 	lines  map[string]*line  // by queue: waiting and reserved jobs
 	unique map[string]string // unique key -> id of the pending job holding it
 	failed map[string]driver.FailedJob
+	start  time.Time // its clock of reservations: the monotonic time since
 }
 
 // New returns an empty memory driver.
@@ -29,7 +31,18 @@ func New() *Driver {
 		lines:  map[string]*line{},
 		unique: map[string]string{},
 		failed: map[string]driver.FailedJob{},
+		start:  time.Now(),
 	}
+}
+
+// at resolves a time on the clock of reservations: 0 is the driver's own,
+// its process's monotonic clock (counted from the wall clock's reading
+// when the driver was made), which no step of the system clock moves.
+func (d *Driver) at(t int64) int64 {
+	if t != 0 {
+		return t
+	}
+	return d.start.UnixMilli() + time.Since(d.start).Milliseconds()
 }
 
 // line returns the state of queue, creating it on first use.
@@ -126,7 +139,8 @@ func (d *Driver) insert(j *driver.Job) {
 }
 
 // Reserve implements driver.Driver.
-func (d *Driver) Reserve(ctx context.Context, queue string, now, _ int64, limit int) ([]*driver.Job, error) {
+func (d *Driver) Reserve(ctx context.Context, queue string, now, at, _ int64, limit int) ([]*driver.Job, error) {
+	at = d.at(at)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.lines[queue]
@@ -141,7 +155,7 @@ func (d *Driver) Reserve(ctx context.Context, queue string, now, _ int64, limit 
 			break
 		}
 		j := l.waiting.pop()
-		j.ReservedAt = now
+		j.ReservedAt = at
 		j.Attempts++
 		l.reserved[j] = struct{}{}
 		copies = append(copies, *j)
@@ -152,6 +166,7 @@ func (d *Driver) Reserve(ctx context.Context, queue string, now, _ int64, limit 
 
 // TakeOver implements driver.Driver.
 func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver.Job, error) {
+	now = d.at(now)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.lines[queue]
@@ -188,6 +203,7 @@ func (d *Driver) Behind(context.Context, string, int64, int64) (bool, error) { r
 
 // Stale implements driver.Driver.
 func (d *Driver) Stale(_ context.Context, queue string, now int64) (bool, error) {
+	now = d.at(now)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.lines[queue]

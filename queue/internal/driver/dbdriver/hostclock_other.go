@@ -1,0 +1,11 @@
+//go:build !linux
+
+package dbdriver
+
+import "time"
+
+// bootID reports that this host has no boot to read: the wall clock
+// stands in for the clock of reservations.
+func bootID() string { return "" }
+
+func sinceBoot() time.Duration { return 0 }
