@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gofrs/uuid/v5"
 	"github.com/navree/navree/app"
@@ -136,6 +138,9 @@ func New(p Params) (*Queue, error) {
 		q.logger = slog.New(slog.DiscardHandler)
 	}
 	for _, reg := range append(p.Handlers, registration[benchJob](HandlerFunc[benchJob](q.handleBench), "queue.Bench")) {
+		if err := checkText("the job name "+strconv.Quote(reg.name)+" of "+reg.typ.String()+" at "+reg.where, reg.name, MaxJobNameLen); err != nil {
+			return nil, err
+		}
 		if prev, dup := q.jobs[reg.name]; dup {
 			return nil, fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", reg.name, prev.typ, prev.where, reg.typ, reg.where)
 		}
@@ -225,8 +230,11 @@ func (q *Queue) DispatchLater(ctx context.Context, job Job, delay time.Duration)
 // Push queues an envelope, as made by [EnvelopeOf] and perhaps given a
 // UniqueKey.
 func (q *Queue) Push(ctx context.Context, e Envelope) (string, error) {
-	if !json.Valid(e.Payload) { // EnvelopeOf's are valid; a hand-made one may not be
+	switch { // EnvelopeOf's are valid; a hand-made one may not be
+	case !json.Valid(e.Payload):
 		return "", fmt.Errorf("queue: the payload of %s is not valid JSON", e.Name)
+	case !utf8.Valid(e.Payload): // PostgreSQL would refuse it
+		return "", fmt.Errorf("queue: the payload of %s is not valid UTF-8", e.Name)
 	}
 	return q.push(ctx, db.UnitOfWorkFrom(ctx), e, false)
 }
@@ -241,6 +249,26 @@ func (q *Queue) DispatchIn(ctx context.Context, uow *db.UnitOfWork, job Job) (st
 		return "", err
 	}
 	return q.push(ctx, uow, e, true)
+}
+
+// The bounds of the texts a job is stored with besides its payload; with
+// them every key of the unique index fits PostgreSQL's index entries.
+const (
+	MaxJobNameLen   = 200
+	MaxUniqueKeyLen = 1000
+)
+
+// checkText checks a text the queue stores: 1 to limit bytes of UTF-8
+// without control characters (PostgreSQL refuses a NUL byte and invalid
+// UTF-8 in text). what names it in the error.
+func checkText(what, s string, limit int) error {
+	switch {
+	case s == "" || len(s) > limit:
+		return fmt.Errorf("queue: %s has %d bytes; want 1 to %d", what, len(s), limit)
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl):
+		return fmt.Errorf("queue: %s is not printable UTF-8: use no control characters or invalid bytes", what)
+	}
+	return nil
 }
 
 // queueNameRule says what a queue name may hold, for errors.
@@ -364,6 +392,9 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 	}
 	switch {
 	case e.UniqueKey != nil:
+		if err := checkText("the unique key of "+e.Name, *e.UniqueKey, MaxUniqueKeyLen); err != nil {
+			return nil, err
+		}
 		job.UniqueKey = e.Name + "|key:" + *e.UniqueKey
 	case o.UniqueFor > 0:
 		sum := sha256.Sum256(e.Payload)

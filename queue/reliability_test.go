@@ -346,3 +346,41 @@ func TestFailedJobsComeInPages(t *testing.T) {
 		}
 	})
 }
+
+// Control has a name PostgreSQL could not store.
+type Control struct{}
+
+func (Control) JobName() string { return "test.\x00control" }
+
+// TestTextsFromOutsideAreCheckedWhenTheyCome: a payload, a unique key and
+// a job name that no database could store (invalid UTF-8, a NUL byte, or
+// over their bounds) are refused when they come, naming what and why,
+// rather than failing in the database or later.
+func TestTextsFromOutsideAreCheckedWhenTheyCome(t *testing.T) {
+	each(t, func(t *testing.T, f fixture) {
+		e, _ := queue.EnvelopeOf(ExportContacts{})
+		e.Payload = []byte("{\"company_id\":\"\xff\"}")
+		if _, err := f.q.Push(ctx, e); err == nil || err.Error() != "queue: the payload of contacts.export is not valid UTF-8" {
+			t.Errorf("a payload of invalid UTF-8: %v", err)
+		}
+		for key, want := range map[string]string{
+			"user:\x00":               "queue: the unique key of contacts.export is not printable UTF-8: use no control characters or invalid bytes",
+			"user:\xff":               "queue: the unique key of contacts.export is not printable UTF-8: use no control characters or invalid bytes",
+			strings.Repeat("k", 1001): "queue: the unique key of contacts.export has 1001 bytes; want 1 to 1000",
+		} {
+			e, _ := queue.EnvelopeOf(ExportContacts{})
+			e.UniqueKey = &key
+			if _, err := f.q.Push(ctx, e); err == nil || err.Error() != want {
+				t.Errorf("unique key %q: %v, want %s", key[:min(len(key), 10)], err, want)
+			}
+		}
+		if f.pending(t, "default") != 0 {
+			t.Fatal("a refused job was stored")
+		}
+	})
+	_, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{noop[Control]()}})
+	if err == nil || !strings.HasPrefix(err.Error(), `queue: the job name "test.\x00control" of queue_test.Control at `) ||
+		!strings.HasSuffix(err.Error(), " is not printable UTF-8: use no control characters or invalid bytes") {
+		t.Errorf("registering a name with a NUL byte: %v", err)
+	}
+}
