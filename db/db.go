@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,7 +22,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"go.uber.org/fx"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // Config is the [database] section of the configuration.
@@ -69,10 +71,11 @@ const (
 // faster than every connection retrying the file lock).
 type DB struct {
 	*bun.DB
-	dialect   Dialect
-	name      string          // the URL without its password
-	writeLock chan struct{}   // SQLite only
-	pgConfig  *pgx.ConnConfig // PostgreSQL only
+	dialect     Dialect
+	name        string          // the URL without its password
+	writeLock   chan struct{}   // SQLite only
+	busyTimeout time.Duration   // SQLite only
+	pgConfig    *pgx.ConnConfig // PostgreSQL only
 }
 
 // Dialect says which database d is.
@@ -161,6 +164,7 @@ func Open(cfg Config) (*DB, error) {
 		}
 		d.DB = bun.NewDB(sqldb, sqlitedialect.New())
 		d.writeLock = make(chan struct{}, 1)
+		d.busyTimeout = time.Duration(cfg.BusyTimeoutMs) * time.Millisecond
 	case Postgres:
 		pc, err := pgx.ParseConfig(target)
 		if err != nil {
@@ -211,7 +215,27 @@ func (d *DB) Connect(ctx context.Context) (*pgx.Conn, error) {
 
 // Ping connects to the database, failing with an error that names it
 // (without its password).
+//
+// On SQLite the first connection to a new file turns it to WAL mode, which
+// needs the file to itself: when another process opens it at that moment,
+// SQLite answers SQLITE_BUSY at once, without waiting for busy_timeout_ms,
+// so Ping tries again, a few milliseconds apart, for up to that long.
 func (d *DB) Ping(ctx context.Context) error {
+	deadline := time.Now().Add(d.busyTimeout)
+	for {
+		err := d.ping(ctx)
+		if err == nil || !isBusy(err) || !time.Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(1+rand.IntN(5)) * time.Millisecond):
+		}
+	}
+}
+
+func (d *DB) ping(ctx context.Context) error {
 	if err := d.PingContext(ctx); err != nil {
 		return fmt.Errorf("db: connect to %s: %w", d.name, err)
 	}
@@ -223,6 +247,12 @@ func (d *DB) Ping(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 5
 }
 
 // Write runs fn, one write outside a transaction (a single statement
