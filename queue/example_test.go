@@ -51,3 +51,49 @@ func Example() {
 	// true 2
 	// queue: unknown job "nobody.handles": no module registered a handler for it (queue.Register or queue.HandleFunc)
 }
+
+// Bounce always fails.
+type Bounce struct {
+	To string `json:"to"`
+}
+
+func (Bounce) JobName() string           { return "mail.bounce" }
+func (Bounce) JobOptions() queue.Options { return queue.Options{MaxAttempts: 1} }
+
+// Failed returns a page of the failed jobs and the cursor of the next;
+// an admin screen shows a page and links to the next.
+func ExampleQueue_Failed() {
+	q, _ := queue.New(queue.Params{
+		Config: queue.Config{Driver: queue.Memory},
+		Handlers: []queue.Registration{queue.HandlerOf[Bounce](queue.HandlerFunc[Bounce](
+			func(ctx context.Context, job Bounce, jc queue.JobContext) error {
+				return fmt.Errorf("smtp refused %s", job.To)
+			}))},
+	})
+	ctx := context.Background()
+	for _, to := range []string{"ada@example.com", "bob@example.com", "cy@example.com"} {
+		q.Dispatch(ctx, Bounce{To: to})
+	}
+	q.RunPending(ctx)
+
+	page := queue.FailedQuery{Limit: 2}
+	for {
+		jobs, next, err := q.Failed(ctx, page)
+		if err != nil {
+			panic(err)
+		}
+		for _, job := range jobs {
+			fmt.Printf("%s after %d attempt(s): %s\n", job.Name, job.Attempts, job.Error)
+		}
+		if next == "" {
+			break
+		}
+		fmt.Println("-- next page")
+		page.After = next
+	}
+	// Output:
+	// mail.bounce after 1 attempt(s): smtp refused ada@example.com
+	// mail.bounce after 1 attempt(s): smtp refused bob@example.com
+	// -- next page
+	// mail.bounce after 1 attempt(s): smtp refused cy@example.com
+}
