@@ -34,7 +34,7 @@ type hostClock struct {
 }
 
 func newHostClock() *hostClock {
-	return &hostClock{boot: bootID, sinceBoot: sinceBoot, wall: time.Now}
+	return &hostClock{boot: bootID, sinceBoot: sinceBoot(), wall: time.Now}
 }
 
 // now returns the time on the host's clock of reservations, reading the

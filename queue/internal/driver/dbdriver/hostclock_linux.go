@@ -17,10 +17,13 @@ func bootID() string {
 	return strings.TrimSpace(string(id))
 }
 
-// sinceBoot reads CLOCK_MONOTONIC, which counts from the boot, never
-// steps, and stands still while the host is suspended.
-func sinceBoot() time.Duration {
+// sinceBoot returns a reader of CLOCK_MONOTONIC, which counts from the
+// boot, never steps, and stands still while the host is suspended. It
+// reads the clock once, by a system call, and then adds the monotonic
+// time Go's runtime reads (the same clock, without a system call) since.
+func sinceBoot() func() time.Duration {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) // it cannot fail for this clock
-	return time.Duration(ts.Nano())
+	base, at := time.Duration(ts.Nano()), time.Now()
+	return func() time.Duration { return base + time.Since(at) }
 }

@@ -8,4 +8,4 @@ import "time"
 // stands in for the clock of reservations.
 func bootID() string { return "" }
 
-func sinceBoot() time.Duration { return 0 }
+func sinceBoot() func() time.Duration { return func() time.Duration { return 0 } }
