@@ -26,10 +26,20 @@
 // memory driver keeps them in the process, for tests and single-process
 // development.
 //
+// # Workers
+//
+// [Queue.Work] runs jobs until it is stopped; [Queue.RunPending] runs
+// those available now. A job whose worker dies is taken over once its
+// reservation is older than its timeout plus 30 seconds, judged on a
+// clock that every worker of the database shares and no step or skew of
+// a system clock moves (with the system clock; a clock of the app's own
+// decides it in tests).
+//
 // # Failed jobs
 //
 // A job that used up its attempts is kept until [Queue.Retry] puts it
-// back or [Queue.FlushFailed] deletes it; [Queue.Failed] lists them.
+// back or [Queue.FlushFailed] deletes it; [Queue.Failed] lists them, a
+// page at a time ([FailedQuery]).
 //
 // See docs/queues.md for the whole guide.
 package queue
