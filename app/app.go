@@ -111,8 +111,9 @@ type commandsIn struct {
 // and returns the command's error. ctx is the command's context: cancel it
 // to stop the command.
 //
-// Only the command that runs has its services built and started: help and
-// --version build nothing beyond the list of commands.
+// Only the command that runs has its services built and started, once:
+// listing the commands (help, --version, an unknown command's error)
+// builds no service at all.
 func (a *App) Run(ctx context.Context, args []string) error {
 	cmds, err := a.commands()
 	if err != nil {
@@ -121,11 +122,22 @@ func (a *App) Run(ctx context.Context, args []string) error {
 	return a.cli(cmds, a.runCommand).RunContext(ctx, append([]string{a.Name}, args...))
 }
 
-// commands builds only the list of the app's commands, and checks it.
+// errListed stops the graph of [App.commands] once it has the commands.
+var errListed = errors.New("app: the commands are listed")
+
+// commands lists the app's commands, with extra options, and checks them,
+// building no service. Commands are values supplied to a group, so reading
+// the group calls no constructor; the invoke that reads it belongs to the
+// first module of the graph, so it runs before every other invoke (fx runs
+// a graph's modules' invokes in order, before its own), and it stops the
+// graph: no fx.Invoke or fx.Populate of the app's runs.
 func (a *App) commands(extra ...fx.Option) ([]Command, error) {
 	var found commandsIn
-	discovery := fx.New(a.base(), fx.Options(extra...), fx.Populate(&found))
-	if err := discovery.Err(); err != nil {
+	list := fx.Module("app.commands", fx.Invoke(func(p commandsIn) error {
+		found = p
+		return errListed
+	}))
+	if err := fx.New(list, a.base(), fx.Options(extra...)).Err(); !errors.Is(err, errListed) {
 		return nil, bootError(err)
 	}
 	seen := map[string]bool{}

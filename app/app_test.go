@@ -46,41 +46,65 @@ func tracked(name string, events *[]string) fx.Option {
 	})
 }
 
-func TestHelpAndVersionBuildNothing(t *testing.T) {
-	var events []string
-	unreachable := map[string]any{"database.url": "postgres://app:hunter2@203.0.113.1:5432/crm?connect_timeout=1"}
-	opts := []fx.Option{
+// counted is a module whose *service counts its builds: a command needs
+// it, and so does an fx.Populate, which runs whenever the app is built.
+func counted(builds *int, events *[]string) fx.Option {
+	var populated *service
+	return fx.Options(
 		db.Module(),
-		tracked("export", &events),
+		fx.Provide(func() *service { *builds++; return &service{"export"} }),
+		fx.Populate(&populated),
 		app.Commands(app.Command{Name: "export", Usage: "Export the contacts", Action: func(c *cli.Context, s *service) error {
-			events = append(events, "run")
+			*events = append(*events, "run "+s.name)
 			return nil
 		}}),
-	}
+	)
+}
+
+func TestListingTheCommandsBuildsNothing(t *testing.T) {
+	var builds int
+	var events []string
+	unreachable := map[string]any{"database.url": "postgres://app:hunter2@203.0.113.1:5432/crm?connect_timeout=1"}
 	tests := []struct {
-		args []string
-		want []string
+		args    []string
+		want    []string
+		wantErr string
 	}{
-		{[]string{"--help"}, []string{"crm - a Navree application", "export", "Export the contacts", "migrate", "migrate:status", "migrate:rollback", "serve"}},
-		{[]string{"help"}, []string{"migrate:rollback"}},
-		{[]string{}, []string{"COMMANDS:"}},
-		{[]string{"migrate", "--help"}, []string{"crm migrate - Apply every pending migration"}},
-		{[]string{"help", "export"}, []string{"crm export - Export the contacts"}},
-		{[]string{"--version"}, []string{"crm version 1.2.3"}},
+		{args: []string{"--help"}, want: []string{"crm - a Navree application", "export", "Export the contacts", "migrate", "migrate:status", "migrate:rollback", "serve"}},
+		{args: []string{"help"}, want: []string{"migrate:rollback"}},
+		{args: []string{}, want: []string{"COMMANDS:"}},
+		{args: []string{"migrate", "--help"}, want: []string{"crm migrate - Apply every pending migration"}},
+		{args: []string{"help", "export"}, want: []string{"crm export - Export the contacts"}},
+		{args: []string{"--version"}, want: []string{"crm version 1.2.3"}},
+		{args: []string{"exprot"}, wantErr: "No help topic for 'exprot'"},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
-		if err := newApp(&out, unreachable, opts...).Run(context.Background(), tt.args); err != nil {
-			t.Fatalf("%v: %v", tt.args, err)
+		err := newApp(&out, unreachable, counted(&builds, &events)).Run(context.Background(), tt.args)
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
+			t.Fatalf("%v: error %v, want %q", tt.args, err, tt.wantErr)
 		}
 		for _, want := range tt.want {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("%v printed\n%s\nwant it to contain %q", tt.args, out.String(), want)
 			}
 		}
+		if builds != 0 || len(events) != 0 {
+			t.Fatalf("%v built the service %d time(s) and ran %v, want nothing built", tt.args, builds, events)
+		}
 	}
-	if len(events) != 0 {
-		t.Fatalf("help built services: %v", events)
+}
+
+func TestEachCommandRunBuildsOnce(t *testing.T) {
+	var builds int
+	var events []string
+	for i := 1; i <= 3; i++ {
+		if err := newApp(io.Discard, nil, counted(&builds, &events)).Run(context.Background(), []string{"export"}); err != nil {
+			t.Fatal(err)
+		}
+		if builds != i || len(events) != i {
+			t.Fatalf("after %d runs of export: %d build(s), ran %v; want one build per run", i, builds, events)
+		}
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Command is a command of the app's command line, such as migrate or
-// queue:work. Modules add commands with [Commands] or [AsCommand].
+// queue:work. Modules add commands with [Commands].
 type Command struct {
 	Name        string
 	Usage       string // one line for the list of commands
@@ -60,7 +60,8 @@ func (cmd Command) collector() (*[]reflect.Value, any) {
 	return deps, fn.Interface()
 }
 
-// Commands adds commands to the app.
+// Commands adds commands to the app. They are supplied as values, so the
+// app lists them (for help, say) without building any service.
 func Commands(cmds ...Command) fx.Option { return supplyGroup("app.commands", cmds) }
 
 // supplyGroup adds each value to an fx value group.
@@ -70,12 +71,6 @@ func supplyGroup[T any](group string, values []T) fx.Option {
 		opts[i] = fx.Supply(fx.Annotated{Group: group, Target: v})
 	}
 	return fx.Options(opts...)
-}
-
-// AsCommand annotates a constructor of a [Command] for fx.Provide, adding
-// the command to the app.
-func AsCommand(constructor any) any {
-	return fx.Annotate(constructor, fx.ResultTags(`group:"app.commands"`))
 }
 
 // call runs the Action with its services.

@@ -11,10 +11,10 @@
 //
 // # Commands
 //
-// Modules add commands to the app with [Commands] or [AsCommand]. A
-// command's Action names the services it needs as parameters; the app
-// builds and starts only those, and only when that command runs, so help
-// and --version never open a database. The command's context is cancelled
+// Modules add commands to the app with [Commands]. A command's Action
+// names the services it needs as parameters; the app builds and starts
+// only those, and only when that command runs. Listing the commands (help,
+// --version) builds no service at all. The command's context is cancelled
 // by SIGINT or SIGTERM ([App.Main]) or by the caller of [App.Run].
 //
 // Every app has the serve command: an HTTP server on [http] addr

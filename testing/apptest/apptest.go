@@ -36,10 +36,7 @@ type App struct {
 // setting is what an apptest option asks of the app's configuration.
 type setting struct {
 	values   map[string]any
-	database func(t testing.TB) string // the URL of a fresh database
-
-	once sync.Once // the database is made once, however often the app is built
-	url  string
+	database func(t testing.TB) string // makes a fresh database and returns its URL
 }
 
 func settingOption(s *setting) fx.Option {
@@ -102,25 +99,27 @@ type configIn struct {
 
 // newConfig is the app's configuration: every section's defaults and the
 // apptest settings, and nothing from files or the environment, so tests
-// do not depend on the machine they run on.
+// do not depend on the machine they run on. It makes the database of
+// [TempDatabase] or [Postgres]: [New] builds the app once, so each New
+// has a database of its own, even from the same option value.
 func newConfig(p configIn) (*config.Config, error) {
 	overrides := map[string]any{}
 	for _, s := range p.Settings {
 		for k, v := range s.values {
 			overrides[k] = v
 		}
-		if s.database != nil {
-			s.once.Do(func() { s.url = s.database(p.T) })
-			overrides["database.url"] = s.url
+		if s.database != nil { // once per New: the app is built once
+			overrides["database.url"] = s.database(p.T)
 		}
 	}
 	return config.New(config.Sources{Overrides: overrides}, p.Defs...)
 }
 
 // New builds the app of opts (modules, apptest options, fx.Populate…) for
-// one test, with its configuration from apptest options only, and starts
-// it; it stops when the test ends. A failure to build or start fails the
-// test with the app's error.
+// one test, once, with its configuration from apptest options only, and
+// starts it; it stops when the test ends. Each constructor runs once,
+// however many commands the test runs. A failure to build or start fails
+// the test with the app's error.
 func New(t testing.TB, opts ...fx.Option) *App {
 	t.Helper()
 	a := &App{t: t, logs: &syncBuffer{}}

@@ -16,6 +16,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/testing/apptest"
+	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
 )
 
@@ -132,6 +133,51 @@ func TestHTTPRunsTheRoutesBehindTheMiddleware(t *testing.T) {
 	}
 	if n, _ := q.PendingCount(ctx, "default"); n != 1 {
 		t.Fatalf("%d jobs queued, want 1 (the 201 only)", n)
+	}
+}
+
+// counter is a service that counts its builds.
+type counter struct{ runs int }
+
+func TestTheAppIsBuiltOnce(t *testing.T) {
+	builds := 0
+	var c *counter
+	a := apptest.New(t, apptest.TempDatabase(), db.Module(),
+		fx.Provide(func() *counter { builds++; return &counter{} }),
+		app.Commands(app.Command{Name: "count", Action: func(cc *cli.Context, c *counter) error {
+			c.runs++
+			fmt.Fprintln(cc.App.Writer, c.runs)
+			return nil
+		}}),
+		fx.Populate(&c),
+	)
+	for i := 1; i <= 3; i++ {
+		if out, err := a.RunCommand("count"); err != nil || out != fmt.Sprintln(i) {
+			t.Fatalf("count: %v, printed %q", err, out)
+		}
+		if out, err := a.RunCommand("migrate"); err != nil || out != "Nothing to migrate.\n" {
+			t.Fatalf("migrate: %v, printed %q", err, out)
+		}
+	}
+	if builds != 1 || c.runs != 3 {
+		t.Fatalf("%d build(s) for %d runs of the command, want 1", builds, c.runs)
+	}
+}
+
+func TestEachAppHasADatabaseOfItsOwn(t *testing.T) {
+	for _, database := range []struct {
+		name string
+		opt  func() fx.Option
+	}{{"sqlite", apptest.TempDatabase}, {"postgres", apptest.Postgres}} {
+		t.Run(database.name, func(t *testing.T) {
+			opt := database.opt() // one option value, two apps
+			var first, second db.Config
+			apptest.New(t, opt, db.Module(), fx.Populate(&first))
+			apptest.New(t, opt, db.Module(), fx.Populate(&second))
+			if first.URL == second.URL {
+				t.Fatalf("both apps use %s", first.URL)
+			}
+		})
 	}
 }
 
