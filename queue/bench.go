@@ -12,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/navree/navree/db"
 )
 
 // BenchQueue is the queue the benchmark uses, so it never touches an
@@ -256,20 +254,12 @@ func (q *Queue) Bench(ctx context.Context, o BenchOptions) (BenchResult, error) 
 	return res, nil
 }
 
-// cleanUpBench deletes the benchmark's jobs. On PostgreSQL it then
-// vacuums the jobs table: the run leaves a dead row (and dead index
-// entries) for each of its jobs, which autovacuum, where it is on, would
-// clear later; until then they slow every worker's searches, and the
-// next run's. It logs what fails: the figures stand.
+// cleanUpBench deletes the benchmark's jobs (Purge: on PostgreSQL it also
+// vacuums the jobs table, so the dead rows the run left do not slow the
+// next searches). It logs what fails: the figures stand.
 func (q *Queue) cleanUpBench(ctx context.Context) {
 	if _, err := q.store.Purge(ctx, BenchQueue); err != nil {
 		q.logger.Error("queue: bench: delete the benchmark's jobs", "error", err)
-		return
-	}
-	if q.cfg.Driver == Database && q.db != nil && q.db.Dialect() == db.Postgres {
-		if _, err := q.db.ExecContext(ctx, "VACUUM jobs"); err != nil {
-			q.logger.Error("queue: bench: vacuum the jobs table", "error", err)
-		}
 	}
 }
 

@@ -126,7 +126,7 @@ func TestStaleReservationsAreTakenOverOnTheClockOfReservations(t *testing.T) {
 			fresh, _ := q.Dispatch(ctx, ExportContacts{CompanyID: "fresh"})
 			now := func() int64 { return time.Now().Add(25 * time.Hour).UnixMilli() }
 			// Reserved now, on the driver's clock, by a worker still running it.
-			if jobs, err := f.store.Reserve(ctx, "default", now(), 0, 0, 1); err != nil || len(jobs) != 1 || jobs[0].ID != fresh {
+			if jobs, err := f.store.Reserve(ctx, driver.Reservation{Queue: "default", Now: now(), At: 0, Limit: 1}); err != nil || len(jobs) != 1 || jobs[0].ID != fresh {
 				t.Fatalf("reserved %v, %v", jobs, err)
 			}
 			if stats, err := q.RunPending(ctx); err != nil || stats.Processed != 0 {
@@ -134,7 +134,7 @@ func TestStaleReservationsAreTakenOverOnTheClockOfReservations(t *testing.T) {
 			}
 			// Reserved in 1970 by a worker that died.
 			old, _ := q.Dispatch(ctx, ExportContacts{CompanyID: "orphan"})
-			if jobs, err := f.store.Reserve(ctx, "default", now(), 1, 0, 1); err != nil || len(jobs) != 1 || jobs[0].ID != old {
+			if jobs, err := f.store.Reserve(ctx, driver.Reservation{Queue: "default", Now: now(), At: 1, Limit: 1}); err != nil || len(jobs) != 1 || jobs[0].ID != old {
 				t.Fatalf("reserved %v, %v", jobs, err)
 			}
 			if stats, err := q.RunPending(ctx); err != nil || stats != (queue.WorkStats{Processed: 1, Succeeded: 1}) {

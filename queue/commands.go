@@ -39,7 +39,7 @@ func commands() []app.Command {
 				&cli.DurationFlag{Name: "max-time", Usage: "stop taking jobs after this long, such as 1h (0: no limit)"},
 				&cli.BoolFlag{Name: "stop-when-empty", Usage: "stop once no job is available and none is running"},
 			},
-			Action: func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
 				o := WorkOptions{
 					Queues:        c.StringSlice("queue"),
 					Workers:       c.Int("workers"),
@@ -69,7 +69,7 @@ func commands() []app.Command {
 				stats, err := q.Work(c.Context, o)
 				fmt.Fprintln(c.App.Writer, stats)
 				return err
-			},
+			}),
 		},
 		{
 			Name:  "queue:bench",
@@ -86,7 +86,7 @@ func commands() []app.Command {
 				&cli.BoolFlag{Name: "log-jobs", Usage: "log every successful attempt, as queue:work does (off: only failures)"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to `FILE` (read it with go tool pprof)"},
 			},
-			Action: func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
 				for _, b := range []struct {
 					flag   string
 					lo, hi int
@@ -148,14 +148,14 @@ func commands() []app.Command {
 					fmt.Fprintf(w, "  from the commit to the start: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.AfterP50, l.AfterP99, l.AfterMax)
 				}
 				return nil
-			},
+			}),
 		},
 		{
 			Name:  "queue:failed",
 			Usage: "List the failed jobs",
 			Description: "Prints one line per failed job, oldest failure first: its id, queue, type, attempts,\n" +
 				"when it failed (UTC) and the first line of its error. It reads them a page at a time.",
-			Action: func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
 				page := FailedQuery{Limit: failedPage}
 				for listed := 0; ; {
 					jobs, next, err := q.failed(c.Context, page, false)
@@ -175,13 +175,13 @@ func commands() []app.Command {
 					}
 					page.After = next
 				}
-			},
+			}),
 		},
 		{
 			Name:      "queue:retry",
 			Usage:     "Put a failed job, or every failed job, back on its queue",
 			ArgsUsage: "ID|all",
-			Action: func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
 				if c.NArg() != 1 {
 					return fmt.Errorf("queue:retry takes one argument, a failed job's id or all")
 				}
@@ -198,19 +198,19 @@ func commands() []app.Command {
 					fmt.Fprintf(c.App.Writer, "Put %d failed jobs back on their queues.\n", n)
 				}
 				return nil
-			},
+			}),
 		},
 		{
 			Name:  "queue:flush",
 			Usage: "Delete every failed job",
-			Action: func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
 				n, err := q.FlushFailed(c.Context)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(c.App.Writer, "Deleted %d failed job(s).\n", n)
 				return nil
-			},
+			}),
 		},
 	}
 }

@@ -1,16 +1,15 @@
 package queue_test
 
 import (
-	"os"
-	"path/filepath"
-
 	"context"
 	"errors"
 	"fmt"
-	"github.com/navree/navree/config"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
 	"go.uber.org/fx"

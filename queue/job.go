@@ -8,9 +8,9 @@ import (
 	"reflect"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/navree/navree/queue/internal/backoff"
 	"go.uber.org/fx"
 )
 
@@ -77,68 +77,23 @@ const (
 // first failure, doubling up to 300 s.
 var DefaultBackoff = Exponential(time.Second, 300*time.Second)
 
-// Backoff is how long a failed job waits before its next attempt.
-type Backoff struct {
-	fixed     bool
-	base, max time.Duration
-}
+// Backoff is how long a failed job waits before its next attempt:
+// [Exponential] or [Fixed]. The zero Backoff takes the default.
+type Backoff struct{ b backoff.Backoff }
 
 // Exponential waits base after the first failed attempt and doubles the
 // wait after each one, up to max.
-func Exponential(base, max time.Duration) Backoff { return Backoff{base: base, max: max} }
+func Exponential(base, max time.Duration) Backoff { return Backoff{backoff.Exponential(base, max)} }
 
 // Fixed waits d after every failed attempt.
-func Fixed(d time.Duration) Backoff { return Backoff{fixed: true, base: d, max: d} }
+func Fixed(d time.Duration) Backoff { return Backoff{backoff.Fixed(d)} }
 
 // IsZero reports whether b is unset, so the default applies.
-func (b Backoff) IsZero() bool { return b == Backoff{} }
+func (b Backoff) IsZero() bool { return b.b.IsZero() }
 
 // Delay is the wait after the given number of failed attempts (1 for the
 // first).
-func (b Backoff) Delay(failures int) time.Duration {
-	if b.fixed || failures <= 1 {
-		return min(b.base, max(b.max, b.base))
-	}
-	d := b.base
-	for range failures - 1 {
-		if d >= b.max/2 {
-			return b.max
-		}
-		d *= 2
-	}
-	return min(d, b.max)
-}
-
-// String is the backoff as stored: "exponential:BASE_MS:MAX_MS" or
-// "fixed:MS".
-func (b Backoff) String() string {
-	if b.fixed {
-		return "fixed:" + strconv.FormatInt(b.base.Milliseconds(), 10)
-	}
-	return "exponential:" + strconv.FormatInt(b.base.Milliseconds(), 10) + ":" + strconv.FormatInt(b.max.Milliseconds(), 10)
-}
-
-// ParseBackoff reads a backoff written by [Backoff.String].
-func ParseBackoff(s string) (Backoff, error) {
-	parts := strings.Split(s, ":")
-	ms := func(p string) (time.Duration, bool) {
-		n, err := strconv.ParseInt(p, 10, 64)
-		return time.Duration(n) * time.Millisecond, err == nil && n >= 0
-	}
-	switch {
-	case len(parts) == 2 && parts[0] == "fixed":
-		if d, ok := ms(parts[1]); ok {
-			return Fixed(d), nil
-		}
-	case len(parts) == 3 && parts[0] == "exponential":
-		base, ok1 := ms(parts[1])
-		maxDelay, ok2 := ms(parts[2])
-		if ok1 && ok2 {
-			return Exponential(base, maxDelay), nil
-		}
-	}
-	return Backoff{}, fmt.Errorf("queue: bad backoff %q", s)
-}
+func (b Backoff) Delay(failures int) time.Duration { return b.b.Delay(failures) }
 
 // JobContext tells a handler which attempt of which job it runs.
 type JobContext struct {

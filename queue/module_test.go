@@ -47,7 +47,12 @@ func runApp(t *testing.T, overrides map[string]any, args []string, opts ...fx.Op
 
 // use is a command that takes the app's queue services.
 func use(f func(q *queue.Queue, d queue.Dispatcher) error) fx.Option {
-	return app.Commands(app.Command{Name: "use", Action: func(c *cli.Context, q *queue.Queue, d queue.Dispatcher) error { return f(q, d) }})
+	type services struct {
+		fx.In
+		Queue      *queue.Queue
+		Dispatcher queue.Dispatcher
+	}
+	return app.Commands(app.Command{Name: "use", Action: app.Uses(func(c *cli.Context, s services) error { return f(s.Queue, s.Dispatcher) })})
 }
 
 func TestModuleMigratesAndDispatches(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/urfave/cli/v2"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
+	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
 )
 
@@ -99,7 +99,7 @@ func workerJobs() fx.Option {
 			Name:  "test:dispatch-and-work",
 			Usage: "Dispatch N Record jobs one at a time while working, then work until nothing is left",
 			Flags: []cli.Flag{&cli.IntFlag{Name: "jobs"}},
-			Action: func(c *cli.Context, q *queue.Queue) error {
+			Action: app.Uses(func(c *cli.Context, q *queue.Queue) error {
 				working := make(chan error, 1)
 				workCtx, stop := context.WithCancel(c.Context)
 				defer stop()
@@ -115,7 +115,7 @@ func workerJobs() fx.Option {
 				}
 				_, err := q.Work(c.Context, queue.WorkOptions{Workers: 2, StopWhenEmpty: true})
 				return err
-			},
+			}),
 		}),
 		queue.Register[Record](func(d *db.DB) *recordHandler { return &recordHandler{d} }),
 		queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -314,8 +313,8 @@ func (q *Queue) resolve(name string, o Options) (Options, error) {
 		return o, fmt.Errorf("queue: job %s: Timeout is %s; want a positive duration, 0 for the default or queue.NoTimeout", name, o.Timeout)
 	case o.UniqueFor < 0:
 		return o, fmt.Errorf("queue: job %s: UniqueFor is %s; want 0 or more", name, o.UniqueFor)
-	case o.Backoff.base < 0 || o.Backoff.max < 0:
-		return o, fmt.Errorf("queue: job %s: the backoff %s is negative", name, o.Backoff)
+	case o.Backoff.b.Negative():
+		return o, fmt.Errorf("queue: job %s: the backoff %s is negative", name, o.Backoff.b)
 	}
 	return o, nil
 }
@@ -383,7 +382,7 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		Name:        e.Name,
 		Payload:     e.Payload,
 		MaxAttempts: o.MaxAttempts,
-		Backoff:     o.Backoff.String(),
+		Backoff:     o.Backoff.b,
 		AvailableAt: now + ceilMs(max(e.Delay, 0)),
 		CreatedAt:   now,
 	}
@@ -418,12 +417,10 @@ func (q *Queue) dispatched(ctx context.Context, queue string) {
 	}
 }
 
-func isUnique(j *driver.Job) bool { return j.UniqueKey != "" }
-
 // DispatchMany queues jobs together and returns their ids, in order: the
 // jobs without a unique key in multi-row inserts, unique ones each with
-// its check. Inside a unit of work they join it; outside one, on the
-// database driver, they are stored in one transaction, all or none.
+// its check. Inside a unit of work they join it; outside one they are
+// stored all or none.
 func (q *Queue) DispatchMany(ctx context.Context, jobs ...Job) ([]string, error) {
 	envs := make([]Envelope, len(jobs))
 	for i, job := range jobs {
@@ -448,31 +445,7 @@ func (q *Queue) DispatchMany(ctx context.Context, jobs ...Job) ([]string, error)
 		}
 		rows[i] = row
 	}
-	ids := make([]string, len(rows))
-	store := func(ctx context.Context) error {
-		uow := db.UnitOfWorkFrom(ctx)
-		var plain []*driver.Job
-		for i, row := range rows {
-			if row.UniqueKey == "" {
-				ids[i] = row.ID
-				plain = append(plain, row)
-				continue
-			}
-			id, _, err := q.store.Insert(ctx, uow, row, row.CreatedAt)
-			if err != nil {
-				return err
-			}
-			ids[i] = id
-		}
-		return q.store.InsertMany(ctx, uow, plain)
-	}
-	var err error
-	switch {
-	case q.db != nil && q.cfg.Driver == Database && db.UnitOfWorkFrom(ctx) == nil && slices.ContainsFunc(rows, isUnique):
-		err = q.db.Transaction(ctx, store) // the unique checks and the rest, all or none
-	default:
-		err = store(ctx) // the driver stores a batch alone all or none
-	}
+	ids, err := q.store.InsertMany(ctx, db.UnitOfWorkFrom(ctx), rows, q.clock.Now().UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("queue: dispatch %d jobs: %w", len(jobs), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -19,7 +20,6 @@ import (
 	"github.com/navree/navree/migrations"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/driver"
-	"log/slog"
 )
 
 // SyncCalendar has options of its own, as in the spec.
@@ -180,7 +180,7 @@ func TestDispatchStoresTheJobWithItsOptions(t *testing.T) {
 		}
 		j := f.reserve(t, "default")
 		if j == nil || j.ID != id || j.Name != "contacts.export" || string(j.Payload) != `{"company_id":"c1","requested_by":"ada@example.com"}` ||
-			j.MaxAttempts != 3 || j.Backoff != "exponential:1000:300000" || j.TimeoutMs != 60000 ||
+			j.MaxAttempts != 3 || j.Backoff.String() != "exponential:1000:300000" || j.TimeoutMs != 60000 ||
 			j.AvailableAt != t0.UnixMilli() || j.CreatedAt != t0.UnixMilli() || j.UniqueKey != "" {
 			t.Fatalf("stored %+v", j)
 		}
@@ -193,7 +193,7 @@ func TestDispatchStoresTheJobWithItsOptions(t *testing.T) {
 			t.Fatal("SyncCalendar went to the default queue")
 		}
 		j = f.reserve(t, "sync")
-		if j == nil || j.ID != id || j.MaxAttempts != 5 || j.Backoff != "fixed:30000" || j.TimeoutMs != 60000 ||
+		if j == nil || j.ID != id || j.MaxAttempts != 5 || j.Backoff.String() != "fixed:30000" || j.TimeoutMs != 60000 ||
 			j.UniqueUntil != t0.Add(5*time.Minute).UnixMilli() {
 			t.Fatalf("stored %+v, want SyncCalendar's options", j)
 		}
@@ -482,7 +482,7 @@ func TestFailedJobs(t *testing.T) {
 			t.Fatal("the retried job is still unique")
 		}
 		j := f.reserve(t, "sync")
-		if j.ID != synced || j.Attempts != 1 || j.MaxAttempts != 5 || j.Backoff != "fixed:30000" {
+		if j.ID != synced || j.Attempts != 1 || j.MaxAttempts != 5 || j.Backoff.String() != "fixed:30000" {
 			t.Fatalf("the retried job is %+v: want its id and options, attempts over", j)
 		}
 		fail("sync", "again")

@@ -389,7 +389,7 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 			from = min(last, now) - cursorSlackMs
 		}
 		want := limit - len(jobs)
-		got, err := q.store.Reserve(ctx, name, now, at, from, want)
+		got, err := q.store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, From: from, Limit: want})
 		if err == nil && len(got) < want {
 			// It found no more: every job due by now is taken, so the next
 			// search need not walk the rows of those it reserved (nor, on
@@ -769,17 +769,13 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 	var level slog.Level
 	var count *atomic.Int64 // released or failed, if stored
 	retry := !failure.permanent && job.Attempts < job.MaxAttempts
-	var backoff Backoff
-	if retry {
-		var perr error
-		if backoff, perr = ParseBackoff(job.Backoff); perr != nil { // read only now: a job that succeeds needs none
-			failure = &attemptError{msg: fmt.Sprintf("%s; and the stored job does not read: column backoff holds %q, not exponential:BASE_MS:MAX_MS or fixed:MS, so no retry can be scheduled",
-				failure.msg, cut(job.Backoff, 40)), stack: failure.stack}
-			retry = false
-		}
+	if retry && job.BadBackoff != "" { // read only now: a job that succeeds needs none
+		failure = &attemptError{msg: fmt.Sprintf("%s; and the stored job does not read: column backoff holds %q, not exponential:BASE_MS:MAX_MS or fixed:MS, so no retry can be scheduled",
+			failure.msg, cut(job.BadBackoff, 40)), stack: failure.stack}
+		retry = false
 	}
 	if retry {
-		delay := backoff.Delay(job.Attempts)
+		delay := job.Backoff.Delay(job.Attempts)
 		err = retried(func() (err error) {
 			acted, err = w.q.store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), storable(failure.msg))
 			return err

@@ -14,6 +14,7 @@ import (
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -275,7 +276,7 @@ func TestUnknownTypesAndBadPayloadsFailAtOnce(t *testing.T) {
 		now := t0.UnixMilli()
 		store := func(id, name, payload string) {
 			j := &driver.Job{ID: id, Queue: "default", Name: name, Payload: []byte(payload), MaxAttempts: 5,
-				Backoff: "fixed:0", TimeoutMs: 1000, AvailableAt: now, CreatedAt: now}
+				Backoff: backoff.Fixed(0), TimeoutMs: 1000, AvailableAt: now, CreatedAt: now}
 			if _, _, err := f.store.Insert(ctx, nil, j, now); err != nil {
 				t.Fatal(err)
 			}
@@ -471,7 +472,7 @@ func TestAJobBehindTheCursorRunsAtTheNextFullSearch(t *testing.T) {
 		}
 		now := f.clock.Now().UnixMilli()
 		late := &driver.Job{ID: "01900000-0000-7000-8000-000000000001", Queue: "default", Name: "contacts.export",
-			Payload: []byte(`{"company_id":"late"}`), MaxAttempts: 3, Backoff: "fixed:0", TimeoutMs: 1000, AvailableAt: now - 5000, CreatedAt: now}
+			Payload: []byte(`{"company_id":"late"}`), MaxAttempts: 3, Backoff: backoff.Fixed(0), TimeoutMs: 1000, AvailableAt: now - 5000, CreatedAt: now}
 		if _, _, err := f.store.Insert(ctx, nil, late, now); err != nil {
 			t.Fatal(err)
 		}
@@ -500,7 +501,7 @@ func TestAWorkerThatStopsWhenEmptySearchesInFullFirst(t *testing.T) {
 	late := func() error {
 		now := clk.Now().UnixMilli()
 		_, _, err := store.Insert(ctx, nil, &driver.Job{ID: "01900000-0000-7000-8000-000000000002", Queue: "default", Name: "contacts.export",
-			Payload: []byte(`{"company_id":"late"}`), MaxAttempts: 3, Backoff: "fixed:0", TimeoutMs: 1000, AvailableAt: now - 5000, CreatedAt: now}, now)
+			Payload: []byte(`{"company_id":"late"}`), MaxAttempts: 3, Backoff: backoff.Fixed(0), TimeoutMs: 1000, AvailableAt: now - 5000, CreatedAt: now}, now)
 		return err
 	}
 	var ran []string
@@ -565,9 +566,9 @@ type searches struct {
 	from chan int64
 }
 
-func (s searches) Reserve(ctx context.Context, queue string, now, at, from int64, limit int) ([]*driver.Job, error) {
-	s.from <- from
-	return s.Driver.Reserve(ctx, queue, now, at, from, limit)
+func (s searches) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job, error) {
+	s.from <- r.From
+	return s.Driver.Reserve(ctx, r)
 }
 
 // searchingWorker starts a worker on f's default queue whose store
@@ -826,7 +827,7 @@ func TestAllStaleJobsAreTakenOverAtOnce(t *testing.T) {
 			f.q.Dispatch(ctx, ExportContacts{CompanyID: fmt.Sprint(i)})
 		}
 		// A worker reserves them all, then dies.
-		if jobs, err := f.store.Reserve(ctx, "default", f.clock.Now().UnixMilli(), f.clock.Now().UnixMilli(), 0, 10); err != nil || len(jobs) != 5 {
+		if jobs, err := f.store.Reserve(ctx, driver.Reservation{Queue: "default", Now: f.clock.Now().UnixMilli(), At: f.clock.Now().UnixMilli(), Limit: 10}); err != nil || len(jobs) != 5 {
 			t.Fatalf("reserved %d, %v", len(jobs), err)
 		}
 		f.clock.Advance(91 * time.Second)

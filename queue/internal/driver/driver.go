@@ -21,6 +21,7 @@ import (
 	"errors"
 
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/backoff"
 )
 
 // ErrNoFailedJob is returned by Retry for an id that is not a failed job.
@@ -48,9 +49,25 @@ type Attempt struct {
 	Attempt int    `json:"attempt"`
 }
 
+// Reservation asks [Driver.Reserve] for jobs.
+type Reservation struct {
+	Queue string
+	Now   int64 // jobs due by then: available_at <= Now
+	// At is the reservations' time on the clock of reservations, 0 for
+	// the driver's own.
+	At int64
+	// From leaves out the jobs available before it (0 leaves out none):
+	// a worker passes a bound a little behind the last job it reserved, so
+	// that PostgreSQL's search starts past the index entries of the rows
+	// it reserved and deleted, which stay until a vacuum. The memory
+	// driver has no such entries and ignores From.
+	From  int64
+	Limit int
+}
+
 // ReserveOne reserves the next available job of queue at now, or nil.
 func ReserveOne(ctx context.Context, d Driver, queue string, now int64) (*Job, error) {
-	jobs, err := d.Reserve(ctx, queue, now, now, 0, 1)
+	jobs, err := d.Reserve(ctx, Reservation{Queue: queue, Now: now, At: now, Limit: 1})
 	if len(jobs) == 0 {
 		return nil, err
 	}
@@ -71,7 +88,7 @@ type Job struct {
 	Name        string
 	Payload     []byte
 	MaxAttempts int
-	Backoff     string // exponential:BASE_MS:MAX_MS or fixed:MS
+	Backoff     backoff.Backoff
 	TimeoutMs   int64  // 0: no time limit
 	UniqueKey   string // "": not unique
 	UniqueUntil int64  // 0: unique while pending
@@ -84,6 +101,10 @@ type Job struct {
 	// hold what its column should (SQLite keeps any value in any column):
 	// the worker fails the job at once, with this as its error.
 	Corrupt string
+	// BadBackoff, when set, is a stored backoff that does not parse
+	// (Backoff is then zero): the job runs, and fails when it needs a
+	// retry.
+	BadBackoff string
 }
 
 // FailedJob is a job that used up its attempts or could not run.
@@ -93,7 +114,7 @@ type FailedJob struct {
 	Name        string
 	Payload     []byte
 	MaxAttempts int
-	Backoff     string
+	Backoff     string // as stored
 	TimeoutMs   int64
 	Attempts    int
 	Error       string
@@ -125,22 +146,17 @@ type Driver interface {
 	// Insert then returns the pending job's id and false.
 	Insert(ctx context.Context, uow *db.UnitOfWork, job *Job, now int64) (id string, inserted bool, err error)
 
-	// InsertMany stores jobs that have no unique key, in uow when it is
-	// not nil, in as few statements as it can.
-	InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*Job) error
+	// InsertMany stores jobs, in uow when it is not nil, all or none, and
+	// returns their ids in order: those without a unique key in as few
+	// statements as it can, unique ones each checked as Insert checks
+	// them (the id returned is then the pending job's).
+	InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*Job, now int64) ([]string, error)
 
-	// Reserve takes up to limit available jobs of queue (available_at <=
-	// now, waiting), the next ones by available_at then id, marks them
-	// reserved at at (on the clock of reservations; 0 for the driver's
-	// own) and counts their attempt, in one statement. It returns them in that
-	// order, none when there is none.
-	//
-	// A database driver leaves out the jobs available before from (0
-	// leaves out none): a worker passes a bound a little behind the last
-	// job it reserved, so PostgreSQL's search starts past the index
-	// entries of the rows it reserved and deleted, which stay until a
-	// vacuum. The memory driver has no such entries and ignores from.
-	Reserve(ctx context.Context, queue string, now, at, from int64, limit int) ([]*Job, error)
+	// Reserve takes up to r.Limit available jobs of r.Queue (due by r.Now,
+	// waiting, not before r.From), the next ones by available_at then id,
+	// marks them reserved at r.At and counts their attempt, in one
+	// statement. It returns them in that order, none when there is none.
+	Reserve(ctx context.Context, r Reservation) ([]*Job, error)
 
 	// TakeOver takes the job of queue whose reservation went stale first:
 	// reserved at or before now minus StaleAfter of its timeout, as if its
@@ -201,7 +217,9 @@ type Driver interface {
 	FlushFailed(ctx context.Context) (int, error)
 
 	// Purge deletes every job of queue, whatever its state, and returns
-	// how many there were.
+	// how many there were; a database driver then clears what the rows
+	// left behind (PostgreSQL vacuums jobs), so that workers do not walk
+	// it (queue:bench cleans up with it).
 	Purge(ctx context.Context, queue string) (int, error)
 
 	// PendingCount counts the jobs of queue that wait, are delayed or run.

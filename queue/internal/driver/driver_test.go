@@ -7,10 +7,12 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/migrations"
+	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/dbdriver"
 	"github.com/navree/navree/queue/internal/driver/memdriver"
@@ -61,7 +63,7 @@ var ctx = context.Background()
 func newJob(n int, queue string, availableAt int64) *driver.Job {
 	return &driver.Job{
 		ID: fmt.Sprintf("01900000-0000-7000-8000-%012d", n), Queue: queue, Name: "test.job",
-		Payload: []byte(fmt.Sprintf(`{"n":%d}`, n)), MaxAttempts: 3, Backoff: "exponential:1000:300000",
+		Payload: []byte(fmt.Sprintf(`{"n":%d}`, n)), MaxAttempts: 3, Backoff: backoff.Exponential(time.Second, 300*time.Second),
 		TimeoutMs: 60000, AvailableAt: availableAt, CreatedAt: 1,
 	}
 }
@@ -135,7 +137,7 @@ func TestReserveOrderAndDelays(t *testing.T) {
 func TestReservedJobKeepsEverything(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		j := newJob(1, "a", 5)
-		j.UniqueKey, j.UniqueUntil, j.TimeoutMs, j.MaxAttempts, j.Backoff = "k", 99, 0, 7, "fixed:30000"
+		j.UniqueKey, j.UniqueUntil, j.TimeoutMs, j.MaxAttempts, j.Backoff = "k", 99, 0, 7, backoff.Fixed(30*time.Second)
 		insert(t, s, j)
 		got := reserve(t, s, "a", 10)
 		want := *j
@@ -291,7 +293,7 @@ func TestFailRetryFlush(t *testing.T) {
 			t.Fatalf("Retry = %d, %v", n, err)
 		}
 		j := reserve(t, s, "a", 2000)
-		if j == nil || j.ID != f.ID || j.Attempts != 1 || j.MaxAttempts != 3 || j.Backoff != "exponential:1000:300000" {
+		if j == nil || j.ID != f.ID || j.Attempts != 1 || j.MaxAttempts != 3 || j.Backoff.String() != "exponential:1000:300000" {
 			t.Fatalf("the retried job came back as %+v: want its id and options, attempts started over", j)
 		}
 		if n, err := s.Retry(ctx, "", true, 2000); n != 2 || err != nil {
@@ -498,7 +500,7 @@ func TestBehindFindsWhatASearchFromACursorLeavesOut(t *testing.T) {
 		if memory {
 			return
 		}
-		if jobs, err := s.Reserve(ctx, "a", 2000, 2000, 1000, 10); err != nil || len(jobs) != 1 || jobs[0].ID != newJob(2, "a", 0).ID {
+		if jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 2000, At: 2000, From: 1000, Limit: 10}); err != nil || len(jobs) != 1 || jobs[0].ID != newJob(2, "a", 0).ID {
 			t.Fatalf("Reserve from 1000 = %v, %v; want job 2 only", jobs, err)
 		}
 		behindAt(2000, 1000, true) // job 1 still waits behind the cursor
@@ -529,7 +531,7 @@ func TestReserveAndCompleteInBatches(t *testing.T) {
 		for i := range 10 {
 			insert(t, s, newJob(i+1, "a", int64(100-i))) // later ids are due earlier
 		}
-		got, err := s.Reserve(ctx, "a", 1000, 1000, 0, 4)
+		got, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 1000, At: 1000, Limit: 4})
 		if err != nil || len(got) != 4 {
 			t.Fatalf("Reserve(limit 4) = %d jobs, %v", len(got), err)
 		}
@@ -543,7 +545,7 @@ func TestReserveAndCompleteInBatches(t *testing.T) {
 		if fmt.Sprint(order) != "[10 09 08 07]" {
 			t.Fatalf("reserved %v, want the 4 due first, in order", order)
 		}
-		rest, _ := s.Reserve(ctx, "a", 1000, 1000, 0, 100)
+		rest, _ := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 1000, At: 1000, Limit: 100})
 		if len(rest) != 6 {
 			t.Fatalf("the rest: %d jobs, want 6", len(rest))
 		}
@@ -572,7 +574,7 @@ func TestConcurrentBatchReservationsNeverOverlap(t *testing.T) {
 		for i := range 500 {
 			jobs = append(jobs, newJob(i+1, "a", 0))
 		}
-		if err := s.InsertMany(ctx, nil, jobs); err != nil {
+		if _, err := s.InsertMany(ctx, nil, jobs, 1); err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
@@ -581,7 +583,7 @@ func TestConcurrentBatchReservationsNeverOverlap(t *testing.T) {
 		for range 4 {
 			wg.Go(func() {
 				for {
-					got, err := s.Reserve(ctx, "a", 10, 10, 0, 7)
+					got, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 10, At: 10, Limit: 7})
 					if err != nil {
 						t.Error(err)
 						return
@@ -605,6 +607,41 @@ func TestConcurrentBatchReservationsNeverOverlap(t *testing.T) {
 			if n != 1 {
 				t.Fatalf("job %s reserved %d times", id, n)
 			}
+		}
+	})
+}
+
+// TestInsertManyWithUniqueJobs: a batch of plain and unique jobs is
+// stored together; a unique job whose key a pending job holds gives that
+// job's id; a batch that fails stores none of its jobs.
+func TestInsertManyWithUniqueJobs(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		held := newJob(1, "a", 0)
+		held.UniqueKey = "k1"
+		insert(t, s, held)
+		again, fresh := newJob(2, "a", 0), newJob(3, "a", 0)
+		again.UniqueKey, fresh.UniqueKey = "k1", "k2"
+		ids, err := s.InsertMany(ctx, nil, []*driver.Job{newJob(4, "a", 0), again, fresh, newJob(5, "a", 0)}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{newJob(4, "", 0).ID, held.ID, fresh.ID, newJob(5, "", 0).ID}; !slices.Equal(ids, want) {
+			t.Fatalf("ids %v, want %v", ids, want)
+		}
+		if n := pending(t, s, "a"); n != 4 {
+			t.Fatalf("pending %d, want 4: the held job, the new unique one and two plain ones", n)
+		}
+		if _, isMemory := s.(*memdriver.Driver); isMemory {
+			return // it cannot fail halfway
+		}
+		// The second of these has the id of a stored job: the batch fails, all of it.
+		late := newJob(6, "a", 0)
+		late.UniqueKey = "k3"
+		if _, err := s.InsertMany(ctx, nil, []*driver.Job{late, newJob(4, "a", 0), newJob(7, "a", 0)}, 1); err == nil {
+			t.Fatal("a batch with a duplicate id was stored")
+		}
+		if n := pending(t, s, "a"); n != 4 {
+			t.Fatalf("pending %d after a failed batch, want 4", n)
 		}
 	})
 }

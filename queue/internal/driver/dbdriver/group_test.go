@@ -10,6 +10,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/migrations"
+	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -23,15 +24,15 @@ func migrated(t *testing.T, url string) *db.DB {
 	return d
 }
 
-func sqliteDriver(t *testing.T) (*Driver, *db.DB) {
+func openSQLite(t *testing.T) (*sqliteDriver, *db.DB) {
 	t.Helper()
 	d := migrated(t, dbtest.SQLiteURL(t))
-	return New(d), d
+	return newSQLite(d), d
 }
 
 func job(n int) *driver.Job {
 	return &driver.Job{ID: fmt.Sprintf("01900000-0000-7000-8000-%012d", n), Queue: "default", Name: "x", Payload: []byte(`{}`),
-		MaxAttempts: 1, Backoff: "fixed:0", AvailableAt: 1, CreatedAt: 1}
+		MaxAttempts: 1, Backoff: backoff.Fixed(0), AvailableAt: 1, CreatedAt: 1}
 }
 
 func count(t *testing.T, d *db.DB) int {
@@ -47,7 +48,7 @@ func count(t *testing.T, d *db.DB) int {
 // for the write lock are stored together; each caller returns once its
 // own job is committed.
 func TestConcurrentInsertsShareCommits(t *testing.T) {
-	drv, d := sqliteDriver(t)
+	drv, d := openSQLite(t)
 	ctx := context.Background()
 	const goroutines, each = 8, 100
 	var wg sync.WaitGroup
@@ -78,7 +79,7 @@ func TestConcurrentInsertsShareCommits(t *testing.T) {
 // waits for the write lock returns the context's error, and its job is
 // not stored later by another's group.
 func TestAnInsertGivenUpIsNotStored(t *testing.T) {
-	drv, d := sqliteDriver(t)
+	drv, d := openSQLite(t)
 	ctx := context.Background()
 	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
 	go func() {
@@ -123,7 +124,7 @@ func TestAnInsertGivenUpIsNotStored(t *testing.T) {
 // TestAnInsertOnAClosedDatabaseFails: the group's error reaches its
 // caller; nothing waits for a write that failed.
 func TestAnInsertOnAClosedDatabaseFails(t *testing.T) {
-	drv, d := sqliteDriver(t)
+	drv, d := openSQLite(t)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}

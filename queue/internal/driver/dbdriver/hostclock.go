@@ -39,7 +39,7 @@ func newHostClock() *hostClock {
 
 // now returns the time on the host's clock of reservations, reading the
 // boot and its anchor from d the first time.
-func (h *hostClock) now(ctx context.Context, d *Driver) (int64, error) {
+func (h *hostClock) now(ctx context.Context, d *base) (int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.read {
@@ -60,7 +60,7 @@ func (h *hostClock) now(ctx context.Context, d *Driver) (int64, error) {
 
 // anchor returns the anchor stored for boot, storing anchor first when
 // the stored one belongs to another boot or there is none.
-func (d *Driver) anchor(ctx context.Context, boot string, anchor int64) (int64, error) {
+func (d *base) anchor(ctx context.Context, boot string, anchor int64) (int64, error) {
 	err := d.db.Write(ctx, func() error {
 		if _, err := d.sqldb.ExecContext(ctx, "INSERT INTO queue_clock (id, boot_id, anchor_ms) VALUES (1, ?, ?) "+
 			"ON CONFLICT (id) DO UPDATE SET boot_id = excluded.boot_id, anchor_ms = excluded.anchor_ms WHERE queue_clock.boot_id <> excluded.boot_id",

@@ -19,7 +19,7 @@ import (
 func TestReservationUsesTheWaitingIndex(t *testing.T) {
 	ctx := context.Background()
 	d := migrated(t, dbtest.SQLiteURL(t))
-	q := New(d).q
+	q := sqliteStatements()
 	for name, stmt := range map[string]string{"reserve": q.reserve, "find unique": q.findUnique} {
 		rows, err := d.DB.DB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt, 1, "default", 0, 1, 10)
 		if name == "find unique" {
@@ -66,7 +66,7 @@ func unvacuumed(t *testing.T) *db.DB {
 func TestReservationStartsPastReservedRows(t *testing.T) {
 	ctx := context.Background()
 	d := unvacuumed(t)
-	drv := New(d)
+	drv := newPostgres(d)
 	// 20,000 jobs at 1..20,000 ms, reserved and completed in batches, as a
 	// worker would; then one new job.
 	const n = 20_000
@@ -76,7 +76,7 @@ func TestReservationStartsPastReservedRows(t *testing.T) {
 	}
 	var cursor int64
 	for {
-		jobs, err := drv.Reserve(ctx, "default", n, n, max(cursor-1000, 0), 500)
+		jobs, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: n, At: n, From: max(cursor-1000, 0), Limit: 500})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestReservationStartsPastReservedRows(t *testing.T) {
 		t.Fatalf("the search read %d index and table pages from the cursor and %d from the start; want the cursor's few", fromCursor, full)
 	}
 	t.Logf("pages read: %d from the start, %d from the cursor", full, fromCursor)
-	jobs, err := drv.Reserve(ctx, "default", n+1, n+1, cursor-1000, 10)
+	jobs, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: n + 1, At: n + 1, From: cursor - 1000, Limit: 10})
 	if err != nil || len(jobs) != 1 || jobs[0].AvailableAt != n+1 {
 		t.Fatalf("the new job from the cursor: %v, %v", jobs, err)
 	}
@@ -154,7 +154,7 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 	if _, err := d.ExecContext(ctx, "UPDATE pg_class SET reltuples = 0, relpages = pg_relation_size(oid) / 8192 WHERE oid = 'jobs'::regclass"); err != nil {
 		t.Fatalf("set the table's statistics (the test needs a superuser): %v", err)
 	}
-	drv := New(d)
+	drv := newPostgres(d)
 	// buffers runs stmt under EXPLAIN ANALYZE, rolled back, and returns
 	// the buffers it read in all.
 	buffers := func(stmt string, args ...any) int {
@@ -189,7 +189,7 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 		return total
 	}
 	t.Logf("reservation: %d buffers", buffers(drv.q.reserve, n, "default", 0, n, 100))
-	jobs, err := drv.Reserve(ctx, "default", n, n, 0, 100)
+	jobs, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: n, At: n, Limit: 100})
 	if err != nil || len(jobs) != 100 {
 		t.Fatalf("reserve: %d jobs, %v", len(jobs), err)
 	}
@@ -198,5 +198,5 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 		done[i] = driver.Attempt{ID: j.ID, Attempt: j.Attempts}
 	}
 	batch, _ := json.Marshal(done)
-	t.Logf("completion: %d buffers", buffers(drv.q.complete, string(batch), string(batch)))
+	t.Logf("completion: %d buffers", buffers(drv.q.complete, string(batch)))
 }

@@ -26,11 +26,12 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 	var r reading
 	j := &driver.Job{
 		ID: r.text("id", v[0]), Queue: r.text("queue", v[1]), Name: r.text("name", v[2]), Payload: []byte(r.text("payload", v[3])),
-		MaxAttempts: int(r.int("max_attempts", v[4])), Backoff: r.text("backoff", v[5]), TimeoutMs: r.int("timeout_ms", v[6]),
+		MaxAttempts: int(r.int("max_attempts", v[4])), TimeoutMs: r.int("timeout_ms", v[6]),
 		UniqueKey: r.nullText("unique_key", v[7]), UniqueUntil: r.nullInt("unique_until", v[8]), Attempts: int(r.int("attempts", v[9])),
 		AvailableAt: r.int("available_at", v[10]), ReservedAt: r.nullInt("reserved_at", v[11]), CreatedAt: r.int("created_at", v[12]),
 		LastError: r.nullText("last_error", v[13]),
 	}
+	setBackoff(j, r.text("backoff", v[5]))
 	j.Corrupt = r.problem
 	return j, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -107,13 +108,22 @@ func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job
 	return stored.ID, true, nil
 }
 
-// InsertMany implements driver.Driver.
-func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*driver.Job) error {
+// InsertMany implements driver.Driver: the memory driver cannot fail
+// halfway, so all or none holds of itself.
+func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*driver.Job, now int64) ([]string, error) {
+	ids := make([]string, len(jobs))
+	if slices.ContainsFunc(jobs, func(j *driver.Job) bool { return j.UniqueKey != "" }) {
+		for i, j := range jobs {
+			ids[i], _, _ = d.Insert(ctx, uow, j, now)
+		}
+		return ids, nil
+	}
 	stored := make([]*driver.Job, len(jobs))
 	for i, j := range jobs {
 		c := *j
 		c.Payload = slices.Clone(j.Payload)
 		stored[i] = &c
+		ids[i] = j.ID
 	}
 	add := func(context.Context) {
 		d.mu.Lock()
@@ -127,7 +137,7 @@ func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*dri
 	} else {
 		add(ctx)
 	}
-	return nil
+	return ids, nil
 }
 
 func (d *Driver) insert(j *driver.Job) {
@@ -139,8 +149,8 @@ func (d *Driver) insert(j *driver.Job) {
 }
 
 // Reserve implements driver.Driver.
-func (d *Driver) Reserve(ctx context.Context, queue string, now, at, _ int64, limit int) ([]*driver.Job, error) {
-	at = d.at(at)
+func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job, error) {
+	queue, now, at, limit := r.Queue, r.Now, d.at(r.At), r.Limit
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.lines[queue]
@@ -274,7 +284,7 @@ func (d *Driver) Fail(ctx context.Context, id string, attempt int, failure strin
 	if ok {
 		d.remove(j)
 		d.failed[j.ID] = driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
-			Backoff: j.Backoff, TimeoutMs: j.TimeoutMs, Attempts: min(j.Attempts, j.MaxAttempts), Error: failure, CreatedAt: j.CreatedAt, FailedAt: now}
+			Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: min(j.Attempts, j.MaxAttempts), Error: failure, CreatedAt: j.CreatedAt, FailedAt: now}
 	}
 	return ok, nil
 }
@@ -316,8 +326,9 @@ func (d *Driver) Retry(ctx context.Context, id string, all bool, now int64) (int
 			continue
 		}
 		delete(d.failed, fid)
+		b, _ := backoff.Parse(f.Backoff) // written by Fail
 		d.insert(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
-			Backoff: f.Backoff, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error})
+			Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error})
 		n++
 	}
 	return n, nil

@@ -1,0 +1,51 @@
+package dbdriver
+
+import (
+	"context"
+	"math"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// Failed implements driver.Driver.
+func (b *base) Failed(ctx context.Context, after driver.FailedKey, limit int, payloads bool) ([]driver.FailedJob, error) {
+	query := b.q.failed
+	if payloads {
+		query = b.q.failedPayloads
+	}
+	if after == (driver.FailedKey{}) {
+		after = driver.FailedKey{FailedAt: math.MinInt64, ID: "00000000-0000-0000-0000-000000000000"}
+	}
+	rows, err := b.sqldb.QueryContext(ctx, query, after.FailedAt, after.ID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.FailedJob
+	for rows.Next() {
+		var f driver.FailedJob
+		var payload string
+		err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
+			&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt)
+		f.Payload = []byte(payload)
+		if err != nil {
+			if f, err = readFailed(rows, err); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// FlushFailed implements driver.Driver.
+func (b *base) FlushFailed(ctx context.Context) (int, error) {
+	return b.count(ctx, b.q.flush)
+}
+
+// PendingCount implements driver.Driver.
+func (b *base) PendingCount(ctx context.Context, queue string) (int, error) {
+	var n int
+	err := b.sqldb.QueryRowContext(ctx, b.q.pending, queue).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,213 @@
+package dbdriver
+
+import (
+	"context"
+	"database/sql"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// postgresDriver is the driver on PostgreSQL. It also tells the workers of
+// every process of new jobs (Announce, Listen).
+type postgresDriver struct {
+	*base
+
+	notes   sync.Mutex
+	pending map[string]bool // queues to announce
+	sending bool
+}
+
+func newPostgres(d *db.DB) *postgresDriver {
+	p := &postgresDriver{base: newBase(d, postgresStatements())}
+	p.at = func(_ context.Context, t int64) (any, error) {
+		if t == 0 {
+			return nil, nil // the statements read NULL as the server's clock
+		}
+		return t, nil
+	}
+	p.alone = func(ctx context.Context, job *driver.Job) error {
+		_, err := p.write(ctx, p.q.insert, appendRow(nil, job)...)
+		return err
+	}
+	p.bulk = p.copyJobs
+	return p
+}
+
+// copyColumns are the columns COPY fills; the others take their
+// defaults.
+var copyColumns = []string{"id", "queue", "name", "payload", "max_attempts", "backoff", "timeout_ms", "available_at", "created_at"}
+
+// copyJobs stores jobs with COPY, the fastest bulk insert, all or none.
+func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error {
+	conn, err := p.sqldb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(driverConn any) error {
+		pg := driverConn.(*stdlib.Conn).Conn()
+		rows := make([][]any, len(jobs))
+		for i, j := range jobs {
+			rows[i] = []any{j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt}
+		}
+		_, err := pg.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromRows(rows))
+		return err
+	})
+}
+
+// The statements that move a job between jobs and failed_jobs, each one
+// statement: it moves exactly the rows it deletes, whatever fails
+// meanwhile.
+var (
+	pgFailMove = numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
+		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at) " +
+		"INSERT INTO failed_jobs (" + failedColumns + ") " +
+		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ? FROM moved")
+	pgRetryOne = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " +
+		"INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM moved")
+	pgRetryAll = numbered("WITH moved AS (DELETE FROM failed_jobs RETURNING *) " +
+		"INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM moved")
+)
+
+// Fail implements driver.Driver.
+func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error) {
+	return p.exec(ctx, pgFailMove, id, attempt, failure, now)
+}
+
+// Retry implements driver.Driver.
+func (p *postgresDriver) Retry(ctx context.Context, id string, all bool, now int64) (int, error) {
+	var res sql.Result
+	var err error
+	if all {
+		res, err = p.sqldb.ExecContext(ctx, pgRetryAll, now)
+	} else {
+		res, err = p.sqldb.ExecContext(ctx, pgRetryOne, id, now)
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err == nil && n == 0 && !all {
+		return 0, driver.ErrNoFailedJob
+	}
+	return int(n), err
+}
+
+// Sync implements driver.Driver. It commits a transaction that waits for
+// the disk: the server's log is written in order, so the commits before
+// it, those that did not wait, are then durable too. The server waits
+// only for a commit that has a transaction id and wrote to the log; a
+// transactional logical message (prefix "navree", empty) is the smallest
+// such write, needs no table and no privilege, and changes no data.
+func (p *postgresDriver) Sync(ctx context.Context) error {
+	_, err := p.sqldb.ExecContext(ctx, "SELECT pg_logical_emit_message(true, 'navree', '')")
+	return err
+}
+
+// Purge implements driver.Driver. It then vacuums jobs: every job it
+// deleted left a dead row that the workers' searches would walk until
+// autovacuum came.
+func (p *postgresDriver) Purge(ctx context.Context, queue string) (int, error) {
+	n, err := p.count(ctx, p.q.purge, queue)
+	if err != nil {
+		return n, err
+	}
+	_, err = p.sqldb.ExecContext(ctx, "VACUUM jobs")
+	return n, err
+}
+
+// Channel is the channel a dispatch notifies, with the job's queue as the
+// payload.
+const Channel = "navree_jobs"
+
+// Announce tells the workers of every process that a job was committed
+// on queue: a NOTIFY on Channel, sent after the commit by one goroutine
+// that merges the announcements made while it sends, so dispatches never
+// wait for it. (A NOTIFY inside each inserting transaction serializes
+// their commits; docs/benchmarks.md has what that cost.)
+func (p *postgresDriver) Announce(queue string) {
+	p.notes.Lock()
+	if p.pending == nil {
+		p.pending = map[string]bool{}
+	}
+	p.pending[queue] = true
+	sending := p.sending
+	p.sending = true
+	p.notes.Unlock()
+	if !sending {
+		go p.sendNotes()
+	}
+}
+
+func (p *postgresDriver) sendNotes() {
+	for {
+		p.notes.Lock()
+		if len(p.pending) == 0 {
+			p.sending = false
+			p.notes.Unlock()
+			return
+		}
+		queues := slices.Collect(maps.Keys(p.pending))
+		clear(p.pending)
+		p.notes.Unlock()
+		// Best effort: a lost notification costs a poll interval, nothing
+		// more.
+		_ = p.announce(queues)
+	}
+}
+
+// announce notifies Channel of queues in one statement: one round trip,
+// so the connection it takes from the pool is back at once. Its commit
+// does not wait for the disk: a transaction that only notifies writes
+// nothing else to the log, and PostgreSQL flushes the log at commit only
+// for one that did.
+func (p *postgresDriver) announce(queues []string) error {
+	_, err := p.sqldb.ExecContext(context.Background(), "SELECT pg_notify('"+Channel+"', q) FROM unnest($1::text[]) AS q", queues)
+	return err
+}
+
+// Listen calls wake with the queue of each job dispatched by any process,
+// until ctx ends, through LISTEN on a connection of its own, outside the
+// pool. A lost connection is reported to failed and retried with a
+// growing pause; connected is called each time it listens.
+func (p *postgresDriver) Listen(ctx context.Context, wake func(queue string), connected func(), failed func(error)) {
+	pause := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := p.listen(ctx, wake, connected)
+		if ctx.Err() != nil {
+			return
+		}
+		failed(err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+func (p *postgresDriver) listen(ctx context.Context, wake func(string), connected func()) error {
+	conn, err := p.db.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	connected()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		wake(n.Payload)
+	}
+}

@@ -1,0 +1,94 @@
+package dbdriver
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"slices"
+
+	"github.com/navree/navree/queue/internal/backoff"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// scanJob reads a row of columns. A row whose values do not all convert
+// to their types is read leniently (see readJob) rather than failing, so
+// one corrupt row never fails the statement that returned it.
+func scanJob(row scanner) (*driver.Job, error) {
+	var j driver.Job
+	var payload, stored string
+	var uniqueKey, lastError sql.NullString
+	var uniqueUntil, reservedAt sql.NullInt64
+	err := row.Scan(&j.ID, &j.Queue, &j.Name, &payload, &j.MaxAttempts, &stored, &j.TimeoutMs,
+		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError)
+	if err != nil {
+		return readJob(row, err)
+	}
+	j.Payload = []byte(payload)
+	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError = uniqueKey.String, uniqueUntil.Int64, reservedAt.Int64, lastError.String
+	setBackoff(&j, stored)
+	return &j, nil
+}
+
+// setBackoff reads a job's stored backoff, keeping the text when it does
+// not parse.
+func setBackoff(j *driver.Job, stored string) {
+	var err error
+	if j.Backoff, err = backoff.Parse(stored); err != nil {
+		j.BadBackoff = stored
+	}
+}
+
+// Reserve implements driver.Driver.
+func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job, error) {
+	at, err := b.at(ctx, r.At)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []*driver.Job
+	err = b.query(ctx, b.q.reserve, []any{at, r.Queue, r.From, r.Now, r.Limit}, func(rows *sql.Rows) error {
+		j, err := scanJob(rows)
+		jobs = append(jobs, j)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// RETURNING gives no order.
+	slices.SortFunc(jobs, func(a, b *driver.Job) int {
+		return cmp.Or(cmp.Compare(a.AvailableAt, b.AvailableAt), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+// TakeOver implements driver.Driver.
+func (b *base) TakeOver(ctx context.Context, queue string, now int64) (*driver.Job, error) {
+	at, err := b.at(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	var j *driver.Job
+	err = b.query(ctx, b.q.takeOver, []any{at, queue, at, at}, func(rows *sql.Rows) (err error) {
+		j, err = scanJob(rows)
+		return err
+	})
+	return j, err
+}
+
+// Behind implements driver.Driver.
+func (b *base) Behind(ctx context.Context, queue string, now, from int64) (bool, error) {
+	return b.exists(ctx, b.q.behind, queue, from, now)
+}
+
+// Stale implements driver.Driver.
+func (b *base) Stale(ctx context.Context, queue string, now int64) (bool, error) {
+	at, err := b.at(ctx, now)
+	if err != nil {
+		return false, err
+	}
+	return b.exists(ctx, b.q.stale, queue, at, at)
+}
+
+// Unreserve implements driver.Driver.
+func (b *base) Unreserve(ctx context.Context, id string, attempt int) (bool, error) {
+	return b.exec(ctx, b.q.unreserve, id, attempt)
+}

@@ -1,0 +1,180 @@
+package dbdriver
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"sync"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// sqliteDriver is the driver on SQLite.
+type sqliteDriver struct {
+	*base
+	host *hostClock // the clock of reservations
+
+	grouping sync.Mutex
+	waiting  []*waitingInsert // single inserts waiting for the write lock
+}
+
+func newSQLite(d *db.DB) *sqliteDriver {
+	s := &sqliteDriver{base: newBase(d, sqliteStatements()), host: newHostClock()}
+	s.at = s.reservedAt
+	s.alone = s.insertGrouped
+	s.bulk = func(ctx context.Context, jobs []*driver.Job) error {
+		return s.inTx(ctx, nil, func(tx *sql.Tx) error { return s.insertChunks(ctx, tx, jobs) })
+	}
+	return s
+}
+
+// reservedAt is the argument for a time t on the clock of reservations:
+// t, or for 0 the host's (see hostClock).
+func (s *sqliteDriver) reservedAt(ctx context.Context, t int64) (any, error) {
+	if t != 0 {
+		return t, nil
+	}
+	return s.host.now(ctx, s.base)
+}
+
+// waitingInsert is a single insert waiting for SQLite's write lock, and
+// how its caller hears that another wrote it.
+type waitingInsert struct {
+	job    *driver.Job
+	done   chan error
+	served context.CancelFunc
+}
+
+// insertGrouped stores one job, where one process's writes take turns:
+// whichever waiting insert gets the write lock stores every insert
+// waiting by then in one transaction, and tells their callers. Each still
+// returns only once its job is committed; concurrent dispatches share a
+// commit instead of queueing for one each (group commit).
+func (s *sqliteDriver) insertGrouped(ctx context.Context, job *driver.Job) error {
+	lockCtx, served := context.WithCancel(ctx)
+	defer served()
+	w := &waitingInsert{job: job, done: make(chan error, 1), served: served}
+	s.grouping.Lock()
+	s.waiting = append(s.waiting, w)
+	s.grouping.Unlock()
+	err := s.db.Write(lockCtx, func() error {
+		s.grouping.Lock()
+		group := s.waiting
+		s.waiting = nil
+		s.grouping.Unlock()
+		err := s.insertGroup(context.WithoutCancel(ctx), group)
+		for _, g := range group {
+			g.done <- err
+			g.served()
+		}
+		return nil
+	})
+	if err != nil {
+		// It did not get the lock: another took this job into its group
+		// (and cancelled lockCtx), or ctx ended, or the lock cannot be had.
+		s.grouping.Lock()
+		i := slices.Index(s.waiting, w)
+		if i >= 0 { // still waiting: withdrawn, never stored
+			s.waiting = slices.Delete(s.waiting, i, i+1)
+		}
+		s.grouping.Unlock()
+		if i >= 0 {
+			return err
+		}
+	}
+	return <-w.done
+}
+
+// insertGroup stores the jobs of a group: one of them with the prepared
+// single insert, more in one transaction. The caller holds the write lock.
+func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) error {
+	switch len(group) {
+	case 0: // another took this one's job into its group
+		return nil
+	case 1:
+		st, err := s.prepared(ctx, s.q.insert)
+		if err == nil {
+			_, err = st.ExecContext(ctx, appendRow(nil, group[0].job)...)
+		}
+		return err
+	}
+	jobs := make([]*driver.Job, len(group))
+	for i, g := range group {
+		jobs[i] = g.job
+	}
+	tx, err := s.sqldb.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := s.insertChunks(ctx, tx, jobs); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// The statements that move a job between jobs and failed_jobs, in two
+// halves that a transaction holding the write lock keeps together.
+const (
+	sqliteFailCopy = "INSERT INTO failed_jobs (" + failedColumns + ") " +
+		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, min(attempts, max_attempts), ?, created_at, ? FROM jobs " +
+		"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
+	sqliteFailDelete = "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
+	sqliteRetryOne   = "INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM failed_jobs WHERE id = ?"
+	sqliteRetryAll   = "INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM failed_jobs"
+	sqliteDeleteOne  = "DELETE FROM failed_jobs WHERE id = ?"
+)
+
+// Fail implements driver.Driver.
+func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error) {
+	var moved bool
+	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, sqliteFailCopy, failure, now, id, attempt)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, sqliteFailDelete, id, attempt); err != nil {
+			return err
+		}
+		moved = true
+		return nil
+	})
+	return moved, err
+}
+
+// Retry implements driver.Driver.
+func (s *sqliteDriver) Retry(ctx context.Context, id string, all bool, now int64) (int, error) {
+	var moved int64
+	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
+		insert, remove, args := sqliteRetryOne, sqliteDeleteOne, []any{now, id}
+		if all {
+			insert, remove, args = sqliteRetryAll, s.q.flush, []any{now}
+		}
+		res, err := tx.ExecContext(ctx, insert, args...)
+		if err != nil {
+			return err
+		}
+		if moved, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		if moved == 0 && !all {
+			return driver.ErrNoFailedJob
+		}
+		_, err = tx.ExecContext(ctx, remove, args[1:]...)
+		return err
+	})
+	return int(moved), err
+}
+
+// Sync implements driver.Driver: SQLite's commits are as durable as
+// database.sqlite_synchronous makes them when they return.
+func (s *sqliteDriver) Sync(context.Context) error { return nil }
+
+// Purge implements driver.Driver.
+func (s *sqliteDriver) Purge(ctx context.Context, queue string) (int, error) {
+	return s.count(ctx, s.q.purge, queue)
+}

@@ -1,0 +1,147 @@
+package dbdriver
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// statements are the statements both drivers run, in the words of one
+// database.
+type statements struct {
+	insert, expireUnique, insertUnique, findUnique string
+	reserve, takeOver, behind, stale, unreserve    string
+	complete, release                              string
+	failed, failedPayloads, flush, pending, purge  string
+
+	insertFull string           // the multi-row insert of a full chunk
+	insertRows func(int) string // the multi-row insert of n rows
+}
+
+const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error"
+
+// values are the placeholders of one inserted row (see appendRow).
+const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL)"
+
+// rowsPerInsert bounds a multi-row insert: 11 parameters a row stays
+// under SQLite's 32,766 and PostgreSQL's 65,535.
+const rowsPerInsert = 500
+
+// sqliteStatements are the statements in SQLite's words.
+func sqliteStatements() statements {
+	return common("?", "",
+		"UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id IN ("+
+			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"+
+			") RETURNING "+columns,
+		"DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN ("+
+			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
+		func(s string) string { return s })
+}
+
+// postgresStatements are the statements in PostgreSQL's words: SKIP
+// LOCKED, so that workers never wait for each other; the server's clock
+// for a time of reservations passed as NULL; and a reservation and a
+// completion that commit without waiting for the disk (the setting lasts
+// for their own transaction; lost in a crash of the server, either job
+// runs again, as at least once allows, and a later commit that waits
+// makes them durable, the log being written in order).
+//
+// Both find their rows by id = ANY(...), on the primary key, not by a
+// join: a vacuum of the empty table records "no rows", and until the next
+// ANALYZE a join was planned as a walk over every row of jobs. The
+// completion's coalesce keeps it off the index of reserved rows for the
+// same reason.
+func postgresStatements() statements {
+	return common("coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)", " FOR UPDATE SKIP LOCKED",
+		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
+			"UPDATE jobs SET reserved_at = coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), attempts = jobs.attempts + 1 "+
+			"FROM lazy WHERE jobs.id = ANY(ARRAY("+
+			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? "+
+			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING "+prefixed("jobs.", columns),
+		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
+			"DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int) "+
+			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) "+
+			"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 RETURNING j.id",
+		numbered)
+}
+
+// common builds the statements both databases share: at is a time on the
+// clock of reservations, skipLocked what a takeover's search adds, and
+// words rewrites a statement's placeholders for the database.
+func common(at, skipLocked, reserve, complete string, words func(string) string) statements {
+	// The reservations of a queue gone stale by a time; its arguments are
+	// queue and that time twice. Every stale reservation is at least
+	// GraceMs old: that bound lets the index over reserved rows narrow the
+	// search.
+	staleWhere := "queue = ? AND reserved_at IS NOT NULL AND reserved_at <= " + at + " - " + strconv.Itoa(driver.GraceMs) +
+		" AND reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= " + at
+	failedPage := " FROM failed_jobs WHERE (failed_at, id) > (?, ?) ORDER BY failed_at, id LIMIT ?" // by the index over (failed_at, id)
+	q := statements{
+		insert:       words("INSERT INTO jobs (" + columns + ") VALUES " + values),
+		expireUnique: words("UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?"),
+		insertUnique: words("INSERT INTO jobs (" + columns + ") VALUES " + values + " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"),
+		findUnique:   words("SELECT id FROM jobs WHERE unique_key = ? AND unique_key IS NOT NULL"),
+		reserve:      words(reserve),
+		takeOver: words("UPDATE jobs SET reserved_at = " + at + ", attempts = attempts + 1 WHERE id = (" +
+			"SELECT id FROM jobs WHERE " + staleWhere + " ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns),
+		behind:    words("SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at < ? AND available_at <= ? LIMIT 1"),
+		stale:     words("SELECT 1 FROM jobs WHERE " + staleWhere + " LIMIT 1"),
+		unreserve: words("UPDATE jobs SET reserved_at = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
+		complete:  words(complete),
+		release:   words("UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
+		failed:    words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at" + failedPage),
+		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at" +
+			failedPage),
+		flush:   "DELETE FROM failed_jobs",
+		pending: words("SELECT count(*) FROM jobs WHERE queue = ?"),
+		purge:   words("DELETE FROM jobs WHERE queue = ?"),
+		insertRows: func(n int) string {
+			var b strings.Builder
+			b.WriteString("INSERT INTO jobs (" + columns + ") VALUES ")
+			for i := range n {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(values)
+			}
+			return words(b.String())
+		},
+	}
+	q.insertFull = q.insertRows(rowsPerInsert)
+	return q
+}
+
+// The statements that move a job between jobs and failed_jobs; SQLite
+// runs the two halves in one transaction, PostgreSQL one statement. A job
+// taken over after its last attempt counts the attempts it started, not
+// the takeover's reservation.
+const (
+	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at"
+	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error"
+)
+
+// prefixed qualifies each column of a list with prefix.
+func prefixed(prefix, list string) string {
+	cols := strings.Split(list, ", ")
+	for i, c := range cols {
+		cols[i] = prefix + c
+	}
+	return strings.Join(cols, ", ")
+}
+
+// numbered rewrites a statement's ? placeholders as $1, $2, … for
+// PostgreSQL. The statements hold no ? of their own.
+func numbered(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
