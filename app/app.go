@@ -211,11 +211,11 @@ func newLogger(w io.Writer, cfg LogConfig) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// runCommand builds the app with the services cmd's Action asks for, starts
+// runCommand builds the app with the services cmd's Action uses, starts
 // it, runs the action and stops the app.
 func (a *App) runCommand(c *cli.Context, cmd Command) (err error) {
-	deps, invoke := cmd.collector()
-	fxApp := fx.New(a.base(), fx.Invoke(checkBoot), fx.Invoke(invoke))
+	deps, run := cmd.Action.bind()
+	fxApp := fx.New(a.base(), fx.Invoke(checkBoot), deps)
 	if err := fxApp.Err(); err != nil {
 		return bootError(err)
 	}
@@ -231,7 +231,7 @@ func (a *App) runCommand(c *cli.Context, cmd Command) (err error) {
 			err = fmt.Errorf("stop: %w", stopErr)
 		}
 	}()
-	return cmd.call(c, *deps)
+	return run(c)
 }
 
 // bootError trims fx's account of how it got to a failing constructor down

@@ -54,10 +54,10 @@ func counted(builds *int, events *[]string) fx.Option {
 		db.Module(),
 		fx.Provide(func() *service { *builds++; return &service{"export"} }),
 		fx.Populate(&populated),
-		app.Commands(app.Command{Name: "export", Usage: "Export the contacts", Action: func(c *cli.Context, s *service) error {
+		app.Commands(app.Command{Name: "export", Usage: "Export the contacts", Action: app.Uses(func(c *cli.Context, s *service) error {
 			*events = append(*events, "run "+s.name)
 			return nil
-		}}),
+		})}),
 	)
 }
 
@@ -108,6 +108,32 @@ func TestEachCommandRunBuildsOnce(t *testing.T) {
 	}
 }
 
+func TestUsesAnFxInStruct(t *testing.T) {
+	type other struct{ name string }
+	type exportIn struct {
+		fx.In
+		Service *service
+		Other   *other
+		Clock   app.Clock
+	}
+	var got []string
+	var events []string
+	a := newApp(io.Discard, nil,
+		tracked("export", &events),
+		fx.Provide(func() *other { return &other{"other"} }),
+		app.Commands(app.Command{Name: "export", Action: app.Uses(func(c *cli.Context, p exportIn) error {
+			got = append(got, p.Service.name, p.Other.name, fmt.Sprintf("%T", p.Clock))
+			return nil
+		})}),
+	)
+	if err := a.Run(context.Background(), []string{"export"}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[export other app.SystemClock]" {
+		t.Fatalf("the action got %v", got)
+	}
+}
+
 func TestACommandBuildsAndStartsOnlyWhatItNeeds(t *testing.T) {
 	var events []string
 	type other struct{}
@@ -115,11 +141,15 @@ func TestACommandBuildsAndStartsOnlyWhatItNeeds(t *testing.T) {
 		tracked("export", &events),
 		fx.Provide(func() *other { events = append(events, "build other"); return &other{} }),
 		app.Commands(
-			app.Command{Name: "export", Action: func(c *cli.Context, s *service) error {
+			app.Command{Name: "export", Action: app.Uses(func(c *cli.Context, s *service) error {
 				events = append(events, "run "+s.name)
 				return nil
-			}},
-			app.Command{Name: "other", Action: func(c *cli.Context, o *other) error { return nil }},
+			})},
+			app.Command{Name: "other", Action: app.Uses(func(c *cli.Context, o *other) error { return nil })},
+			app.Command{Name: "noop", Action: app.ActionFunc(func(c *cli.Context) error {
+				events = append(events, "run noop")
+				return nil
+			})},
 		),
 	)
 	if err := a.Run(context.Background(), []string{"export"}); err != nil {
@@ -129,13 +159,20 @@ func TestACommandBuildsAndStartsOnlyWhatItNeeds(t *testing.T) {
 	if fmt.Sprint(events) != fmt.Sprint(want) {
 		t.Fatalf("events %v, want %v", events, want)
 	}
+	events = nil
+	if err := a.Run(context.Background(), []string{"noop"}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(events) != "[run noop]" {
+		t.Fatalf("noop: events %v, want only the run", events)
+	}
 }
 
 func TestAFailingCommandStillStopsTheApp(t *testing.T) {
 	var events []string
 	boom := errors.New("export failed")
 	a := newApp(io.Discard, nil, tracked("export", &events),
-		app.Commands(app.Command{Name: "export", Action: func(c *cli.Context, s *service) error { return boom }}))
+		app.Commands(app.Command{Name: "export", Action: app.Uses(func(c *cli.Context, s *service) error { return boom })}))
 	if err := a.Run(context.Background(), []string{"export"}); !errors.Is(err, boom) {
 		t.Fatalf("error = %v, want the command's", err)
 	}
@@ -145,7 +182,7 @@ func TestAFailingCommandStillStopsTheApp(t *testing.T) {
 }
 
 func TestInvalidConfigFailsTheBootButNotHelp(t *testing.T) {
-	nothing := app.Commands(app.Command{Name: "noop", Action: func(c *cli.Context) error { return nil }})
+	nothing := app.Commands(app.Command{Name: "noop", Action: app.ActionFunc(func(c *cli.Context) error { return nil })})
 	a := newApp(io.Discard, map[string]any{"http.shutdown_timeout_ms": -1}, nothing)
 	err := a.Run(context.Background(), []string{"noop"})
 	want := `config: invalid value for http.shutdown_timeout_ms: "-1" (from overrides); allowed: at least 0`
@@ -200,7 +237,7 @@ func TestDatabasePasswordsNeverPrinted(t *testing.T) {
 }
 
 func TestUnknownSectionFailsTheBootButNotHelp(t *testing.T) {
-	nothing := app.Commands(app.Command{Name: "noop", Action: func(c *cli.Context) error { return nil }})
+	nothing := app.Commands(app.Command{Name: "noop", Action: app.ActionFunc(func(c *cli.Context) error { return nil })})
 	a := app.New(config.Module(config.Sources{Environ: []string{"APP_HTTPS__ADDR=0.0.0.0:443"}}), nothing)
 	a.Stdout, a.Stderr = io.Discard, io.Discard
 	err := a.Run(context.Background(), []string{"noop"})
@@ -218,9 +255,11 @@ func TestBadCommandsAreBootErrors(t *testing.T) {
 		give fx.Option
 		want string
 	}{
-		{app.Commands(app.Command{Name: "x", Action: func() error { return nil }}), "command x: Action must be a func(*cli.Context, services...) error"},
-		{app.Commands(app.Command{Name: "x", Action: func(*cli.Context) {}}), "command x: Action must be a func(*cli.Context, services...) error"},
-		{app.Commands(app.Command{Name: "serve", Action: func(*cli.Context) error { return nil }}), "command serve is registered twice"},
+		{app.Commands(app.Command{Name: "x"}), "command x has no Action"},
+		{app.Commands(app.Command{Name: "x", Action: app.ActionFunc(nil)}), "command x has no Action"},
+		{app.Commands(app.Command{Name: "x", Action: app.Uses[*service](nil)}), "command x has no Action"},
+		{app.Commands(app.Command{Action: app.ActionFunc(func(*cli.Context) error { return nil })}), "a command has no name"},
+		{app.Commands(app.Command{Name: "serve", Action: app.ActionFunc(func(*cli.Context) error { return nil })}), "command serve is registered twice"},
 	}
 	for _, tt := range tests {
 		err := newApp(io.Discard, nil, tt.give).Run(context.Background(), []string{"--help"})
@@ -232,7 +271,7 @@ func TestBadCommandsAreBootErrors(t *testing.T) {
 
 func TestMissingServiceNamesIt(t *testing.T) {
 	type missing struct{}
-	a := newApp(io.Discard, nil, app.Commands(app.Command{Name: "x", Action: func(c *cli.Context, m *missing) error { return nil }}))
+	a := newApp(io.Discard, nil, app.Commands(app.Command{Name: "x", Action: app.Uses(func(c *cli.Context, m *missing) error { return nil })}))
 	err := a.Run(context.Background(), []string{"x"})
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("error = %v, want it to name the missing type", err)
@@ -245,7 +284,7 @@ func (c fixedClock) Now() time.Time { return c.t }
 
 func TestClock(t *testing.T) {
 	var got app.Clock
-	cmd := app.Commands(app.Command{Name: "now", Action: func(c *cli.Context, clock app.Clock) error { got = clock; return nil }})
+	cmd := app.Commands(app.Command{Name: "now", Action: app.Uses(func(c *cli.Context, clock app.Clock) error { got = clock; return nil })})
 	if err := newApp(io.Discard, nil, cmd).Run(context.Background(), []string{"now"}); err != nil {
 		t.Fatal(err)
 	}
@@ -372,13 +411,13 @@ func TestMain(m *testing.M) {
 	if command := os.Getenv(childEnv); command != "" {
 		os.Args = []string{os.Args[0], command}
 		a := app.New(app.Commands(
-			app.Command{Name: "wait", Action: func(c *cli.Context) error {
+			app.Command{Name: "wait", Action: app.ActionFunc(func(c *cli.Context) error {
 				fmt.Fprintln(c.App.Writer, "ready")
 				<-c.Context.Done()
 				fmt.Fprintln(c.App.Writer, "cancelled")
 				return nil
-			}},
-			app.Command{Name: "fail", Action: func(c *cli.Context) error { return errors.New("it broke") }},
+			})},
+			app.Command{Name: "fail", Action: app.ActionFunc(func(c *cli.Context) error { return errors.New("it broke") })},
 		))
 		a.Name = "crm"
 		a.Main()

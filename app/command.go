@@ -1,8 +1,8 @@
 package app
 
 import (
+	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
@@ -16,48 +16,69 @@ type Command struct {
 	ArgsUsage   string // such as "ID|all"
 	Description string // longer help
 	Flags       []cli.Flag
-	// Action runs the command: a function whose first parameter is
-	// *cli.Context, whose other parameters are services that fx provides
-	// (fx.In structs too), and which returns an error:
-	//
-	//	func(c *cli.Context, m *db.Migrator) error
-	//
-	// Only these services are built, and only when the command runs.
-	Action any
+	// Action runs the command: [Uses] for a command that needs services,
+	// [ActionFunc] for one that needs none.
+	Action Action
 }
 
-var (
-	cliContextType = reflect.TypeFor[*cli.Context]()
-	errorType      = reflect.TypeFor[error]()
-)
+// Action is what a [Command] runs, with the services it needs. Make one
+// with [Uses] or [ActionFunc].
+type Action interface {
+	// bind returns the option that takes the action's services from the
+	// app when it is built, and the function that runs the action on
+	// them; a nil function for an action without one.
+	bind() (fx.Option, func(*cli.Context) error)
+}
 
-// check reports an Action of the wrong shape.
+// ActionFunc is the [Action] of a command that needs no service:
+//
+//	Action: app.ActionFunc(func(c *cli.Context) error { … })
+//
+// Running it builds nothing but the configuration, which is checked.
+type ActionFunc func(c *cli.Context) error
+
+func (f ActionFunc) bind() (fx.Option, func(*cli.Context) error) {
+	if f == nil {
+		return fx.Options(), nil
+	}
+	return fx.Options(), f
+}
+
+// Uses returns the [Action] of a command that needs services. deps is a
+// service the app provides, or an fx.In struct of several, and the app
+// builds it (and what it needs) only when the command runs:
+//
+//	Action: app.Uses(func(c *cli.Context, m *db.Migrator) error { … })
+//
+//	type exportIn struct {
+//		fx.In
+//		Queue *queue.Queue
+//		DB    *db.DB
+//	}
+//	Action: app.Uses(func(c *cli.Context, p exportIn) error { … })
+func Uses[T any](fn func(c *cli.Context, deps T) error) Action { return uses[T](fn) }
+
+type uses[T any] func(*cli.Context, T) error
+
+func (fn uses[T]) bind() (fx.Option, func(*cli.Context) error) {
+	if fn == nil {
+		return fx.Options(), nil
+	}
+	var deps T
+	return fx.Invoke(func(d T) { deps = d }), func(c *cli.Context) error { return fn(c, deps) }
+}
+
+// check reports a command without a name or an action.
 func (cmd Command) check() error {
-	t := reflect.TypeOf(cmd.Action)
 	if cmd.Name == "" {
-		return fmt.Errorf("a command has no name")
+		return errors.New("a command has no name")
 	}
-	if t == nil || t.Kind() != reflect.Func || t.IsVariadic() || t.NumIn() < 1 || t.In(0) != cliContextType ||
-		t.NumOut() != 1 || t.Out(0) != errorType {
-		return fmt.Errorf("command %s: Action must be a func(*cli.Context, services...) error, not %T", cmd.Name, cmd.Action)
+	if cmd.Action != nil {
+		if _, run := cmd.Action.bind(); run != nil {
+			return nil
+		}
 	}
-	return nil
-}
-
-// collector returns a function for fx.Invoke that takes the services the
-// Action needs, and where it stores them.
-func (cmd Command) collector() (*[]reflect.Value, any) {
-	t := reflect.TypeOf(cmd.Action)
-	in := make([]reflect.Type, 0, t.NumIn()-1)
-	for i := 1; i < t.NumIn(); i++ {
-		in = append(in, t.In(i))
-	}
-	deps := new([]reflect.Value)
-	fn := reflect.MakeFunc(reflect.FuncOf(in, nil, false), func(args []reflect.Value) []reflect.Value {
-		*deps = args
-		return nil
-	})
-	return deps, fn.Interface()
+	return fmt.Errorf("command %s has no Action", cmd.Name)
 }
 
 // Commands adds commands to the app. They are supplied as values, so the
@@ -71,11 +92,4 @@ func supplyGroup[T any](group string, values []T) fx.Option {
 		opts[i] = fx.Supply(fx.Annotated{Group: group, Target: v})
 	}
 	return fx.Options(opts...)
-}
-
-// call runs the Action with its services.
-func (cmd Command) call(c *cli.Context, deps []reflect.Value) error {
-	out := reflect.ValueOf(cmd.Action).Call(append([]reflect.Value{reflect.ValueOf(c)}, deps...))
-	err, _ := out[0].Interface().(error)
-	return err
 }

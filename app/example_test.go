@@ -23,10 +23,10 @@ func ExampleApp_Run() {
 			Usage:     "Greet someone",
 			ArgsUsage: "NAME",
 			// Only the services named here are built, and only for this command.
-			Action: func(c *cli.Context, g *Greeter) error {
+			Action: app.Uses(func(c *cli.Context, g *Greeter) error {
 				fmt.Fprintf(c.App.Writer, "%s, %s!\n", g.greeting, c.Args().First())
 				return nil
-			},
+			}),
 		}),
 	)
 	a.Name, a.Stdout = "crm", os.Stdout
@@ -35,4 +35,48 @@ func ExampleApp_Run() {
 	}
 	// Output:
 	// Hello, Ada!
+}
+
+// Signer is another service a command needs.
+type Signer struct{ name string }
+
+func ExampleUses() {
+	// greetIn is what the greet command uses: several services in one
+	// fx.In struct.
+	type greetIn struct {
+		fx.In
+		Greeter *Greeter
+		Signer  *Signer
+	}
+	a := app.New(
+		config.Module(config.Sources{}),
+		fx.Provide(func() *Greeter { return &Greeter{greeting: "Hello"} }),
+		fx.Provide(func() *Signer { return &Signer{name: "the crm"} }),
+		app.Commands(
+			app.Command{
+				Name: "greet",
+				Action: app.Uses(func(c *cli.Context, p greetIn) error {
+					fmt.Fprintf(c.App.Writer, "%s, %s! (%s)\n", p.Greeter.greeting, c.Args().First(), p.Signer.name)
+					return nil
+				}),
+			},
+			app.Command{
+				Name: "ping",
+				// A command that uses no service.
+				Action: app.ActionFunc(func(c *cli.Context) error {
+					fmt.Fprintln(c.App.Writer, "pong")
+					return nil
+				}),
+			},
+		),
+	)
+	a.Name, a.Stdout = "crm", os.Stdout
+	for _, args := range [][]string{{"greet", "Ada"}, {"ping"}} {
+		if err := a.Run(context.Background(), args); err != nil {
+			fmt.Println(err)
+		}
+	}
+	// Output:
+	// Hello, Ada! (the crm)
+	// pong
 }

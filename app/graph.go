@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"reflect"
 
 	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
@@ -15,22 +14,23 @@ type Graph struct {
 	app  *App
 	fx   *fx.App
 	cmds []Command
-	deps map[string]*[]reflect.Value
+	runs map[string]func(*cli.Context) error
 }
 
-// Build builds the app, and extra options with it, with the services of
-// every command. Nothing starts until [Graph.Start].
+// Build builds the app, and extra options with it, once, with the services
+// of every command: each constructor the app calls runs once, however many
+// commands [Graph.Run] runs. Nothing starts until [Graph.Start].
 func (a *App) Build(extra ...fx.Option) (*Graph, error) {
 	cmds, err := a.commands(extra...)
 	if err != nil {
 		return nil, err
 	}
-	g := &Graph{app: a, cmds: cmds, deps: map[string]*[]reflect.Value{}}
+	g := &Graph{app: a, cmds: cmds, runs: map[string]func(*cli.Context) error{}}
 	opts := []fx.Option{a.base(), fx.Options(extra...), fx.Invoke(checkBoot)}
 	for _, cmd := range cmds {
-		deps, invoke := cmd.collector()
-		g.deps[cmd.Name] = deps
-		opts = append(opts, fx.Invoke(invoke))
+		deps, run := cmd.Action.bind()
+		g.runs[cmd.Name] = run
+		opts = append(opts, deps)
 	}
 	g.fx = fx.New(opts...)
 	if err := g.fx.Err(); err != nil {
@@ -54,6 +54,6 @@ func (g *Graph) Stop(ctx context.Context) error { return g.fx.Stop(ctx) }
 // built app, printing to the App's Stdout and Stderr as they are now.
 func (g *Graph) Run(ctx context.Context, args []string) error {
 	return g.app.cli(g.cmds, func(c *cli.Context, cmd Command) error {
-		return cmd.call(c, *g.deps[cmd.Name])
+		return g.runs[cmd.Name](c)
 	}).RunContext(ctx, append([]string{g.app.Name}, args...))
 }

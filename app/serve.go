@@ -97,7 +97,7 @@ func serveCommand() Command {
 	return Command{
 		Name:  "serve",
 		Usage: "Serve the app over HTTP",
-		Action: func(c *cli.Context, p serveIn) error {
+		Action: Uses(func(c *cli.Context, p serveIn) error {
 			handler, err := NewHandler(p.Routes, p.Middleware)
 			if err != nil {
 				return err
@@ -126,6 +126,6 @@ func serveCommand() Command {
 			}
 			fmt.Fprintln(c.App.Writer, "Stopped serving HTTP.")
 			return nil
-		},
+		}),
 	}
 }

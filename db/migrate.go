@@ -345,7 +345,7 @@ func migrateCommands() []app.Command {
 		{
 			Name:  "migrate",
 			Usage: "Apply every pending migration",
-			Action: func(c *cli.Context, m *Migrator) error {
+			Action: app.Uses(func(c *cli.Context, m *Migrator) error {
 				applied, err := m.Migrate(c.Context)
 				if err != nil {
 					return err
@@ -357,12 +357,12 @@ func migrateCommands() []app.Command {
 					fmt.Fprintf(c.App.Writer, "Migrated %s\n", mig.ID())
 				}
 				return nil
-			},
+			}),
 		},
 		{
 			Name:  "migrate:status",
 			Usage: "List the migrations and whether each is applied",
-			Action: func(c *cli.Context, m *Migrator) error {
+			Action: app.Uses(func(c *cli.Context, m *Migrator) error {
 				list, err := m.Status(c.Context)
 				if err != nil {
 					return err
@@ -381,12 +381,12 @@ func migrateCommands() []app.Command {
 					fmt.Fprintf(w, "%s\t%s\t%s\n", st.Set, st.Name, status)
 				}
 				return w.Flush()
-			},
+			}),
 		},
 		{
 			Name:  "migrate:rollback",
 			Usage: "Undo the last batch of migrations",
-			Action: func(c *cli.Context, m *Migrator) error {
+			Action: app.Uses(func(c *cli.Context, m *Migrator) error {
 				undone, err := m.Rollback(c.Context)
 				if err != nil {
 					return err
@@ -398,7 +398,7 @@ func migrateCommands() []app.Command {
 					fmt.Fprintf(c.App.Writer, "Rolled back %s\n", mig.ID())
 				}
 				return nil
-			},
+			}),
 		},
 	}
 }

@@ -62,7 +62,7 @@ var demoModule = fx.Module("demo",
 	app.Commands(app.Command{
 		Name:  "demo",
 		Usage: "Queue a batch of demo jobs: successes, a retry, a failure and a slow one",
-		Action: func(c *cli.Context, q *queue.Queue) error {
+		Action: app.Uses(func(c *cli.Context, q *queue.Queue) error {
 			jobs := []queue.Job{Welcome{"Ada"}, Welcome{"Grace"}, Welcome{"Linus"}, Flaky{}, Broken{}, Slow{}}
 			for _, job := range jobs {
 				if _, err := q.Dispatch(c.Context, job); err != nil {
@@ -71,6 +71,6 @@ var demoModule = fx.Module("demo",
 			}
 			fmt.Fprintf(c.App.Writer, "Queued %d demo jobs. Run them with: %s queue:work --stop-when-empty\n", len(jobs), c.App.Name)
 			return nil
-		},
+		}),
 	}),
 )

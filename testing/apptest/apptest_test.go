@@ -144,11 +144,11 @@ func TestTheAppIsBuiltOnce(t *testing.T) {
 	var c *counter
 	a := apptest.New(t, apptest.TempDatabase(), db.Module(),
 		fx.Provide(func() *counter { builds++; return &counter{} }),
-		app.Commands(app.Command{Name: "count", Action: func(cc *cli.Context, c *counter) error {
+		app.Commands(app.Command{Name: "count", Action: app.Uses(func(cc *cli.Context, c *counter) error {
 			c.runs++
 			fmt.Fprintln(cc.App.Writer, c.runs)
 			return nil
-		}}),
+		})}),
 		fx.Populate(&c),
 	)
 	for i := 1; i <= 3; i++ {
