@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/navree/navree/queue/internal/worker"
 )
 
 // BenchQueue is the queue the benchmark uses, so it never touches an
@@ -230,7 +232,7 @@ func (q *Queue) Bench(ctx context.Context, o BenchOptions) (BenchResult, error) 
 		}
 	}()
 	start = time.Now()
-	stats, err := q.Work(ctx, WorkOptions{Queues: []string{BenchQueue}, Workers: o.Workers, StopWhenEmpty: true, quiet: !o.LogJobs})
+	stats, err := q.work(ctx, worker.Options{Queues: []string{BenchQueue}, Workers: o.Workers, StopWhenEmpty: true, Quiet: !o.LogJobs})
 	elapsed := time.Since(start)
 	ticker.Stop()
 	close(done)
@@ -279,8 +281,8 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 	idle := make(chan struct{})
 	var once sync.Once
 	go func() {
-		_, err := q.Work(workCtx, WorkOptions{Queues: []string{BenchQueue}, Workers: o.Workers, quiet: !o.LogJobs,
-			idle: func() { once.Do(func() { close(idle) }) }})
+		_, err := q.work(workCtx, worker.Options{Queues: []string{BenchQueue}, Workers: o.Workers, Quiet: !o.LogJobs,
+			Idle: func() { once.Do(func() { close(idle) }) }})
 		worked <- err
 	}()
 	// The worker is idle once it listens for dispatches and its first

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/queue/internal/backoff"
+	"github.com/navree/navree/queue/internal/worker"
 	"go.uber.org/fx"
 )
 
@@ -141,7 +142,7 @@ func registration[T Job](h Handler[T], where string) Registration {
 		handle: func(ctx context.Context, payload []byte, jc JobContext) error {
 			var job T
 			if err := json.Unmarshal(payload, &job); err != nil {
-				return &PayloadError{Name: jc.Name, Err: err}
+				return Permanent(&PayloadError{Name: jc.Name, Err: err})
 			}
 			return h.Handle(ctx, job, jc)
 		},
@@ -156,6 +157,16 @@ func caller(skip int) string {
 	}
 	return file + ":" + strconv.Itoa(line)
 }
+
+// Permanent marks err as a failure that retrying cannot help, such as a
+// mail server's 5xx or a payload that can never decode: the job fails at
+// once, without using its remaining attempts, and the failed job keeps
+// err's text. errors.Is and errors.As see err through it.
+//
+//	if resp.StatusCode >= 500 {
+//		return queue.Permanent(fmt.Errorf("smtp refused the message: %s", resp.Status))
+//	}
+func Permanent(err error) error { return worker.Permanent(err) }
 
 // PayloadError is a stored payload that does not decode into its job type.
 type PayloadError struct {

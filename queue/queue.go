@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
@@ -22,6 +21,7 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/dbdriver"
 	"github.com/navree/navree/queue/internal/driver/memdriver"
+	"github.com/navree/navree/queue/internal/worker"
 	"go.uber.org/fx"
 )
 
@@ -89,12 +89,13 @@ func (e *NoFailedJobError) Is(target error) bool { return target == ErrNoFailedJ
 
 // Queue stores jobs and runs them. Build it with [Module] (or [New]).
 type Queue struct {
-	cfg    Config
-	store  driver.Driver
-	db     *db.DB // nil for the memory driver in an app without a database
-	clock  app.Clock
-	logger *slog.Logger
-	jobs   map[string]Registration
+	cfg     Config
+	store   driver.Driver
+	db      *db.DB // nil for the memory driver in an app without a database
+	clock   app.Clock
+	logger  *slog.Logger
+	jobs    map[string]Registration
+	handles map[string]worker.Handle // the engine's, by job type
 
 	recorder  Recorder                                                  // set for a recording Queue: dispatches go to it
 	benchHook atomic.Pointer[func(dispatched int64, started time.Time)] // Bench's view of its jobs
@@ -105,9 +106,8 @@ type Queue struct {
 	system  bool
 	started time.Time
 
-	lastSweep atomic.Int64 // when workers last looked for stale reservations (pace, ms)
-	wakeMu    sync.Mutex
-	wake      chan struct{} // closed at each dispatch, to wake idle workers
+	lastSweep atomic.Int64  // when workers last looked for stale reservations (pace, ms)
+	waker     *worker.Waker // woken at each dispatch, to wake idle workers
 }
 
 // Params are what [New] builds a Queue from.
@@ -127,7 +127,8 @@ func New(p Params) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Queue{cfg: cfg, db: p.DB, clock: p.Clock, logger: p.Logger, jobs: map[string]Registration{}, wake: make(chan struct{})}
+	q := &Queue{cfg: cfg, db: p.DB, clock: p.Clock, logger: p.Logger, jobs: map[string]Registration{}, handles: map[string]worker.Handle{},
+		waker: worker.NewWaker()}
 	if q.clock == nil {
 		q.clock = app.SystemClock{}
 	}
@@ -144,6 +145,7 @@ func New(p Params) (*Queue, error) {
 			return nil, fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", reg.name, prev.typ, prev.where, reg.typ, reg.where)
 		}
 		q.jobs[reg.name] = reg
+		q.handles[reg.name] = handle(reg)
 	}
 	switch cfg.Driver {
 	case Memory:
@@ -411,7 +413,7 @@ type announcer interface{ Announce(queue string) }
 // dispatched wakes this process's idle workers, and other processes'
 // where the driver can, after a job was stored on queue.
 func (q *Queue) dispatched(ctx context.Context, queue string) {
-	q.notify(ctx)
+	q.waker.Wake()
 	if a, ok := q.store.(announcer); ok {
 		a.Announce(queue)
 	}

@@ -384,3 +384,36 @@ func TestTextsFromOutsideAreCheckedWhenTheyCome(t *testing.T) {
 		t.Errorf("registering a name with a NUL byte: %v", err)
 	}
 }
+
+// Refused fails with what a mail server's 5xx would: no retry can help.
+type Refused struct{}
+
+func (Refused) JobName() string { return "test.refused" }
+
+// TestPermanentErrorsFailAtOnce: a handler error made by queue.Permanent
+// fails the job at its first attempt, with four attempts left, keeping
+// the error's text; the handler's own error is still the one errors.Is
+// finds.
+func TestPermanentErrorsFailAtOnce(t *testing.T) {
+	cause := errors.New("550 mailbox unavailable")
+	var returned error
+	regs := map[string]queue.Registration{"test.refused": queue.HandlerOf[Refused](queue.HandlerFunc[Refused](func(context.Context, Refused, queue.JobContext) error {
+		returned = fmt.Errorf("smtp refused the message: %w", queue.Permanent(cause))
+		return returned
+	}))}
+	eachWith(t, queue.Config{}, regs, func(t *testing.T, f fixture) {
+		e, _ := queue.EnvelopeOf(Refused{})
+		e.Options.MaxAttempts = 5
+		id, _ := f.q.Push(ctx, e)
+		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Failed: 1}) {
+			t.Fatalf("%+v; want the first attempt failed for good", stats)
+		}
+		failed := f.failed(t)
+		if len(failed) != 1 || failed[0].ID != id || failed[0].Attempts != 1 || failed[0].Error != "smtp refused the message: 550 mailbox unavailable" {
+			t.Fatalf("failed jobs %+v", failed)
+		}
+		if !errors.Is(returned, cause) {
+			t.Fatal("errors.Is does not see the cause through Permanent")
+		}
+	})
+}

@@ -1,0 +1,242 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// MaxErrorLen bounds the error kept with a released or failed job, in
+// bytes; a longer one is cut and ends in "…".
+const MaxErrorLen = 8 << 10
+
+// attemptError is a failed attempt: its message, and whether retrying can
+// help.
+type attemptError struct {
+	msg       string
+	permanent bool
+	stack     string // for a panic
+}
+
+// run runs one attempt of job in slot s and records its outcome, unless
+// the watchdog abandoned it meanwhile: then it reports false.
+func (w *worker) run(s *slot, job *driver.Job) bool {
+	n := w.attempts.Add(1)
+	s.job, s.start = job, time.Now()
+	if job.TimeoutMs > 0 {
+		s.abandonAt.Store(s.start.Add(time.Duration(job.TimeoutMs)*time.Millisecond + abandonAfter).UnixNano())
+	} else {
+		s.abandonAt.Store(0)
+	}
+	s.attempt.Store(n)
+	failure := w.call(job)
+	if !s.attempt.CompareAndSwap(n, 0) {
+		return false
+	}
+	w.record(job, time.Since(s.start).Milliseconds(), failure)
+	return true
+}
+
+// record stores and logs the outcome of an attempt that ran for ms
+// milliseconds: successes go to the completer, failures are released for
+// a retry or moved to the failed jobs.
+func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
+	if failure == nil {
+		w.done.in <- success{job: job, ms: ms} // counted once stored
+		return
+	}
+	ctx := w.jobCtx
+	now := w.cfg.Clock.Now().UnixMilli()
+	attrs := attemptAttrs(make([]slog.Attr, 0, 10), job, ms)
+	var acted bool
+	var err error
+	var level slog.Level
+	var count *atomic.Int64 // released or failed, if stored
+	retry := !failure.permanent && job.Attempts < job.MaxAttempts
+	if retry && job.BadBackoff != "" { // read only now: a job that succeeds needs none
+		failure = &attemptError{msg: fmt.Sprintf("%s; and the stored job does not read: column backoff holds %q, not exponential:BASE_MS:MAX_MS or fixed:MS, so no retry can be scheduled",
+			failure.msg, cut(job.BadBackoff, 40)), stack: failure.stack}
+		retry = false
+	}
+	if retry {
+		delay := job.Backoff.Delay(job.Attempts)
+		err = retried(func() (err error) {
+			acted, err = w.cfg.Store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), storable(failure.msg))
+			return err
+		})
+		count = &w.released
+		level, attrs = slog.LevelWarn, append(attrs, slog.String("outcome", "released"), slog.Float64("retry_in_secs", delay.Seconds()), slog.String("error", failure.msg))
+	} else {
+		err = retried(func() (err error) {
+			acted, err = w.cfg.Store.Fail(ctx, job.ID, job.Attempts, storable(failure.msg), now)
+			return err
+		})
+		count = &w.failed
+		level, attrs = slog.LevelError, append(attrs, slog.String("outcome", "failed"), slog.String("error", failure.msg))
+	}
+	if failure.stack != "" {
+		attrs = append(attrs, slog.String("stack", failure.stack))
+	}
+	w.count(count, acted, err)
+	level, attrs = recorded(level, attrs, acted, err)
+	w.logAttempt(level, attrs)
+}
+
+// count counts an attempt whose outcome was stored as its outcome, and
+// one whose outcome was not as lost.
+func (w *worker) count(outcome *atomic.Int64, stored bool, err error) {
+	if stored && err == nil {
+		outcome.Add(1)
+	} else {
+		w.lost.Add(1)
+	}
+}
+
+// recorded adds to an attempt's log line what storing its outcome did:
+// an error, or a reservation another worker had taken over (this one was
+// presumed dead, and the other attempt is the one that counts).
+func recorded(level slog.Level, attrs []slog.Attr, stored bool, err error) (slog.Level, []slog.Attr) {
+	switch {
+	case err != nil:
+		return slog.LevelError, append(attrs, slog.String("record_error", err.Error()))
+	case !stored:
+		return max(level, slog.LevelWarn), append(attrs, slog.Bool("reservation_lost", true))
+	}
+	return level, attrs
+}
+
+// call runs the job's handler, with a context that ends at the job's
+// timeout, and turns an error, a panic or a timeout into a failure.
+func (w *worker) call(job *driver.Job) (failure *attemptError) {
+	if msg := unreadable(job); msg != "" {
+		return &attemptError{msg: "the stored job does not read: " + msg, permanent: true}
+	}
+	if job.Attempts > job.MaxAttempts {
+		// Taken over after its last attempt's worker died, or lost the
+		// database, before it recorded an outcome: running it again would
+		// go past its attempts, and a job that kills its worker would
+		// never stop coming back.
+		return &attemptError{msg: fmt.Sprintf("attempt %d of %[1]d ended without an outcome (its worker stopped, or lost the database, before recording one), and no attempt is left",
+			job.MaxAttempts), permanent: true}
+	}
+	handle, ok := w.cfg.Handler(job.Name)
+	if !ok {
+		return &attemptError{msg: fmt.Sprintf("no handler for job type %q in this binary", job.Name), permanent: true}
+	}
+	ctx := w.jobCtx
+	if job.TimeoutMs > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(job.TimeoutMs)*time.Millisecond)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			failure = &attemptError{msg: fmt.Sprintf("panic: %v", p), stack: string(debug.Stack())}
+		}
+	}()
+	err := handle(ctx, job)
+	switch {
+	case err == nil:
+		return nil
+	case IsPermanent(err):
+		return &attemptError{msg: err.Error(), permanent: true}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &attemptError{msg: fmt.Sprintf("timed out after %s: %v", time.Duration(job.TimeoutMs)*time.Millisecond, err)}
+	}
+	return &attemptError{msg: err.Error()}
+}
+
+// unreadable says what of a job's stored row the worker cannot run it
+// with, or "".
+func unreadable(job *driver.Job) string {
+	switch {
+	case job.Corrupt != "":
+		return job.Corrupt
+	case job.MaxAttempts < 1:
+		return fmt.Sprintf("column max_attempts holds %d, not 1 or more", job.MaxAttempts)
+	case job.TimeoutMs < 0:
+		return fmt.Sprintf("column timeout_ms holds %d, not 0 (no limit) or more", job.TimeoutMs)
+	}
+	return ""
+}
+
+// cut shortens s to at most n bytes, on a character boundary, ending in
+// "…" when it cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	n -= len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// storable makes a text from outside (a handler's error, a panic's
+// value) storable in every database: invalid UTF-8 and NUL bytes, which
+// PostgreSQL refuses in text columns, become U+FFFD, and a text over
+// MaxErrorLen bytes is cut on a character boundary and ends in "…".
+func storable(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return cut(s, MaxErrorLen)
+}
+
+// logAttempt writes an attempt's log line. It hands the record to the
+// handler itself: the line has no use for its caller's source position,
+// which slog would look up for every line (a tenth of its cost).
+func (w *worker) logAttempt(level slog.Level, attrs []slog.Attr) {
+	h := w.log.Handler()
+	if !h.Enabled(w.jobCtx, level) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), level, "job attempt", 0)
+	r.AddAttrs(attrs...)
+	_ = h.Handle(w.jobCtx, r) // as slog.Logger does: a handler reports its own errors
+}
+
+// attemptAttrs appends the attributes every attempt's log line has.
+func attemptAttrs(attrs []slog.Attr, job *driver.Job, ms int64) []slog.Attr {
+	return append(attrs, slog.String("name", job.Name), slog.String("job_id", job.ID), slog.String("queue", job.Queue),
+		slog.Int("attempt", job.Attempts), slog.Int64("duration_ms", ms))
+}
+
+// Permanent marks err as a failure that retrying cannot help: the job
+// fails at once, without using its remaining attempts, with err's text.
+// errors.Is and errors.As see err through it.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanent{err: err}
+}
+
+type permanent struct{ err error }
+
+func (p *permanent) Error() string { return p.err.Error() }
+func (p *permanent) Unwrap() error { return p.err }
+
+// IsPermanent reports whether err, or an error it wraps, was made by
+// [Permanent].
+func IsPermanent(err error) bool {
+	var p *permanent // declared here: errors.As moves it to the heap
+	return errors.As(err, &p)
+}
+
+// ceilMs is d in whole milliseconds, rounded up.
+func ceilMs(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

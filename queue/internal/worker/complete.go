@@ -1,0 +1,132 @@
+package worker
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// completer stores successes in batches: up to maxBatch at a time, none
+// waiting longer than flushEvery. A crash of the worker loses at most the
+// batch being gathered, and one of the database server the batches whose
+// commits were not yet on disk (see Driver.Complete): those jobs run again
+// after their takeover (at least once).
+type completer struct {
+	w       *worker
+	in      chan success
+	done    chan struct{}
+	flushed bool // it stored a completion: sync at the end
+}
+
+// success is a job whose handler succeeded, and how long it ran.
+type success struct {
+	job *driver.Job
+	ms  int64
+}
+
+const (
+	maxBatch   = 100
+	flushEvery = 2 * time.Millisecond
+)
+
+func newCompleter(w *worker) *completer {
+	c := &completer{w: w, in: make(chan success, maxBatch), done: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+func (c *completer) close() {
+	close(c.in)
+	<-c.done
+}
+
+func (c *completer) loop() {
+	defer close(c.done)
+	batch := make([]success, 0, maxBatch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case s, ok := <-c.in:
+			if !ok {
+				c.flush(batch)
+				c.sync()
+				return
+			}
+			batch = append(batch, s)
+			if len(batch) == 1 {
+				timer.Reset(flushEvery)
+			}
+			if len(batch) == maxBatch {
+				timer.Stop()
+				c.flush(batch)
+				batch = batch[:0]
+			}
+		case <-timer.C:
+			c.flush(batch)
+			batch = batch[:0]
+		}
+	}
+}
+
+// flush deletes a batch of successful jobs, fenced by their attempts, and
+// logs each. A failing database is tried three times; after that the jobs
+// stay reserved and run again once taken over.
+func (c *completer) flush(batch []success) {
+	if len(batch) == 0 {
+		return
+	}
+	done := make([]driver.Attempt, len(batch))
+	for i, s := range batch {
+		done[i] = driver.Attempt{ID: s.job.ID, Attempt: s.job.Attempts}
+	}
+	var deleted []string
+	c.flushed = true
+	err := retried(func() (err error) {
+		deleted, err = c.w.cfg.Store.Complete(c.w.jobCtx, done)
+		return err
+	})
+	var stored map[string]bool // nil when every job was deleted, as is usual
+	if len(deleted) != len(batch) {
+		stored = make(map[string]bool, len(deleted))
+		for _, id := range deleted {
+			stored[id] = true
+		}
+	}
+	var buf [8]slog.Attr // slog copies the attributes: one buffer serves every line
+	for _, s := range batch {
+		kept := stored == nil || stored[s.job.ID]
+		c.w.count(&c.w.succeeded, kept, err)
+		attrs := append(attemptAttrs(buf[:0], s.job, s.ms), slog.String("outcome", "succeeded"))
+		level, attrs := recorded(slog.LevelInfo, attrs, kept, err)
+		if level > slog.LevelInfo || !c.w.opts.Quiet {
+			c.w.logAttempt(level, attrs)
+		}
+	}
+}
+
+// sync makes the completions durable when the worker stops: they commit
+// without waiting for the disk (see Driver.Complete).
+func (c *completer) sync() {
+	if !c.flushed {
+		return
+	}
+	if err := retried(func() error { return c.w.cfg.Store.Sync(c.w.jobCtx) }); err != nil {
+		c.w.log.Warn("queue: the last completions may not be on disk yet; if the database crashes now, their jobs run again", "error", err)
+	}
+}
+
+// retried calls f up to three times, 50 then 100 ms apart, until it
+// succeeds, and returns its last error: a completion outlives a broken
+// connection or a restarting database server.
+func retried(f func() error) error {
+	var err error
+	for try := range 3 {
+		if err = f(); err == nil || try == 2 {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+	}
+	return err
+}

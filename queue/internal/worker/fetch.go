@@ -1,0 +1,178 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+func (w *worker) unreserve(job *driver.Job) {
+	if _, err := w.cfg.Store.Unreserve(w.jobCtx, job.ID, job.Attempts); err != nil {
+		w.log.Error("give back a job reserved while stopping", "job_id", job.ID, "error", err)
+	}
+}
+
+// fetch reserves jobs for the free handlers until ctx ends or a limit is
+// reached: as many at once as handlers are free, from the first queue in
+// priority order that has some.
+func (w *worker) fetch(ctx context.Context) {
+	free, claimed := w.opts.Workers, 0
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for {
+		for drained := false; !drained; { // count the handlers that came free
+			select {
+			case <-w.free:
+				free++
+			default:
+				drained = true
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		limit := free
+		if w.opts.MaxJobs > 0 {
+			if limit = min(limit, w.opts.MaxJobs-claimed); limit <= 0 && free == w.opts.Workers {
+				return
+			}
+		}
+		if limit <= 0 { // every handler is busy
+			select {
+			case <-w.free:
+				free++
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		wake := w.cfg.Waker.Wait() // before looking, so a dispatch right after is not missed
+		// Not ctx: a reservation cut off halfway would strand its jobs until takeover.
+		jobs, swept, err := w.next(w.jobCtx, limit)
+		switch {
+		case err != nil:
+			w.log.ErrorContext(ctx, "reserve jobs", "error", err)
+			if w.opts.StopWhenEmpty {
+				w.setErr(fmt.Errorf("queue: reserve jobs: %w", err))
+				return
+			}
+		case ctx.Err() != nil:
+			// Stopped while reserving: give the jobs back untouched.
+			for _, job := range jobs {
+				w.unreserve(job)
+			}
+			return
+		}
+		for _, job := range jobs {
+			w.jobs <- job // never blocks: there are free handlers for each
+		}
+		free -= len(jobs)
+		claimed += len(jobs)
+		if len(jobs) == limit && err == nil {
+			continue // there may be more
+		}
+		if len(jobs) == 0 && err == nil && w.opts.StopWhenEmpty && free == w.opts.Workers {
+			if !swept { // first a full sweep, for the jobs behind the cursors
+				w.sweepNow = true
+				continue
+			}
+			// Nothing runs, so nothing can come back for a retry: empty.
+			return
+		}
+		if w.opts.Idle != nil && free == w.opts.Workers && w.listening.Load() {
+			w.opts.Idle()
+		}
+		poll.Reset(w.cfg.PollInterval)
+		select {
+		case <-poll.C:
+		case <-wake:
+		case <-w.probed:
+		case <-w.free:
+			free++
+		case <-ctx.Done():
+		}
+	}
+}
+
+// next reserves up to limit jobs from the queues in priority order,
+// first taking over jobs whose worker presumably died (as many as there
+// is room for).
+//
+// It searches each queue from a little behind where its last search
+// there ended (see driver.Driver.Reserve), so that on PostgreSQL it walks
+// no dead index entries of jobs done. A job stored with an earlier
+// available_at than that, by a transaction that committed late or a
+// process whose clock lags, would be left out: once a second the prober
+// looks for such jobs, and for stale reservations, off the fetcher's path
+// (those looks walk the dead entries), and the fetcher searches the queue
+// in full, or takes over, only when it found some. The first search and
+// the last before a StopWhenEmpty worker stops are full sweeps, made
+// inline; swept reports whether this was one.
+//
+// A search never starts past now: after the clock moved back, jobs
+// dispatched since are due before the cursor, and are found at once.
+func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept bool, err error) {
+	now, at, pace := w.cfg.Clock.Now().UnixMilli(), w.cfg.Clock.ReservedAt(), w.cfg.Clock.Pace()
+	swept, w.sweepNow = w.sweepNow, false
+	if swept {
+		w.probedAt = pace
+	} else if since := pace - w.probedAt; since < 0 || since >= max(sweepEveryMs, w.probeEveryMs.Load()) {
+		w.probedAt = pace
+		w.probe(now, at, pace)
+	}
+	if swept || w.stale.Load() {
+		done := true
+		for _, name := range w.opts.Queues {
+			for len(jobs) < limit {
+				j, err := w.cfg.Store.TakeOver(ctx, name, at)
+				if err != nil {
+					return jobs, swept, err
+				}
+				if j == nil {
+					break
+				}
+				jobs = append(jobs, j)
+			}
+			done = done && len(jobs) < limit
+		}
+		if done {
+			w.stale.Store(false)
+		}
+	}
+	for i, name := range w.opts.Queues {
+		if len(jobs) == limit {
+			break
+		}
+		var from int64
+		if last, ok := w.cursor[name]; ok && !swept && !w.behind[i].Swap(false) {
+			from = min(last, now) - cursorSlackMs
+		}
+		want := limit - len(jobs)
+		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, From: from, Limit: want})
+		if err == nil && len(got) < want {
+			// It found no more: every job due by now is taken, so the next
+			// search need not walk the rows of those it reserved (nor, on
+			// PostgreSQL, their dead index entries).
+			w.cursor[name] = max(w.cursor[name], now)
+		}
+		for _, j := range got {
+			w.cursor[name] = max(w.cursor[name], j.AvailableAt)
+		}
+		if jobs == nil {
+			jobs = got // most often the only batch: no copy
+		} else {
+			jobs = append(jobs, got...)
+		}
+		if err != nil {
+			return jobs, swept, err
+		}
+	}
+	return jobs, swept, nil
+}
+
+// cursorSlackMs is how far behind its cursor a worker's search of a
+// queue starts: room for the clocks of dispatching processes
+// and for transactions that commit a little after they stored a job.
+const cursorSlackMs = 1000

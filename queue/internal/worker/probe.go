@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"context"
+	"time"
+)
+
+// sweepEveryMs is how often, by the queue's clock, a worker looks for
+// reservations gone stale and for jobs behind its cursors, even while it
+// has work.
+const sweepEveryMs = 1000
+
+// probeShare is the prober's time between two looks, as a multiple of
+// how long the last one took.
+const probeShare = 20
+
+// probe is a request to the prober: at now, look behind each queue's
+// cursor (from, by queue; 0 where there is none to look behind) and, if
+// stale, for reservations stale at at (on the clock of reservations).
+type probe struct {
+	now, at int64
+	from    []int64
+	stale   bool
+}
+
+// probe asks the prober to look, unless it is still looking.
+func (w *worker) probe(now, at, pace int64) {
+	p := probe{now: now, at: at, from: make([]int64, len(w.opts.Queues))}
+	for i, name := range w.opts.Queues {
+		if last, ok := w.cursor[name]; ok {
+			p.from[i] = min(last, now) - cursorSlackMs
+		}
+	}
+	// Stale reservations are looked for once a second in a process, by
+	// whichever of its workers comes first.
+	last := w.cfg.Sweeps.Load()
+	since := pace - last
+	p.stale = (since < 0 || since >= sweepEveryMs) && w.cfg.Sweeps.CompareAndSwap(last, pace)
+	select {
+	case w.probes <- p:
+	default:
+	}
+}
+
+// startProber runs the prober until stop: it looks, reading only, for
+// what the fetcher's next searches would miss, and tells the fetcher. A
+// look that fails counts as found: the fetcher's own search then reports
+// the error, and loses nothing.
+//
+// A look walks what a vacuum has not yet cleared (on PostgreSQL, the
+// dead index entries of every job done since), which can take a while:
+// the prober spends at most a twentieth of the time looking, and looks
+// less often than once a second when it must.
+func (w *worker) startProber() (stop func()) {
+	ctx, cancel := context.WithCancel(w.jobCtx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var p probe
+			select {
+			case <-ctx.Done():
+				return
+			case p = <-w.probes:
+			}
+			start := time.Now()
+			found := false
+			for i, name := range w.opts.Queues {
+				if p.from[i] > 0 {
+					if behind, err := w.cfg.Store.Behind(ctx, name, p.now, p.from[i]); behind || err != nil {
+						w.behind[i].Store(true)
+						found = true
+					}
+				}
+				if p.stale {
+					if stale, err := w.cfg.Store.Stale(ctx, name, p.at); stale || err != nil {
+						w.stale.Store(true)
+						found = true
+					}
+				}
+			}
+			w.probeEveryMs.Store(probeShare * time.Since(start).Milliseconds())
+			if found {
+				select {
+				case w.probed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}

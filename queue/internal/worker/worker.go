@@ -1,0 +1,163 @@
+// Package worker is the queue's engine: the loops that run the jobs of
+// one call of queue.Work. A fetcher reserves jobs for the free handler
+// slots (fetch.go), a prober looks off its path for what its searches
+// would miss (probe.go), the slots run attempts and record their outcomes
+// (slots.go, attempt.go), a completer stores successes in batches
+// (complete.go), and a listener wakes the fetcher at dispatches of other
+// processes (wake.go).
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// Config is what the engine runs on: one per queue, shared by its calls
+// of Run.
+type Config struct {
+	Store driver.Driver
+	// Handler returns the handler of a job type, and false when this
+	// binary has none.
+	Handler func(name string) (Handle, bool)
+	Clock   Clock
+	Log     *slog.Logger // the navree.job logger
+	// Waker is woken at every dispatch of this process.
+	Waker        *Waker
+	PollInterval time.Duration // how long an idle fetcher waits before it looks again
+	// Sweeps is when a worker of the process last looked for stale
+	// reservations (on Clock.Pace): they look once a second per process,
+	// by whichever worker comes first.
+	Sweeps *atomic.Int64
+	// OnListen, when set, is called each time a worker listens for other
+	// processes' dispatches (tests).
+	OnListen func()
+}
+
+// Handle runs one attempt of a job. An error made by [Permanent] fails
+// the job at once.
+type Handle func(ctx context.Context, job *driver.Job) error
+
+// Clock tells a worker the times it reads.
+type Clock interface {
+	// Now is the wall time: when jobs are due, released, failed.
+	Now() time.Time
+	// ReservedAt is the time reservations are stamped with and judged
+	// stale by, on the clock of reservations: 0 for the driver's own.
+	ReservedAt() int64
+	// Pace is the time, in ms, that "once a second" is counted in: the
+	// monotonic clock, or a clock the test moves.
+	Pace() int64
+}
+
+// Options say which jobs Run runs and when it stops.
+type Options struct {
+	Queues        []string // highest priority first
+	Workers       int      // handler slots, 1 or more
+	MaxJobs       int      // stop after starting this many attempts; 0: no limit
+	MaxTime       time.Duration
+	StopWhenEmpty bool
+	// Quiet leaves successes out of the log (queue:bench).
+	Quiet bool
+	// Idle, when set, is called each time the fetcher waits with every
+	// slot free, once the worker listens for other processes' dispatches
+	// where the driver can (queue:bench).
+	Idle func()
+}
+
+// Stats counts the attempts a worker ran, by outcome.
+type Stats struct {
+	Succeeded, Released, Failed int
+	Lost                        int // the outcome was not kept: fenced out, or not stored
+}
+
+// Run runs jobs until ctx ends or a limit of o is reached, then waits for
+// the jobs it runs to finish, stores their outcomes and returns what it
+// did. Ending ctx never cuts a running job off: only the job's own
+// timeout does. Errors of the database are logged and retried after the
+// poll interval; with StopWhenEmpty Run returns them instead.
+func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
+	takeCtx := ctx
+	if o.MaxTime > 0 {
+		var cancel context.CancelFunc
+		takeCtx, cancel = context.WithTimeout(ctx, o.MaxTime)
+		defer cancel()
+	}
+	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: cfg.Log,
+		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
+		cursor: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)),
+		probes: make(chan probe, 1), probed: make(chan struct{}, 1)}
+	w.done = newCompleter(w)
+	stopListening := w.listen(o.Queues)
+	defer stopListening()
+	for i := range w.slots {
+		w.slots[i] = w.startSlot()
+	}
+	stopWatching := w.watch()
+	stopProbing := w.startProber()
+	w.fetch(takeCtx)
+	stopProbing()
+	close(w.jobs)
+	w.handlers.Wait()
+	stopWatching()
+	w.done.close()
+	return w.stats(), w.err
+}
+
+// worker is one call of Run.
+type worker struct {
+	cfg     Config
+	opts    Options
+	jobCtx  context.Context // running jobs outlive the stop signal
+	takeCtx context.Context // ends when the worker takes no more jobs
+	log     *slog.Logger
+	jobs    chan *driver.Job // reserved, for the handlers
+	free    chan struct{}    // a handler finished a job
+	done    *completer
+
+	// slots are the handler goroutines; only the watchdog changes the
+	// slice, when it replaces an abandoned one.
+	slots    []*slot
+	handlers sync.WaitGroup // the slots not abandoned
+	attempts atomic.Uint64  // numbers the attempts, from 1
+
+	// Owned by the fetcher: by queue, the time up to which it has
+	// reserved every job it found waiting, where its next search starts
+	// (but for a full one); whether its next search is a full sweep; when
+	// it last had the prober look.
+	cursor   map[string]int64
+	sweepNow bool
+	probedAt int64
+
+	// What the prober found, for the fetcher: by queue (in the order of
+	// opts.Queues), a job waiting behind the cursor; a stale reservation.
+	behind []atomic.Bool
+	stale  atomic.Bool
+	// probeEveryMs is how long the fetcher lets pass between two probes:
+	// a second, or longer where probes are slow (see startProber).
+	probeEveryMs atomic.Int64
+	probes       chan probe    // to the prober, when it is free
+	probed       chan struct{} // from the prober: it found something
+
+	succeeded, released, failed, lost atomic.Int64
+	listening                         atomic.Bool // for opts.idle
+
+	mu  sync.Mutex
+	err error
+}
+
+func (w *worker) stats() Stats {
+	return Stats{Succeeded: int(w.succeeded.Load()), Released: int(w.released.Load()), Failed: int(w.failed.Load()), Lost: int(w.lost.Load())}
+}
+
+func (w *worker) setErr(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+}
