@@ -21,8 +21,8 @@ type Command struct {
 	Action Action
 }
 
-// Action is what a [Command] runs, with the services it needs. Make one
-// with [Uses] or [ActionFunc].
+// Action is what a [Command] runs, with the services it needs. [Uses] and
+// [ActionFunc] make one; no other type can.
 type Action interface {
 	// bind returns the option that takes the action's services from the
 	// app when it is built, and the function that runs the action on
@@ -49,6 +49,8 @@ func (f ActionFunc) bind() (fx.Option, func(*cli.Context) error) {
 // builds it (and what it needs) only when the command runs:
 //
 //	Action: app.Uses(func(c *cli.Context, m *db.Migrator) error { … })
+//
+// A command that needs several services takes them in an fx.In struct:
 //
 //	type exportIn struct {
 //		fx.In
