@@ -101,7 +101,8 @@ type JobContext struct {
 	JobID   string
 	Name    string // the job type
 	Queue   string
-	Attempt int // 1 for the first
+	Attempt int             // 1 for the first
+	Meta    json.RawMessage // the envelope's Meta, nil if it had none
 }
 
 // Handler runs jobs of type T. Its ctx ends when the attempt's time limit
@@ -179,6 +180,33 @@ func (e *PayloadError) Error() string {
 }
 
 func (e *PayloadError) Unwrap() error { return e.Err }
+
+// HandleNamed registers fn as the handler of the job type name, for job
+// types made at run time rather than declared as Go types (one per queued
+// event listener, say). fn gets the job's JSON payload as it was pushed:
+//
+//	queue.HandleNamed("events.send_welcome", func(ctx context.Context, payload json.RawMessage, jc queue.JobContext) error {
+//		var e UserSignedUp
+//		if err := json.Unmarshal(payload, &e); err != nil {
+//			return queue.Permanent(err)
+//		}
+//		return welcome(ctx, e)
+//	})
+//
+// Dispatch such a job with [Queue.Push] of an [Envelope] with that Name.
+func HandleNamed(name string, fn func(ctx context.Context, payload json.RawMessage, jc JobContext) error) fx.Option {
+	return fx.Supply(fx.Annotated{Group: "queue.handlers", Target: named(name, fn, caller(2))})
+}
+
+// NamedHandler is [HandleNamed] for an app built without fx ([New]).
+func NamedHandler(name string, fn func(ctx context.Context, payload json.RawMessage, jc JobContext) error) Registration {
+	return named(name, fn, caller(2))
+}
+
+func named(name string, fn func(context.Context, json.RawMessage, JobContext) error, where string) Registration {
+	return Registration{name: name, typ: reflect.TypeFor[json.RawMessage](), where: where,
+		handle: func(ctx context.Context, payload []byte, jc JobContext) error { return fn(ctx, payload, jc) }}
+}
 
 // HandleFunc registers fn as the handler of jobs of type T.
 func HandleFunc[T Job](fn func(ctx context.Context, job T, jc JobContext) error) fx.Option {

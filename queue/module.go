@@ -39,8 +39,9 @@ type Config struct {
 	// jobs again; default 1000.
 	PollIntervalMs int `koanf:"poll_interval_ms" validate:"min=1,max=3600000"`
 	// Queues is what queue:work processes, highest priority first; default
-	// ["high", "default"].
-	Queues []string `koanf:"queues" validate:"required"`
+	// ["high", "default"]. Empty (queues = [], APP_QUEUE__QUEUES=, or nil
+	// in code) is the default queue alone.
+	Queues []string `koanf:"queues"`
 }
 
 // DefaultConfig returns the defaults of the [queue] section.
@@ -78,7 +79,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.PollIntervalMs = def.PollIntervalMs
 	}
 	if len(c.Queues) == 0 {
-		c.Queues = def.Queues
+		c.Queues = []string{c.DefaultQueue}
 	}
 	switch {
 	case c.Driver != Database && c.Driver != Memory:

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -27,15 +29,23 @@ import (
 
 // Dispatcher queues jobs. The queue module provides the app's [*Queue] as
 // its Dispatcher; code that should not depend on the whole queue (mail,
-// events, a library) dispatches through this interface.
+// events, a library) dispatches through this interface. Inside a unit of
+// work (found on ctx) every dispatch joins it.
 type Dispatcher interface {
 	// Dispatch queues job and returns its id.
 	Dispatch(ctx context.Context, job Job) (string, error)
 	// DispatchLater queues job to run once delay, rounded up to whole
 	// seconds, has passed.
 	DispatchLater(ctx context.Context, job Job, delay time.Duration) (string, error)
-	// DispatchMany queues jobs together and returns their ids.
+	// DispatchMany queues jobs together, all or none, and returns their
+	// ids in order.
 	DispatchMany(ctx context.Context, jobs ...Job) ([]string, error)
+	// Push queues an envelope: a job with a queue, a delay, a unique key
+	// or metadata of its own ([EnvelopeOf] makes one from a job).
+	Push(ctx context.Context, e Envelope) (string, error)
+	// PushMany queues envelopes together, all or none, and returns their
+	// ids in order.
+	PushMany(ctx context.Context, envs ...Envelope) ([]string, error)
 }
 
 // Envelope is a job as it is queued: its type, its JSON payload, its
@@ -50,7 +60,15 @@ type Envelope struct {
 	// pending (and, with Options.UniqueFor, was dispatched less than that
 	// ago), pushing returns that job's id.
 	UniqueKey *string
+	// Meta is a JSON object stored with the job and kept through its
+	// retries, for what travels beside the payload (trace context, the
+	// payload's version); the handler reads it in [JobContext]. It is
+	// never logged. At most [MaxMetaBytes].
+	Meta json.RawMessage
 }
+
+// MaxMetaBytes bounds an envelope's Meta.
+const MaxMetaBytes = 8 << 10
 
 // EnvelopeOf encodes job into an [Envelope].
 func EnvelopeOf(job Job) (Envelope, error) {
@@ -74,6 +92,7 @@ type FailedJob struct {
 	Attempts int
 	Error    string // the last attempt's error
 	FailedAt time.Time
+	Meta     json.RawMessage // the envelope's Meta, nil if it had none
 }
 
 // ErrNoFailedJob is returned by Retry for an id that is not a failed job.
@@ -216,7 +235,7 @@ func (q *Queue) Later(ctx context.Context, job Job, delay time.Duration) (string
 		return "", err
 	}
 	e.Delay = delay
-	return q.push(ctx, db.UnitOfWorkFrom(ctx), e, false)
+	return one(q.enqueue(ctx, db.UnitOfWorkFrom(ctx), false, e))
 }
 
 // DispatchLater queues job to run once delay, rounded up to whole
@@ -229,15 +248,31 @@ func (q *Queue) DispatchLater(ctx context.Context, job Job, delay time.Duration)
 }
 
 // Push queues an envelope, as made by [EnvelopeOf] and perhaps given a
-// UniqueKey.
+// queue, a delay, a UniqueKey or Meta of its own.
 func (q *Queue) Push(ctx context.Context, e Envelope) (string, error) {
-	switch { // EnvelopeOf's are valid; a hand-made one may not be
-	case !json.Valid(e.Payload):
-		return "", fmt.Errorf("queue: the payload of %s is not valid JSON", e.Name)
-	case !utf8.Valid(e.Payload): // PostgreSQL would refuse it
-		return "", fmt.Errorf("queue: the payload of %s is not valid UTF-8", e.Name)
+	return one(q.PushMany(ctx, e))
+}
+
+// PushMany queues envelopes together, as DispatchMany queues jobs.
+func (q *Queue) PushMany(ctx context.Context, envs ...Envelope) ([]string, error) {
+	for _, e := range envs {
+		if err := e.check(); err != nil {
+			return nil, err
+		}
 	}
-	return q.push(ctx, db.UnitOfWorkFrom(ctx), e, false)
+	return q.enqueue(ctx, db.UnitOfWorkFrom(ctx), false, envs...)
+}
+
+// check checks what a hand-made envelope may get wrong (EnvelopeOf's
+// payloads are valid).
+func (e Envelope) check() error {
+	switch {
+	case !json.Valid(e.Payload):
+		return fmt.Errorf("queue: the payload of %s is not valid JSON", e.Name)
+	case !utf8.Valid(e.Payload): // PostgreSQL would refuse it
+		return fmt.Errorf("queue: the payload of %s is not valid UTF-8", e.Name)
+	}
+	return nil
 }
 
 // DispatchIn queues job in the unit of work uow: with the database
@@ -249,7 +284,87 @@ func (q *Queue) DispatchIn(ctx context.Context, uow *db.UnitOfWork, job Job) (st
 	if err != nil {
 		return "", err
 	}
-	return q.push(ctx, uow, e, true)
+	return one(q.enqueue(ctx, uow, true, e))
+}
+
+// DispatchMany queues jobs together and returns their ids, in order: the
+// jobs without a unique key in multi-row inserts, unique ones each with
+// its check. Inside a unit of work they join it; outside one they are
+// stored all or none.
+func (q *Queue) DispatchMany(ctx context.Context, jobs ...Job) ([]string, error) {
+	envs := make([]Envelope, len(jobs))
+	for i, job := range jobs {
+		e, err := EnvelopeOf(job)
+		if err != nil {
+			return nil, err
+		}
+		envs[i] = e
+	}
+	return q.enqueue(ctx, db.UnitOfWorkFrom(ctx), false, envs...)
+}
+
+// one is the id of a dispatch of one job.
+func one(ids []string, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// enqueue is every dispatch's one path: envs stored in uow (given to
+// DispatchIn when explicit, else found on the context) or at once, then
+// this process's idle workers, and other processes' where the driver
+// can, woken once they are committed.
+func (q *Queue) enqueue(ctx context.Context, uow *db.UnitOfWork, explicit bool, envs ...Envelope) ([]string, error) {
+	if q.recorder != nil {
+		if !explicit {
+			uow = nil
+		}
+		ids := make([]string, len(envs))
+		for i, e := range envs {
+			ids[i] = q.recorder.Record(ctx, uow, e)
+		}
+		return ids, nil
+	}
+	rows := make([]*driver.Job, len(envs))
+	for i, e := range envs {
+		row, err := q.row(e)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = row
+	}
+	var ids []string
+	stored := rows // the rows stored, to announce
+	if len(rows) == 1 {
+		id, inserted, err := q.store.Insert(ctx, uow, rows[0], rows[0].CreatedAt)
+		if err != nil {
+			return nil, fmt.Errorf("queue: dispatch %s: %w", rows[0].Name, err)
+		}
+		if ids = []string{id}; !inserted {
+			stored = nil
+		}
+	} else {
+		var err error
+		if ids, err = q.store.InsertMany(ctx, uow, rows, q.clock.Now().UnixMilli()); err != nil {
+			return nil, fmt.Errorf("queue: dispatch %d jobs: %w", len(rows), err)
+		}
+	}
+	announce := func(ctx context.Context) {
+		var seen []string
+		for _, row := range stored {
+			if !slices.Contains(seen, row.Queue) {
+				seen = append(seen, row.Queue)
+				q.dispatched(ctx, row.Queue)
+			}
+		}
+	}
+	if uow != nil {
+		uow.AfterCommit(announce)
+	} else {
+		announce(ctx)
+	}
+	return ids, nil
 }
 
 // The bounds of the texts a job is stored with besides its payload; with
@@ -326,33 +441,6 @@ func ceilMs(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-// push queues e, in uow when it is not nil; explicit says uow was given
-// to DispatchIn rather than found on the context.
-func (q *Queue) push(ctx context.Context, uow *db.UnitOfWork, e Envelope, explicit bool) (string, error) {
-	if q.recorder != nil {
-		if !explicit {
-			uow = nil
-		}
-		return q.recorder.Record(ctx, uow, e), nil
-	}
-	job, err := q.row(e)
-	if err != nil {
-		return "", err
-	}
-	now := job.CreatedAt
-	stored, inserted, err := q.store.Insert(ctx, uow, job, now)
-	if err != nil {
-		return "", fmt.Errorf("queue: dispatch %s: %w", e.Name, err)
-	}
-	switch {
-	case inserted && uow != nil:
-		uow.AfterCommit(func(ctx context.Context) { q.dispatched(ctx, job.Queue) })
-	case inserted:
-		q.dispatched(ctx, job.Queue)
-	}
-	return stored, nil
-}
-
 // MaxPayloadBytes bounds a job's JSON payload. A job carries ids, not
 // data: a larger payload is refused when it is dispatched.
 const MaxPayloadBytes = 1 << 20
@@ -368,6 +456,11 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 	if len(e.Payload) > MaxPayloadBytes {
 		return nil, fmt.Errorf("queue: the payload of %s is %d bytes, over the limit of %d: store the data elsewhere and dispatch its id: %w",
 			e.Name, len(e.Payload), MaxPayloadBytes, ErrPayloadTooLarge)
+	}
+	if len(e.Meta) > 0 {
+		if len(e.Meta) > MaxMetaBytes || !json.Valid(e.Meta) || !utf8.Valid(e.Meta) || bytes.TrimSpace(e.Meta)[0] != '{' {
+			return nil, fmt.Errorf("queue: the meta of %s must be a JSON object of valid UTF-8 of at most %d bytes", e.Name, MaxMetaBytes)
+		}
 	}
 	o, err := q.resolve(e.Name, e.Options)
 	if err != nil {
@@ -387,6 +480,7 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		Backoff:     o.Backoff.b,
 		AvailableAt: now + ceilMs(max(e.Delay, 0)),
 		CreatedAt:   now,
+		Meta:        e.Meta,
 	}
 	if o.Timeout > 0 {
 		job.TimeoutMs = ceilMs(o.Timeout)
@@ -417,55 +511,6 @@ func (q *Queue) dispatched(ctx context.Context, queue string) {
 	if a, ok := q.store.(announcer); ok {
 		a.Announce(queue)
 	}
-}
-
-// DispatchMany queues jobs together and returns their ids, in order: the
-// jobs without a unique key in multi-row inserts, unique ones each with
-// its check. Inside a unit of work they join it; outside one they are
-// stored all or none.
-func (q *Queue) DispatchMany(ctx context.Context, jobs ...Job) ([]string, error) {
-	envs := make([]Envelope, len(jobs))
-	for i, job := range jobs {
-		e, err := EnvelopeOf(job)
-		if err != nil {
-			return nil, err
-		}
-		envs[i] = e
-	}
-	if q.recorder != nil {
-		ids := make([]string, len(envs))
-		for i, e := range envs {
-			ids[i] = q.recorder.Record(ctx, nil, e)
-		}
-		return ids, nil
-	}
-	rows := make([]*driver.Job, len(envs))
-	for i, e := range envs {
-		row, err := q.row(e)
-		if err != nil {
-			return nil, err
-		}
-		rows[i] = row
-	}
-	ids, err := q.store.InsertMany(ctx, db.UnitOfWorkFrom(ctx), rows, q.clock.Now().UnixMilli())
-	if err != nil {
-		return nil, fmt.Errorf("queue: dispatch %d jobs: %w", len(jobs), err)
-	}
-	announce := func(ctx context.Context) {
-		seen := map[string]bool{}
-		for _, row := range rows {
-			if !seen[row.Queue] {
-				seen[row.Queue] = true
-				q.dispatched(ctx, row.Queue)
-			}
-		}
-	}
-	if uow := db.UnitOfWorkFrom(ctx); uow != nil {
-		uow.AfterCommit(announce)
-	} else {
-		announce(ctx)
-	}
-	return ids, nil
 }
 
 // FailedQuery asks [Queue.Failed] for a page of the failed jobs.
@@ -524,7 +569,7 @@ func (q *Queue) failed(ctx context.Context, page FailedQuery, payloads bool) ([]
 	out := make([]FailedJob, len(rows))
 	for i, r := range rows {
 		out[i] = FailedJob{ID: r.ID, Queue: r.Queue, Name: r.Name, Payload: r.Payload, Attempts: r.Attempts,
-			Error: r.Error, FailedAt: time.UnixMilli(r.FailedAt).UTC()}
+			Error: r.Error, FailedAt: time.UnixMilli(r.FailedAt).UTC(), Meta: r.Meta}
 	}
 	if len(rows) < page.Limit {
 		return out, "", nil

@@ -129,7 +129,7 @@ func (q *Queue) handler(name string) (worker.Handle, bool) {
 // payload and its JobContext.
 func handle(reg Registration) worker.Handle {
 	return func(ctx context.Context, job *driver.Job) error {
-		return reg.handle(ctx, job.Payload, JobContext{JobID: job.ID, Name: job.Name, Queue: job.Queue, Attempt: job.Attempts})
+		return reg.handle(ctx, job.Payload, JobContext{JobID: job.ID, Name: job.Name, Queue: job.Queue, Attempt: job.Attempts, Meta: job.Meta})
 	}
 }
 

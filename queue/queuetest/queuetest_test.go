@@ -92,6 +92,25 @@ func TestWithoutTheQueueModule(t *testing.T) {
 	queuetest.AssertDispatched(t, fake, func(j SyncCalendar) bool { return j.UserID == "u1" })
 }
 
+// TestRecordsWhatTheDispatcherPushes: Push and PushMany through the
+// Dispatcher are recorded with their options, keys and meta.
+func TestRecordsWhatTheDispatcherPushes(t *testing.T) {
+	fake := queuetest.NewFake()
+	d := fake.Dispatcher()
+	a, _ := queue.EnvelopeOf(ExportContacts{CompanyID: "a"})
+	a.Meta = []byte(`{"v":2}`)
+	b, _ := queue.EnvelopeOf(ExportContacts{CompanyID: "b"})
+	b.Options.Queue = "exports"
+	if ids, err := d.PushMany(ctx, a, b); err != nil || len(ids) != 2 || ids[0] == ids[1] {
+		t.Fatalf("PushMany: %v, %v", ids, err)
+	}
+	envs := fake.Envelopes()
+	if len(envs) != 2 || string(envs[0].Meta) != `{"v":2}` || envs[1].Options.Queue != "exports" {
+		t.Fatalf("recorded %+v", envs)
+	}
+	queuetest.AssertDispatchedTimes[ExportContacts](t, fake, 2)
+}
+
 func TestRecordsEnvelopesAndRunsNothing(t *testing.T) {
 	fake := queuetest.NewFake()
 	q := fake.Queue()

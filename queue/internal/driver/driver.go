@@ -97,6 +97,7 @@ type Job struct {
 	ReservedAt  int64 // 0 while waiting
 	CreatedAt   int64
 	LastError   string
+	Meta        []byte // a JSON object, or nil
 	// Corrupt, when set, says which value of the stored row does not
 	// hold what its column should (SQLite keeps any value in any column):
 	// the worker fails the job at once, with this as its error.
@@ -120,6 +121,7 @@ type FailedJob struct {
 	Error       string
 	CreatedAt   int64
 	FailedAt    int64
+	Meta        []byte
 }
 
 // FailedKey is where a failed job stands in the order of failures: by

@@ -2,6 +2,7 @@ package dbdriver
 
 import (
 	"context"
+	"database/sql"
 	"math"
 
 	"github.com/navree/navree/queue/internal/driver"
@@ -25,9 +26,13 @@ func (b *base) Failed(ctx context.Context, after driver.FailedKey, limit int, pa
 	for rows.Next() {
 		var f driver.FailedJob
 		var payload string
+		var meta sql.NullString
 		err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
-			&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt)
+			&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta)
 		f.Payload = []byte(payload)
+		if meta.Valid {
+			f.Meta = []byte(meta.String)
+		}
 		if err != nil {
 			if f, err = readFailed(rows, err); err != nil {
 				return nil, err

@@ -12,7 +12,14 @@ import (
 // appendRow appends the values of insert's placeholders for j.
 func appendRow(args []any, j *driver.Job) []any {
 	return append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs,
-		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt)
+		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta))
+}
+
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
 }
 
 func nullString(s string) any {
@@ -120,7 +127,7 @@ func (b *base) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*drive
 
 // insertChunks stores jobs in multi-row inserts on tx.
 func (b *base) insertChunks(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) error {
-	args := make([]any, 0, 11*min(len(jobs), rowsPerInsert))
+	args := make([]any, 0, 12*min(len(jobs), rowsPerInsert))
 	for len(jobs) > 0 {
 		chunk := jobs[:min(len(jobs), rowsPerInsert)]
 		jobs = jobs[len(chunk):]

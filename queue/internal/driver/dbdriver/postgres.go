@@ -42,7 +42,7 @@ func newPostgres(d *db.DB) *postgresDriver {
 
 // copyColumns are the columns COPY fills; the others take their
 // defaults.
-var copyColumns = []string{"id", "queue", "name", "payload", "max_attempts", "backoff", "timeout_ms", "available_at", "created_at"}
+var copyColumns = []string{"id", "queue", "name", "payload", "max_attempts", "backoff", "timeout_ms", "available_at", "created_at", "meta"}
 
 // copyJobs stores jobs with COPY, the fastest bulk insert, all or none.
 func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error {
@@ -55,7 +55,7 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 		pg := driverConn.(*stdlib.Conn).Conn()
 		rows := make([][]any, len(jobs))
 		for i, j := range jobs {
-			rows[i] = []any{j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt}
+			rows[i] = []any{j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt, nullBytes(j.Meta)}
 		}
 		_, err := pg.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromRows(rows))
 		return err
@@ -67,9 +67,9 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 // meanwhile.
 var (
 	pgFailMove = numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
-		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at) " +
+		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta) " +
 		"INSERT INTO failed_jobs (" + failedColumns + ") " +
-		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ? FROM moved")
+		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ?, meta FROM moved")
 	pgRetryOne = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " +
 		"INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM moved")
 	pgRetryAll = numbered("WITH moved AS (DELETE FROM failed_jobs RETURNING *) " +

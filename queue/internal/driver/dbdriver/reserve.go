@@ -16,14 +16,17 @@ import (
 func scanJob(row scanner) (*driver.Job, error) {
 	var j driver.Job
 	var payload, stored string
-	var uniqueKey, lastError sql.NullString
+	var uniqueKey, lastError, meta sql.NullString
 	var uniqueUntil, reservedAt sql.NullInt64
 	err := row.Scan(&j.ID, &j.Queue, &j.Name, &payload, &j.MaxAttempts, &stored, &j.TimeoutMs,
-		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError)
+		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError, &meta)
 	if err != nil {
 		return readJob(row, err)
 	}
 	j.Payload = []byte(payload)
+	if meta.Valid {
+		j.Meta = []byte(meta.String)
+	}
 	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError = uniqueKey.String, uniqueUntil.Int64, reservedAt.Int64, lastError.String
 	setBackoff(&j, stored)
 	return &j, nil

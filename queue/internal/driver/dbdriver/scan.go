@@ -19,7 +19,7 @@ type scanner interface{ Scan(dest ...any) error }
 // fail it, and the other rows of the statement are read as usual. Only a
 // row that cannot be read at all returns scanErr.
 func readJob(row scanner, scanErr error) (*driver.Job, error) {
-	var v [14]any
+	var v [15]any
 	if err := scanAny(row, v[:]); err != nil {
 		return nil, scanErr
 	}
@@ -29,7 +29,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 		MaxAttempts: int(r.int("max_attempts", v[4])), TimeoutMs: r.int("timeout_ms", v[6]),
 		UniqueKey: r.nullText("unique_key", v[7]), UniqueUntil: r.nullInt("unique_until", v[8]), Attempts: int(r.int("attempts", v[9])),
 		AvailableAt: r.int("available_at", v[10]), ReservedAt: r.nullInt("reserved_at", v[11]), CreatedAt: r.int("created_at", v[12]),
-		LastError: r.nullText("last_error", v[13]),
+		LastError: r.nullText("last_error", v[13]), Meta: nullBytesOf(r.nullText("meta", v[14])),
 	}
 	setBackoff(j, r.text("backoff", v[5]))
 	j.Corrupt = r.problem
@@ -40,7 +40,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 // as readJob does: what does not convert is left zero, so that listing
 // the failed jobs never fails for one row.
 func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
-	var v [11]any
+	var v [12]any
 	if err := scanAny(row, v[:]); err != nil {
 		return driver.FailedJob{}, scanErr
 	}
@@ -49,7 +49,16 @@ func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
 		ID: r.text("id", v[0]), Queue: r.text("queue", v[1]), Name: r.text("name", v[2]), Payload: []byte(r.text("payload", v[3])),
 		MaxAttempts: int(r.int("max_attempts", v[4])), Backoff: r.text("backoff", v[5]), TimeoutMs: r.int("timeout_ms", v[6]),
 		Attempts: int(r.int("attempts", v[7])), Error: r.text("error", v[8]), CreatedAt: r.int("created_at", v[9]), FailedAt: r.int("failed_at", v[10]),
+		Meta: nullBytesOf(r.nullText("meta", v[11])),
 	}, nil
+}
+
+// nullBytesOf is a nullable text column as bytes: nil for "".
+func nullBytesOf(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
 }
 
 // scanAny scans the current row again, each value as the driver gives it.

@@ -19,12 +19,12 @@ type statements struct {
 	insertRows func(int) string // the multi-row insert of n rows
 }
 
-const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error"
+const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta"
 
 // values are the placeholders of one inserted row (see appendRow).
-const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL)"
+const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?)"
 
-// rowsPerInsert bounds a multi-row insert: 11 parameters a row stays
+// rowsPerInsert bounds a multi-row insert: 12 parameters a row stays
 // under SQLite's 32,766 and PostgreSQL's 65,535.
 const rowsPerInsert = 500
 
@@ -90,8 +90,8 @@ func common(at, skipLocked, reserve, complete string, words func(string) string)
 		unreserve: words("UPDATE jobs SET reserved_at = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		complete:  words(complete),
 		release:   words("UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
-		failed:    words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at" + failedPage),
-		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at" +
+		failed:    words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta" + failedPage),
+		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta" +
 			failedPage),
 		flush:   "DELETE FROM failed_jobs",
 		pending: words("SELECT count(*) FROM jobs WHERE queue = ?"),
@@ -117,8 +117,8 @@ func common(at, skipLocked, reserve, complete string, words func(string) string)
 // taken over after its last attempt counts the attempts it started, not
 // the takeover's reservation.
 const (
-	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at"
-	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error"
+	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta"
+	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta"
 )
 
 // prefixed qualifies each column of a list with prefix.

@@ -83,7 +83,7 @@ func (d *Driver) holder(key string, now int64) (string, bool) {
 // when the unit commits; the unique check runs both now and then.
 func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job, now int64) (string, bool, error) {
 	stored := *job
-	stored.Payload = slices.Clone(job.Payload)
+	stored.Payload, stored.Meta = slices.Clone(job.Payload), slices.Clone(job.Meta)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if stored.UniqueKey != "" {
@@ -121,7 +121,7 @@ func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*dri
 	stored := make([]*driver.Job, len(jobs))
 	for i, j := range jobs {
 		c := *j
-		c.Payload = slices.Clone(j.Payload)
+		c.Payload, c.Meta = slices.Clone(j.Payload), slices.Clone(j.Meta)
 		stored[i] = &c
 		ids[i] = j.ID
 	}
@@ -284,7 +284,7 @@ func (d *Driver) Fail(ctx context.Context, id string, attempt int, failure strin
 	if ok {
 		d.remove(j)
 		d.failed[j.ID] = driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
-			Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: min(j.Attempts, j.MaxAttempts), Error: failure, CreatedAt: j.CreatedAt, FailedAt: now}
+			Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: min(j.Attempts, j.MaxAttempts), Error: failure, CreatedAt: j.CreatedAt, FailedAt: now, Meta: j.Meta}
 	}
 	return ok, nil
 }
@@ -328,7 +328,7 @@ func (d *Driver) Retry(ctx context.Context, id string, all bool, now int64) (int
 		delete(d.failed, fid)
 		b, _ := backoff.Parse(f.Backoff) // written by Fail
 		d.insert(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
-			Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error})
+			Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta})
 		n++
 	}
 	return n, nil

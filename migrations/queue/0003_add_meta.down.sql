@@ -1,0 +1,2 @@
+ALTER TABLE failed_jobs DROP COLUMN meta;
+ALTER TABLE jobs DROP COLUMN meta;

@@ -1,0 +1,173 @@
+package queue_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/queue"
+)
+
+// TestPushThroughTheDispatcher: code that holds only a queue.Dispatcher
+// sets a job's queue, delay and unique key per dispatch, alone or many
+// at once (all or none).
+func TestPushThroughTheDispatcher(t *testing.T) {
+	each(t, func(t *testing.T, f fixture) {
+		var d queue.Dispatcher = f.q
+		e, _ := queue.EnvelopeOf(ExportContacts{CompanyID: "c1"})
+		key := "company:c1"
+		e.Options.Queue, e.Delay, e.UniqueKey = "exports", time.Minute, &key
+		first, err := d.Push(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := d.Push(ctx, e); again != first {
+			t.Fatalf("the unique key did not hold: %s, then %s", first, again)
+		}
+		if f.reserve(t, "exports") != nil {
+			t.Fatal("the delayed job was available at once")
+		}
+		f.clock.Advance(time.Minute)
+		if j := f.reserve(t, "exports"); j == nil || j.ID != first {
+			t.Fatalf("reserved %+v, want the pushed job on its queue after its delay", j)
+		}
+
+		a, _ := queue.EnvelopeOf(ExportContacts{CompanyID: "a"})
+		b, _ := queue.EnvelopeOf(ExportContacts{CompanyID: "b"})
+		ids, err := d.PushMany(ctx, a, b)
+		if err != nil || len(ids) != 2 || ids[0] == ids[1] {
+			t.Fatalf("PushMany: %v, %v", ids, err)
+		}
+		bad := b
+		bad.Payload = []byte("{not json")
+		if _, err := d.PushMany(ctx, a, bad); err == nil || err.Error() != "queue: the payload of contacts.export is not valid JSON" {
+			t.Fatalf("PushMany with a broken envelope: %v", err)
+		}
+		if n := f.pending(t, "default"); n != 2 {
+			t.Fatalf("%d pending on default, want the first two only", n)
+		}
+	})
+}
+
+// Traced fails once, and records what its attempts were told.
+type Traced struct{}
+
+func (Traced) JobName() string { return "test.traced" }
+
+// TestMetaTravelsWithTheJob: an envelope's Meta reaches every attempt's
+// JobContext, is kept with the failed job and comes back with a retry;
+// it is never logged; a Meta that is not a JSON object is refused.
+func TestMetaTravelsWithTheJob(t *testing.T) {
+	var seen []string
+	regs := map[string]queue.Registration{"test.traced": queue.HandlerOf[Traced](queue.HandlerFunc[Traced](func(_ context.Context, _ Traced, jc queue.JobContext) error {
+		seen = append(seen, string(jc.Meta))
+		return errors.New("down")
+	}))}
+	eachWith(t, queue.Config{}, regs, func(t *testing.T, f fixture) {
+		seen = nil
+		e, _ := queue.EnvelopeOf(Traced{})
+		e.Options.MaxAttempts = 2
+		e.Meta = []byte(`{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`)
+		id, err := f.q.Push(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.runPending(t)
+		f.clock.Advance(time.Minute)
+		f.runPending(t)
+		failed := f.failed(t)
+		if len(failed) != 1 || string(failed[0].Meta) != string(e.Meta) {
+			t.Fatalf("failed jobs %+v, want the meta kept", failed)
+		}
+		if _, err := f.q.Retry(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		f.runPending(t)
+		if len(seen) != 3 || seen[0] != string(e.Meta) || seen[1] != seen[0] || seen[2] != seen[0] {
+			t.Fatalf("the attempts saw %q", seen)
+		}
+		if strings.Contains(f.logs.String(), "traceparent") {
+			t.Fatalf("the meta was logged:\n%s", f.logs)
+		}
+		for _, bad := range []string{`[1, 2]`, `"trace"`, `{"a":`, `{"big":"` + strings.Repeat("x", queue.MaxMetaBytes) + `"}`} {
+			e.Meta = []byte(bad)
+			if _, err := f.q.Push(ctx, e); err == nil || err.Error() != "queue: the meta of test.traced must be a JSON object of valid UTF-8 of at most 8192 bytes" {
+				t.Errorf("meta %.20s: %v", bad, err)
+			}
+		}
+	})
+}
+
+// TestEmptyQueuesMeanTheDefaultQueue: as the spec says, RunPending
+// processes queue.queues or else default_queue: an empty queues setting
+// (from a file, a variable or code) boots and works the default queue.
+func TestEmptyQueuesMeanTheDefaultQueue(t *testing.T) {
+	ran := make(chan string, 1)
+	handler := queue.HandleFunc(func(_ context.Context, j ExportContacts, _ queue.JobContext) error { ran <- j.CompanyID; return nil })
+	for _, empty := range []any{"", []any{}} {
+		_, err := runApp(t, map[string]any{"queue.driver": "memory", "queue.queues": empty, "queue.default_queue": "jobs"}, []string{"use"},
+			queue.Module(), handler, use(func(q *queue.Queue, _ queue.Dispatcher) error {
+				q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
+				stats, err := q.RunPending(ctx)
+				if err == nil && stats.Succeeded != 1 {
+					err = errors.New(stats.String())
+				}
+				return err
+			}))
+		if err != nil {
+			t.Fatalf("queues = %#v: %v", empty, err)
+		}
+		if got := <-ran; got != "c1" {
+			t.Fatalf("ran %q", got)
+		}
+	}
+	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory, DefaultQueue: "mail"}, Handlers: []queue.Registration{reporting(ran)}})
+	q.Dispatch(ctx, ExportContacts{CompanyID: "c2"})
+	if stats, err := q.RunPending(ctx); err != nil || stats.Succeeded != 1 || <-ran != "c2" {
+		t.Fatalf("in code: %+v, %v", stats, err)
+	}
+}
+
+// TestNamedJobTypes: a job type registered by name, for types made at run
+// time, runs with its payload as pushed; a second registration of the
+// name fails naming both; an unregistered name is refused at dispatch.
+func TestNamedJobTypes(t *testing.T) {
+	var got []string
+	welcome := queue.NamedHandler("events.send_welcome", func(_ context.Context, payload json.RawMessage, jc queue.JobContext) error {
+		got = append(got, jc.Name+" "+string(payload))
+		return nil
+	})
+	eachWith(t, queue.Config{}, map[string]queue.Registration{"events.send_welcome": welcome}, func(t *testing.T, f fixture) {
+		got = nil
+		if _, err := f.q.Push(ctx, queue.Envelope{Name: "events.send_welcome", Payload: json.RawMessage(`{"user_id":7}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if stats := f.runPending(t); stats.Succeeded != 1 || len(got) != 1 || got[0] != `events.send_welcome {"user_id":7}` {
+			t.Fatalf("%+v, handler saw %q", stats, got)
+		}
+		if _, err := f.q.Push(ctx, queue.Envelope{Name: "events.nobody", Payload: json.RawMessage(`{}`)}); !errors.Is(err, queue.ErrUnknownJob) {
+			t.Fatalf("an unregistered name: %v", err)
+		}
+	})
+	_, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{welcome, welcome}})
+	if err == nil || !strings.HasPrefix(err.Error(), `queue: job "events.send_welcome" is registered twice: json.RawMessage at `) {
+		t.Fatalf("a name registered twice: %v", err)
+	}
+	// As an fx option, in an app.
+	ran := false
+	_, err = runApp(t, map[string]any{"queue.driver": "memory"}, []string{"use"}, queue.Module(),
+		queue.HandleNamed("events.audit", func(context.Context, json.RawMessage, queue.JobContext) error { ran = true; return nil }),
+		use(func(q *queue.Queue, d queue.Dispatcher) error {
+			if _, err := d.Push(ctx, queue.Envelope{Name: "events.audit", Payload: json.RawMessage(`{}`)}); err != nil {
+				return err
+			}
+			_, err := q.RunPending(ctx)
+			return err
+		}))
+	if err != nil || !ran {
+		t.Fatalf("HandleNamed in an app: ran %v, %v", ran, err)
+	}
+}
