@@ -61,7 +61,7 @@ func eachDatabase(t *testing.T, f func(t *testing.T, dir, url string)) {
 
 func TestMigrateThenServe(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, dir, url string) {
-		if got := run(t, dir, url, "migrate"); got != "Migrated example/0001_create_visits\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\n" {
+		if got := run(t, dir, url, "migrate"); got != "Migrated example/0001_create_visits\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\n" {
 			t.Fatalf("migrate printed %q", got)
 		}
 		if got := run(t, dir, url, "migrate"); got != "Nothing to migrate.\n" {
@@ -110,7 +110,7 @@ func TestMigrateThenServe(t *testing.T) {
 			t.Fatalf("after SIGTERM: %v, printed %q", err, rest)
 		}
 
-		if got := run(t, dir, url, "migrate:rollback"); got != "Rolled back queue/0002_create_queue_clock\nRolled back queue/0001_create_jobs\nRolled back example/0001_create_visits\n" {
+		if got := run(t, dir, url, "migrate:rollback"); got != "Rolled back queue/0003_add_meta\nRolled back queue/0002_create_queue_clock\nRolled back queue/0001_create_jobs\nRolled back example/0001_create_visits\n" {
 			t.Fatalf("migrate:rollback printed %q", got)
 		}
 		if got := run(t, dir, url, "migrate:rollback"); got != "Nothing to roll back.\n" {
@@ -136,7 +136,7 @@ func TestTwoProcessesMigrateAtOnce(t *testing.T) {
 		}
 		wg.Wait()
 		joined := outs[0] + outs[1]
-		if strings.Count(joined, "Migrated example/0001_create_visits\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\n") != 1 || strings.Count(joined, "Nothing to migrate.\n") != 1 {
+		if strings.Count(joined, "Migrated example/0001_create_visits\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\n") != 1 || strings.Count(joined, "Nothing to migrate.\n") != 1 {
 			t.Fatalf("the two processes printed %q", outs)
 		}
 	})
@@ -147,6 +147,25 @@ func TestHelpWithAnUnreachableDatabase(t *testing.T) {
 		out := run(t, t.TempDir(), "postgres://app:hunter2@203.0.113.1:5432/crm?connect_timeout=1", args...)
 		if !strings.Contains(out, "app") {
 			t.Fatalf("%v printed %q", args, out)
+		}
+	}
+}
+
+// TestHelpCreatesNothing: listing the commands builds no module, so the
+// SQLite default's folder is not made.
+func TestHelpCreatesNothing(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"--version"}, {"demo", "--help"}} {
+		dir := t.TempDir()
+		out := run(t, dir, "", args...)
+		if args[0] == "--help" {
+			for _, cmd := range []string{"serve", "migrate", "queue:work", "queue:failed", "demo"} {
+				if !strings.Contains(out, "   "+cmd+" ") {
+					t.Errorf("--help does not list %s:\n%s", cmd, out)
+				}
+			}
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Fatalf("%v made %v in the working directory", args, entries)
 		}
 	}
 }
