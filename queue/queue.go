@@ -23,6 +23,7 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/dbdriver"
 	"github.com/navree/navree/queue/internal/driver/memdriver"
+	"github.com/navree/navree/queue/internal/recording"
 	"github.com/navree/navree/queue/internal/worker"
 	"go.uber.org/fx"
 )
@@ -205,16 +206,18 @@ func (q *Queue) pace() int64 {
 }
 
 // Recorder receives what a recording Queue ([NewRecording]) is asked to
-// queue. queuetest.Fake is the one tests use.
+// queue. Only queuetest.Fake can be one: a Recorder embeds a mark that
+// only the queue's own packages can name. Tests use the fake.
 type Recorder interface {
 	// Record takes an envelope and returns the job's id. uow is the unit
 	// of work given to DispatchIn, nil for every other way to dispatch.
 	Record(ctx context.Context, uow *db.UnitOfWork, e Envelope) string
+	recording.Marked
 }
 
 // NewRecording returns a Queue that hands every dispatch to r instead of
 // queueing it. It accepts any job type, registered or not, and never runs
-// anything: its workers find no jobs.
+// anything: its workers find no jobs. It is queuetest.NewFake's.
 func NewRecording(r Recorder) *Queue {
 	q, _ := New(Params{Config: Config{Driver: Memory}})
 	q.recorder = r

@@ -32,6 +32,7 @@ import (
 	"github.com/gofrs/uuid/v5"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/internal/recording"
 )
 
 // Dispatch is a recorded job.
@@ -51,11 +52,14 @@ type Fake struct {
 // NewFake returns an empty fake.
 func NewFake() *Fake {
 	f := &Fake{}
-	f.q = queue.NewRecording(recorder{f})
+	f.q = queue.NewRecording(recorder{f: f})
 	return f
 }
 
-type recorder struct{ f *Fake }
+type recorder struct {
+	recording.Mark
+	f *Fake
+}
 
 func (r recorder) Record(ctx context.Context, uow *db.UnitOfWork, e queue.Envelope) string {
 	id := uuid.Must(uuid.NewV7()).String()
