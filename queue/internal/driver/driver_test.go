@@ -47,10 +47,13 @@ var backends = []backend{
 	}},
 }
 
-// each runs f on every driver.
+// each runs f on every driver, in parallel: each has a database of its
+// own.
 func each(t *testing.T, f func(t *testing.T, s driver.Driver, d *db.DB)) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			s, d := b.open(t)
 			f(t, s, d)
 		})

@@ -125,9 +125,12 @@ func TestReservationStartsPastReservedRows(t *testing.T) {
 		hit, _ := strconv.Atoi(m[1])
 		return hit
 	}
+	// A ratio, not a count: other packages' tests share the server, and
+	// the pages a search reads move with what they leave (126 against 9
+	// here on a quiet server).
 	full, fromCursor := buffers(0), buffers(cursor-1000)
-	if fromCursor > 30 || full < 5*fromCursor {
-		t.Fatalf("the search read %d index and table pages from the cursor and %d from the start; want the cursor's few", fromCursor, full)
+	if full < 5*fromCursor {
+		t.Fatalf("the search read %d index and table pages from the cursor and %d from the start; want the cursor's a fifth at most", fromCursor, full)
 	}
 	t.Logf("pages read: %d from the start, %d from the cursor", full, fromCursor)
 	jobs, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: n + 1, At: n + 1, From: cursor - 1000, Limit: 10})
