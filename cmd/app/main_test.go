@@ -183,7 +183,6 @@ func TestBadConfigExitsNonZero(t *testing.T) {
 		{"APP_QUEUE__DEFAULT_QUEUE=", `app: config: invalid value for queue.default_queue: "" (from env APP_QUEUE__DEFAULT_QUEUE); allowed: a non-empty value, at most 100` + "\n"},
 		{"APP_QUEUE__WORKERS=0", `app: config: invalid value for queue.workers: "0" (from env APP_QUEUE__WORKERS); allowed: at least 1, at most 10000` + "\n"},
 		{"APP_QUEUE__POLL_INTERVAL_MS=fast", `app: config: invalid value for queue.poll_interval_ms: "fast" (from env APP_QUEUE__POLL_INTERVAL_MS); allowed: a whole number` + "\n"},
-		{"APP_QUEUE__QUEUES=,", `app: config: invalid value for queue.queues: "" (from env APP_QUEUE__QUEUES); allowed: a non-empty value` + "\n"},
 		{"APP_DATABASE__URL=mysql://root:hunter2@db/crm", `app: config: invalid value for database.url: "mysql://root:xxxxx@db/crm" (from env APP_DATABASE__URL); allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE` + "\n"},
 		{"APP_DATABASE__URL=host=db user=crm password=hunter2", `app: config: invalid value for database.url: "host=db user=crm password=xxxxx" (from env APP_DATABASE__URL); allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE (a key=value connection string is not accepted: write it as a postgres:// URL)` + "\n"},
 		{"APP_DATABASE__URL=postgres://crm:hunter2@db/crm?password=hunter2&a", `app: config: invalid value for database.url: "postgres://crm:xxxxx@db/crm?password=xxxxx"` +
