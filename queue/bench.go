@@ -16,9 +16,9 @@ import (
 	"github.com/navree/navree/queue/internal/worker"
 )
 
-// BenchQueue is the queue the benchmark uses, so it never touches an
+// benchQueueName is the queue the benchmark uses, so it never touches an
 // app's own jobs.
-const BenchQueue = "navree-bench"
+const benchQueueName = "navree-bench"
 
 // benchJob is the benchmark's no-op job: it carries the time it was
 // dispatched, for the latency.
@@ -27,7 +27,7 @@ type benchJob struct {
 }
 
 func (benchJob) JobName() string     { return "navree.bench" }
-func (benchJob) JobOptions() Options { return Options{Queue: BenchQueue} }
+func (benchJob) JobOptions() Options { return Options{Queue: benchQueueName} }
 func (q *Queue) handleBench(_ context.Context, j benchJob, _ JobContext) error {
 	if hook := q.benchHook.Load(); hook != nil {
 		(*hook)(j.DispatchedAt, time.Now())
@@ -35,16 +35,16 @@ func (q *Queue) handleBench(_ context.Context, j benchJob, _ JobContext) error {
 	return nil
 }
 
-// The bounds of BenchOptions: its jobs wait in the database, its latency
+// The bounds of benchOptions: its jobs wait in the database, its latency
 // samples in memory.
 const (
 	maxBenchJobs    = 100_000_000
 	maxBenchLatency = 100_000
 )
 
-// BenchOptions say what [Queue.Bench] measures. Zero fields take their
+// benchOptions say what Queue.bench measures. Zero fields take their
 // defaults.
-type BenchOptions struct {
+type benchOptions struct {
 	Jobs        int    // jobs to dispatch and work; default 10,000
 	Workers     int    // jobs run at once; default queue.workers
 	Dispatch    string // "bulk" (the default: DispatchMany, 10,000 a call) or "single" (Dispatch)
@@ -59,22 +59,22 @@ type BenchOptions struct {
 	Progress func(phase string, done, total int)
 }
 
-// Rate is a measured throughput.
-type Rate struct {
+// benchRate is a measured throughput.
+type benchRate struct {
 	Jobs      int     `json:"jobs"`
 	Seconds   float64 `json:"seconds"`
 	PerSecond float64 `json:"jobs_per_second"`
 }
 
-func rate(jobs int, d time.Duration) Rate {
-	return Rate{Jobs: jobs, Seconds: d.Seconds(), PerSecond: float64(jobs) / d.Seconds()}
+func rate(jobs int, d time.Duration) benchRate {
+	return benchRate{Jobs: jobs, Seconds: d.Seconds(), PerSecond: float64(jobs) / d.Seconds()}
 }
 
-// Latency is the time from a dispatch to its handler's start, in
+// latencyResult is the time from a dispatch to its handler's start, in
 // milliseconds; and its two parts: the time Dispatch took to store the
 // job (on a database, its commit), and the time from then until the
 // handler started (the worker's part).
-type Latency struct {
+type latencyResult struct {
 	Jobs      int     `json:"jobs"`
 	P50       float64 `json:"p50_ms"`
 	P95       float64 `json:"p95_ms"`
@@ -88,17 +88,17 @@ type Latency struct {
 	AfterMax  float64 `json:"after_commit_max_ms"`
 }
 
-// BenchResult is what [Queue.Bench] measured.
-type BenchResult struct {
-	Driver   string   `json:"driver"`
-	Database string   `json:"database,omitempty"` // sqlite or postgres
-	Jobs     int      `json:"jobs"`
-	Workers  int      `json:"workers"`
-	Mode     string   `json:"dispatch_mode"` // single or bulk
-	LogJobs  bool     `json:"log_jobs"`      // every successful attempt was logged
-	Dispatch Rate     `json:"dispatch"`
-	Work     Rate     `json:"work"`
-	Latency  *Latency `json:"latency,omitempty"`
+// benchResult is what Queue.bench measured.
+type benchResult struct {
+	Driver   string         `json:"driver"`
+	Database string         `json:"database,omitempty"` // sqlite or postgres
+	Jobs     int            `json:"jobs"`
+	Workers  int            `json:"workers"`
+	Mode     string         `json:"dispatch_mode"` // single or bulk
+	LogJobs  bool           `json:"log_jobs"`      // every successful attempt was logged
+	Dispatch benchRate      `json:"dispatch"`
+	Work     benchRate      `json:"work"`
+	Latency  *latencyResult `json:"latency,omitempty"`
 	// Memory after the work, once garbage is collected: the process's
 	// resident set (Linux only, else 0) and the Go heap in use, in KiB.
 	RSSKiB  int64 `json:"rss_kib"`
@@ -121,12 +121,12 @@ func memory() (rss, heap int64) {
 	return rss, int64(m.HeapInuse / 1024)
 }
 
-// Bench measures the queue on its own database, on [BenchQueue]: dispatch
+// bench measures the queue on its own database, on the queue benchQueueName: dispatch
 // throughput, work throughput of o.Jobs no-op jobs with o.Workers handlers
 // (from the start until the last completion is stored), and the latency
 // from dispatch to handler start for jobs dispatched 5 ms apart to idle
 // workers. It deletes its jobs when it ends.
-func (q *Queue) Bench(ctx context.Context, o BenchOptions) (BenchResult, error) {
+func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) {
 	if o.Jobs == 0 {
 		o.Jobs = 10_000
 	}
@@ -144,22 +144,22 @@ func (q *Queue) Bench(ctx context.Context, o BenchOptions) (BenchResult, error) 
 	}
 	switch {
 	case o.Jobs < 1 || o.Jobs > maxBenchJobs || o.Workers < 1 || o.Workers > MaxWorkers || o.Dispatchers < 1 || o.Dispatchers > MaxWorkers:
-		return BenchResult{}, fmt.Errorf("queue: bench: jobs (%d) must be 1 to %d, workers (%d) and dispatchers (%d) 1 to %d",
+		return benchResult{}, fmt.Errorf("queue: bench: jobs (%d) must be 1 to %d, workers (%d) and dispatchers (%d) 1 to %d",
 			o.Jobs, maxBenchJobs, o.Workers, o.Dispatchers, MaxWorkers)
 	case o.Latency > maxBenchLatency:
-		return BenchResult{}, fmt.Errorf("queue: bench: latency (%d) must be at most %d jobs", o.Latency, maxBenchLatency)
+		return benchResult{}, fmt.Errorf("queue: bench: latency (%d) must be at most %d jobs", o.Latency, maxBenchLatency)
 	case o.Dispatch != "bulk" && o.Dispatch != "single":
-		return BenchResult{}, fmt.Errorf("queue: bench: dispatch must be single or bulk, not %q", o.Dispatch)
+		return benchResult{}, fmt.Errorf("queue: bench: dispatch must be single or bulk, not %q", o.Dispatch)
 	}
 	progress := o.Progress
 	if progress == nil {
 		progress = func(string, int, int) {}
 	}
-	res := BenchResult{Driver: string(q.cfg.Driver), Jobs: o.Jobs, Workers: o.Workers, Mode: o.Dispatch, LogJobs: o.LogJobs}
+	res := benchResult{Driver: string(q.cfg.Driver), Jobs: o.Jobs, Workers: o.Workers, Mode: o.Dispatch, LogJobs: o.LogJobs}
 	if q.cfg.Driver == Database && q.db != nil {
 		res.Database = string(q.db.Dialect())
 	}
-	if _, err := q.store.Purge(ctx, BenchQueue); err != nil {
+	if _, err := q.store.Purge(ctx, benchQueueName); err != nil {
 		return res, fmt.Errorf("queue: bench: %w", err)
 	}
 	defer q.cleanUpBench(context.WithoutCancel(ctx))
@@ -232,7 +232,7 @@ func (q *Queue) Bench(ctx context.Context, o BenchOptions) (BenchResult, error) 
 		}
 	}()
 	start = time.Now()
-	stats, err := q.work(ctx, worker.Options{Queues: []string{BenchQueue}, Workers: o.Workers, StopWhenEmpty: true, Quiet: !o.LogJobs})
+	stats, err := q.work(ctx, worker.Options{Queues: []string{benchQueueName}, Workers: o.Workers, StopWhenEmpty: true, Quiet: !o.LogJobs})
 	elapsed := time.Since(start)
 	ticker.Stop()
 	close(done)
@@ -260,14 +260,14 @@ func (q *Queue) Bench(ctx context.Context, o BenchOptions) (BenchResult, error) 
 // vacuums the jobs table, so the dead rows the run left do not slow the
 // next searches). It logs what fails: the figures stand.
 func (q *Queue) cleanUpBench(ctx context.Context) {
-	if _, err := q.store.Purge(ctx, BenchQueue); err != nil {
+	if _, err := q.store.Purge(ctx, benchQueueName); err != nil {
 		q.logger.Error("queue: bench: delete the benchmark's jobs", "error", err)
 	}
 }
 
 // benchLatency dispatches o.Latency jobs 5 ms apart to idle workers and
 // measures when each handler starts.
-func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(string, int, int)) (Latency, error) {
+func (q *Queue) benchLatency(ctx context.Context, o benchOptions, progress func(string, int, int)) (latencyResult, error) {
 	type start struct {
 		dispatched int64 // Unix nanoseconds
 		at         time.Time
@@ -281,7 +281,7 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 	idle := make(chan struct{})
 	var once sync.Once
 	go func() {
-		_, err := q.work(workCtx, worker.Options{Queues: []string{BenchQueue}, Workers: o.Workers, Quiet: !o.LogJobs,
+		_, err := q.work(workCtx, worker.Options{Queues: []string{benchQueueName}, Workers: o.Workers, Quiet: !o.LogJobs,
 			Idle: func() { once.Do(func() { close(idle) }) }})
 		worked <- err
 	}()
@@ -291,9 +291,9 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 	select {
 	case <-idle:
 	case err := <-worked:
-		return Latency{}, fmt.Errorf("queue: bench: the worker stopped before it was idle: %w", cmp.Or(err, ctx.Err()))
+		return latencyResult{}, fmt.Errorf("queue: bench: the worker stopped before it was idle: %w", cmp.Or(err, ctx.Err()))
 	case <-ctx.Done():
-		return Latency{}, ctx.Err()
+		return latencyResult{}, ctx.Err()
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -302,12 +302,12 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 	for i := range o.Latency {
 		select {
 		case <-ctx.Done():
-			return Latency{}, ctx.Err()
+			return latencyResult{}, ctx.Err()
 		case <-tick.C:
 		}
 		at := time.Now()
 		if _, err := q.Dispatch(ctx, benchJob{DispatchedAt: at.UnixNano()}); err != nil {
-			return Latency{}, fmt.Errorf("queue: bench: %w", err)
+			return latencyResult{}, fmt.Errorf("queue: bench: %w", err)
 		}
 		stored[at.UnixNano()] = time.Now()
 		commits = append(commits, stored[at.UnixNano()].Sub(at))
@@ -322,12 +322,12 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 			// caller: count that as no wait.
 			after = append(after, max(0, st.at.Sub(stored[st.dispatched])))
 		case <-timeout:
-			return Latency{}, fmt.Errorf("queue: bench: only %d of %d latency jobs ran within a minute", len(lat), o.Latency)
+			return latencyResult{}, fmt.Errorf("queue: bench: only %d of %d latency jobs ran within a minute", len(lat), o.Latency)
 		}
 	}
 	stop()
 	if err := <-worked; err != nil {
-		return Latency{}, fmt.Errorf("queue: bench: %w", err)
+		return latencyResult{}, fmt.Errorf("queue: bench: %w", err)
 	}
 	slices.Sort(lat)
 	slices.Sort(commits)
@@ -336,7 +336,7 @@ func (q *Queue) benchLatency(ctx context.Context, o BenchOptions, progress func(
 		i := min(len(d)-1, int(p*float64(len(d))))
 		return float64(d[i].Microseconds()) / 1000
 	}
-	return Latency{Jobs: len(lat), P50: pct(lat, 0.50), P95: pct(lat, 0.95), P99: pct(lat, 0.99), Max: pct(lat, 1),
+	return latencyResult{Jobs: len(lat), P50: pct(lat, 0.50), P95: pct(lat, 0.95), P99: pct(lat, 0.99), Max: pct(lat, 1),
 		CommitP50: pct(commits, 0.50), CommitP99: pct(commits, 0.99), CommitMax: pct(commits, 1),
 		AfterP50: pct(after, 0.50), AfterP99: pct(after, 0.99), AfterMax: pct(after, 1)}, nil
 }

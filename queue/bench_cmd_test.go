@@ -60,7 +60,19 @@ $`)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res queue.BenchResult
+			var res struct { // the --json output is queue:bench's interface
+				Jobs, Workers int
+				Mode          string `json:"dispatch_mode"`
+				LogJobs       bool   `json:"log_jobs"`
+				Dispatch      struct {
+					PerSecond float64 `json:"jobs_per_second"`
+				}
+				Work struct {
+					Jobs      int
+					PerSecond float64 `json:"jobs_per_second"`
+				}
+				Latency *struct{}
+			}
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("--json printed %q: %v", out, err)
 			}
@@ -73,7 +85,7 @@ $`)
 			}
 
 			// Its own queue is empty, the app's job still waits.
-			for queueName, want := range map[string]int{queue.BenchQueue: 0, "default": 1} {
+			for queueName, want := range map[string]int{"navree-bench": 0, "default": 1} {
 				if n, err := q.PendingCount(context.Background(), queueName); err != nil || n != want {
 					t.Fatalf("%s: %d pending (%v), want %d", queueName, n, err, want)
 				}

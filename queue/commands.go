@@ -74,7 +74,7 @@ func commands() []app.Command {
 		{
 			Name:  "queue:bench",
 			Usage: "Measure the queue on the configured database",
-			Description: "Dispatches --jobs no-op jobs on the queue " + BenchQueue + ", works them with --workers handlers,\n" +
+			Description: "Dispatches --jobs no-op jobs on the queue " + benchQueueName + ", works them with --workers handlers,\n" +
 				"then measures the latency of --latency jobs dispatched 5 ms apart to idle workers. It deletes its jobs when it ends.",
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "jobs", Value: 10_000, Usage: "jobs to dispatch and work"},
@@ -107,7 +107,7 @@ func commands() []app.Command {
 					}
 					defer pprof.StopCPUProfile()
 				}
-				o := BenchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
+				o := benchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
 					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency"), LogJobs: c.Bool("log-jobs")}
 				if o.Latency == 0 {
 					o.Latency = -1
@@ -120,7 +120,7 @@ func commands() []app.Command {
 						defer fmt.Fprint(f, "\r\033[K")
 					}
 				}
-				res, err := q.Bench(c.Context, o)
+				res, err := q.bench(c.Context, o)
 				if err != nil {
 					return err
 				}

@@ -264,10 +264,6 @@ func TestFlagsHaveTheBoundsOfTheirSettings(t *testing.T) {
 	if _, err := q.Work(ctx, queue.WorkOptions{Workers: 10_001}); err == nil || err.Error() != "queue: workers is 10001; want 1 to 10000" {
 		t.Errorf("Work with 10,001 workers: %v", err)
 	}
-	if _, err := q.Bench(ctx, queue.BenchOptions{Dispatchers: 10_001}); err == nil ||
-		err.Error() != "queue: bench: jobs (10000) must be 1 to 100000000, workers (4) and dispatchers (10001) 1 to 10000" {
-		t.Errorf("Bench with 10,001 dispatchers: %v", err)
-	}
 }
 
 // TestFailedJobsComeInPages: Failed returns a page and the cursor of the
