@@ -75,6 +75,7 @@ type DB struct {
 	name        string          // the URL without its password
 	writeLock   chan struct{}   // SQLite only
 	busyTimeout time.Duration   // SQLite only
+	folder      string          // SQLite: the file's folder, made when Ping connects
 	pgConfig    *pgx.ConnConfig // PostgreSQL only
 }
 
@@ -144,9 +145,9 @@ func (e parseError) Error() string {
 
 func (e parseError) Unwrap() error { return e.err }
 
-// Open opens the database cfg names. It does not connect yet: [DB.Ping]
-// does, as the module does when the app starts. An SQLite database's
-// folder is created.
+// Open opens the database cfg names. It does no I/O: [DB.Ping] connects,
+// as the module does when the app starts, and creates an SQLite
+// database's folder first.
 func Open(cfg Config) (*DB, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -155,9 +156,7 @@ func Open(cfg Config) (*DB, error) {
 	d := &DB{dialect: dialect, name: config.Redact(cfg.URL)}
 	switch dialect {
 	case SQLite:
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return nil, fmt.Errorf("db: create the folder of %s: %w", target, err)
-		}
+		d.folder = filepath.Dir(target)
 		sqldb, err := sql.Open("sqlite", sqliteDSN(target, cfg))
 		if err != nil {
 			return nil, fmt.Errorf("db: open %s: %w", d.name, err)
@@ -236,6 +235,11 @@ func (d *DB) Ping(ctx context.Context) error {
 }
 
 func (d *DB) ping(ctx context.Context) error {
+	if d.folder != "" {
+		if err := os.MkdirAll(d.folder, 0o755); err != nil {
+			return fmt.Errorf("db: create the folder of %s: %w", d.name, err)
+		}
+	}
 	if err := d.PingContext(ctx); err != nil {
 		return fmt.Errorf("db: connect to %s: %w", d.name, err)
 	}

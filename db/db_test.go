@@ -258,3 +258,26 @@ func addNote(ctx context.Context, d *db.DB, body string) error {
 	_, err = q.NewRaw("INSERT INTO notes (body) VALUES (?)", body).Exec(ctx)
 	return err
 }
+
+// TestOpenDoesNoIOAndPingMakesTheFolder: building the database, as every
+// command's graph may, touches nothing; connecting makes the SQLite
+// file's folder.
+func TestOpenDoesNoIOAndPingMakesTheFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "var", "data")
+	cfg := db.DefaultConfig()
+	cfg.URL = "sqlite://" + filepath.Join(dir, "app.db")
+	d, err := db.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Open made %s (%v)", dir, err)
+	}
+	if err := d.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "app.db")); err != nil {
+		t.Fatalf("Ping did not make the database: %v", err)
+	}
+}
