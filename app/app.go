@@ -163,6 +163,20 @@ func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.Ap
 		ErrWriter:      a.Stderr,
 		ExitErrHandler: func(*cli.Context, error) {}, // Run returns errors; Main exits
 	}
+	names := make([]string, len(cmds))
+	for i, cmd := range cmds {
+		names[i] = cmd.Name
+	}
+	cliApp.Action = func(c *cli.Context) error { // no command, or one the app does not have
+		if !c.Args().Present() {
+			return cli.ShowAppHelp(c)
+		}
+		msg := fmt.Sprintf("unknown command %q", c.Args().First())
+		if near, ok := config.Nearest(c.Args().First(), names); ok {
+			msg += "; did you mean " + near + "?"
+		}
+		return fmt.Errorf("%s (%s --help lists the commands)", msg, a.Name)
+	}
 	for _, cmd := range cmds {
 		cliApp.Commands = append(cliApp.Commands, &cli.Command{
 			Name:        cmd.Name,

@@ -76,7 +76,9 @@ func TestListingTheCommandsBuildsNothing(t *testing.T) {
 		{args: []string{"migrate", "--help"}, want: []string{"crm migrate - Apply every pending migration"}},
 		{args: []string{"help", "export"}, want: []string{"crm export - Export the contacts"}},
 		{args: []string{"--version"}, want: []string{"crm version 1.2.3"}},
-		{args: []string{"exprot"}, wantErr: "No help topic for 'exprot'"},
+		{args: []string{"exprot"}, wantErr: `unknown command "exprot"; did you mean export? (crm --help lists the commands)`},
+		{args: []string{"mgrate:status"}, wantErr: `unknown command "mgrate:status"; did you mean migrate:status? (crm --help lists the commands)`},
+		{args: []string{"deploy"}, wantErr: `unknown command "deploy" (crm --help lists the commands)`},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer

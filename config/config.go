@@ -212,7 +212,7 @@ func (c *Config) checkUnknown(known map[string]bool) error {
 		if _, ok := c.sections[section]; !ok {
 			names := slices.Sorted(maps.Keys(c.sections))
 			allowed := "no module of this app reads it, and none declares a section"
-			if near, ok := nearest(section, names); ok {
+			if near, ok := Nearest(section, names); ok {
 				allowed = "did you mean [" + near + "]?"
 			} else if len(names) > 0 {
 				allowed = "no module of this app reads it; the sections are [" + strings.Join(names, "], [") + "]"
@@ -227,7 +227,7 @@ func (c *Config) checkUnknown(known map[string]bool) error {
 		}
 		sort.Strings(keys)
 		allowed := "no such key; [" + section + "] has " + strings.Join(keys, ", ")
-		if near, ok := nearest(rest, keys); ok {
+		if near, ok := Nearest(rest, keys); ok {
 			allowed = "did you mean " + near + "?"
 		}
 		return &Error{Key: key, Value: show(c.k.Get(key)), Source: c.origin[key], Allowed: allowed, kind: unknownKey}
@@ -235,10 +235,11 @@ func (c *Config) checkUnknown(known map[string]bool) error {
 	return nil
 }
 
-// nearest returns the name of names nearest to name, if one is near
-// enough to be what was meant: at most 2 edits away (letter case aside),
-// and at most one edit per 3 letters. On a tie the first name wins.
-func nearest(name string, names []string) (string, bool) {
+// Nearest returns the name of names nearest to name, if one is near
+// enough to be what was meant, for a "did you mean" of an error: at most 2
+// edits away (letter case aside), and at most one edit per 3 letters. On
+// a tie the first name wins.
+func Nearest(name string, names []string) (string, bool) {
 	best, bestDist := "", -1
 	for _, n := range names {
 		d := distance(strings.ToLower(name), strings.ToLower(n))
