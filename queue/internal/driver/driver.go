@@ -226,4 +226,95 @@ type Driver interface {
 
 	// PendingCount counts the jobs of queue that wait, are delayed or run.
 	PendingCount(ctx context.Context, queue string) (int, error)
+
+	// Stats counts, reading only, the jobs of every queue that has one in
+	// jobs or failed_jobs, sorted by queue: waiting (due by now), delayed
+	// (due after now), running (reserved), stale (running and stale at at,
+	// as Stale and TakeOver judge: at is on the clock of reservations, 0
+	// for the driver's own) and failed; and when the waiting job due first
+	// became due.
+	Stats(ctx context.Context, now, at int64) ([]QueueStats, error)
+
+	// Jobs lists, reading only, up to q.Limit jobs in q.State, of q.Queue
+	// and of type q.Name where they are set, from the first after q.After
+	// in the order of that state (see JobKey), without their payloads.
+	Jobs(ctx context.Context, q JobsQuery) ([]JobInfo, error)
+}
+
+// QueueStats is what [Driver.Stats] counts of one queue.
+type QueueStats struct {
+	Queue   string
+	Waiting int // due by now, not reserved
+	Delayed int // due after now, not reserved
+	Running int // reserved, the stale ones included
+	Stale   int // reserved, and stale: TakeOver would take them
+	Failed  int // in failed_jobs
+	// OldestAvailableAt is when the waiting job due first was due, 0
+	// when none waits.
+	OldestAvailableAt int64
+}
+
+// JobState is a state of a job, as [Driver.Jobs] lists them.
+type JobState int
+
+// The states of a job.
+const (
+	Waiting JobState = iota // not reserved, due by now
+	Delayed                 // not reserved, due after now
+	Running                 // reserved
+	Failed                  // in failed_jobs
+)
+
+// JobsQuery asks [Driver.Jobs] for a page of the jobs in one state.
+type JobsQuery struct {
+	State JobState
+	Queue string // "": every queue
+	Name  string // "": every job type
+	// Now divides waiting jobs (due by it) from delayed ones (after it).
+	Now int64
+	// After is the key of the last job of the page before; the zero
+	// JobKey starts at the first.
+	After JobKey
+	Limit int
+}
+
+// JobKey is where a job stands in the order of its state: by the time
+// that orders it, then by id. Waiting and delayed jobs are ordered by
+// when they are due (available_at), the order they will run in; running
+// ones by when they were reserved; failed ones by when they failed.
+type JobKey struct {
+	At int64
+	ID string
+}
+
+// Before orders two keys.
+func (k JobKey) Before(o JobKey) bool {
+	return k.At < o.At || k.At == o.At && k.ID < o.ID
+}
+
+// JobInfo is what an operator is shown of a job: everything but its
+// payload, of which only the size.
+type JobInfo struct {
+	ID          string
+	Queue       string
+	Name        string
+	Attempts    int // attempts started
+	MaxAttempts int
+	AvailableAt int64 // 0 for a failed job
+	ReservedAt  int64 // on the clock of reservations; 0 unless running
+	CreatedAt   int64
+	FailedAt    int64  // 0 unless failed
+	LastError   string // a failed job's error, or the last failed attempt's
+	PayloadSize int    // in bytes
+}
+
+// Key returns where j stands in the order of state.
+func (j JobInfo) Key(state JobState) JobKey {
+	switch state {
+	case Running:
+		return JobKey{At: j.ReservedAt, ID: j.ID}
+	case Failed:
+		return JobKey{At: j.FailedAt, ID: j.ID}
+	}
+	return JobKey{At: j.AvailableAt, ID: j.ID}
 }

@@ -1,0 +1,346 @@
+package dbdriver
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// The read side: what operators are shown of the queues (Stats) and of
+// their jobs (Jobs), read without the write lock, from the indexes that
+// serve the workers. Counting a state reads its index entries
+// (jobs_waiting for waiting and delayed jobs, jobs_reserved for running
+// ones); a page of jobs walks the index of its state from the cursor:
+//
+//   - waiting and delayed: jobs_waiting (queue, available_at, id), one
+//     queue at a time; a page of every queue merges the first page of each
+//     (PostgreSQL in one statement, SQLite in one per queue);
+//   - running: jobs_reserved (reserved_at), then by id;
+//   - failed: failed_jobs_failed_at (failed_at, id).
+//
+// A filter by queue or by job type that an index does not hold is checked
+// on the rows the walk meets.
+
+// readStatements are the statements of the read side in the words of one
+// database.
+type readStatements struct {
+	stats string
+	// queues lists the queues that have waiting or delayed jobs, by a
+	// walk that jumps from one queue of jobs_waiting to the next.
+	queues string
+	pages  map[pageShape]string
+	// everyQueue is the page of waiting or delayed jobs of every queue in
+	// one statement (by whether it filters by type), "" where the
+	// database has no LATERAL: the driver then merges pages of each queue.
+	everyQueue [2]string
+}
+
+// pageShape names a statement of Jobs: the state it lists (waiting and
+// delayed share theirs) and the filters it has.
+type pageShape struct {
+	state           driver.JobState
+	byQueue, byName bool
+}
+
+// The columns of a JobInfo, from jobs and from failed_jobs.
+const (
+	infoColumns       = "id, queue, name, attempts, max_attempts, available_at, reserved_at, created_at, CAST(NULL AS BIGINT), last_error, octet_length(payload)"
+	failedInfoColumns = "id, queue, name, attempts, max_attempts, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), created_at, failed_at, error, octet_length(payload)"
+)
+
+// The bounds of ids, for a key before every job and after every job of a
+// time.
+const (
+	firstID = "00000000-0000-0000-0000-000000000000"
+	lastID  = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+)
+
+// readStatementsOf builds the read statements: at is a time on the
+// clock of reservations, words rewrites placeholders for the database,
+// and lateral says whether it joins LATERAL.
+func readStatementsOf(at string, words func(string) string, lateral bool) readStatements {
+	// Stale as TakeOver judges it (see common): at or before at minus its
+	// StaleAfter.
+	stale := "reserved_at <= " + at + " - " + strconv.Itoa(driver.GraceMs) +
+		" AND reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= " + at
+	// One row per queue and table: the queue, which count (0: not
+	// reserved, 1: reserved, 2: failed), and two counts and a time.
+	r := readStatements{
+		stats: words("SELECT queue, 0, count(*), count(*) FILTER (WHERE available_at <= ?), min(available_at) FROM jobs WHERE reserved_at IS NULL GROUP BY queue" +
+			" UNION ALL SELECT queue, 1, count(*), count(*) FILTER (WHERE " + stale + "), 0 FROM jobs WHERE reserved_at IS NOT NULL GROUP BY queue" +
+			" UNION ALL SELECT queue, 2, count(*), 0, 0 FROM failed_jobs GROUP BY queue"),
+		queues: words("WITH RECURSIVE " + queuesCTE + " SELECT queue FROM queues WHERE queue IS NOT NULL"),
+		pages:  map[pageShape]string{},
+	}
+	filters := func(byQueue, byName bool) string {
+		var s string
+		if byQueue {
+			s += " AND queue = ?"
+		}
+		if byName {
+			s += " AND name = ?"
+		}
+		return s
+	}
+	for _, byName := range []bool{false, true} {
+		for _, byQueue := range []bool{false, true} {
+			r.pages[pageShape{driver.Running, byQueue, byName}] = words("SELECT " + infoColumns + " FROM jobs " +
+				"WHERE reserved_at IS NOT NULL AND (reserved_at, id) > (?, ?)" + filters(byQueue, byName) + " ORDER BY reserved_at, id LIMIT ?")
+			r.pages[pageShape{driver.Failed, byQueue, byName}] = words("SELECT " + failedInfoColumns + " FROM failed_jobs " +
+				"WHERE (failed_at, id) > (?, ?)" + filters(byQueue, byName) + " ORDER BY failed_at, id LIMIT ?")
+		}
+		// Waiting and delayed jobs of one queue: after the cursor, due by
+		// a bound.
+		r.pages[pageShape{driver.Waiting, true, byName}] = words("SELECT " + infoColumns + " FROM jobs " +
+			"WHERE queue = ? AND reserved_at IS NULL AND (available_at, id) > (?, ?) AND available_at <= ?" + filters(false, byName) +
+			" ORDER BY available_at, id LIMIT ?")
+		if lateral {
+			// The first keys of each queue, read from the index alone;
+			// then the rows of the first of them all, by primary key (not
+			// by a join: see postgresStatements).
+			r.everyQueue[b2i(byName)] = words("WITH RECURSIVE " + queuesCTE + " SELECT " + infoColumns + " FROM jobs WHERE id = ANY(ARRAY(" +
+				"SELECT k.id FROM queues CROSS JOIN LATERAL (SELECT id, available_at FROM jobs " +
+				"WHERE queue = queues.queue AND reserved_at IS NULL AND (available_at, id) > (?, ?) AND available_at <= ?" + filters(false, byName) +
+				" ORDER BY available_at, id LIMIT ?) AS k ORDER BY k.available_at, k.id LIMIT ?))")
+		}
+	}
+	return r
+}
+
+// queuesCTE is the common table "queues": each queue of jobs_waiting,
+// found by a jump from the one before, so that listing them reads a few
+// index pages per queue whatever their jobs (and a NULL last).
+const queuesCTE = "queues(queue) AS (" +
+	"SELECT q FROM (SELECT queue AS q FROM jobs WHERE reserved_at IS NULL ORDER BY queue LIMIT 1) AS head " +
+	"UNION ALL SELECT (SELECT j.queue FROM jobs AS j WHERE j.reserved_at IS NULL AND j.queue > queues.queue ORDER BY j.queue LIMIT 1) " +
+	"FROM queues WHERE queues.queue IS NOT NULL)"
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// The read statements of each database.
+var (
+	sqliteRead   = readStatementsOf("?", func(s string) string { return s }, false)
+	postgresRead = readStatementsOf(pgAt, numbered, true)
+)
+
+// pgAt is a time on the clock of reservations on PostgreSQL: the
+// argument, or for NULL the server's clock (as postgresStatements says
+// it).
+const pgAt = "coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)"
+
+// Stats implements driver.Driver.
+func (s *sqliteDriver) Stats(ctx context.Context, now, at int64) ([]driver.QueueStats, error) {
+	return s.stats(ctx, &sqliteRead, now, at)
+}
+
+// Stats implements driver.Driver.
+func (p *postgresDriver) Stats(ctx context.Context, now, at int64) ([]driver.QueueStats, error) {
+	return p.stats(ctx, &postgresRead, now, at)
+}
+
+// Jobs implements driver.Driver.
+func (s *sqliteDriver) Jobs(ctx context.Context, q driver.JobsQuery) ([]driver.JobInfo, error) {
+	return s.jobs(ctx, &sqliteRead, q)
+}
+
+// Jobs implements driver.Driver.
+func (p *postgresDriver) Jobs(ctx context.Context, q driver.JobsQuery) ([]driver.JobInfo, error) {
+	return p.jobs(ctx, &postgresRead, q)
+}
+
+// stats counts the jobs of every queue in one statement, so that a job
+// moving between the tables meanwhile is counted once.
+func (b *base) stats(ctx context.Context, r *readStatements, now, at int64) ([]driver.QueueStats, error) {
+	t, err := b.at(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	st, err := b.prepared(ctx, r.stats)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, now, t, t)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byQueue := map[string]*driver.QueueStats{}
+	for rows.Next() {
+		var queue string
+		var kind, n, m, oldest int64
+		if err := rows.Scan(&queue, &kind, &n, &m, &oldest); err != nil {
+			// A value SQLite kept in a column of another type: read what
+			// converts, as the worker does.
+			var v [5]any
+			if err := scanAny(rows, v[:]); err != nil {
+				return nil, err
+			}
+			var rd reading
+			queue, kind, n, m, oldest = rd.text("queue", v[0]), rd.int("kind", v[1]), rd.int("count", v[2]), rd.int("count", v[3]), rd.int("available_at", v[4])
+		}
+		s := byQueue[queue]
+		if s == nil {
+			s = &driver.QueueStats{Queue: queue}
+			byQueue[queue] = s
+		}
+		switch kind {
+		case 0:
+			s.Waiting, s.Delayed = int(m), int(n-m)
+			if m > 0 { // else the oldest is a delayed job's
+				s.OldestAvailableAt = oldest
+			}
+		case 1:
+			s.Running, s.Stale = int(n), int(m)
+		case 2:
+			s.Failed = int(n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]driver.QueueStats, 0, len(byQueue))
+	for _, s := range byQueue {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b driver.QueueStats) int { return cmp.Compare(a.Queue, b.Queue) })
+	return out, nil
+}
+
+// jobs lists a page of the jobs in q.State.
+func (b *base) jobs(ctx context.Context, r *readStatements, q driver.JobsQuery) ([]driver.JobInfo, error) {
+	after := q.After
+	if after == (driver.JobKey{}) {
+		after = driver.JobKey{At: math.MinInt64, ID: firstID}
+	}
+	var name []any // the argument of the filter by type, if any
+	if q.Name != "" {
+		name = []any{q.Name}
+	}
+	switch q.State {
+	case driver.Running, driver.Failed:
+		args := []any{after.At, after.ID}
+		if q.Queue != "" {
+			args = append(args, q.Queue)
+		}
+		args = append(append(args, name...), q.Limit)
+		return b.page(ctx, r.pages[pageShape{q.State, q.Queue != "", q.Name != ""}], args...)
+	}
+	// Waiting jobs are due by now; delayed ones after it, so their page
+	// starts past every job due by now.
+	upTo := q.Now
+	if q.State == driver.Delayed {
+		upTo = math.MaxInt64
+		if due := (driver.JobKey{At: q.Now, ID: lastID}); after.Before(due) {
+			after = due
+		}
+	}
+	one := r.pages[pageShape{driver.Waiting, true, q.Name != ""}]
+	queuePage := func(queue string) ([]driver.JobInfo, error) {
+		return b.page(ctx, one, append(append([]any{queue, after.At, after.ID, upTo}, name...), q.Limit)...)
+	}
+	if q.Queue != "" {
+		return queuePage(q.Queue)
+	}
+	var out []driver.JobInfo
+	if every := r.everyQueue[b2i(q.Name != "")]; every != "" {
+		var err error
+		if out, err = b.page(ctx, every, append(append([]any{after.At, after.ID, upTo}, name...), q.Limit, q.Limit)...); err != nil {
+			return nil, err
+		}
+	} else {
+		queues, err := b.queues(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		for _, queue := range queues {
+			page, err := queuePage(queue)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, page...)
+		}
+	}
+	slices.SortFunc(out, func(a, b driver.JobInfo) int {
+		return cmp.Or(cmp.Compare(a.AvailableAt, b.AvailableAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out[:min(len(out), q.Limit)], nil
+}
+
+// queues lists the queues that have waiting or delayed jobs.
+func (b *base) queues(ctx context.Context, r *readStatements) ([]string, error) {
+	st, err := b.prepared(ctx, r.queues)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var queue string
+		if err := rows.Scan(&queue); err != nil {
+			return nil, err
+		}
+		out = append(out, queue)
+	}
+	return out, rows.Err()
+}
+
+// page runs a statement of Jobs and reads its rows.
+func (b *base) page(ctx context.Context, query string, args ...any) ([]driver.JobInfo, error) {
+	st, err := b.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.JobInfo
+	for rows.Next() {
+		j, err := scanInfo(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// scanInfo reads a row of infoColumns or failedInfoColumns. A value SQLite
+// kept in a column of another type is read as readJob reads it: what does
+// not convert is left zero, so that one row never fails a page.
+func scanInfo(row scanner) (driver.JobInfo, error) {
+	var j driver.JobInfo
+	var availableAt, reservedAt, failedAt, size sql.NullInt64
+	var lastError sql.NullString
+	err := row.Scan(&j.ID, &j.Queue, &j.Name, &j.Attempts, &j.MaxAttempts, &availableAt, &reservedAt, &j.CreatedAt, &failedAt, &lastError, &size)
+	if err == nil {
+		j.AvailableAt, j.ReservedAt, j.FailedAt, j.LastError, j.PayloadSize = availableAt.Int64, reservedAt.Int64, failedAt.Int64, lastError.String, int(size.Int64)
+		return j, nil
+	}
+	var v [11]any
+	if scanAny(row, v[:]) != nil {
+		return j, err
+	}
+	var r reading
+	return driver.JobInfo{
+		ID: r.text("id", v[0]), Queue: r.text("queue", v[1]), Name: r.text("name", v[2]),
+		Attempts: int(r.int("attempts", v[3])), MaxAttempts: int(r.int("max_attempts", v[4])),
+		AvailableAt: r.nullInt("available_at", v[5]), ReservedAt: r.nullInt("reserved_at", v[6]), CreatedAt: r.int("created_at", v[7]),
+		FailedAt: r.nullInt("failed_at", v[8]), LastError: r.nullText("error", v[9]), PayloadSize: int(r.nullInt("size", v[10])),
+	}, nil
+}

@@ -1,0 +1,93 @@
+package memdriver
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// Stats implements driver.Driver. It looks at every job: the memory
+// driver holds what one process can.
+func (d *Driver) Stats(_ context.Context, now, at int64) ([]driver.QueueStats, error) {
+	at = d.at(at)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	byQueue := map[string]*driver.QueueStats{}
+	of := func(queue string) *driver.QueueStats {
+		s := byQueue[queue]
+		if s == nil {
+			s = &driver.QueueStats{Queue: queue}
+			byQueue[queue] = s
+		}
+		return s
+	}
+	for _, j := range d.jobs {
+		s := of(j.Queue)
+		switch {
+		case j.ReservedAt != 0:
+			s.Running++
+			if j.ReservedAt+driver.StaleAfter(j.TimeoutMs) <= at {
+				s.Stale++
+			}
+		case j.AvailableAt <= now:
+			if s.Waiting == 0 || j.AvailableAt < s.OldestAvailableAt {
+				s.OldestAvailableAt = j.AvailableAt
+			}
+			s.Waiting++
+		default:
+			s.Delayed++
+		}
+	}
+	for _, f := range d.failed {
+		of(f.Queue).Failed++
+	}
+	out := make([]driver.QueueStats, 0, len(byQueue))
+	for _, queue := range slices.Sorted(maps.Keys(byQueue)) {
+		out = append(out, *byQueue[queue])
+	}
+	return out, nil
+}
+
+// Jobs implements driver.Driver. It looks at every job of the state and
+// sorts those after q.After.
+func (d *Driver) Jobs(_ context.Context, q driver.JobsQuery) ([]driver.JobInfo, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []driver.JobInfo
+	keep := func(queue, name string, info driver.JobInfo) {
+		if (q.Queue == "" || queue == q.Queue) && (q.Name == "" || name == q.Name) &&
+			(q.After == (driver.JobKey{}) || q.After.Before(info.Key(q.State))) {
+			out = append(out, info)
+		}
+	}
+	if q.State == driver.Failed {
+		for _, f := range d.failed {
+			keep(f.Queue, f.Name, driver.JobInfo{ID: f.ID, Queue: f.Queue, Name: f.Name, Attempts: f.Attempts, MaxAttempts: f.MaxAttempts,
+				CreatedAt: f.CreatedAt, FailedAt: f.FailedAt, LastError: f.Error, PayloadSize: len(f.Payload)})
+		}
+	} else {
+		for _, j := range d.jobs {
+			var state driver.JobState
+			switch {
+			case j.ReservedAt != 0:
+				state = driver.Running
+			case j.AvailableAt <= q.Now:
+				state = driver.Waiting
+			default:
+				state = driver.Delayed
+			}
+			if state == q.State {
+				keep(j.Queue, j.Name, driver.JobInfo{ID: j.ID, Queue: j.Queue, Name: j.Name, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
+					AvailableAt: j.AvailableAt, ReservedAt: j.ReservedAt, CreatedAt: j.CreatedAt, LastError: j.LastError, PayloadSize: len(j.Payload)})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b driver.JobInfo) int {
+		ka, kb := a.Key(q.State), b.Key(q.State)
+		return cmp.Or(cmp.Compare(ka.At, kb.At), cmp.Compare(ka.ID, kb.ID))
+	})
+	return out[:min(len(out), q.Limit)], nil
+}
