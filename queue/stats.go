@@ -1,0 +1,199 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofrs/uuid/v5"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// QueueStats is what [Queue.Stats] counts of one queue.
+type QueueStats struct {
+	Queue   string
+	Waiting int // due now, not taken by a worker
+	Delayed int // due later: dispatched with a delay, or released for a retry
+	Running int // taken by a worker; the stale ones included
+	// Stale counts the running jobs whose reservation is older than their
+	// timeout plus 30 seconds (a day for a job without a time limit): their
+	// worker is presumed dead, and a worker will take them over.
+	Stale  int
+	Failed int // in the failed jobs
+	// OldestWaiting is how long the waiting job due first has been due,
+	// 0 when none waits: how far behind the workers of the queue are.
+	OldestWaiting time.Duration
+}
+
+// Stats counts the jobs of every queue that has one, failed jobs
+// included, sorted by queue name. When a job is due is read on the
+// queue's clock; whether a reservation is stale is judged as the workers
+// judge it for a takeover, on the clock of reservations (see the package
+// doc). The counts come from one statement, so a job moving meanwhile is
+// counted once; each state's count reads that state's index.
+func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
+	now := q.clock.Now().UnixMilli()
+	rows, err := q.store.Stats(ctx, now, q.reservedAt())
+	if err != nil {
+		return nil, fmt.Errorf("queue: count the jobs of each queue: %w", err)
+	}
+	out := make([]QueueStats, len(rows))
+	for i, r := range rows {
+		out[i] = QueueStats{Queue: r.Queue, Waiting: r.Waiting, Delayed: r.Delayed, Running: r.Running, Stale: r.Stale, Failed: r.Failed}
+		if r.Waiting > 0 {
+			out[i].OldestWaiting = time.Duration(max(now-r.OldestAvailableAt, 0)) * time.Millisecond
+		}
+	}
+	return out, nil
+}
+
+// JobState is a state a job is in, as [Queue.Jobs] lists them. Its value
+// is the word an operator types (queue:status, a dashboard's URL).
+type JobState string
+
+// The states of a job.
+const (
+	StateWaiting JobState = "waiting" // due now, not taken by a worker
+	StateDelayed JobState = "delayed" // due later
+	StateRunning JobState = "running" // taken by a worker
+	StateFailed  JobState = "failed"  // in the failed jobs
+)
+
+// states are the states by the driver's names for them.
+var states = map[JobState]driver.JobState{
+	StateWaiting: driver.Waiting, StateDelayed: driver.Delayed, StateRunning: driver.Running, StateFailed: driver.Failed,
+}
+
+// JobsQuery asks [Queue.Jobs] for a page of the jobs in one state.
+type JobsQuery struct {
+	State JobState // required
+	Queue string   // only the jobs of this queue; "" for every queue
+	Name  string   // only the jobs of this type; "" for every type
+	// After is the next cursor of the page before; "" asks for the first
+	// page.
+	After string
+	// Limit is the most jobs the page holds: default 50, at most
+	// [MaxJobsPage].
+	Limit int
+}
+
+// MaxJobsPage bounds [JobsQuery.Limit].
+const MaxJobsPage = 500
+
+// JobInfo is what an operator is shown of a job: everything but its
+// payload, of which only the size (a payload can be 1 MiB; [Queue.Failed]
+// gives a failed job's). Times are UTC; a time that is not set is zero.
+type JobInfo struct {
+	ID          string
+	Queue       string
+	Name        string // the job type
+	Attempts    int    // attempts started
+	MaxAttempts int
+	AvailableAt time.Time // when it is or was due; zero for a failed job
+	// ReservedAt is when a worker took it, zero unless it runs. With the
+	// system clock it is read on the clock of reservations (PostgreSQL's
+	// server clock, the host's monotonic clock on SQLite), which keeps
+	// close to the wall clock but does not follow its steps.
+	ReservedAt   time.Time
+	CreatedAt    time.Time // when it was dispatched
+	FailedAt     time.Time // zero unless it failed
+	LastError    string    // a failed job's error, or that of its last failed attempt
+	PayloadBytes int
+}
+
+// ErrInvalidQuery is wrapped by the errors of [Queue.Jobs] for a query it
+// refuses: an unknown state, a limit out of bounds, a cursor that is not
+// one, a queue or job name no job can have. A dashboard answers it with
+// 400 Bad Request.
+var ErrInvalidQuery = errors.New("invalid jobs query")
+
+// Jobs returns a page of the jobs in one state, and the cursor of the
+// next page, "" after the last. Each state comes in its order: waiting
+// and delayed jobs by when they are due, the order the workers take them
+// in; running jobs by when they were taken; failed ones by when they
+// failed; ties by id. A page is found from the cursor in the index of
+// its state, never by an offset, so a page deep in a backlog costs what
+// the first costs. A filter the index does not hold (the type; the queue
+// of running and failed jobs) is checked on the jobs the walk meets.
+//
+//	page := queue.JobsQuery{State: queue.StateWaiting, Queue: "default"}
+//	for {
+//		jobs, next, err := q.Jobs(ctx, page)
+//		// ...
+//		if next == "" {
+//			break
+//		}
+//		page.After = next
+//	}
+func (q *Queue) Jobs(ctx context.Context, query JobsQuery) (jobs []JobInfo, next string, err error) {
+	state, ok := states[query.State]
+	if !ok {
+		return nil, "", fmt.Errorf("queue: list jobs: %w: unknown state %q: want waiting, delayed, running or failed", ErrInvalidQuery, query.State)
+	}
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("queue: list %s jobs: %w: "+format, append([]any{query.State, ErrInvalidQuery}, args...)...)
+	}
+	limit := query.Limit
+	if limit == 0 {
+		limit = 50
+	}
+	if limit < 1 || limit > MaxJobsPage {
+		return nil, "", refuse("the limit is %d; want 1 to %d (0 for the default, 50)", query.Limit, MaxJobsPage)
+	}
+	if query.Queue != "" && checkQueue(query.Queue) != nil {
+		return nil, "", refuse("%q is not a queue name: use %s", query.Queue, queueNameRule)
+	}
+	if query.Name != "" {
+		if err := checkText("the job name "+strconv.Quote(query.Name), query.Name, MaxJobNameLen); err != nil {
+			return nil, "", refuse("%s", strings.TrimPrefix(err.Error(), "queue: "))
+		}
+	}
+	var after driver.JobKey
+	if query.After != "" {
+		var ok bool
+		if after, ok = parseCursor(query.State, query.After); !ok {
+			return nil, "", refuse("%q is not a cursor of %s jobs: pass the next cursor of the page before, or \"\" for the first page", query.After, query.State)
+		}
+	}
+	rows, err := q.store.Jobs(ctx, driver.JobsQuery{State: state, Queue: query.Queue, Name: query.Name,
+		Now: q.clock.Now().UnixMilli(), After: after, Limit: limit + 1}) // one more says whether a page follows
+	if err != nil {
+		return nil, "", fmt.Errorf("queue: list %s jobs: %w", query.State, err)
+	}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1].Key(state)
+		next = string(query.State) + "_" + strconv.FormatInt(last.At, 10) + "_" + last.ID
+	}
+	jobs = make([]JobInfo, len(rows))
+	for i, r := range rows {
+		jobs[i] = JobInfo{ID: r.ID, Queue: r.Queue, Name: r.Name, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts,
+			AvailableAt: timeOf(r.AvailableAt), ReservedAt: timeOf(r.ReservedAt), CreatedAt: timeOf(r.CreatedAt), FailedAt: timeOf(r.FailedAt),
+			LastError: r.LastError, PayloadBytes: r.PayloadSize}
+	}
+	return jobs, next, nil
+}
+
+// parseCursor reads a cursor of Jobs for state: the state, the time that
+// orders the last job of the page and its id.
+func parseCursor(state JobState, cursor string) (driver.JobKey, bool) {
+	rest, ok := strings.CutPrefix(cursor, string(state)+"_")
+	at, id, cut := strings.Cut(rest, "_")
+	n, err := strconv.ParseInt(at, 10, 64)
+	u, uerr := uuid.FromString(id)
+	if !ok || !cut || err != nil || uerr != nil || u.String() != id { // ids compare as their canonical text
+		return driver.JobKey{}, false
+	}
+	return driver.JobKey{At: n, ID: id}, true
+}
+
+// timeOf is a stored time in Unix milliseconds, as UTC; zero for 0.
+func timeOf(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
