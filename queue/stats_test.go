@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -233,4 +234,76 @@ func TestJobsRefusesWhatIsNotAQuery(t *testing.T) {
 			}
 		}
 	})
+}
+
+// statusQueue is a queue with a failed job on default and invoices on
+// mail, two of them waiting for two minutes and one delayed, on a fixed
+// clock as in tests.
+func statusQueue() *queue.Queue {
+	c := &clock{t: t0}
+	q, _ := queue.New(queue.Params{
+		Config: queue.Config{Driver: queue.Memory},
+		Clock:  c,
+		Handlers: []queue.Registration{
+			queue.HandlerOf[Bounce](queue.HandlerFunc[Bounce](func(ctx context.Context, job Bounce, jc queue.JobContext) error {
+				return fmt.Errorf("smtp refused %s", job.To)
+			})),
+			noop[SendInvoice](),
+		},
+	})
+	ctx := context.Background()
+	q.Dispatch(ctx, Bounce{To: "ada@example.com"})
+	q.RunPending(ctx)
+	q.Dispatch(ctx, SendInvoice{InvoiceID: 42})
+	q.Dispatch(ctx, SendInvoice{InvoiceID: 43})
+	q.Later(ctx, SendInvoice{InvoiceID: 44}, 10*time.Minute)
+	c.Advance(2 * time.Minute)
+	return q
+}
+
+// Stats counts the jobs of each queue, as queue:status shows them.
+func ExampleQueue_Stats() {
+	q := statusQueue()
+	stats, err := q.Stats(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range stats {
+		fmt.Printf("%-8s waiting=%d delayed=%d running=%d stale=%d failed=%d behind=%s\n",
+			s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting)
+	}
+	// Output:
+	// default  waiting=0 delayed=0 running=0 stale=0 failed=1 behind=0s
+	// mail     waiting=2 delayed=1 running=0 stale=0 failed=0 behind=2m0s
+}
+
+// Jobs returns a page of the jobs in one state, without their payloads,
+// and the cursor of the next page.
+func ExampleQueue_Jobs() {
+	q := statusQueue()
+	ctx := context.Background()
+	page := queue.JobsQuery{State: queue.StateWaiting, Queue: "mail", Limit: 1}
+	for {
+		jobs, next, err := q.Jobs(ctx, page)
+		if err != nil {
+			panic(err)
+		}
+		for _, j := range jobs {
+			fmt.Printf("%s due %s, %d bytes\n", j.Name, j.AvailableAt.Format(time.DateTime), j.PayloadBytes)
+		}
+		if next == "" {
+			break
+		}
+		page.After = next
+	}
+	failed, _, _ := q.Jobs(ctx, queue.JobsQuery{State: queue.StateFailed})
+	fmt.Printf("%s failed after %d of %d attempts: %s\n", failed[0].Name, failed[0].Attempts, failed[0].MaxAttempts, failed[0].LastError)
+
+	_, _, err := q.Jobs(ctx, queue.JobsQuery{State: "stuck"})
+	fmt.Println(errors.Is(err, queue.ErrInvalidQuery), err)
+	// Output:
+	// billing.send_invoice due 2026-10-26 08:14:02, 17 bytes
+	// billing.send_invoice due 2026-10-26 08:14:02, 17 bytes
+	// mail.bounce failed after 1 of 1 attempts: smtp refused ada@example.com
+	// true queue: list jobs: invalid jobs query: unknown state "stuck": want waiting, delayed, running or failed
 }
