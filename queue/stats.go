@@ -33,7 +33,9 @@ type QueueStats struct {
 // queue's clock; whether a reservation is stale is judged as the workers
 // judge it for a takeover, on the clock of reservations (see the package
 // doc). The counts come from one statement, so a job moving meanwhile is
-// counted once; each state's count reads that state's index.
+// counted once. Counting reads an index entry (or a row) for every job
+// stored: it costs in proportion to the jobs, so poll it every few
+// seconds rather than on every request.
 func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	now := q.clock.Now().UnixMilli()
 	rows, err := q.store.Stats(ctx, now, q.reservedAt())

@@ -13,14 +13,20 @@ import (
 
 // The read side: what operators are shown of the queues (Stats) and of
 // their jobs (Jobs), read without the write lock, from the indexes that
-// serve the workers. Counting a state reads its index entries
-// (jobs_waiting for waiting and delayed jobs, jobs_reserved for running
-// ones); a page of jobs walks the index of its state from the cursor:
+// serve the workers. Counting waiting and delayed jobs reads jobs_waiting
+// (PostgreSQL from the index alone where the visibility map allows; SQLite
+// looks each row up, taking a partial index on "reserved_at IS NULL" as
+// not holding reserved_at); running ones, jobs_reserved and their rows;
+// failed ones, failed_jobs whole, no index holding their queue. A page of
+// jobs walks the index of its state from the cursor:
 //
 //   - waiting and delayed: jobs_waiting (queue, available_at, id), one
 //     queue at a time; a page of every queue merges the first page of each
 //     (PostgreSQL in one statement, SQLite in one per queue);
-//   - running: jobs_reserved (reserved_at), then by id;
+//   - running: jobs_reserved (reserved_at), then by id: SQLite's index
+//     holds the id (the table has no rowid); PostgreSQL's does not, and
+//     it reads the running jobs after the cursor and sorts them, work
+//     bounded by the jobs running;
 //   - failed: failed_jobs_failed_at (failed_at, id).
 //
 // A filter by queue or by job type that an index does not hold is checked
