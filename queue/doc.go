@@ -35,6 +35,13 @@
 // a system clock moves (with the system clock; a clock of the app's own
 // decides it in tests).
 //
+// # Reading the queue
+//
+// [Queue.Stats] counts each queue's jobs by state, and [Queue.Jobs] lists
+// the jobs of one state a page at a time, from the indexes the workers
+// use: what a status command or a dashboard shows, without SQL of its
+// own.
+//
 // # Failed jobs
 //
 // A job that used up its attempts is kept until [Queue.Retry] puts it

@@ -531,7 +531,8 @@ type FailedQuery struct {
 const MaxFailedPage = 1000
 
 // Failed returns a page of the failed jobs, oldest failure first, and the
-// cursor of the next page, "" after the last. Pages are found by the
+// cursor of the next page, "" after the last. A query it refuses (a limit
+// out of bounds, a cursor that is not one) is an [ErrInvalidQuery]. Pages are found by the
 // index over when jobs failed, so each costs the same however many
 // failed jobs there are.
 //
@@ -554,27 +555,31 @@ func (q *Queue) failed(ctx context.Context, page FailedQuery, payloads bool) ([]
 		page.Limit = 100
 	}
 	if page.Limit < 1 || page.Limit > MaxFailedPage {
-		return nil, "", fmt.Errorf("queue: list failed jobs: the limit is %d; want 1 to %d", page.Limit, MaxFailedPage)
+		return nil, "", fmt.Errorf("queue: list failed jobs: %w: the limit is %d; want 1 to %d", ErrInvalidQuery, page.Limit, MaxFailedPage)
 	}
 	var after driver.FailedKey
 	if page.After != "" {
 		at, id, ok := strings.Cut(page.After, "_")
 		n, err := strconv.ParseInt(at, 10, 64)
 		if _, uerr := uuid.FromString(id); !ok || err != nil || uerr != nil {
-			return nil, "", fmt.Errorf("queue: list failed jobs: %q is not a cursor: pass the next cursor of the page before, or \"\" for the first page", page.After)
+			return nil, "", fmt.Errorf("queue: list failed jobs: %w: %q is not a cursor: pass the next cursor of the page before, or \"\" for the first page", ErrInvalidQuery, page.After)
 		}
 		after = driver.FailedKey{FailedAt: n, ID: id}
 	}
-	rows, err := q.store.Failed(ctx, after, page.Limit, payloads)
+	rows, err := q.store.Failed(ctx, after, page.Limit+1, payloads) // one more says whether a page follows
 	if err != nil {
 		return nil, "", fmt.Errorf("queue: list failed jobs: %w", err)
+	}
+	more := len(rows) > page.Limit
+	if more {
+		rows = rows[:page.Limit]
 	}
 	out := make([]FailedJob, len(rows))
 	for i, r := range rows {
 		out[i] = FailedJob{ID: r.ID, Queue: r.Queue, Name: r.Name, Payload: r.Payload, Attempts: r.Attempts,
 			Error: r.Error, FailedAt: time.UnixMilli(r.FailedAt).UTC(), Meta: r.Meta}
 	}
-	if len(rows) < page.Limit {
+	if !more {
 		return out, "", nil
 	}
 	last := rows[len(rows)-1]

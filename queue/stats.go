@@ -106,10 +106,10 @@ type JobInfo struct {
 	PayloadBytes int
 }
 
-// ErrInvalidQuery is wrapped by the errors of [Queue.Jobs] for a query it
-// refuses: an unknown state, a limit out of bounds, a cursor that is not
-// one, a queue or job name no job can have. A dashboard answers it with
-// 400 Bad Request.
+// ErrInvalidQuery is wrapped by the errors of [Queue.Jobs] and
+// [Queue.Failed] for a query they refuse: an unknown state, a limit out of
+// bounds, a cursor that is not one, a queue or job name no job can have. A
+// dashboard answers it with 400 Bad Request.
 var ErrInvalidQuery = errors.New("invalid jobs query")
 
 // Jobs returns a page of the jobs in one state, and the cursor of the

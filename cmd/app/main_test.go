@@ -61,7 +61,7 @@ func eachDatabase(t *testing.T, f func(t *testing.T, dir, url string)) {
 
 func TestMigrateThenServe(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, dir, url string) {
-		if got := run(t, dir, url, "migrate"); got != "Migrated example/0001_create_visits\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\n" {
+		if got := run(t, dir, url, "migrate"); got != "Migrated example/0001_create_visits\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\n" {
 			t.Fatalf("migrate printed %q", got)
 		}
 		if got := run(t, dir, url, "migrate"); got != "Nothing to migrate.\n" {
@@ -110,7 +110,7 @@ func TestMigrateThenServe(t *testing.T) {
 			t.Fatalf("after SIGTERM: %v, printed %q", err, rest)
 		}
 
-		if got := run(t, dir, url, "migrate:rollback"); got != "Rolled back queue/0003_add_meta\nRolled back queue/0002_create_queue_clock\nRolled back queue/0001_create_jobs\nRolled back example/0001_create_visits\n" {
+		if got := run(t, dir, url, "migrate:rollback"); got != "Rolled back queue/0004_index_failed_queue\nRolled back queue/0003_add_meta\nRolled back queue/0002_create_queue_clock\nRolled back queue/0001_create_jobs\nRolled back example/0001_create_visits\n" {
 			t.Fatalf("migrate:rollback printed %q", got)
 		}
 		if got := run(t, dir, url, "migrate:rollback"); got != "Nothing to roll back.\n" {
@@ -136,7 +136,7 @@ func TestTwoProcessesMigrateAtOnce(t *testing.T) {
 		}
 		wg.Wait()
 		joined := outs[0] + outs[1]
-		if strings.Count(joined, "Migrated example/0001_create_visits\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\n") != 1 || strings.Count(joined, "Nothing to migrate.\n") != 1 {
+		if strings.Count(joined, "Migrated example/0001_create_visits\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\n") != 1 || strings.Count(joined, "Nothing to migrate.\n") != 1 {
 			t.Fatalf("the two processes printed %q", outs)
 		}
 	})

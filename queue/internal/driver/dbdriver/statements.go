@@ -53,9 +53,9 @@ func sqliteStatements() statements {
 // completion's coalesce keeps it off the index of reserved rows for the
 // same reason.
 func postgresStatements() statements {
-	return common("coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)", " FOR UPDATE SKIP LOCKED",
+	return common(pgAt, " FOR UPDATE SKIP LOCKED",
 		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
-			"UPDATE jobs SET reserved_at = coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), attempts = jobs.attempts + 1 "+
+			"UPDATE jobs SET reserved_at = "+pgAt+", attempts = jobs.attempts + 1 "+
 			"FROM lazy WHERE jobs.id = ANY(ARRAY("+
 			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? "+
 			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING "+prefixed("jobs.", columns),
@@ -66,16 +66,27 @@ func postgresStatements() statements {
 		numbered)
 }
 
+// pgAt is a time on the clock of reservations on PostgreSQL: the
+// argument, or for NULL the server's clock.
+const pgAt = "coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)"
+
+// staleAt is the rule of a reservation gone stale by the time at (its
+// arguments: that time twice), as takeovers, probes and Stats judge it:
+// reserved at or before at minus StaleAfter of its timeout. Every stale
+// reservation is at least GraceMs old: that bound lets the index over
+// reserved rows narrow the search.
+func staleAt(at string) string {
+	return "reserved_at <= " + at + " - " + strconv.Itoa(driver.GraceMs) +
+		" AND reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= " + at
+}
+
 // common builds the statements both databases share: at is a time on the
 // clock of reservations, skipLocked what a takeover's search adds, and
 // words rewrites a statement's placeholders for the database.
 func common(at, skipLocked, reserve, complete string, words func(string) string) statements {
 	// The reservations of a queue gone stale by a time; its arguments are
-	// queue and that time twice. Every stale reservation is at least
-	// GraceMs old: that bound lets the index over reserved rows narrow the
-	// search.
-	staleWhere := "queue = ? AND reserved_at IS NOT NULL AND reserved_at <= " + at + " - " + strconv.Itoa(driver.GraceMs) +
-		" AND reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= " + at
+	// queue and that time twice.
+	staleWhere := "queue = ? AND reserved_at IS NOT NULL AND " + staleAt(at)
 	failedPage := " FROM failed_jobs WHERE (failed_at, id) > (?, ?) ORDER BY failed_at, id LIMIT ?" // by the index over (failed_at, id)
 	q := statements{
 		insert:       words("INSERT INTO jobs (" + columns + ") VALUES " + values),

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"math"
 	"slices"
-	"strconv"
 
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -17,8 +16,8 @@ import (
 // (PostgreSQL from the index alone where the visibility map allows; SQLite
 // looks each row up, taking a partial index on "reserved_at IS NULL" as
 // not holding reserved_at); running ones, jobs_reserved and their rows;
-// failed ones, failed_jobs whole, no index holding their queue. A page of
-// jobs walks the index of its state from the cursor:
+// failed ones, failed_jobs_queue (queue, failed_at, id). A page of jobs
+// walks the index of its state from the cursor:
 //
 //   - waiting and delayed: jobs_waiting (queue, available_at, id), one
 //     queue at a time; a page of every queue merges the first page of each
@@ -70,10 +69,7 @@ const (
 // clock of reservations, words rewrites placeholders for the database,
 // and lateral says whether it joins LATERAL.
 func readStatementsOf(at string, words func(string) string, lateral bool) readStatements {
-	// Stale as TakeOver judges it (see common): at or before at minus its
-	// StaleAfter.
-	stale := "reserved_at <= " + at + " - " + strconv.Itoa(driver.GraceMs) +
-		" AND reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= " + at
+	stale := staleAt(at) // as TakeOver judges it
 	// One row per queue and table: the queue, which count (0: not
 	// reserved, 1: reserved, 2: failed), and two counts and a time.
 	r := readStatements{
@@ -138,11 +134,6 @@ var (
 	sqliteRead   = readStatementsOf("?", func(s string) string { return s }, false)
 	postgresRead = readStatementsOf(pgAt, numbered, true)
 )
-
-// pgAt is a time on the clock of reservations on PostgreSQL: the
-// argument, or for NULL the server's clock (as postgresStatements says
-// it).
-const pgAt = "coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)"
 
 // Stats implements driver.Driver.
 func (s *sqliteDriver) Stats(ctx context.Context, now, at int64) ([]driver.QueueStats, error) {

@@ -1,0 +1,1 @@
+DROP INDEX failed_jobs_queue;
