@@ -49,7 +49,7 @@ type benchOptions struct {
 	Workers     int    // jobs run at once; default queue.workers
 	Dispatch    string // "bulk" (the default: DispatchMany, 10,000 a call) or "single" (Dispatch)
 	Dispatchers int    // goroutines dispatching with "single"; default 8
-	Latency     int    // jobs for the latency, dispatched 5 ms apart; default 200, negative for none
+	Latency     int    // jobs for the latency, dispatched 5 ms apart; default 1,000, negative for none
 	// LogJobs logs every successful attempt of the benchmark's jobs, as
 	// queue:work does. Off, only failed and released attempts are logged:
 	// the lines would measure the log handler more than the queue (a few
@@ -140,7 +140,7 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		o.Dispatchers = 8
 	}
 	if o.Latency == 0 {
-		o.Latency = 200
+		o.Latency = 1000
 	}
 	switch {
 	case o.Jobs < 1 || o.Jobs > maxBenchJobs || o.Workers < 1 || o.Workers > MaxWorkers || o.Dispatchers < 1 || o.Dispatchers > MaxWorkers:

@@ -81,7 +81,7 @@ func commands() []app.Command {
 				&cli.IntFlag{Name: "workers", Usage: "jobs run at once (default queue.workers)"},
 				&cli.StringFlag{Name: "dispatch", Value: "bulk", Usage: "single (Dispatch from --dispatchers goroutines) or bulk (DispatchMany, 10,000 jobs a call)"},
 				&cli.IntFlag{Name: "dispatchers", Value: 8, Usage: "goroutines dispatching with --dispatch single"},
-				&cli.IntFlag{Name: "latency", Value: 200, Usage: "jobs for the latency measure (0: skip it)"},
+				&cli.IntFlag{Name: "latency", Value: 1000, Usage: "jobs for the latency measure: its p99 is the tenth-slowest (0: skip it)"},
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 				&cli.BoolFlag{Name: "log-jobs", Usage: "log every successful attempt, as queue:work does (off: only failures)"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to `FILE` (read it with go tool pprof)"},
