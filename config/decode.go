@@ -35,6 +35,8 @@ const (
 	missingFile // APP_ENV names an environment without a file
 )
 
+// Error names the key, the value (redacted), where it came from and what
+// is allowed.
 func (e *Error) Error() string {
 	from := ""
 	if e.Source != "" { // an *Error of a Validate method called outside Config

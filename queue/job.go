@@ -175,10 +175,12 @@ type PayloadError struct {
 	Err  error
 }
 
+// Error says which job type's payload does not decode, and why.
 func (e *PayloadError) Error() string {
 	return fmt.Sprintf("the payload of job %s does not decode: %v", e.Name, e.Err)
 }
 
+// Unwrap returns the decoding error.
 func (e *PayloadError) Unwrap() error { return e.Err }
 
 // HandleNamed registers fn as the handler of the job type name, for job
@@ -256,6 +258,7 @@ type UnknownJobError struct {
 	Name string
 }
 
+// Error names the job type and how to register it.
 func (e *UnknownJobError) Error() string {
 	return fmt.Sprintf("queue: unknown job %q: no module registered a handler for it (queue.Register or queue.HandleFunc)", e.Name)
 }

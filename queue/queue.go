@@ -102,6 +102,7 @@ var ErrNoFailedJob = errors.New("there is no failed job with that id")
 // NoFailedJobError is Retry's error for an id that is not a failed job.
 type NoFailedJobError struct{ ID string }
 
+// Error names the id.
 func (e *NoFailedJobError) Error() string { return "there is no failed job with id " + e.ID }
 
 // Is reports whether target is [ErrNoFailedJob].
