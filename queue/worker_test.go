@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -879,6 +880,52 @@ func TestAStoppingWorkerSyncsItsCompletions(t *testing.T) {
 		log := c.list()
 		if n := len(log); n < 2 || log[n-1] != "sync" || log[n-2] != "complete" || slices.Index(log, "sync") != n-1 {
 			t.Fatalf("the worker asked %v of its store, want its completions then one sync", log)
+		}
+	})
+}
+
+// reserves counts a worker's searches for jobs, and closes searched once
+// the first is over.
+type reserves struct {
+	driver.Driver
+	n        atomic.Int64
+	searched chan struct{}
+}
+
+func (r *reserves) Reserve(ctx context.Context, res driver.Reservation) ([]*driver.Job, error) {
+	jobs, err := r.Driver.Reserve(ctx, res)
+	if r.n.Add(1) == 1 {
+		close(r.searched)
+	}
+	return jobs, err
+}
+
+// TestAFreedHandlerDoesNotSearchADrainedQueue: once a search has taken
+// every job due (fewer than it asked for), a handler that comes free makes
+// no job due; the worker waits for the next dispatch instead of searching
+// again (at low load that search found nothing, once per job).
+func TestAFreedHandlerDoesNotSearchADrainedQueue(t *testing.T) {
+	ran := make(chan string, 2)
+	eachWith(t, queue.Config{PollIntervalMs: 3_600_000, Workers: 2}, map[string]queue.Registration{"contacts.export": reporting(ran)}, func(t *testing.T, f fixture) {
+		r := &reserves{searched: make(chan struct{})}
+		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { r.Driver = d; return r })
+		workCtx, stop := context.WithCancel(ctx)
+		done := make(chan queue.WorkStats)
+		go func() { stats, _ := f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}}); done <- stats }()
+		<-r.searched // the worker's first search, of an empty queue
+		for _, company := range []string{"a", "b"} {
+			f.q.Dispatch(ctx, ExportContacts{CompanyID: company})
+			if got := <-ran; got != company {
+				t.Fatalf("ran %q, want %q", got, company)
+			}
+		}
+		stop()
+		if stats := <-done; stats.Succeeded != 2 {
+			t.Fatalf("%+v", stats)
+		}
+		// The first search (the queue empty), then one per dispatch.
+		if n := r.n.Load(); n != 3 {
+			t.Fatalf("%d searches, want 3", n)
 		}
 	})
 }

@@ -73,6 +73,9 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 			return err
 		})
 		count = &w.released
+		if acted && err == nil && delay <= 0 {
+			w.cfg.Waker.Wake() // due now: the fetcher does not search when a handler comes free
+		}
 		level, attrs = slog.LevelWarn, append(attrs, slog.String("outcome", "released"), slog.Float64("retry_in_secs", delay.Seconds()), slog.String("error", failure.msg))
 	} else {
 		err = retried(func() (err error) {

@@ -81,17 +81,28 @@ func (w *worker) fetch(ctx context.Context) {
 			// Nothing runs, so nothing can come back for a retry: empty.
 			return
 		}
-		if w.opts.Idle != nil && free == w.opts.Workers && w.listening.Load() {
-			w.opts.Idle()
-		}
+		// The search found every job due by now (or failed): a handler
+		// that comes free makes no job due, so the fetcher waits on for a
+		// dispatch, the prober or the poll rather than search again (at
+		// low load that search found nothing once per job), unless a
+		// StopWhenEmpty worker may now have nothing left to run. A job
+		// released to run again at once wakes the fetcher itself.
+		drained := err == nil
 		poll.Reset(w.cfg.PollInterval)
-		select {
-		case <-poll.C:
-		case <-wake:
-		case <-w.probed:
-		case <-w.free:
-			free++
-		case <-ctx.Done():
+		for waiting := true; waiting; {
+			if w.opts.Idle != nil && free == w.opts.Workers && w.listening.Load() {
+				w.opts.Idle()
+			}
+			waiting = false
+			select {
+			case <-poll.C:
+			case <-wake:
+			case <-w.probed:
+			case <-w.free:
+				free++
+				waiting = drained && !(w.opts.StopWhenEmpty && free == w.opts.Workers)
+			case <-ctx.Done():
+			}
 		}
 	}
 }
