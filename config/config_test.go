@@ -121,14 +121,7 @@ func TestInvalidValuesNameKeyValueSourceAndAllowed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			src := config.Sources{Dir: dir}
-			if tt.give != "" {
-				src.Environ = []string{tt.give}
-			}
-			if tt.file != "" {
-				write(t, dir, "app.toml", tt.file)
-			}
+			src, dir := sources(t, tt.give, tt.file)
 			_, err := load(t, src)
 			want := strings.ReplaceAll(tt.wantErr, "DIR", dir)
 			if err == nil || err.Error() != want {
@@ -181,14 +174,7 @@ func TestUnknownSectionsAndKeysFailNamingTheNearest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			src := config.Sources{Dir: dir}
-			if tt.give != "" {
-				src.Environ = []string{tt.give}
-			}
-			if tt.file != "" {
-				write(t, dir, "app.toml", tt.file)
-			}
+			src, dir := sources(t, tt.give, tt.file)
 			_, err := config.New(src, config.Definition{Name: "queue", Defaults: queueDefaults}, config.Definition{Name: "store", Defaults: storeConfig{URL: "postgres://db"}})
 			want := strings.ReplaceAll(tt.wantErr, "DIR", dir)
 			if err == nil || err.Error() != want {
@@ -321,4 +307,20 @@ func TestAppEnvWithoutAFileFails(t *testing.T) {
 	if err != nil || got.Workers != 8 {
 		t.Fatalf("an empty file: workers = %d, %v; want 8 from the environment", got.Workers, err)
 	}
+}
+
+// sources are the sources of a table test's case: a variable (env, if
+// not empty) and an app.toml (file, if not empty) in a folder of its own,
+// which it returns too.
+func sources(t *testing.T, env, file string) (config.Sources, string) {
+	t.Helper()
+	dir := t.TempDir()
+	src := config.Sources{Dir: dir}
+	if env != "" {
+		src.Environ = []string{env}
+	}
+	if file != "" {
+		write(t, dir, "app.toml", file)
+	}
+	return src, dir
 }
