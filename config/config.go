@@ -48,6 +48,7 @@ func Defaults() Sources {
 // Config holds the merged values of every source and the decoded sections.
 type Config struct {
 	k        *koanf.Koanf
+	env      string            // Sources.Env
 	origin   map[string]string // flattened key -> where its value came from
 	sections map[string]any    // section name -> decoded value (T)
 }
@@ -57,7 +58,7 @@ var envName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 // Load reads every source and merges them. It decodes no section: see
 // [New] for that.
 func Load(src Sources) (*Config, error) {
-	c := &Config{k: koanf.New("."), origin: map[string]string{}, sections: map[string]any{}}
+	c := &Config{k: koanf.New("."), env: src.Env, origin: map[string]string{}, sections: map[string]any{}}
 	if src.Dir != "" {
 		files := []string{filepath.Join(src.Dir, "app.toml")}
 		if src.Env != "" {
@@ -272,6 +273,10 @@ func distance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Env is the app environment the config was read for (APP_ENV, such as
+// "production"); empty when none was named, as in development.
+func (c *Config) Env() string { return c.env }
 
 // Source says where key's value came from: a file's path, "env
 // APP_SECTION__KEY", "overrides", or "default" when no source set it.
