@@ -1,0 +1,200 @@
+package mail
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	netmail "net/mail"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
+	"github.com/navree/navree/queue"
+	"go.uber.org/fx"
+)
+
+// The transports.
+const (
+	// SMTP sends through the SMTP server of [Config.Host].
+	SMTP = "smtp"
+	// Log sends nothing: it logs one line per message (its recipient
+	// count, subject, size and Message-ID, never its body or addresses).
+	Log = "log"
+	// Memory keeps messages in the process for tests: see [Mailer.Memory]
+	// and package mailtest.
+	Memory = "memory"
+)
+
+// The TLS modes of [Config.TLS].
+const (
+	// STARTTLS connects in plain text and upgrades with STARTTLS, refusing
+	// a server that does not offer it (submission, port 587).
+	STARTTLS = "starttls"
+	// TLS connects over TLS from the start (implicit TLS, port 465).
+	TLS = "tls"
+	// NoTLS never encrypts: for a mail catcher on the loopback interface.
+	NoTLS = "none"
+)
+
+// Config is the [mail] section of the configuration.
+type Config struct {
+	// Transport is what sends mail: "smtp", "log" (the default, so a fresh
+	// app sends nothing by accident) or "memory".
+	Transport string `koanf:"transport" validate:"oneof=smtp log memory"`
+	// Host is the SMTP server's host name; needed by the smtp transport.
+	Host string `koanf:"host"`
+	// Port is the SMTP server's port; default 587.
+	Port int `koanf:"port" validate:"min=1,max=65535"`
+	// Username and Password log in to the SMTP server; no login when
+	// Username is empty. The password is never printed.
+	Username string        `koanf:"username"`
+	Password config.Secret `koanf:"password"`
+	// TLS is "starttls" (the default), "tls" or "none".
+	TLS string `koanf:"tls" validate:"oneof=starttls tls none"`
+	// From is the sender of messages that name none, such as
+	// "CRM <noreply@crm.example.com>"; needed by the smtp transport (the
+	// log and memory ones use noreply@localhost without it). Its domain
+	// names each Message-ID.
+	From string `koanf:"from"`
+	// Timeout bounds connecting to the SMTP server and each command of a
+	// send; default 15s.
+	Timeout time.Duration `koanf:"timeout"`
+	// Failover lists transports tried in order when the one before fails
+	// to connect or refuses a message for now (a 4xx reply), such as
+	// ["log"]; default none. A permanent refusal (5xx) is about the
+	// message, not the transport: it tries no other.
+	Failover []string `koanf:"failover" validate:"oneof=smtp log memory"`
+}
+
+// DefaultConfig returns the defaults of the [mail] section.
+func DefaultConfig() Config {
+	return Config{Transport: Log, Port: 587, TLS: STARTTLS, Timeout: 15 * time.Second}
+}
+
+// Validate checks what the validate tags cannot: a From that parses, a
+// host and sender for smtp, a positive timeout and a failover list that
+// repeats no transport.
+func (c Config) Validate() error {
+	if c.From != "" {
+		if _, err := netmail.ParseAddress(c.From); err != nil {
+			return config.Invalid("mail.from", c.From, `an address such as "CRM <noreply@crm.example.com>"`)
+		}
+	}
+	if c.Timeout <= 0 {
+		return config.Invalid("mail.timeout", c.Timeout, "a duration above zero, such as 15s")
+	}
+	chain := c.chain()
+	for i, name := range chain {
+		if slices.Index(chain, name) != i {
+			return config.Invalid("mail.failover", strings.Join(c.Failover, ","),
+				"transports tried after mail.transport ("+c.Transport+"), each once")
+		}
+	}
+	if slices.Contains(chain, SMTP) {
+		switch {
+		case c.Host == "":
+			return config.Invalid("mail.host", c.Host, "the SMTP server's host name, which the smtp transport needs")
+		case c.From == "":
+			return config.Invalid("mail.from", c.From, `the sender of messages that name none, such as "CRM <noreply@crm.example.com>", which the smtp transport needs`)
+		}
+	}
+	return nil
+}
+
+// chain is the transport and its failovers, in the order tried.
+func (c Config) chain() []string { return append([]string{c.Transport}, c.Failover...) }
+
+// withDefaults fills the zero fields of a Config written in code and
+// checks it.
+func (c Config) withDefaults() (Config, error) {
+	def := DefaultConfig()
+	if c.Transport == "" {
+		c.Transport = def.Transport
+	}
+	if c.Port == 0 {
+		c.Port = def.Port
+	}
+	if c.TLS == "" {
+		c.TLS = def.TLS
+	}
+	if c.Timeout == 0 {
+		c.Timeout = def.Timeout
+	}
+	for _, name := range c.chain() {
+		if name != SMTP && name != Log && name != Memory {
+			return c, fmt.Errorf("mail: unknown transport %q; want smtp, log or memory", name)
+		}
+	}
+	if c.TLS != STARTTLS && c.TLS != TLS && c.TLS != NoTLS {
+		return c, fmt.Errorf("mail: unknown tls mode %q; want starttls, tls or none", c.TLS)
+	}
+	return c, c.Validate()
+}
+
+// Params are what [New] builds a Mailer from.
+type Params struct {
+	Config Config
+	// Dispatcher is the queue [Mailer.Queue] pushes mail.send jobs to.
+	Dispatcher queue.Dispatcher
+	Clock      app.Clock    // dates messages; the system clock when nil
+	Logger     *slog.Logger // nil logs nothing
+	// Templates hold the template mail ([Templates]).
+	Templates []fs.FS
+	// Previews are the previews mail:preview and serve show ([Previews]).
+	Previews []Preview
+	// TLSConfig, when set, is the TLS configuration of the smtp transport
+	// (a test server's certificate authority, say); in an fx app, supply
+	// it named "mail.tls".
+	TLSConfig *tls.Config
+}
+
+// senderIn is what the sender needs: not the queue, which needs the
+// sender (its mail.send handler does).
+type senderIn struct {
+	fx.In
+	Config    Config
+	Clock     app.Clock    `optional:"true"`
+	Logger    *slog.Logger `optional:"true"`
+	Templates []fs.FS      `group:"mail.templates"`
+	TLSConfig *tls.Config  `name:"mail.tls" optional:"true"`
+}
+
+type mailerIn struct {
+	fx.In
+	Dispatcher queue.Dispatcher
+	Previews   []Preview `group:"mail.previews"`
+}
+
+// Module is mail, configured by the [mail] section. It provides the app's
+// [*Mailer], registers the mail.send job that sends queued mail and adds
+// the commands mail:test and mail:preview, and, in development (no
+// APP_ENV, or APP_ENV=development), the previews to serve under
+// /mail/previews.
+func Module() fx.Option { return module(config.Section("mail", DefaultConfig())) }
+
+// ModuleWith is [Module] configured in code instead: zero fields of cfg
+// take their defaults.
+//
+//	mail.ModuleWith(mail.Config{Transport: mail.Memory})
+func ModuleWith(cfg Config) fx.Option { return module(fx.Supply(cfg)) }
+
+func module(cfg fx.Option) fx.Option {
+	return fx.Module("mail",
+		cfg,
+		fx.Provide(fx.Private, newSender),
+		fx.Provide(func(s *sender, p mailerIn) (*Mailer, error) { return newMailer(s, p.Dispatcher, p.Previews) }),
+		queue.Register[SendJob](func(s *sender) queue.Handler[SendJob] { return sendHandler{s} }),
+		fx.Provide(fx.Annotate(previewRoutes, fx.ResultTags(`group:"app.routes,flatten"`))),
+		app.Commands(commands()...),
+	)
+}
+
+// Templates adds the template mail of fsys, such as an embed.FS holding
+// mail/export-ready.html.tmpl and mail/export-ready.txt.tmpl: see
+// [Template].
+func Templates(fsys fs.FS) fx.Option {
+	return fx.Supply(fx.Annotate(fsys, fx.As(new(fs.FS)), fx.ResultTags(`group:"mail.templates"`)))
+}
