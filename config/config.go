@@ -228,10 +228,14 @@ func (c *Config) checkUnknown(known map[string]bool) error {
 		}
 		sort.Strings(keys)
 		allowed := "no such key; [" + section + "] has " + strings.Join(keys, ", ")
+		value := show(c.k.Get(key))
 		if near, ok := Nearest(rest, keys); ok {
 			allowed = "did you mean " + near + "?"
+			if isSecret(near) && value != "" { // a misspelt password is still a password
+				value = masked
+			}
 		}
-		return &Error{Key: key, Value: show(c.k.Get(key)), Source: c.origin[key], Allowed: allowed, kind: unknownKey}
+		return &Error{Key: key, Value: value, Source: c.origin[key], Allowed: allowed, kind: unknownKey}
 	}
 	return nil
 }

@@ -255,6 +255,8 @@ func TestErrorsShowNoSecret(t *testing.T) {
 		file    string // or app.toml body
 		wantErr string
 	}{
+		{name: "misspelt secret key", give: "APP_STORE__PASWORD=S3cret",
+			wantErr: `config: unknown key store.pasword = "xxxxx" (from env APP_STORE__PASWORD): did you mean password?`},
 		{name: "unknown key holding a URL", give: "APP_STORE__URLL=postgres://bob:S3cret@db/crm?sslpassword=S3cret",
 			wantErr: `config: unknown key store.urll = "postgres://bob:xxxxx@db/crm?sslpassword=xxxxx" (from env APP_STORE__URLL): did you mean url?`},
 		{name: "invalid URL", give: "APP_STORE__URL=mysql://bob@db/crm?password=S3cret",
