@@ -119,7 +119,7 @@ func (a *App) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return a.cli(cmds, a.runCommand).RunContext(ctx, append([]string{a.Name}, args...))
+	return a.cli(cmds, a.runCommand).RunContext(ctx, append([]string{a.Name}, flagsFirst(cmds, args)...))
 }
 
 // errListed stops the graph of [App.commands] once it has the commands.

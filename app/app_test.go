@@ -97,6 +97,34 @@ func TestListingTheCommandsBuildsNothing(t *testing.T) {
 	}
 }
 
+func TestFlagsMayFollowArguments(t *testing.T) {
+	var got []string
+	cmd := app.Command{Name: "export", ArgsUsage: "COMPANY...",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "format", Aliases: []string{"f"}}, &cli.BoolFlag{Name: "zip"}},
+		Action: app.ActionFunc(func(c *cli.Context) error {
+			got = append([]string{c.String("format"), fmt.Sprint(c.Bool("zip"))}, c.Args().Slice()...)
+			return nil
+		})}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", "acme", "--format", "csv"}, "csv false acme"},
+		{[]string{"export", "acme", "-f=json", "--zip", "globex"}, "json true acme globex"},
+		{[]string{"export", "--format", "csv", "acme"}, "csv false acme"},
+		{[]string{"export", "acme", "--zip", "--", "--format", "x"}, " true acme --format x"},
+	}
+	for _, tt := range tests {
+		got = nil
+		if err := newApp(io.Discard, nil, app.Commands(cmd)).Run(context.Background(), tt.args); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("%v: got %q, want %q", tt.args, strings.Join(got, " "), tt.want)
+		}
+	}
+}
+
 func TestEachCommandRunBuildsOnce(t *testing.T) {
 	var builds int
 	var events []string

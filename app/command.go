@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
@@ -94,4 +95,49 @@ func supplyGroup[T any](group string, values []T) fx.Option {
 		opts[i] = fx.Supply(fx.Annotated{Group: group, Target: v})
 	}
 	return fx.Options(opts...)
+}
+
+// flagsFirst moves the flags of a command line's command (args[0]) ahead
+// of its arguments, so "mail:preview export-ready --eml out.eml" reads
+// --eml as users expect: urfave/cli stops reading flags at the first
+// argument. After "--" nothing moves.
+func flagsFirst(cmds []Command, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	takesValue := map[string]bool{}
+	found := false
+	for _, cmd := range cmds {
+		if cmd.Name != args[0] {
+			continue
+		}
+		found = true
+		for _, f := range cmd.Flags {
+			_, isBool := f.(*cli.BoolFlag)
+			for _, name := range f.Names() {
+				takesValue[name] = !isBool
+			}
+		}
+	}
+	if !found {
+		return args
+	}
+	flags, rest := []string{args[0]}, []string{}
+	for i := 1; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case arg == "--":
+			return append(append(append(flags, "--"), rest...), args[i+1:]...)
+		case len(arg) < 2 || arg[0] != '-':
+			rest = append(rest, arg)
+		default:
+			flags = append(flags, arg)
+			name, _, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+			if !hasValue && takesValue[name] && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		}
+	}
+	return append(flags, rest...)
 }

@@ -55,5 +55,5 @@ func (g *Graph) Stop(ctx context.Context) error { return g.fx.Stop(ctx) }
 func (g *Graph) Run(ctx context.Context, args []string) error {
 	return g.app.cli(g.cmds, func(c *cli.Context, cmd Command) error {
 		return g.runs[cmd.Name](c)
-	}).RunContext(ctx, append([]string{g.app.Name}, args...))
+	}).RunContext(ctx, append([]string{g.app.Name}, flagsFirst(g.cmds, args)...))
 }
