@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 
@@ -70,8 +69,11 @@ func (m *Mailer) preview(ctx context.Context, name string) (*previewed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mail: preview %s: %w", name, err)
 	}
-	if msg.From == "" {
-		msg.From = m.s.from.String()
+	if msg.From == "" { // as the user would write it, not as a header quotes it
+		msg.From = m.s.from.Address
+		if m.s.from.Name != "" {
+			msg.From = m.s.from.Name + " <" + m.s.from.Address + ">"
+		}
 	}
 	return &previewed{Name: name, Message: msg, rendered: r}, nil
 }
@@ -113,17 +115,6 @@ func (p *previewed) writeText(w io.Writer) {
 	if p.HTML != "" {
 		fmt.Fprintf(w, "\n--- html ---\n%s\n", strings.TrimRight(p.HTML, "\n"))
 	}
-}
-
-// contentType is a's type as it is sent.
-func contentType(a Attachment) string {
-	if a.ContentType != "" {
-		return a.ContentType
-	}
-	if ct := mime.TypeByExtension(path.Ext(a.Name)); ct != "" {
-		return ct
-	}
-	return "application/octet-stream"
 }
 
 type previewRoutesIn struct {

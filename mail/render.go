@@ -131,12 +131,7 @@ func render(msg Message, from *netmail.Address, now time.Time) (*rendered, error
 		if a.Name == "" || strings.ContainsAny(a.Name, "\r\n\"") {
 			return nil, invalid("attachment %d of %d needs a Name of one line, without quotes", i+1, len(msg.Attachments))
 		}
-		ct := a.ContentType
-		if ct == "" {
-			if ct = mime.TypeByExtension(path.Ext(a.Name)); ct == "" {
-				ct = "application/octet-stream"
-			}
-		}
+		ct := contentType(a)
 		if _, _, err := mime.ParseMediaType(ct); err != nil {
 			return nil, invalid("attachment %s has the content type %q, which does not parse (%v)", a.Name, ct, err)
 		}
@@ -155,6 +150,30 @@ func render(msg Message, from *netmail.Address, now time.Time) (*rendered, error
 		return nil, fmt.Errorf("mail: the rendered message is not valid UTF-8")
 	}
 	return &rendered{Envelope: env, Raw: raw.Bytes()}, nil
+}
+
+// commonTypes are the media types of files often mailed that Go's own
+// table lacks, so they do not depend on the machine's mime.types.
+var commonTypes = map[string]string{
+	".csv": "text/csv; charset=utf-8", ".txt": "text/plain; charset=utf-8", ".ics": "text/calendar; charset=utf-8",
+	".zip": "application/zip", ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+
+// contentType is a's media type as it is sent: its own, or the one its
+// name's extension says, or application/octet-stream.
+func contentType(a Attachment) string {
+	if a.ContentType != "" {
+		return a.ContentType
+	}
+	ext := strings.ToLower(path.Ext(a.Name))
+	if ct, ok := commonTypes[ext]; ok {
+		return ct
+	}
+	if ct := mime.TypeByExtension(ext); ct != "" {
+		return ct
+	}
+	return "application/octet-stream"
 }
 
 // isToken reports whether s is a header field name (RFC 5322: printable
