@@ -2,6 +2,7 @@ package mail_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -83,6 +84,20 @@ func exportReady() *mail.TemplateMessage {
 	return msg
 }
 
+// storedMail is the mail.send payload of job id, as the jobs table holds it.
+func storedMail(t *testing.T, a *mailApp, id string) mail.SendJob {
+	t.Helper()
+	var payload string
+	if err := a.DB.NewSelect().Table("jobs").Column("payload").Where("id = ?", id).Scan(context.Background(), &payload); err != nil {
+		t.Fatal(err)
+	}
+	var queued mail.SendJob
+	if err := json.Unmarshal([]byte(payload), &queued); err != nil || queued.V != 1 || queued.Raw == "" {
+		t.Fatalf("the stored mail.send payload %.200s does not decode (%v)", payload, err)
+	}
+	return queued
+}
+
 func run(t *testing.T, q *queue.Queue) queue.WorkStats {
 	t.Helper()
 	stats, err := q.RunPending(context.Background())
@@ -103,6 +118,7 @@ func TestQueuedTemplateMailArrivesOverSMTP(t *testing.T) {
 		if id == "" || len(srv.Received()) != 0 {
 			t.Fatalf("Queue sent the mail before a worker ran (id %q)", id)
 		}
+		queued := storedMail(t, a, id)
 		if stats := run(t, a.Queue); stats.Succeeded != 1 {
 			t.Fatalf("RunPending = %+v, want the mail.send job to succeed", stats)
 		}
@@ -111,6 +127,9 @@ func TestQueuedTemplateMailArrivesOverSMTP(t *testing.T) {
 			t.Fatalf("the server received %d messages, want 1", len(got))
 		}
 		m := got[0]
+		if string(m.Raw) != queued.Raw {
+			t.Errorf("the server received other bytes than were queued:\n%s\nqueued:\n%s", m.Raw, queued.Raw)
+		}
 		wantRcpt := []string{"ada@example.com", "grace@example.com", "audit@example.com"}
 		if m.Envelope.From != "noreply@crm.example.com" || strings.Join(m.Envelope.To, " ") != strings.Join(wantRcpt, " ") {
 			t.Errorf("envelope = %+v, want from noreply@crm.example.com to %v", m.Envelope, wantRcpt)
@@ -254,6 +273,7 @@ func TestFailoverToTheNextTransport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		queued := storedMail(t, a, id)
 		if stats := run(t, a.Queue); stats.Succeeded != 1 {
 			t.Fatalf("RunPending = %+v, want the mail sent through the failover", stats)
 		}
@@ -261,8 +281,8 @@ func TestFailoverToTheNextTransport(t *testing.T) {
 			t.Fatalf("%d jobs left (%v), want none", n, err)
 		}
 		sent := a.Mailer.Memory().Sent()
-		if len(sent) != 1 {
-			t.Fatalf("the memory failover has %d messages, want 1 (job %s)", len(sent), id)
+		if len(sent) != 1 || string(sent[0].Raw) != queued.Raw {
+			t.Fatalf("the memory failover has %d messages, want the bytes of job %s", len(sent), id)
 		}
 		if !strings.Contains(a.Logs(), "mail sent through a failover transport") || !strings.Contains(a.Logs(), "transport=memory") {
 			t.Errorf("the failover is not logged:\n%s", a.Logs())
