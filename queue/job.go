@@ -238,17 +238,29 @@ func Register[T Job](constructor any) fx.Option {
 	for i := range in {
 		in[i] = ct.In(i)
 	}
-	fn := reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{reflect.TypeFor[Registration](), errorType}, false),
+	fn := reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{reflect.TypeFor[built](), errorType}, false),
 		func(args []reflect.Value) []reflect.Value {
 			out := reflect.ValueOf(constructor).Call(args)
 			if len(out) == 2 && !out[1].IsNil() {
-				return []reflect.Value{reflect.Zero(reflect.TypeFor[Registration]()), out[1]}
+				return []reflect.Value{reflect.Zero(reflect.TypeFor[built]()), out[1]}
 			}
 			reg := registration(out[0].Interface().(Handler[T]), where)
-			return []reflect.Value{reflect.ValueOf(reg), reflect.Zero(errorType)}
+			return []reflect.Value{reflect.ValueOf(built(reg)), reflect.Zero(errorType)}
 		})
-	return fx.Provide(fx.Annotate(fn.Interface(), fx.ResultTags(`group:"queue.handlers"`)))
+	// The job type is known now and the queue dispatches it at once; its
+	// handler is built with the Queue that runs it. A handler may thus
+	// need what needs the Dispatcher (a *mail.Mailer, say) without a cycle.
+	var zero T
+	declared := Registration{name: zero.JobName(), typ: reflect.TypeFor[T](), where: where}
+	return fx.Options(
+		fx.Supply(fx.Annotated{Group: "queue.handlers", Target: declared}),
+		fx.Provide(fx.Annotate(fn.Interface(), fx.ResultTags(`group:"queue.built"`))),
+	)
 }
+
+// built is the Registration of a handler that [Register]'s constructor
+// built, for the Queue that runs it.
+type built Registration
 
 // ErrUnknownJob is returned when a job type has no registered handler.
 var ErrUnknownJob = errors.New("unknown job")

@@ -110,9 +110,22 @@ func ModuleWith(cfg Config) fx.Option {
 func module(cfg fx.Option) fx.Option {
 	return fx.Module("queue",
 		cfg,
-		fx.Provide(New),
-		fx.Provide(func(q *Queue) Dispatcher { return q }),
+		// The Dispatcher is the queue without its handlers, so that a
+		// handler may need what needs the Dispatcher (mail, events); the
+		// *Queue, which runs jobs, has them.
+		fx.Provide(fx.Private, func(p Params) (dispatching, error) { q, err := New(p); return dispatching{q}, err }),
+		fx.Provide(func(d dispatching) Dispatcher { return d.q }),
+		fx.Provide(func(d dispatching, b builtIn) *Queue { return d.q.bind(b.Handlers) }),
 		db.Migrations("queue", migrations.Queue),
 		app.Commands(commands()...),
 	)
+}
+
+// dispatching is the app's queue before it has the handlers Register's
+// constructors build.
+type dispatching struct{ q *Queue }
+
+type builtIn struct {
+	fx.In
+	Handlers []built `group:"queue.built"`
 }

@@ -160,6 +160,66 @@ func TestRegisteringATypeTwiceNamesBoth(t *testing.T) {
 	}
 }
 
+// notifier needs the Dispatcher, as a *mail.Mailer does.
+type notifier struct{ d queue.Dispatcher }
+
+// followUp is what the export handler of the test dispatches.
+type followUp struct {
+	UserID string `json:"user_id"`
+}
+
+func (followUp) JobName() string { return "contacts.follow_up" }
+
+// TestAHandlerMayNeedWhatNeedsTheDispatcher: a handler built by fx may
+// need a service that dispatches (the export job mails its link through a
+// Mailer that queues through the Dispatcher) without a dependency cycle,
+// and code that only dispatches builds no handler.
+func TestAHandlerMayNeedWhatNeedsTheDispatcher(t *testing.T) {
+	var builds int
+	var handled []string
+	module := fx.Options(queue.ModuleWith(queue.Config{Driver: queue.Memory}),
+		fx.Provide(func(d queue.Dispatcher) *notifier { return &notifier{d} }),
+		queue.Register[ExportContacts](func(n *notifier) queue.Handler[ExportContacts] {
+			builds++
+			return queue.HandlerFunc[ExportContacts](func(ctx context.Context, job ExportContacts, jc queue.JobContext) error {
+				handled = append(handled, job.RequestedBy)
+				_, err := n.d.Dispatch(ctx, followUp{UserID: "u1"})
+				return err
+			})
+		}),
+		queue.HandleFunc(func(ctx context.Context, job followUp, jc queue.JobContext) error {
+			handled = append(handled, "follow up "+job.UserID)
+			return nil
+		}),
+	)
+	dispatchOnly := app.Commands(app.Command{Name: "dispatch", Action: app.Uses(func(c *cli.Context, n *notifier) error {
+		_, err := n.d.Dispatch(c.Context, ExportContacts{RequestedBy: "ada@example.com"})
+		return err
+	})})
+	if out, err := runApp(t, nil, []string{"dispatch"}, module, dispatchOnly); err != nil || builds != 0 {
+		t.Fatalf("dispatch: %v %s; the handler was built %d time(s), want none", err, out, builds)
+	}
+	out, err := runApp(t, nil, []string{"use"}, module, use(func(q *queue.Queue, d queue.Dispatcher) error {
+		if _, err := d.Dispatch(context.Background(), ExportContacts{RequestedBy: "ada@example.com"}); err != nil {
+			return err
+		}
+		succeeded := 0
+		for {
+			stats, err := q.RunPending(context.Background())
+			if err != nil || stats.Processed == 0 {
+				if succeeded != 2 {
+					return fmt.Errorf("%d job(s) succeeded (%v), want the export and the follow-up it queued", succeeded, err)
+				}
+				return err
+			}
+			succeeded += stats.Succeeded
+		}
+	}))
+	if err != nil || builds != 1 || strings.Join(handled, ",") != "ada@example.com,follow up u1" {
+		t.Fatalf("use: %v %s; %d build(s), handled %v", err, out, builds, handled)
+	}
+}
+
 const childEnv = "NAVREE_QUEUE_TEST_CHILD_URL"
 
 func TestMain(m *testing.M) {

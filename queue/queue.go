@@ -166,7 +166,9 @@ func New(p Params) (*Queue, error) {
 			return nil, fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", reg.name, prev.typ, prev.where, reg.typ, reg.where)
 		}
 		q.jobs[reg.name] = reg
-		q.handles[reg.name] = handle(reg)
+		if reg.handle != nil { // nil: declared by Register, whose handler is built with the Queue (bind)
+			q.handles[reg.name] = handle(reg)
+		}
 	}
 	switch cfg.Driver {
 	case Memory:
@@ -178,6 +180,14 @@ func New(p Params) (*Queue, error) {
 		q.store = dbdriver.New(p.DB)
 	}
 	return q, nil
+}
+
+// bind gives q the handlers that Register's constructors built.
+func (q *Queue) bind(handlers []built) *Queue {
+	for _, b := range handlers {
+		q.handles[b.name] = handle(Registration(b))
+	}
+	return q
 }
 
 // reservedAt is the time reservations are stamped with and judged stale

@@ -81,6 +81,10 @@ func (f *Fake) add(d Dispatch) {
 // Queue returns the fake as a *queue.Queue. Replace the app's queue with
 // it (apptest.Replace(fake.Queue())) and the queue module's Dispatcher,
 // which mail, events and notifications use, records into the fake too.
+// With fx alone, replace both:
+//
+//	q := fake.Queue()
+//	fx.Replace(q, fx.Annotate(q, fx.As(new(queue.Dispatcher))))
 func (f *Fake) Queue() *queue.Queue { return f.q }
 
 // Dispatcher returns the fake as a queue.Dispatcher, for an app without

@@ -16,6 +16,7 @@ import (
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
 )
 
@@ -81,8 +82,16 @@ func Config(values any) fx.Option {
 }
 
 // Replace replaces the app's value of v's type with v, for every module:
-// apptest.Replace(fake.Queue()).
-func Replace(v any) fx.Option { return fx.Replace(v) }
+// apptest.Replace(fake.Queue()). A *queue.Queue replaces the queue
+// module's queue.Dispatcher too, which modules such as mail dispatch
+// through (the module provides it apart from the *Queue, which holds the
+// handlers that may need it).
+func Replace(v any) fx.Option {
+	if q, ok := v.(*queue.Queue); ok {
+		return fx.Replace(q, fx.Annotate(q, fx.As(new(queue.Dispatcher))))
+	}
+	return fx.Replace(v)
+}
 
 // Supply provides v as a T, for an app that has no module providing T:
 // apptest.Supply[queue.Dispatcher](fake.Dispatcher()).
