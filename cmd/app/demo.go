@@ -14,7 +14,8 @@ import (
 
 // The demo jobs show each thing a worker does: a success, a retry that
 // succeeds, a job that keeps failing and ends in the failed jobs, and a
-// slow job. They retry at once (Fixed(0)) so the demo takes seconds.
+// slow job; and an export (export.go) that queues a mail. They retry at
+// once (Fixed(0)) so the demo takes seconds.
 
 // Welcome succeeds.
 type Welcome struct {
@@ -61,9 +62,10 @@ var demoModule = fx.Module("demo",
 	}),
 	app.Commands(app.Command{
 		Name:  "demo",
-		Usage: "Queue a batch of demo jobs: successes, a retry, a failure and a slow one",
+		Usage: "Queue a batch of demo jobs: successes, a retry, a failure, a slow one and an export that mails its link",
 		Action: app.Uses(func(c *cli.Context, q *queue.Queue) error {
-			jobs := []queue.Job{Welcome{"Ada"}, Welcome{"Grace"}, Welcome{"Linus"}, Flaky{}, Broken{}, Slow{}}
+			jobs := []queue.Job{Welcome{"Ada"}, Welcome{"Grace"}, Welcome{"Linus"}, Flaky{}, Broken{}, Slow{},
+				ExportContacts{Company: "Acme", RequestedBy: "ada@example.com"}}
 			for _, job := range jobs {
 				if _, err := q.Dispatch(c.Context, job); err != nil {
 					return err

@@ -6,6 +6,7 @@
 //	go run ./cmd/app demo                        # queue a batch of demo jobs
 //	go run ./cmd/app queue:work --stop-when-empty # run them
 //	go run ./cmd/app queue:failed                # the one that failed
+//	go run ./cmd/app mail:preview export-ready   # the export's mail
 //	go run ./cmd/app serve                       # http://127.0.0.1:8080
 //	go run ./cmd/app --help                      # every command
 //
@@ -17,6 +18,7 @@ import (
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/mail"
 	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
 )
@@ -26,8 +28,10 @@ func modules() []fx.Option {
 	return []fx.Option{
 		db.Module(),
 		queue.Module(),
+		mail.Module(),
 		visitsModule,
 		demoModule,
+		exportModule,
 	}
 }
 

@@ -158,7 +158,7 @@ func TestHelpCreatesNothing(t *testing.T) {
 		dir := t.TempDir()
 		out := run(t, dir, "", args...)
 		if args[0] == "--help" {
-			for _, cmd := range []string{"serve", "migrate", "queue:work", "queue:failed", "demo"} {
+			for _, cmd := range []string{"serve", "migrate", "queue:work", "queue:failed", "demo", "mail:test", "mail:preview"} {
 				if !strings.Contains(out, "   "+cmd+" ") {
 					t.Errorf("--help does not list %s:\n%s", cmd, out)
 				}
@@ -224,7 +224,7 @@ func TestATypoFailsTheBoot(t *testing.T) {
 		{name: "key in the file", file: "[queue]\nwokers = 8\n",
 			want: `app: config: unknown key queue.wokers = "8" (from config/app.toml): did you mean workers?` + "\n"},
 		{name: "section of no module", env: "APP_REDIS__URL=redis://:hunter2@cache",
-			want: "app: config: unknown section [redis] (from env APP_REDIS__URL): no module of this app reads it; the sections are [database], [http], [log], [queue]\n"},
+			want: "app: config: unknown section [redis] (from env APP_REDIS__URL): no module of this app reads it; the sections are [database], [http], [log], [mail], [queue]\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -302,7 +302,7 @@ func TestUnreachablePostgresNamesTheHost(t *testing.T) {
 func TestDemo(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, dir, url string) {
 		run(t, dir, url, "migrate")
-		if got := run(t, dir, url, "demo"); !strings.HasPrefix(got, "Queued 6 demo jobs.") {
+		if got := run(t, dir, url, "demo"); !strings.HasPrefix(got, "Queued 7 demo jobs.") {
 			t.Fatalf("demo printed %q", got)
 		}
 		work := command(dir, url, "queue:work", "--stop-when-empty")
@@ -312,17 +312,43 @@ func TestDemo(t *testing.T) {
 		if err != nil {
 			t.Fatalf("queue:work: %v\n%s", err, stderr.String())
 		}
-		if string(out) != "Processed 9 job attempt(s): 5 succeeded, 3 released for retry, 1 failed.\n" {
+		if string(out) != "Processed 11 job attempt(s): 7 succeeded, 3 released for retry, 1 failed.\n" {
 			t.Fatalf("queue:work printed %q", out)
 		}
-		if n := strings.Count(stderr.String(), `msg="job attempt"`); n != 9 {
-			t.Fatalf("%d attempt log lines, want 9:\n%s", n, stderr.String())
+		if n := strings.Count(stderr.String(), `msg="job attempt"`); n != 11 {
+			t.Fatalf("%d attempt log lines, want 11:\n%s", n, stderr.String())
+		}
+		// The export wrote its file and queued its mail, which the default
+		// log transport logged instead of sending.
+		exports, _ := filepath.Glob(filepath.Join(dir, "var", "exports", "*.csv"))
+		if len(exports) != 1 {
+			t.Fatalf("exports %v, want the one the demo's export wrote", exports)
+		}
+		if csv, _ := os.ReadFile(exports[0]); string(csv) != "name,email\nAda Lovelace,ada@example.com\nGrace Hopper,grace@example.com\n" {
+			t.Fatalf("the export holds %q", csv)
+		}
+		if !strings.Contains(stderr.String(), `msg="mail not sent: the log transport logs it instead" logger=navree.mail recipients=1 subject="Your export is ready" bytes=`) ||
+			!strings.Contains(stderr.String(), "name=mail.send") {
+			t.Fatalf("the export's mail is not logged:\n%s", stderr.String())
 		}
 		failed := run(t, dir, url, "queue:failed")
 		if !strings.Contains(failed, "  default  demo.broken  attempts=3  ") || !strings.HasSuffix(failed, "  smtp refused the message: mailbox unavailable\n") {
 			t.Fatalf("queue:failed printed %q", failed)
 		}
 	})
+}
+
+// TestExportMailPreview: the export's mail renders from the app's
+// embedded templates, with their layout.
+func TestExportMailPreview(t *testing.T) {
+	out := run(t, t.TempDir(), "", "mail:preview", "export-ready")
+	for _, want := range []string{"To:         ada@example.com\nSubject:    Your export is ready\n",
+		"--- text ---\nThe export of the contacts of Acme is ready: 2 contact(s).\n\nDownload it from http://127.0.0.1:8080/exports/0190f1e2-demo.csv\n\n-- \nSent by the Navree example app.\n",
+		`<p><a href="http://127.0.0.1:8080/exports/0190f1e2-demo.csv">Download contacts.csv</a></p>`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("mail:preview export-ready printed:\n%s\nwant it to hold:\n%s", out, want)
+		}
+	}
 }
 
 // TestNoSecretsInOutput runs the app's commands on PostgreSQL with a
