@@ -400,6 +400,24 @@ func TestSTARTTLSWithLoginAndThePasswordNeverShown(t *testing.T) {
 	}
 }
 
+func TestImplicitTLS(t *testing.T) {
+	srv := mailtest.NewServer(t, mailtest.WithTLS())
+	settings := smtpTo(srv)
+	settings["tls"] = "tls"
+	a := newApp(t, apptest.TempDatabase(), settings, fx.Supply(fx.Annotate(srv.ClientTLSConfig(), fx.ResultTags(`name:"mail.tls"`))))
+	if err := a.Mailer.Send(context.Background(), exportReady()); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Received(); len(got) != 1 {
+		t.Fatalf("received %d messages over TLS, want 1", len(got))
+	}
+	settings["tls"], settings["timeout"] = "none", "500ms" // plain text to a TLS server: no greeting comes
+	b := newApp(t, apptest.TempDatabase(), settings)
+	if err := b.Mailer.Send(context.Background(), exportReady()); err == nil || !strings.Contains(err.Error(), "mail: smtp "+srv.Addr()+": connect: ") {
+		t.Fatalf("plain text to a TLS server: %v", err)
+	}
+}
+
 func TestTheLogTransportLogsOneLineAndNoBody(t *testing.T) {
 	a := newApp(t, apptest.TempDatabase(), map[string]any{"transport": "log"})
 	if _, err := a.Mailer.Queue(context.Background(), exportReady()); err != nil {
@@ -428,4 +446,33 @@ func TestTheLogTransportLogsOneLineAndNoBody(t *testing.T) {
 			t.Errorf("the logs show %q:\n%s", secret, a.Logs())
 		}
 	}
+}
+
+// TestWithoutFx: the Mailer that sends queued mail is built before the
+// queue that runs mail.send, and the one that queues is built on it.
+func TestWithoutFx(t *testing.T) {
+	cfg := mail.Config{Transport: mail.Memory, From: "noreply@crm.example.com"}
+	sending, err := mail.New(mail.Params{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{sending.Handler()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queueing, err := mail.New(mail.Params{Config: cfg, Dispatcher: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sending.Queue(context.Background(), mail.Message{To: []string{"ada@example.com"}, Subject: "x", Text: "y"}); err == nil ||
+		err.Error() != "mail: this Mailer has no queue: build it with Params.Dispatcher to queue mail" {
+		t.Fatalf("Queue without a Dispatcher: %v", err)
+	}
+	if _, err := queueing.Queue(context.Background(), mail.Message{To: []string{"ada@example.com"}, Subject: "Hello", Text: "Hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if stats := run(t, q); stats.Succeeded != 1 {
+		t.Fatalf("RunPending = %+v", stats)
+	}
+	mailtest.AssertSent(t, sending, func(m mailtest.Message) bool { return m.Subject == "Hello" })
 }

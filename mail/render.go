@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"net/textproto"
 	netmail "net/mail"
+	"net/textproto"
 	"path"
 	"strings"
 	"time"
@@ -113,7 +113,11 @@ func render(msg Message, from *netmail.Address, now time.Time) (*rendered, error
 	if at := strings.LastIndexByte(sender.Address, '@'); at >= 0 && at < len(sender.Address)-1 {
 		domain = sender.Address[at+1:]
 	}
-	env.MessageID = "<" + uuid.Must(uuid.NewV7()).String() + "@" + domain + ">"
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("mail: a Message-ID: %w", err)
+	}
+	env.MessageID = "<" + id.String() + "@" + domain + ">"
 	m.SetMessageIDWithValue(strings.Trim(env.MessageID, "<>"))
 	m.SetDateWithValue(now)
 	switch {

@@ -101,22 +101,22 @@ func (t *smtpTransport) Send(ctx context.Context, env Envelope, raw []byte) erro
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	if err := conn.Mail("<" + env.From + ">"); err != nil {
-		return t.refused("MAIL FROM", err, ctx)
+		return t.refused(ctx, "MAIL FROM", err)
 	}
 	for _, to := range env.To {
 		if err := conn.Rcpt("<" + to + ">"); err != nil {
-			return t.refused("RCPT TO", err, ctx)
+			return t.refused(ctx, "RCPT TO", err)
 		}
 	}
 	w, err := conn.Data()
 	if err != nil {
-		return t.refused("DATA", err, ctx)
+		return t.refused(ctx, "DATA", err)
 	}
 	if _, err := w.Write(raw); err != nil {
-		return t.refused("DATA", err, ctx)
+		return t.refused(ctx, "DATA", err)
 	}
 	if err := w.Close(); err != nil {
-		return t.refused("DATA", err, ctx)
+		return t.refused(ctx, "DATA", err)
 	}
 	_ = conn.Quit() // the message is accepted; a failed goodbye changes nothing
 	return nil
@@ -125,7 +125,7 @@ func (t *smtpTransport) Send(ctx context.Context, env Envelope, raw []byte) erro
 // refused is the error of a command the server answered with err: a
 // [*SendError] for a 4xx or 5xx reply, else a connection error, or ctx's
 // error when ctx ended the send.
-func (t *smtpTransport) refused(command string, err error, ctx context.Context) error {
+func (t *smtpTransport) refused(ctx context.Context, command string, err error) error {
 	var reply *textproto.Error
 	if errors.As(err, &reply) && reply.Code >= 400 && reply.Code < 600 {
 		return &SendError{Transport: t.String(), Command: command, Code: reply.Code,

@@ -54,6 +54,7 @@ type ServerOption func(*serverConfig)
 
 type serverConfig struct {
 	startTLS           bool
+	implicitTLS        bool
 	auth               bool
 	username, password string
 }
@@ -69,6 +70,13 @@ type received struct {
 // through ClientTLSConfig.
 func WithSTARTTLS() ServerOption {
 	return func(c *serverConfig) { c.startTLS = true }
+}
+
+// WithTLS makes the server speak TLS from the first byte (implicit TLS,
+// as on port 465), with a certificate as WithSTARTTLS makes; it offers no
+// STARTTLS. A client trusts it through ClientTLSConfig.
+func WithTLS() ServerOption {
+	return func(c *serverConfig) { c.implicitTLS = true }
 }
 
 // WithAuth makes the server require AUTH with username and password, by
@@ -100,15 +108,19 @@ func NewServer(t testing.TB, opts ...ServerOption) *Server {
 	srv.MaxMessageBytes = 32 << 20
 	srv.MaxRecipients = 100
 	srv.ErrorLog = log.New(io.Discard, "", 0)
-	if s.cfg.startTLS {
+	var serverTLS *tls.Config
+	if s.cfg.startTLS || s.cfg.implicitTLS {
 		cert, err := selfSigned()
 		if err != nil {
-			t.Fatalf("mailtest: a certificate for STARTTLS: %v", err)
+			t.Fatalf("mailtest: a certificate for TLS: %v", err)
 		}
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+		serverTLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 		roots := x509.NewCertPool()
 		roots.AddCert(cert.Leaf)
 		s.clientTLS = &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}
+	}
+	if s.cfg.startTLS {
+		srv.TLSConfig = serverTLS
 	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -116,8 +128,12 @@ func NewServer(t testing.TB, opts ...ServerOption) *Server {
 		t.Fatalf("mailtest: listen: %v", err)
 	}
 	s.addr = ln.Addr().(*net.TCPAddr)
+	var accept net.Listener = ln
+	if s.cfg.implicitTLS {
+		accept = tls.NewListener(ln, serverTLS)
+	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(listener{ln, s}) }()
+	go func() { served <- srv.Serve(listener{accept, s}) }()
 
 	t.Cleanup(func() {
 		// Stop accepting and end every connection, wait for Serve to
@@ -154,7 +170,8 @@ func (s *Server) Addr() string { return s.addr.String() }
 
 // ClientTLSConfig returns a TLS configuration for a client of the server:
 // it trusts the server's certificate and names 127.0.0.1. Each call returns
-// a new one. It returns nil for a server made without WithSTARTTLS.
+// a new one. It returns nil for a server made without WithSTARTTLS or
+// WithTLS.
 func (s *Server) ClientTLSConfig() *tls.Config { return s.clientTLS.Clone() }
 
 // Refuse makes the server answer the RCPT TO command of the next n messages
