@@ -51,6 +51,11 @@ func TestInvalidConfigFailsTheBoot(t *testing.T) {
 			`config: invalid value for mail.host: "" (from default); allowed: the SMTP server's host name, which the smtp transport needs`},
 		{"smtp without from", []string{"APP_MAIL__TRANSPORT=smtp", "APP_MAIL__HOST=mail.example.com"},
 			`config: invalid value for mail.from: "" (from default); allowed: the sender of messages that name none, such as "CRM <noreply@crm.example.com>", which the smtp transport needs`},
+		{"queue", []string{"APP_MAIL__QUEUE=mail,sms"},
+			`config: invalid value for mail.queue: "mail,sms" (from env APP_MAIL__QUEUE); allowed: empty for the default queue, or a queue name of 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
+		{"login without tls", []string{"APP_MAIL__TRANSPORT=smtp", "APP_MAIL__HOST=mail.example.com", "APP_MAIL__FROM=noreply@crm.example.com",
+			"APP_MAIL__USERNAME=crm", "APP_MAIL__PASSWORD=hunter2", "APP_MAIL__TLS=none"},
+			`config: invalid value for mail.tls: "none" (from env APP_MAIL__TLS); allowed: starttls or tls with a username: a login over tls = "none" would send the password in plain text`},
 		{"misspelt key", []string{"APP_MAIL__PASWORD=hunter2"},
 			`config: unknown key mail.pasword = "xxxxx" (from env APP_MAIL__PASWORD): did you mean password?`},
 		{"password in a bad port", []string{"APP_MAIL__PASSWORD=hunter2", "APP_MAIL__PORT=x"},
@@ -197,4 +202,24 @@ func TestAQueuedMessageOverTheLimitIsRefused(t *testing.T) {
 	if err := m.Send(context.Background(), msg); err != nil {
 		t.Fatalf("Send of the same message: %v", err)
 	}
+}
+
+func TestQueuedMailGoesToTheConfiguredQueueAndKeepsItsSize(t *testing.T) {
+	fake := queuetest.NewFake()
+	m, err := mail.New(mail.Params{Config: mail.Config{Transport: mail.Memory, Queue: "mail"}, Dispatcher: fake.Dispatcher()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := strings.Repeat(`<p>Your <a href="https://crm.example.com/x?a=1&b=2">export</a></p>`+"\n", 1500) // ~100 KB
+	if _, err := m.Queue(context.Background(), mail.Message{To: []string{"ada@example.com"}, Subject: "Big", HTML: html}); err != nil {
+		t.Fatal(err)
+	}
+	d := fake.Dispatches()
+	if len(d) != 1 || d[0].Options.Queue != "mail" || d[0].Options.MaxAttempts != 5 {
+		t.Fatalf("dispatched %+v, want one mail.send on queue mail with 5 attempts", d)
+	}
+	if ratio := float64(len(d[0].Payload)) / float64(len(html)); ratio > 1.25 {
+		t.Fatalf("%d bytes of HTML took %d bytes queued (%.2f×)", len(html), len(d[0].Payload), ratio)
+	}
+	mailtest.AssertQueued(t, fake, func(msg mailtest.Message) bool { return msg.HTML == html })
 }

@@ -62,6 +62,9 @@ type Config struct {
 	// Timeout bounds connecting to the SMTP server and each command of a
 	// send; default 15s.
 	Timeout time.Duration `koanf:"timeout"`
+	// Queue is the queue mail.send jobs go to, such as "mail"; empty (the
+	// default) for the queue's default queue.
+	Queue string `koanf:"queue"`
 	// Failover lists transports tried in order when the one before fails
 	// to connect or refuses a message for now (a 4xx reply), such as
 	// ["log"]; default none. A permanent refusal (5xx) is about the
@@ -82,6 +85,12 @@ func (c Config) Validate() error {
 		if _, err := netmail.ParseAddress(c.From); err != nil {
 			return config.Invalid("mail.from", c.From, `an address such as "CRM <noreply@crm.example.com>"`)
 		}
+	}
+	if c.Queue != "" && queue.CheckName(c.Queue) != nil {
+		return config.Invalid("mail.queue", c.Queue, "empty for the default queue, or a queue name of 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'")
+	}
+	if c.Username != "" && c.TLS == NoTLS && slices.Contains(c.chain(), SMTP) {
+		return config.Invalid("mail.tls", c.TLS, `starttls or tls with a username: a login over tls = "none" would send the password in plain text`)
 	}
 	if c.Timeout <= 0 {
 		return config.Invalid("mail.timeout", c.Timeout, "a duration above zero, such as 15s")

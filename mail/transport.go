@@ -129,7 +129,7 @@ func (t *smtpTransport) refused(ctx context.Context, command string, err error) 
 	var reply *textproto.Error
 	if errors.As(err, &reply) && reply.Code >= 400 && reply.Code < 600 {
 		return &SendError{Transport: t.String(), Command: command, Code: reply.Code,
-			Reply: strings.ReplaceAll(reply.Msg, "\n", " "), Permanent: reply.Code >= 500}
+			Reply: t.hide(errors.New(strings.ReplaceAll(reply.Msg, "\n", " "))).Error(), Permanent: reply.Code >= 500}
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("mail: %s: %s: %w", t, command, context.Cause(ctx))

@@ -404,6 +404,11 @@ func checkText(what, s string, limit int) error {
 // queueNameRule says what a queue name may hold, for errors.
 const queueNameRule = "1 to 100 ASCII letters, digits, '-', '_', '.' or ':'"
 
+// CheckName returns an error, saying what a name may hold, unless name
+// is a valid queue name: 1 to 100 ASCII letters, digits, '-', '_', '.'
+// or ':'. Modules check the queue names of their configuration with it.
+func CheckName(name string) error { return checkQueue(name) }
+
 // checkQueue validates a queue name: 1 to [MaxQueueNameLen] ASCII
 // letters, digits, '-', '_', '.' or ':', so that every name can be given
 // to queue:work --queue (which splits at commas and trims spaces) and
