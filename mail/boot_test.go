@@ -38,7 +38,7 @@ func TestInvalidConfigFailsTheBoot(t *testing.T) {
 		{"tls", []string{"APP_MAIL__TLS=ssl"},
 			`config: invalid value for mail.tls: "ssl" (from env APP_MAIL__TLS); allowed: one of starttls, tls, none`},
 		{"port", []string{"APP_MAIL__PORT=70000"},
-			`config: invalid value for mail.port: "70000" (from env APP_MAIL__PORT); allowed: at least 1, at most 65535`},
+			`config: invalid value for mail.port: "70000" (from env APP_MAIL__PORT); allowed: at least 0, at most 65535`},
 		{"timeout", []string{"APP_MAIL__TIMEOUT=0s"},
 			`config: invalid value for mail.timeout: "0s" (from env APP_MAIL__TIMEOUT); allowed: a duration above zero, such as 15s`},
 		{"from", []string{"APP_MAIL__FROM=CRM noreply"},

@@ -46,8 +46,9 @@ type Config struct {
 	Transport string `koanf:"transport" validate:"oneof=smtp log memory"`
 	// Host is the SMTP server's host name; needed by the smtp transport.
 	Host string `koanf:"host"`
-	// Port is the SMTP server's port; default 587.
-	Port int `koanf:"port" validate:"min=1,max=65535"`
+	// Port is the SMTP server's port; 0 (the default) for 465 with tls =
+	// "tls" and 587 otherwise.
+	Port int `koanf:"port" validate:"min=0,max=65535"`
 	// Username and Password log in to the SMTP server; no login when
 	// Username is empty. The password is never printed.
 	Username string        `koanf:"username"`
@@ -74,7 +75,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults of the [mail] section.
 func DefaultConfig() Config {
-	return Config{Transport: Log, Port: 587, TLS: STARTTLS, Timeout: 15 * time.Second}
+	return Config{Transport: Log, TLS: STARTTLS, Timeout: 15 * time.Second}
 }
 
 // Validate checks what the validate tags cannot: a From that parses, a
@@ -122,9 +123,6 @@ func (c Config) withDefaults() (Config, error) {
 	def := DefaultConfig()
 	if c.Transport == "" {
 		c.Transport = def.Transport
-	}
-	if c.Port == 0 {
-		c.Port = def.Port
 	}
 	if c.TLS == "" {
 		c.TLS = def.TLS

@@ -61,6 +61,12 @@ type smtpTransport struct {
 }
 
 func newSMTP(cfg Config, tlsConfig *tls.Config) *smtpTransport {
+	if cfg.Port == 0 {
+		cfg.Port = 587
+		if cfg.TLS == TLS {
+			cfg.Port = 465
+		}
+	}
 	return &smtpTransport{cfg: cfg, tls: tlsConfig, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))}
 }
 
