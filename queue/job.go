@@ -227,12 +227,39 @@ var errorType = reflect.TypeFor[error]()
 //	})
 func Register[T Job](constructor any) fx.Option {
 	where := caller(2)
+	var zero T
+	declared := Registration{name: zero.JobName(), typ: reflect.TypeFor[T](), where: where}
+	return registerBuilt(declared, "queue.Register["+reflect.TypeFor[T]().String()+"]", constructor, reflect.TypeFor[Handler[T]](),
+		func(h reflect.Value) Registration { return registration(h.Interface().(Handler[T]), where) })
+}
+
+// NamedFunc handles jobs of a type made at run time: it gets the job's
+// JSON payload as it was pushed ([HandleNamed], [RegisterNamed]).
+type NamedFunc = func(ctx context.Context, payload json.RawMessage, jc JobContext) error
+
+// RegisterNamed is [HandleNamed] with the handler built by constructor: a
+// function whose parameters fx provides and whose result is a
+// [NamedFunc] (and, optionally, an error), as [Register] takes one. The
+// events module registers each queued listener with it.
+func RegisterNamed(name string, constructor any) fx.Option {
+	where := caller(2)
+	declared := Registration{name: name, typ: reflect.TypeFor[json.RawMessage](), where: where}
+	return registerBuilt(declared, "queue.RegisterNamed("+strconv.Quote(name)+")", constructor, reflect.TypeFor[NamedFunc](),
+		func(fn reflect.Value) Registration { return named(name, fn.Interface().(NamedFunc), where) })
+}
+
+// registerBuilt declares the job type of declared, whose handler is built
+// by constructor (a func(deps...) returning a want, and optionally an
+// error) and made into a Registration by wrap. The job type is known now
+// and the queue dispatches it at once; its handler is built with the
+// Queue that runs it. A handler may thus need what needs the Dispatcher
+// (a *mail.Mailer, say) without a cycle.
+func registerBuilt(declared Registration, what string, constructor any, want reflect.Type, wrap func(reflect.Value) Registration) fx.Option {
 	ct := reflect.TypeOf(constructor)
-	handlerType := reflect.TypeFor[Handler[T]]()
-	if ct == nil || ct.Kind() != reflect.Func || ct.NumOut() < 1 || ct.NumOut() > 2 ||
-		!ct.Out(0).Implements(handlerType) || (ct.NumOut() == 2 && ct.Out(1) != errorType) {
-		return fx.Error(fmt.Errorf("queue.Register[%s] at %s: the constructor must be a func(deps...) returning a queue.Handler[%[1]s] (and an error), not %T",
-			reflect.TypeFor[T](), where, constructor))
+	if ct == nil || ct.Kind() != reflect.Func || ct.NumOut() < 1 || ct.NumOut() > 2 || (ct.NumOut() == 2 && ct.Out(1) != errorType) ||
+		!(ct.Out(0) == want || want.Kind() == reflect.Interface && ct.Out(0).Implements(want)) {
+		return fx.Error(fmt.Errorf("%s at %s: the constructor must be a func(deps...) returning a %s (and an error), not %T",
+			what, declared.where, want, constructor))
 	}
 	in := make([]reflect.Type, ct.NumIn())
 	for i := range in {
@@ -244,14 +271,8 @@ func Register[T Job](constructor any) fx.Option {
 			if len(out) == 2 && !out[1].IsNil() {
 				return []reflect.Value{reflect.Zero(reflect.TypeFor[built]()), out[1]}
 			}
-			reg := registration(out[0].Interface().(Handler[T]), where)
-			return []reflect.Value{reflect.ValueOf(built(reg)), reflect.Zero(errorType)}
+			return []reflect.Value{reflect.ValueOf(built(wrap(out[0]))), reflect.Zero(errorType)}
 		})
-	// The job type is known now and the queue dispatches it at once; its
-	// handler is built with the Queue that runs it. A handler may thus
-	// need what needs the Dispatcher (a *mail.Mailer, say) without a cycle.
-	var zero T
-	declared := Registration{name: zero.JobName(), typ: reflect.TypeFor[T](), where: where}
 	return fx.Options(
 		fx.Supply(fx.Annotated{Group: "queue.handlers", Target: declared}),
 		fx.Provide(fx.Annotate(fn.Interface(), fx.ResultTags(`group:"queue.built"`))),

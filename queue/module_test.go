@@ -3,6 +3,7 @@ package queue_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -311,4 +312,33 @@ func TestUniqueAcrossProcesses(t *testing.T) {
 			t.Fatalf("%d jobs (%v), want 1", n, err)
 		}
 	})
+}
+
+// TestRegisterNamed: a job type made at run time, with a handler fx
+// builds from what it needs.
+func TestRegisterNamed(t *testing.T) {
+	var got []string
+	module := fx.Options(queue.ModuleWith(queue.Config{Driver: queue.Memory}),
+		fx.Provide(func(d queue.Dispatcher) *notifier { return &notifier{d} }),
+		queue.RegisterNamed("events.audit", func(n *notifier) queue.NamedFunc {
+			return func(ctx context.Context, payload json.RawMessage, jc queue.JobContext) error {
+				got = append(got, jc.Name+" "+string(payload))
+				return nil
+			}
+		}))
+	out, err := runApp(t, nil, []string{"use"}, module, use(func(q *queue.Queue, d queue.Dispatcher) error {
+		if _, err := d.Push(context.Background(), queue.Envelope{Name: "events.audit", Payload: json.RawMessage(`{"id":1}`)}); err != nil {
+			return err
+		}
+		_, err := q.RunPending(context.Background())
+		return err
+	}))
+	if err != nil || strings.Join(got, ",") != `events.audit {"id":1}` {
+		t.Fatalf("use: %v %s; handled %v", err, out, got)
+	}
+	_, err = runApp(t, nil, []string{"use"}, queue.ModuleWith(queue.Config{Driver: queue.Memory}),
+		queue.RegisterNamed("events.audit", func() int { return 1 }), use(func(*queue.Queue, queue.Dispatcher) error { return nil }))
+	if err == nil || !strings.Contains(err.Error(), `queue.RegisterNamed("events.audit") at `) || !strings.Contains(err.Error(), "the constructor must be a func(deps...) returning a func(context.Context, json.RawMessage, queue.JobContext) error (and an error), not func() int") {
+		t.Fatalf("a bad constructor: %v", err)
+	}
 }
