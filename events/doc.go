@@ -1,5 +1,29 @@
-// Package events dispatches application events to listeners, which may run
-// at once or be queued as jobs.
+// Package events dispatches application events to listeners, which run
+// inside the dispatch or as queued jobs of their own.
 //
-// Not built yet: queued listeners will queue through queue.Dispatcher.
+// # Events and listeners
+//
+// An [Event] is a JSON-encodable value with a stable name. Modules
+// register listeners with fx options, each with a stable name of its own:
+// [Listen] for a queued listener whose handler fx builds, [On] for a
+// queued listener from a function, [Sync] for one that runs inside
+// Dispatch.
+//
+//	events.Listen[ContactsExported]("crm.notify_owner", newOwnerNotifier),
+//	events.Sync[ContactsExported]("audit.record", func(ctx context.Context, e ContactsExported) error { … }),
+//
+// # Dispatching
+//
+// [Module] provides the app's [*Bus]. [Bus.Dispatch] encodes the event
+// once and queues one job per queued listener (job type events.NAME), so
+// a slow or failing listener is retried alone and holds up no other. The
+// jobs join the unit of work in ctx: a request that fails, or a
+// transaction that rolls back, queues none. Then the sync listeners run,
+// every one, and their errors come back joined.
+//
+// # Testing
+//
+// Package eventstest has a fake bus that records events; with the real
+// bus and the queue fake, each queued listener's job is an envelope of its
+// own. events:list prints every listener.
 package events

@@ -1,0 +1,172 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strconv"
+
+	"github.com/navree/navree/queue"
+	"go.uber.org/fx"
+)
+
+// Event is something that happened, such as a finished export: a value
+// that encodes to JSON (ids and facts, not records) with a stable name,
+// its identity in the queue:
+//
+//	type ContactsExported struct {
+//		CompanyID string `json:"company_id"`
+//		Rows      int    `json:"rows"`
+//	}
+//
+//	func (ContactsExported) EventName() string { return "contacts.exported" }
+type Event interface {
+	EventName() string
+}
+
+// Handler handles an event of type E in a queued listener's job. Its ctx
+// ends when the attempt's time limit passes.
+type Handler[E Event] interface {
+	Handle(ctx context.Context, e E, jc queue.JobContext) error
+}
+
+// HandlerFunc is a function that is a [Handler].
+type HandlerFunc[E Event] func(ctx context.Context, e E, jc queue.JobContext) error
+
+// Handle calls f.
+func (f HandlerFunc[E]) Handle(ctx context.Context, e E, jc queue.JobContext) error {
+	return f(ctx, e, jc)
+}
+
+// Option sets how a listener runs.
+type Option func(*Listener)
+
+// Options sets the queue options of a queued listener's job: its queue,
+// attempts, backoff and timeout.
+//
+//	events.Listen[ContactsExported]("crm.notify_owner", newNotifier, events.Options(queue.Options{Queue: "mail"}))
+func Options(o queue.Options) Option { return func(l *Listener) { l.Options = o } }
+
+// AfterCommit runs a sync listener only once the unit of work in the
+// dispatch's ctx commits, and not at all if it rolls back; at once when
+// there is none. Its error cannot reach the dispatch then: it is logged.
+func AfterCommit() Option { return func(l *Listener) { l.AfterCommit = true } }
+
+// Listener is a registered listener, as events:list shows it.
+type Listener struct {
+	Name  string // its stable name, such as "crm.notify_owner"
+	Event string // the name of the event it listens to
+	// Queued is true for a listener that runs as a job of its own,
+	// events.<Name>; false for one that runs inside Dispatch.
+	Queued      bool
+	Options     queue.Options // a queued listener's job options
+	AfterCommit bool          // a sync listener run after the commit
+	Where       string        // where it was registered
+
+	typ  reflect.Type                             // the event's Go type
+	sync func(ctx context.Context, e Event) error // a sync listener's function
+}
+
+// JobName is the job type of a queued listener: "events." + its name.
+func (l Listener) JobName() string { return "events." + l.Name }
+
+// Listen registers a queued listener of events of type E, named name,
+// whose handler constructor builds: a function whose parameters fx
+// provides and whose result is a [Handler] of E (and, optionally, an
+// error), as queue.Register takes one. Each dispatch of an E queues one
+// job of type events.<name> for it, retried alone when it fails.
+//
+//	events.Listen[ContactsExported]("crm.notify_owner", func(m *mail.Mailer) events.Handler[ContactsExported] {
+//		return &ownerNotifier{mailer: m}
+//	})
+//
+// The name is the listener's identity in the queue: renaming it leaves
+// jobs already queued under the old name without a handler.
+func Listen[E Event](name string, constructor any, opts ...Option) fx.Option {
+	l := listener[E](name, true, opts, caller())
+	ct := reflect.TypeOf(constructor)
+	want := reflect.TypeFor[Handler[E]]()
+	if ct == nil || ct.Kind() != reflect.Func || ct.NumOut() < 1 || ct.NumOut() > 2 || !ct.Out(0).Implements(want) ||
+		(ct.NumOut() == 2 && ct.Out(1) != reflect.TypeFor[error]()) {
+		return fx.Error(fmt.Errorf("events.Listen[%s](%q) at %s: the constructor must be a func(deps...) returning an events.Handler[%[1]s] (and an error), not %[4]T",
+			reflect.TypeFor[E](), name, l.Where, constructor))
+	}
+	in := make([]reflect.Type, ct.NumIn())
+	for i := range in {
+		in[i] = ct.In(i)
+	}
+	build := reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{reflect.TypeFor[queue.NamedFunc](), reflect.TypeFor[error]()}, false),
+		func(args []reflect.Value) []reflect.Value {
+			out := reflect.ValueOf(constructor).Call(args)
+			if len(out) == 2 && !out[1].IsNil() {
+				return []reflect.Value{reflect.Zero(reflect.TypeFor[queue.NamedFunc]()), out[1]}
+			}
+			return []reflect.Value{reflect.ValueOf(decoding(out[0].Interface().(Handler[E]))), reflect.Zero(reflect.TypeFor[error]())}
+		})
+	return fx.Options(supply(l), queue.RegisterNamed(l.JobName(), build.Interface()))
+}
+
+// On registers a queued listener of events of type E, named name, that
+// runs fn: [Listen] for a handler that needs nothing fx provides.
+func On[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) fx.Option {
+	l := listener[E](name, true, opts, caller())
+	handler := HandlerFunc[E](func(ctx context.Context, e E, _ queue.JobContext) error { return fn(ctx, e) })
+	return fx.Options(supply(l), queue.HandleNamed(l.JobName(), decoding[E](handler)))
+}
+
+// Sync registers a listener of events of type E, named name, that runs fn
+// inside Dispatch, after the queued listeners are queued. The sync
+// listeners of an event run one after the other in the order they are
+// written: by the file that registers them, then by line (fx gives its
+// registrations in no set order). Its error, or its panic, is returned by
+// Dispatch, joined with those of the others; every one runs.
+func Sync[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) fx.Option {
+	l := listener[E](name, false, opts, caller())
+	l.sync = func(ctx context.Context, e Event) error { return fn(ctx, e.(E)) }
+	return supply(l)
+}
+
+func listener[E Event](name string, queued bool, opts []Option, where string) Listener {
+	var zero E
+	l := Listener{Name: name, Event: zero.EventName(), Queued: queued, Where: where, typ: reflect.TypeFor[E]()}
+	for _, opt := range opts {
+		opt(&l)
+	}
+	return l
+}
+
+func supply(l Listener) fx.Option {
+	return fx.Supply(fx.Annotated{Group: "events.listeners", Target: l})
+}
+
+// decoding is the job handler of h: it decodes the event from the job's
+// payload. A payload that does not decode fails at once: retrying cannot
+// help.
+func decoding[E Event](h Handler[E]) queue.NamedFunc {
+	return func(ctx context.Context, payload json.RawMessage, jc queue.JobContext) error {
+		var e E
+		if err := json.Unmarshal(payload, &e); err != nil {
+			return queue.Permanent(fmt.Errorf("events: the payload of %s does not decode into %s: %w", jc.Name, reflect.TypeFor[E](), err))
+		}
+		return h.Handle(ctx, e, jc)
+	}
+}
+
+// caller is where the listener was registered (the caller of Listen, On
+// or Sync), relative to the working directory when it is inside it.
+func caller() string {
+	_, file, line, ok := runtime.Caller(2)
+	if !ok {
+		return "unknown place"
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, file); err == nil && filepath.IsLocal(rel) {
+			file = rel
+		}
+	}
+	return file + ":" + strconv.Itoa(line)
+}
