@@ -199,3 +199,24 @@ func TestTheRealBusOnTheQueueFake(t *testing.T) {
 		t.Fatalf("the fake recorded %v", names)
 	}
 }
+
+type prefix string
+
+func TestSyncWithBuildsItsListenerWithItsDependencies(t *testing.T) {
+	j := &journal{}
+	a := newApp(t, apptest.TempDatabase(), fx.Supply(prefix("audit:")),
+		events.SyncWith[ContactsExported]("audit.record", func(p prefix) func(context.Context, ContactsExported) error {
+			return func(ctx context.Context, e ContactsExported) error {
+				j.add(string(p) + e.CompanyID)
+				return nil
+			}
+		}))
+	if err := a.Bus.Dispatch(context.Background(), ContactsExported{CompanyID: "acme"}); err != nil || strings.Join(j.lines, ",") != "audit:acme" {
+		t.Fatalf("Dispatch: %v, ran %v", err, j.lines)
+	}
+	err := build(events.SyncWith[ContactsExported]("audit.record", func() func(ContactsExported) error { return nil }))
+	if err == nil || !strings.Contains(err.Error(), `events.SyncWith[events_test.ContactsExported]("audit.record") at bus_test.go:`) ||
+		!strings.Contains(err.Error(), "returning a func(context.Context, events_test.ContactsExported) error (and an error), not func() func(events_test.ContactsExported) error") {
+		t.Fatalf("a bad constructor: %v", err)
+	}
+}

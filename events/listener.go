@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -130,6 +131,43 @@ func Sync[E Event](name string, fn func(ctx context.Context, e E) error, opts ..
 	return supply(l)
 }
 
+// SyncWith is [Sync] for a listener that needs what fx provides: it
+// registers the function constructor builds, a func(deps...) returning a
+// func(ctx context.Context, e E) error (and, optionally, an error).
+//
+//	events.SyncWith[ContactsExported]("audit.record", func(logger *slog.Logger) func(context.Context, ContactsExported) error {
+//		return func(ctx context.Context, e ContactsExported) error { … }
+//	})
+//
+// The bus is built with what the constructor needs, so that cannot need
+// the bus.
+func SyncWith[E Event](name string, constructor any, opts ...Option) fx.Option {
+	l := listener[E](name, false, opts, caller())
+	ct := reflect.TypeOf(constructor)
+	want := reflect.TypeFor[func(context.Context, E) error]()
+	if ct == nil || ct.Kind() != reflect.Func || ct.NumOut() < 1 || ct.NumOut() > 2 || ct.Out(0) != want ||
+		(ct.NumOut() == 2 && ct.Out(1) != reflect.TypeFor[error]()) {
+		return fx.Error(fmt.Errorf("events.SyncWith[%s](%q) at %s: the constructor must be a func(deps...) returning a %s (and an error), not %T",
+			reflect.TypeFor[E](), name, l.Where, want, constructor))
+	}
+	in := make([]reflect.Type, ct.NumIn())
+	for i := range in {
+		in[i] = ct.In(i)
+	}
+	build := reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{reflect.TypeFor[Listener](), reflect.TypeFor[error]()}, false),
+		func(args []reflect.Value) []reflect.Value {
+			out := reflect.ValueOf(constructor).Call(args)
+			if len(out) == 2 && !out[1].IsNil() {
+				return []reflect.Value{reflect.Zero(reflect.TypeFor[Listener]()), out[1]}
+			}
+			fn := out[0].Interface().(func(context.Context, E) error)
+			built := l
+			built.sync = func(ctx context.Context, e Event) error { return fn(ctx, e.(E)) }
+			return []reflect.Value{reflect.ValueOf(built), reflect.Zero(reflect.TypeFor[error]())}
+		})
+	return fx.Provide(fx.Annotate(build.Interface(), fx.ResultTags(`group:"events.listeners"`)))
+}
+
 func listener[E Event](name string, queued bool, opts []Option, where string) Listener {
 	var zero E
 	l := Listener{Name: name, Event: zero.EventName(), Queued: queued, Where: where, typ: reflect.TypeFor[E]()}
@@ -157,7 +195,9 @@ func decoding[E Event](h Handler[E]) queue.NamedFunc {
 }
 
 // caller is where the listener was registered (the caller of Listen, On
-// or Sync), relative to the working directory when it is inside it.
+// or Sync): relative to the working directory when it is inside it, else
+// its folder and file ("…/contacts/listeners.go:12"), so no machine's
+// paths are shown.
 func caller() string {
 	_, file, line, ok := runtime.Caller(2)
 	if !ok {
@@ -165,8 +205,8 @@ func caller() string {
 	}
 	if wd, err := os.Getwd(); err == nil {
 		if rel, err := filepath.Rel(wd, file); err == nil && filepath.IsLocal(rel) {
-			file = rel
+			return filepath.ToSlash(rel) + ":" + strconv.Itoa(line)
 		}
 	}
-	return file + ":" + strconv.Itoa(line)
+	return "…/" + path.Base(path.Dir(filepath.ToSlash(file))) + "/" + path.Base(file) + ":" + strconv.Itoa(line)
 }

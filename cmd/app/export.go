@@ -4,11 +4,16 @@ import (
 	"context"
 	"embed"
 	"encoding/csv"
+	"errors"
+	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/events"
 	"github.com/navree/navree/mail"
 	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
@@ -38,8 +43,18 @@ var demoContacts = [][]string{{"name", "email"}, {"Ada Lovelace", "ada@example.c
 
 type exportHandler struct {
 	mailer *mail.Mailer
+	bus    *events.Bus
 	http   app.HTTPConfig
 }
+
+// ContactsExported is the event of a finished export.
+type ContactsExported struct {
+	Company string `json:"company"`
+	File    string `json:"file"` // in var/exports
+	Rows    int    `json:"rows"`
+}
+
+func (ContactsExported) EventName() string { return "contacts.exported" }
 
 // Handle writes var/exports/JOB_ID.csv and queues the mail with its link.
 func (h exportHandler) Handle(ctx context.Context, job ExportContacts, jc queue.JobContext) error {
@@ -63,14 +78,47 @@ func (h exportHandler) Handle(ctx context.Context, job ExportContacts, jc queue.
 	msg := mail.Template(job.RequestedBy, "Your export is ready", "mail/export-ready").With(map[string]any{
 		"Company": job.Company, "Rows": len(demoContacts) - 1, "URL": "http://" + h.http.Addr + "/exports/" + name,
 	})
-	_, err = h.mailer.Queue(ctx, msg)
-	return err
+	if _, err := h.mailer.Queue(ctx, msg); err != nil {
+		return err
+	}
+	return h.bus.Dispatch(ctx, ContactsExported{Company: job.Company, File: name, Rows: len(demoContacts) - 1})
+}
+
+// pruneAfter is how long exports are kept.
+const pruneAfter = 7 * 24 * time.Hour
+
+// pruneExports deletes the exports older than pruneAfter: a queued
+// listener of contacts.exported, so an export never waits for it.
+func pruneExports(clock app.Clock) events.Handler[ContactsExported] {
+	return events.HandlerFunc[ContactsExported](func(ctx context.Context, e ContactsExported, jc queue.JobContext) error {
+		entries, err := os.ReadDir(exportsDir)
+		if err != nil {
+			return err
+		}
+		for _, entry := range entries {
+			info, err := entry.Info()
+			if err == nil && clock.Now().Sub(info.ModTime()) > pruneAfter {
+				if err := os.Remove(filepath.Join(exportsDir, entry.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
 
 var exportModule = fx.Module("export",
-	queue.Register[ExportContacts](func(m *mail.Mailer, c app.HTTPConfig) queue.Handler[ExportContacts] {
-		return exportHandler{mailer: m, http: c}
+	queue.Register[ExportContacts](func(m *mail.Mailer, b *events.Bus, c app.HTTPConfig) queue.Handler[ExportContacts] {
+		return exportHandler{mailer: m, bus: b, http: c}
 	}),
+	events.SyncWith[ContactsExported]("audit.record_export", func(logger *slog.Logger) func(context.Context, ContactsExported) error {
+		audit := logger.With("logger", "audit")
+		return func(ctx context.Context, e ContactsExported) error {
+			audit.InfoContext(ctx, "contacts exported", "company", e.Company, "rows", e.Rows, "file", e.File)
+			return nil
+		}
+	}),
+	events.Listen[ContactsExported]("exports.prune", pruneExports),
 	mail.Templates(mailTemplates),
 	mail.Previews(mail.Preview{Name: "export-ready", Func: func(context.Context) (mail.Mail, error) {
 		return mail.Template("ada@example.com", "Your export is ready", "mail/export-ready").With(map[string]any{

@@ -18,6 +18,7 @@ import (
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/events"
 	"github.com/navree/navree/mail"
 	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
@@ -29,6 +30,7 @@ func modules() []fx.Option {
 		db.Module(),
 		queue.Module(),
 		mail.Module(),
+		events.Module(),
 		visitsModule,
 		demoModule,
 		exportModule,

@@ -158,7 +158,7 @@ func TestHelpCreatesNothing(t *testing.T) {
 		dir := t.TempDir()
 		out := run(t, dir, "", args...)
 		if args[0] == "--help" {
-			for _, cmd := range []string{"serve", "migrate", "queue:work", "queue:failed", "demo", "mail:test", "mail:preview"} {
+			for _, cmd := range []string{"serve", "migrate", "queue:work", "queue:failed", "demo", "mail:test", "mail:preview", "events:list"} {
 				if !strings.Contains(out, "   "+cmd+" ") {
 					t.Errorf("--help does not list %s:\n%s", cmd, out)
 				}
@@ -312,11 +312,11 @@ func TestDemo(t *testing.T) {
 		if err != nil {
 			t.Fatalf("queue:work: %v\n%s", err, stderr.String())
 		}
-		if string(out) != "Processed 11 job attempt(s): 7 succeeded, 3 released for retry, 1 failed.\n" {
+		if string(out) != "Processed 12 job attempt(s): 8 succeeded, 3 released for retry, 1 failed.\n" {
 			t.Fatalf("queue:work printed %q", out)
 		}
-		if n := strings.Count(stderr.String(), `msg="job attempt"`); n != 11 {
-			t.Fatalf("%d attempt log lines, want 11:\n%s", n, stderr.String())
+		if n := strings.Count(stderr.String(), `msg="job attempt"`); n != 12 {
+			t.Fatalf("%d attempt log lines, want 12:\n%s", n, stderr.String())
 		}
 		// The export wrote its file and queued its mail, which the default
 		// log transport logged instead of sending.
@@ -330,6 +330,17 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(stderr.String(), `msg="mail not sent: the log transport logs it instead" logger=navree.mail recipients=1 subject="Your export is ready" bytes=`) ||
 			!strings.Contains(stderr.String(), "name=mail.send") {
 			t.Fatalf("the export's mail is not logged:\n%s", stderr.String())
+		}
+		// It dispatched contacts.exported: the sync listener logged it, the
+		// queued one ran as a job of its own.
+		if !strings.Contains(stderr.String(), `msg="contacts exported" logger=audit company=Acme rows=2 file=`+filepath.Base(exports[0])) ||
+			!strings.Contains(stderr.String(), "name=events.exports.prune") {
+			t.Fatalf("the export's event is not handled:\n%s", stderr.String())
+		}
+		listed := run(t, dir, url, "events:list")
+		if !strings.Contains(listed, "contacts.exported  audit.record_export  sync    -        ") ||
+			!strings.Contains(listed, "contacts.exported  exports.prune        queued  default  ") {
+			t.Fatalf("events:list printed:\n%s", listed)
 		}
 		failed := run(t, dir, url, "queue:failed")
 		if !strings.Contains(failed, "  default  demo.broken  attempts=3  ") || !strings.HasSuffix(failed, "  smtp refused the message: mailbox unavailable\n") {
