@@ -23,9 +23,10 @@ import (
 type Bus struct {
 	dispatcher queue.Dispatcher
 	logger     *slog.Logger
-	listeners  []Listener            // in the order they are written: by file, then line
-	byEvent    map[string][]Listener // event name -> its listeners, in that order
-	recorder   Recorder              // a recording bus (eventstest) records instead
+	listeners  []Listener                 // in the order they are written: by file, then line
+	byEvent    map[string][]Listener      // event name -> its listeners, in that order
+	meta       map[string]json.RawMessage // event name -> the Meta of its listeners' jobs
+	recorder   Recorder                   // a recording bus (eventstest) records instead
 }
 
 // Params are what [New] builds a Bus from.
@@ -41,10 +42,12 @@ type Params struct {
 // New returns the bus of p. Two listeners of one name, or one event name
 // given to two Go types, are an error naming both registrations.
 //
-// Built without fx, an app gives the queue the handlers of its queued
-// listeners itself; [Module] does it for an fx app.
+// Built without fx, an app makes its listeners with [SyncListener] and
+// [QueuedListener], and gives the queue the registrations of the queued
+// ones itself; [Module] and [Listen], [On] and [Sync] do it all for an fx
+// app.
 func New(p Params) (*Bus, error) {
-	b := &Bus{dispatcher: p.Dispatcher, logger: p.Logger, byEvent: map[string][]Listener{}}
+	b := &Bus{dispatcher: p.Dispatcher, logger: p.Logger, byEvent: map[string][]Listener{}, meta: map[string]json.RawMessage{}}
 	if b.logger == nil {
 		b.logger = slog.New(slog.DiscardHandler)
 	}
@@ -67,6 +70,7 @@ func New(p Params) (*Bus, error) {
 				l.Event, others[0].typ, others[0].Name, others[0].Where, l.typ, l.Name, l.Where)
 		}
 		b.byEvent[l.Event] = append(b.byEvent[l.Event], l)
+		b.meta[l.Event], _ = json.Marshal(map[string]string{"event": l.Event})
 		b.listeners = append(b.listeners, l)
 	}
 	return b, nil
@@ -123,7 +127,7 @@ func (b *Bus) Dispatch(ctx context.Context, e Event) error {
 	if typ := reflect.TypeOf(e); typ != listeners[0].typ {
 		return fmt.Errorf("events: dispatch %s: its listeners take a %s, not a %s", name, listeners[0].typ, typ)
 	}
-	meta, _ := json.Marshal(map[string]string{"event": name})
+	meta := b.meta[name]
 	var jobs []queue.Envelope
 	for _, l := range listeners {
 		if l.Queued {

@@ -168,6 +168,21 @@ func SyncWith[E Event](name string, constructor any, opts ...Option) fx.Option {
 	return fx.Provide(fx.Annotate(build.Interface(), fx.ResultTags(`group:"events.listeners"`)))
 }
 
+// SyncListener is [Sync] for an app built without fx: give the listener
+// to [New].
+func SyncListener[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) Listener {
+	l := listener[E](name, false, opts, caller())
+	l.sync = func(ctx context.Context, e Event) error { return fn(ctx, e.(E)) }
+	return l
+}
+
+// QueuedListener is [Listen] for an app built without fx: give the
+// listener to [New], and the registration of its job to queue.New.
+func QueuedListener[E Event](name string, h Handler[E], opts ...Option) (Listener, queue.Registration) {
+	l := listener[E](name, true, opts, caller())
+	return l, queue.NamedHandler(l.JobName(), decoding(h))
+}
+
 func listener[E Event](name string, queued bool, opts []Option, where string) Listener {
 	var zero E
 	l := Listener{Name: name, Event: zero.EventName(), Queued: queued, Where: where, typ: reflect.TypeFor[E]()}
