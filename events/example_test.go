@@ -1,0 +1,152 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
+	"github.com/navree/navree/events"
+	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/queuetest"
+	"go.uber.org/fx"
+)
+
+// InvoicePaid is an event: a value that encodes to JSON, with a stable
+// name.
+type InvoicePaid struct {
+	InvoiceID int64   `json:"invoice_id"`
+	Amount    float64 `json:"amount"`
+}
+
+func (InvoicePaid) EventName() string { return "billing.invoice_paid" }
+
+// busOf builds the bus of the listeners in opts, queueing through d. A
+// listener can only be registered through fx (events.Listen, On, Sync
+// and SyncWith return fx options), so even without an app the bus is
+// built by fx: events.New, given the listeners and a queue.Dispatcher.
+func busOf(d queue.Dispatcher, opts ...fx.Option) *events.Bus {
+	var bus *events.Bus
+	app := fx.New(append([]fx.Option{fx.NopLogger, fx.Supply(fx.Annotate(d, fx.As(new(queue.Dispatcher)))),
+		fx.Provide(events.New), fx.Populate(&bus)}, opts...)...)
+	if err := app.Err(); err != nil {
+		panic(err)
+	}
+	return bus
+}
+
+func Example() {
+	fake := queuetest.NewFake() // records jobs instead of queueing them
+	bus := busOf(fake.Dispatcher(),
+		events.Sync[InvoicePaid]("billing.mark_paid", func(ctx context.Context, e InvoicePaid) error {
+			fmt.Println("sync: invoice", e.InvoiceID, "is paid")
+			return nil
+		}),
+		events.On[InvoicePaid]("crm.thank_customer", func(ctx context.Context, e InvoicePaid) error {
+			return nil // runs in a worker, as the job events.crm.thank_customer
+		}, events.Options(queue.Options{Queue: "mail", MaxAttempts: 5, Backoff: queue.Fixed(time.Minute)})),
+		events.On[InvoicePaid]("stats.count_payment", func(ctx context.Context, e InvoicePaid) error { return nil }),
+	)
+
+	if err := bus.Dispatch(context.Background(), InvoicePaid{InvoiceID: 42, Amount: 99.5}); err != nil {
+		panic(err)
+	}
+	for _, e := range fake.Envelopes() {
+		fmt.Printf("queued %s %s meta=%s queue=%q attempts=%d\n", e.Name, e.Payload, e.Meta, e.Options.Queue, e.Options.MaxAttempts)
+	}
+	// An event without listeners is no error.
+	fmt.Println(bus.Dispatch(context.Background(), ContactsExported{CompanyID: "acme"}))
+	// Output:
+	// sync: invoice 42 is paid
+	// queued events.crm.thank_customer {"invoice_id":42,"amount":99.5} meta={"event":"billing.invoice_paid"} queue="mail" attempts=5
+	// queued events.stats.count_payment {"invoice_id":42,"amount":99.5} meta={"event":"billing.invoice_paid"} queue="" attempts=0
+	// <nil>
+}
+
+func ExampleSync() {
+	fake := queuetest.NewFake()
+	bus := busOf(fake.Dispatcher(),
+		events.Sync[InvoicePaid]("billing.check", func(ctx context.Context, e InvoicePaid) error {
+			fmt.Println("billing.check runs")
+			return errors.New("the ledger is closed")
+		}),
+		events.Sync[InvoicePaid]("billing.crash", func(ctx context.Context, e InvoicePaid) error {
+			fmt.Println("billing.crash runs")
+			var totals map[int64]float64
+			totals[e.InvoiceID] += e.Amount // a nil map: panics
+			return nil
+		}),
+		events.Sync[InvoicePaid]("billing.fine", func(ctx context.Context, e InvoicePaid) error {
+			fmt.Println("billing.fine runs")
+			return nil
+		}),
+		events.On[InvoicePaid]("crm.thank_customer", func(ctx context.Context, e InvoicePaid) error { return nil }),
+	)
+
+	// Every sync listener runs, in the order they are written; their
+	// errors, and the panic, come back joined. The queued listener's job
+	// was queued first, and stays queued.
+	err := bus.Dispatch(context.Background(), InvoicePaid{InvoiceID: 42, Amount: 99.5})
+	fmt.Println(err)
+	fmt.Println(len(fake.Envelopes()), "job queued")
+	// Output:
+	// billing.check runs
+	// billing.crash runs
+	// billing.fine runs
+	// events: listener billing.check of billing.invoice_paid: the ledger is closed
+	// events: listener billing.crash of billing.invoice_paid panicked: assignment to entry in nil map
+	// 1 job queued
+}
+
+func ExampleBus_Dispatch() {
+	fake := queuetest.NewFake()
+	bus := busOf(fake.Dispatcher(),
+		events.On[InvoicePaid]("crm.thank_customer", func(ctx context.Context, e InvoicePaid) error { return nil }))
+	ctx := context.Background()
+
+	// Refused events queue nothing and run no listener.
+	fmt.Println(bus.Dispatch(ctx, InvoicePaid{InvoiceID: 42, Amount: math.NaN()}))
+	fmt.Println(bus.Dispatch(ctx, &InvoicePaid{InvoiceID: 42}))
+	fmt.Println(len(fake.Envelopes()), "jobs queued")
+	// Output:
+	// events: dispatch billing.invoice_paid: the event does not encode to JSON: json: unsupported value: NaN
+	// events: dispatch billing.invoice_paid: its listeners take a events_test.InvoicePaid, not a *events_test.InvoicePaid
+	// 0 jobs queued
+}
+
+// receipts is a service a queued listener's handler needs.
+type receipts struct{ prefix string }
+
+func ExampleListen() {
+	var (
+		bus *events.Bus
+		q   *queue.Queue
+	)
+	a := app.New(config.Module(config.Sources{}), queue.ModuleWith(queue.Config{Driver: queue.Memory}), events.Module(),
+		fx.Supply(&receipts{prefix: "receipt-"}),
+		// fx builds the handler with what it needs, as queue.Register does.
+		events.Listen[InvoicePaid]("billing.send_receipt", func(r *receipts) events.Handler[InvoicePaid] {
+			return events.HandlerFunc[InvoicePaid](func(ctx context.Context, e InvoicePaid, jc queue.JobContext) error {
+				fmt.Printf("%s: %s%d, attempt %d, meta %s\n", jc.Name, r.prefix, e.InvoiceID, jc.Attempt, jc.Meta)
+				return nil
+			})
+		}),
+		fx.Populate(&bus, &q))
+	a.Stderr = io.Discard // the job attempt's log line
+	if _, err := a.Build(); err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	if err := bus.Dispatch(ctx, InvoicePaid{InvoiceID: 42, Amount: 99.5}); err != nil {
+		panic(err)
+	}
+	stats, err := q.RunPending(ctx) // what a worker does
+	fmt.Println(stats.Succeeded, "succeeded", err)
+	// Output:
+	// events.billing.send_receipt: receipt-42, attempt 1, meta {"event":"billing.invoice_paid"}
+	// 1 succeeded <nil>
+}
