@@ -25,32 +25,27 @@ type InvoicePaid struct {
 
 func (InvoicePaid) EventName() string { return "billing.invoice_paid" }
 
-// busOf builds the bus of the listeners in opts, queueing through d. A
-// listener can only be registered through fx (events.Listen, On, Sync
-// and SyncWith return fx options), so even without an app the bus is
-// built by fx: events.New, given the listeners and a queue.Dispatcher.
-func busOf(d queue.Dispatcher, opts ...fx.Option) *events.Bus {
-	var bus *events.Bus
-	app := fx.New(append([]fx.Option{fx.NopLogger, fx.Supply(fx.Annotate(d, fx.As(new(queue.Dispatcher)))),
-		fx.Provide(events.New), fx.Populate(&bus)}, opts...)...)
-	if err := app.Err(); err != nil {
-		panic(err)
-	}
-	return bus
-}
+// noop is a queued listener's handler that does nothing.
+var noop = events.HandlerFunc[InvoicePaid](func(context.Context, InvoicePaid, queue.JobContext) error { return nil })
 
 func Example() {
-	fake := queuetest.NewFake() // records jobs instead of queueing them
-	bus := busOf(fake.Dispatcher(),
-		events.Sync[InvoicePaid]("billing.mark_paid", func(ctx context.Context, e InvoicePaid) error {
+	// In an app, events.Module() builds the bus and modules register
+	// listeners with events.Listen, On, Sync and SyncWith. Here, by hand,
+	// on the queue fake, which records jobs instead of queueing them.
+	fake := queuetest.NewFake()
+	thank, _ := events.QueuedListener[InvoicePaid]("crm.thank_customer", noop,
+		events.Options(queue.Options{Queue: "mail", MaxAttempts: 5, Backoff: queue.Fixed(time.Minute)}))
+	count, _ := events.QueuedListener[InvoicePaid]("stats.count_payment", noop)
+	bus, err := events.New(events.Params{Dispatcher: fake.Dispatcher(), Listeners: []events.Listener{
+		thank, count,
+		events.SyncListener[InvoicePaid]("billing.mark_paid", func(ctx context.Context, e InvoicePaid) error {
 			fmt.Println("sync: invoice", e.InvoiceID, "is paid")
 			return nil
 		}),
-		events.On[InvoicePaid]("crm.thank_customer", func(ctx context.Context, e InvoicePaid) error {
-			return nil // runs in a worker, as the job events.crm.thank_customer
-		}, events.Options(queue.Options{Queue: "mail", MaxAttempts: 5, Backoff: queue.Fixed(time.Minute)})),
-		events.On[InvoicePaid]("stats.count_payment", func(ctx context.Context, e InvoicePaid) error { return nil }),
-	)
+	}})
+	if err != nil {
+		panic(err)
+	}
 
 	if err := bus.Dispatch(context.Background(), InvoicePaid{InvoiceID: 42, Amount: 99.5}); err != nil {
 		panic(err)
@@ -67,30 +62,34 @@ func Example() {
 	// <nil>
 }
 
-func ExampleSync() {
+func ExampleSyncListener() {
 	fake := queuetest.NewFake()
-	bus := busOf(fake.Dispatcher(),
-		events.Sync[InvoicePaid]("billing.check", func(ctx context.Context, e InvoicePaid) error {
+	thank, _ := events.QueuedListener[InvoicePaid]("crm.thank_customer", noop)
+	bus, err := events.New(events.Params{Dispatcher: fake.Dispatcher(), Listeners: []events.Listener{
+		events.SyncListener[InvoicePaid]("billing.check", func(ctx context.Context, e InvoicePaid) error {
 			fmt.Println("billing.check runs")
 			return errors.New("the ledger is closed")
 		}),
-		events.Sync[InvoicePaid]("billing.crash", func(ctx context.Context, e InvoicePaid) error {
+		events.SyncListener[InvoicePaid]("billing.crash", func(ctx context.Context, e InvoicePaid) error {
 			fmt.Println("billing.crash runs")
 			var totals map[int64]float64
 			totals[e.InvoiceID] += e.Amount // a nil map: panics
 			return nil
 		}),
-		events.Sync[InvoicePaid]("billing.fine", func(ctx context.Context, e InvoicePaid) error {
+		events.SyncListener[InvoicePaid]("billing.fine", func(ctx context.Context, e InvoicePaid) error {
 			fmt.Println("billing.fine runs")
 			return nil
 		}),
-		events.On[InvoicePaid]("crm.thank_customer", func(ctx context.Context, e InvoicePaid) error { return nil }),
-	)
+		thank,
+	}})
+	if err != nil {
+		panic(err)
+	}
 
 	// Every sync listener runs, in the order they are written; their
 	// errors, and the panic, come back joined. The queued listener's job
 	// was queued first, and stays queued.
-	err := bus.Dispatch(context.Background(), InvoicePaid{InvoiceID: 42, Amount: 99.5})
+	err = bus.Dispatch(context.Background(), InvoicePaid{InvoiceID: 42, Amount: 99.5})
 	fmt.Println(err)
 	fmt.Println(len(fake.Envelopes()), "job queued")
 	// Output:
@@ -104,8 +103,11 @@ func ExampleSync() {
 
 func ExampleBus_Dispatch() {
 	fake := queuetest.NewFake()
-	bus := busOf(fake.Dispatcher(),
-		events.On[InvoicePaid]("crm.thank_customer", func(ctx context.Context, e InvoicePaid) error { return nil }))
+	thank, _ := events.QueuedListener[InvoicePaid]("crm.thank_customer", noop)
+	bus, err := events.New(events.Params{Dispatcher: fake.Dispatcher(), Listeners: []events.Listener{thank}})
+	if err != nil {
+		panic(err)
+	}
 	ctx := context.Background()
 
 	// Refused events queue nothing and run no listener.
@@ -116,6 +118,33 @@ func ExampleBus_Dispatch() {
 	// events: dispatch billing.invoice_paid: the event does not encode to JSON: json: unsupported value: NaN
 	// events: dispatch billing.invoice_paid: its listeners take a events_test.InvoicePaid, not a *events_test.InvoicePaid
 	// 0 jobs queued
+}
+
+func ExampleQueuedListener() {
+	// Without fx, the queue gets the registration of the listener's job,
+	// and the bus the listener.
+	l, reg := events.QueuedListener[InvoicePaid]("billing.send_receipt", events.HandlerFunc[InvoicePaid](
+		func(ctx context.Context, e InvoicePaid, jc queue.JobContext) error {
+			fmt.Printf("%s: invoice %d, attempt %d, meta %s\n", jc.Name, e.InvoiceID, jc.Attempt, jc.Meta)
+			return nil
+		}))
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{reg}})
+	if err != nil {
+		panic(err)
+	}
+	bus, err := events.New(events.Params{Dispatcher: q, Listeners: []events.Listener{l}})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	if err := bus.Dispatch(ctx, InvoicePaid{InvoiceID: 42, Amount: 99.5}); err != nil {
+		panic(err)
+	}
+	stats, err := q.RunPending(ctx) // what a worker does
+	fmt.Println(stats.Succeeded, "succeeded", err)
+	// Output:
+	// events.billing.send_receipt: invoice 42, attempt 1, meta {"event":"billing.invoice_paid"}
+	// 1 succeeded <nil>
 }
 
 // receipts is a service a queued listener's handler needs.
@@ -131,9 +160,13 @@ func ExampleListen() {
 		// fx builds the handler with what it needs, as queue.Register does.
 		events.Listen[InvoicePaid]("billing.send_receipt", func(r *receipts) events.Handler[InvoicePaid] {
 			return events.HandlerFunc[InvoicePaid](func(ctx context.Context, e InvoicePaid, jc queue.JobContext) error {
-				fmt.Printf("%s: %s%d, attempt %d, meta %s\n", jc.Name, r.prefix, e.InvoiceID, jc.Attempt, jc.Meta)
+				fmt.Printf("%s: %s%d, attempt %d\n", jc.Name, r.prefix, e.InvoiceID, jc.Attempt)
 				return nil
 			})
+		}),
+		events.Sync[InvoicePaid]("billing.mark_paid", func(ctx context.Context, e InvoicePaid) error {
+			fmt.Println("sync: invoice", e.InvoiceID, "is paid")
+			return nil
 		}),
 		fx.Populate(&bus, &q))
 	a.Stderr = io.Discard // the job attempt's log line
@@ -144,9 +177,10 @@ func ExampleListen() {
 	if err := bus.Dispatch(ctx, InvoicePaid{InvoiceID: 42, Amount: 99.5}); err != nil {
 		panic(err)
 	}
-	stats, err := q.RunPending(ctx) // what a worker does
+	stats, err := q.RunPending(ctx)
 	fmt.Println(stats.Succeeded, "succeeded", err)
 	// Output:
-	// events.billing.send_receipt: receipt-42, attempt 1, meta {"event":"billing.invoice_paid"}
+	// sync: invoice 42 is paid
+	// events.billing.send_receipt: receipt-42, attempt 1
 	// 1 succeeded <nil>
 }
