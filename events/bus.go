@@ -9,8 +9,6 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/events/internal/recording"
@@ -55,12 +53,16 @@ func New(p Params) (*Bus, error) {
 	// fx gives a value group in no set order: the listeners run in the
 	// order they are written, by file and line.
 	listeners := slices.Clone(p.Listeners)
-	slices.SortStableFunc(listeners, func(a, b Listener) int { return compareWhere(a.Where, b.Where) })
+	slices.SortStableFunc(listeners, func(a, b Listener) int { return a.site.compare(b.site) })
 	names := map[string]Listener{}
 	for _, l := range listeners {
 		switch prev, dup := names[l.Name]; {
+		case l.typ == nil:
+			return nil, fmt.Errorf("events: listener %q was not made by events.Listen, On, Sync, SyncWith, SyncListener or QueuedListener", l.Name)
 		case l.Name == "" || l.Event == "":
 			return nil, fmt.Errorf("events: the listener at %s needs a name and an event with a name", l.Where)
+		case l.Options.Queue != "" && queue.CheckName(l.Options.Queue) != nil:
+			return nil, fmt.Errorf("events: listener %q at %s: %w", l.Name, l.Where, queue.CheckName(l.Options.Queue))
 		case dup:
 			return nil, fmt.Errorf("events: listener %q is registered twice: for %s at %s and for %s at %s", l.Name, prev.Event, prev.Where, l.Event, l.Where)
 		}
@@ -74,25 +76,6 @@ func New(p Params) (*Bus, error) {
 		b.listeners = append(b.listeners, l)
 	}
 	return b, nil
-}
-
-// compareWhere orders registration sites "file:line" by file, then line.
-func compareWhere(a, b string) int {
-	fa, la := splitWhere(a)
-	fb, lb := splitWhere(b)
-	if c := strings.Compare(fa, fb); c != 0 {
-		return c
-	}
-	return la - lb
-}
-
-func splitWhere(where string) (string, int) {
-	i := strings.LastIndexByte(where, ':')
-	if i < 0 {
-		return where, 0
-	}
-	line, _ := strconv.Atoi(where[i+1:])
-	return where[:i], line
 }
 
 // Listeners returns every registered listener, in the order they run.

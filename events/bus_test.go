@@ -49,6 +49,18 @@ func TestRegistrationErrorsFailTheBootNamingBoth(t *testing.T) {
 	if err == nil || !regexp.MustCompile(`^events: listener "crm.notify" is registered twice: for contacts\.\S+ at bus_test\.go:\d+ and for contacts\.\S+ at bus_test\.go:\d+$`).MatchString(err.Error()) {
 		t.Fatalf("a duplicate name: %v", err)
 	}
+	err = build(events.On[ContactsExported]("crm.notify", nothing), events.On[ContactsExported]("crm.notify", nothing))
+	if err == nil || !regexp.MustCompile(`^queue: job "events.crm.notify" is registered twice: json.RawMessage at /\S*/events/bus_test\.go:\d+ and json.RawMessage at /\S*/events/bus_test\.go:\d+$`).MatchString(err.Error()) {
+		t.Fatalf("two queued listeners of one name: %v", err)
+	}
+	err = build(events.On[ContactsExported]("crm.notify", nothing, events.Options(queue.Options{Queue: "mail,sms"})))
+	if err == nil || !regexp.MustCompile(`^events: listener "crm.notify" at bus_test\.go:\d+: queue: invalid queue name "mail,sms": use 1 to 100`).MatchString(err.Error()) {
+		t.Fatalf("a listener on an invalid queue: %v", err)
+	}
+	_, err = events.New(events.Params{Listeners: []events.Listener{{Name: "crm.notify", Event: "contacts.exported"}}})
+	if err == nil || err.Error() != `events: listener "crm.notify" was not made by events.Listen, On, Sync, SyncWith, SyncListener or QueuedListener` {
+		t.Fatalf("a listener made by hand: %v", err)
+	}
 	err = build(events.On[ContactsExported]("crm.notify", nothing), events.Sync[Impostor]("crm.audit", func(context.Context, Impostor) error { return nil }))
 	if err == nil || !strings.Contains(err.Error(), `events: event "contacts.exported" is the name of two types: events_test.`) {
 		t.Fatalf("one event name, two types: %v", err)

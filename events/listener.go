@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
@@ -66,8 +67,9 @@ type Listener struct {
 	Queued      bool
 	Options     queue.Options // a queued listener's job options
 	AfterCommit bool          // a sync listener run after the commit
-	Where       string        // where it was registered
+	Where       string        // where it was registered, as file:line
 
+	site site                                     // where it was registered
 	typ  reflect.Type                             // the event's Go type
 	sync func(ctx context.Context, e Event) error // a sync listener's function
 }
@@ -108,15 +110,15 @@ func Listen[E Event](name string, constructor any, opts ...Option) fx.Option {
 			}
 			return []reflect.Value{reflect.ValueOf(decoding(out[0].Interface().(Handler[E]))), reflect.Zero(reflect.TypeFor[error]())}
 		})
-	return fx.Options(supply(l), queue.RegisterNamed(l.JobName(), build.Interface()))
+	return fx.Options(supply(l), queue.RegisterNamedAt(l.JobName(), l.site.file+":"+strconv.Itoa(l.site.line), build.Interface()))
 }
 
 // On registers a queued listener of events of type E, named name, that
 // runs fn: [Listen] for a handler that needs nothing fx provides.
 func On[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) fx.Option {
 	l := listener[E](name, true, opts, caller())
-	handler := HandlerFunc[E](func(ctx context.Context, e E, _ queue.JobContext) error { return fn(ctx, e) })
-	return fx.Options(supply(l), queue.HandleNamed(l.JobName(), decoding[E](handler)))
+	handler := decoding[E](HandlerFunc[E](func(ctx context.Context, e E, _ queue.JobContext) error { return fn(ctx, e) }))
+	return fx.Options(supply(l), queue.RegisterNamedAt(l.JobName(), l.site.file+":"+strconv.Itoa(l.site.line), func() queue.NamedFunc { return handler }))
 }
 
 // Sync registers a listener of events of type E, named name, that runs fn
@@ -183,9 +185,9 @@ func QueuedListener[E Event](name string, h Handler[E], opts ...Option) (Listene
 	return l, queue.NamedHandler(l.JobName(), decoding(h))
 }
 
-func listener[E Event](name string, queued bool, opts []Option, where string) Listener {
+func listener[E Event](name string, queued bool, opts []Option, at site) Listener {
 	var zero E
-	l := Listener{Name: name, Event: zero.EventName(), Queued: queued, Where: where, typ: reflect.TypeFor[E]()}
+	l := Listener{Name: name, Event: zero.EventName(), Queued: queued, Where: at.String(), site: at, typ: reflect.TypeFor[E]()}
 	for _, opt := range opts {
 		opt(&l)
 	}
@@ -209,19 +211,39 @@ func decoding[E Event](h Handler[E]) queue.NamedFunc {
 	}
 }
 
-// caller is where the listener was registered (the caller of Listen, On
-// or Sync): relative to the working directory when it is inside it, else
-// its folder and file ("…/contacts/listeners.go:12"), so no machine's
-// paths are shown.
-func caller() string {
+// site is where a listener was registered: the caller of Listen, On,
+// Sync and their kin.
+type site struct {
+	file string // absolute, as the compiler saw it
+	line int
+}
+
+func caller() site {
 	_, file, line, ok := runtime.Caller(2)
 	if !ok {
-		return "unknown place"
+		return site{file: "unknown place"}
 	}
+	return site{file, line}
+}
+
+// String is the site relative to the working directory when it is inside
+// it, else its folder and file ("…/contacts/listeners.go:12"), so no
+// machine's paths are shown.
+func (s site) String() string {
+	file := filepath.ToSlash(s.file)
 	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, file); err == nil && filepath.IsLocal(rel) {
-			return filepath.ToSlash(rel) + ":" + strconv.Itoa(line)
+		if rel, err := filepath.Rel(wd, s.file); err == nil && filepath.IsLocal(rel) {
+			return filepath.ToSlash(rel) + ":" + strconv.Itoa(s.line)
 		}
 	}
-	return "…/" + path.Base(path.Dir(filepath.ToSlash(file))) + "/" + path.Base(file) + ":" + strconv.Itoa(line)
+	return "…/" + path.Base(path.Dir(file)) + "/" + path.Base(file) + ":" + strconv.Itoa(s.line)
+}
+
+// compare orders sites by file, then line: the order listeners are
+// written in, the same on every machine.
+func (s site) compare(o site) int {
+	if c := strings.Compare(s.file, o.file); c != 0 {
+		return c
+	}
+	return s.line - o.line
 }

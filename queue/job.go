@@ -242,7 +242,14 @@ type NamedFunc = func(ctx context.Context, payload json.RawMessage, jc JobContex
 // [NamedFunc] (and, optionally, an error), as [Register] takes one. The
 // events module registers each queued listener with it.
 func RegisterNamed(name string, constructor any) fx.Option {
-	where := caller(2)
+	return RegisterNamedAt(name, caller(2), constructor)
+}
+
+// RegisterNamedAt is [RegisterNamed] for a module that registers job
+// types on behalf of its users, such as events for each listener: where
+// ("file:line") is the user's registration, which errors name (two of one
+// name, say) instead of the module's own code.
+func RegisterNamedAt(name, where string, constructor any) fx.Option {
 	declared := Registration{name: name, typ: reflect.TypeFor[json.RawMessage](), where: where}
 	return registerBuilt(declared, "queue.RegisterNamed("+strconv.Quote(name)+")", constructor, reflect.TypeFor[NamedFunc](),
 		func(fn reflect.Value) Registration { return named(name, fn.Interface().(NamedFunc), where) })

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/db"
 	"github.com/navree/navree/events"
 	"github.com/navree/navree/mail"
 	"github.com/navree/navree/queue"
@@ -42,6 +43,7 @@ const exportsDir = "var/exports"
 var demoContacts = [][]string{{"name", "email"}, {"Ada Lovelace", "ada@example.com"}, {"Grace Hopper", "grace@example.com"}}
 
 type exportHandler struct {
+	db     *db.DB
 	mailer *mail.Mailer
 	bus    *events.Bus
 	http   app.HTTPConfig
@@ -78,10 +80,14 @@ func (h exportHandler) Handle(ctx context.Context, job ExportContacts, jc queue.
 	msg := mail.Template(job.RequestedBy, "Your export is ready", "mail/export-ready").With(map[string]any{
 		"Company": job.Company, "Rows": len(demoContacts) - 1, "URL": "http://" + h.http.Addr + "/exports/" + name,
 	})
-	if _, err := h.mailer.Queue(ctx, msg); err != nil {
-		return err
-	}
-	return h.bus.Dispatch(ctx, ContactsExported{Company: job.Company, File: name, Rows: len(demoContacts) - 1})
+	// One unit of work: should a listener fail, the attempt queues no mail
+	// and no listener job, and its retry does not send the link twice.
+	return h.db.Transaction(ctx, func(ctx context.Context) error {
+		if _, err := h.mailer.Queue(ctx, msg); err != nil {
+			return err
+		}
+		return h.bus.Dispatch(ctx, ContactsExported{Company: job.Company, File: name, Rows: len(demoContacts) - 1})
+	})
 }
 
 // pruneAfter is how long exports are kept.
@@ -108,8 +114,8 @@ func pruneExports(clock app.Clock) events.Handler[ContactsExported] {
 }
 
 var exportModule = fx.Module("export",
-	queue.Register[ExportContacts](func(m *mail.Mailer, b *events.Bus, c app.HTTPConfig) queue.Handler[ExportContacts] {
-		return exportHandler{mailer: m, bus: b, http: c}
+	queue.Register[ExportContacts](func(d *db.DB, m *mail.Mailer, b *events.Bus, c app.HTTPConfig) queue.Handler[ExportContacts] {
+		return exportHandler{db: d, mailer: m, bus: b, http: c}
 	}),
 	events.SyncWith[ContactsExported]("audit.record_export", func(logger *slog.Logger) func(context.Context, ContactsExported) error {
 		audit := logger.With("logger", "audit")
