@@ -1,5 +1,4 @@
-// Package notify sends notifications to users over channels such as mail,
-// queued as jobs.
-//
-// Not built yet: it will queue through queue.Dispatcher.
+// Package notify sends notifications: one notification, to many
+// notifiables, over many channels (mail, database, log, or an app's own),
+// each delivery a job of its own.
 package notify

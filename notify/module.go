@@ -1,0 +1,69 @@
+package notify
+
+import (
+	"log/slog"
+	"reflect"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/mail"
+	"github.com/navree/navree/migrations"
+	"github.com/navree/navree/queue"
+	"go.uber.org/fx"
+)
+
+// Module is notifications. It provides the app's [*Notifier] and [*Inbox],
+// registers the notify.send job that delivers each notification over one
+// channel, and adds the migration set "notifications" (the table the
+// database channel writes). Its channels are mail (with mail.Module),
+// database (with db.Module), log, and those the app adds ([AddChannel]).
+// It has no configuration.
+func Module() fx.Option {
+	return fx.Module("notify",
+		fx.Provide(fx.Private, newDeliverer),
+		fx.Provide(func(d *deliverer, q queue.Dispatcher) *Notifier { return &Notifier{d: d, dispatcher: q} }),
+		fx.Provide(NewInbox),
+		queue.Register[SendJob](func(d *deliverer) queue.Handler[SendJob] { return sendHandler{d} }),
+		db.Migrations("notifications", migrations.Notifications),
+	)
+}
+
+// Params are what [New] builds a Notifier from, for an app built without
+// fx.
+type Params struct {
+	Dispatcher queue.Dispatcher
+	Mailer     *mail.Mailer // for the mail channel; nil for none
+	DB         *db.DB       // for the database channel; nil for none
+	Clock      app.Clock    // stamps the database channel's rows; the system clock when nil
+	Logger     *slog.Logger // for the log channel; nil logs nothing
+	// Types are the notification types sent ([TypeOf]).
+	Types []Type
+	// Channels are the app's own channels, by name.
+	Channels map[string]Channel
+}
+
+// Type is a registered notification type, for [Params].
+type Type struct{ t registeredType }
+
+// TypeOf is [Register] for an app built without fx.
+func TypeOf[N Notification]() Type {
+	var zero N
+	return Type{registeredType{name: zero.NotificationType(), typ: reflect.TypeFor[N]()}}
+}
+
+// New returns the Notifier of p, and the registration of its notify.send
+// job to give to queue.New.
+func New(p Params) (*Notifier, queue.Registration, error) {
+	in := delivererIn{Mailer: p.Mailer, DB: p.DB, Clock: p.Clock, Logger: p.Logger}
+	for _, t := range p.Types {
+		in.Types = append(in.Types, t.t)
+	}
+	for name, c := range p.Channels {
+		in.Channels = append(in.Channels, namedChannel{name: name, where: "notify.Params", channel: c})
+	}
+	d, err := newDeliverer(in)
+	if err != nil {
+		return nil, queue.Registration{}, err
+	}
+	return &Notifier{d: d, dispatcher: p.Dispatcher}, queue.HandlerOf[SendJob](sendHandler{d}), nil
+}
