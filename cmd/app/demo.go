@@ -65,7 +65,7 @@ var demoModule = fx.Module("demo",
 		Usage: "Queue a batch of demo jobs: successes, a retry, a failure, a slow one and an export that mails its link",
 		Action: app.Uses(func(c *cli.Context, q *queue.Queue) error {
 			jobs := []queue.Job{Welcome{"Ada"}, Welcome{"Grace"}, Welcome{"Linus"}, Flaky{}, Broken{}, Slow{},
-				ExportContacts{Company: "Acme", RequestedBy: "ada@example.com"}}
+				ExportContacts{Company: "Acme", RequestedBy: user{ID: "ada", Email: "ada@example.com"}}}
 			for _, job := range jobs {
 				if _, err := q.Dispatch(c.Context, job); err != nil {
 					return err

@@ -4,7 +4,9 @@ import (
 	"context"
 	"embed"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
+	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -16,20 +18,55 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/events"
 	"github.com/navree/navree/mail"
+	"github.com/navree/navree/notify"
 	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
 )
 
 // The spec's first example job: it builds a CSV of a company's contacts
-// and mails the link to whoever asked, through the queue (mail.Queue
-// pushes a mail.send job). With the default [mail] transport, log, the
-// mail is logged, not sent: set transport = "smtp" to send it.
+// and tells whoever asked, by mail and in their inbox: a notification
+// whose two deliveries are notify.send jobs. With the default [mail]
+// transport, log, the mail is logged, not sent: set transport = "smtp" to
+// send it. GET /users/ID/notifications lists a user's inbox.
 
 // ExportContacts exports the contacts of a company.
 type ExportContacts struct {
 	Company     string `json:"company"`
-	RequestedBy string `json:"requested_by"`
+	RequestedBy user   `json:"requested_by"`
 }
+
+// user is who asks for exports: a notifiable.
+type user struct {
+	ID    string `json:"id"`
+	Email string `json:"email"`
+}
+
+func (u user) NotifiableType() string { return "user" }
+func (u user) NotifiableID() string   { return u.ID }
+func (u user) RouteFor(channel string) string {
+	if channel == notify.Mail {
+		return u.Email
+	}
+	return ""
+}
+
+// ExportReady tells a user their export is ready, by mail and in their
+// inbox.
+type ExportReady struct {
+	Company string `json:"company"`
+	Rows    int    `json:"rows"`
+	URL     string `json:"url"`
+}
+
+func (ExportReady) NotificationType() string       { return "contacts.export_ready" }
+func (ExportReady) Via(notify.Notifiable) []string { return []string{notify.Mail, notify.Database} }
+
+func (n ExportReady) ToMail(ctx context.Context, to notify.Notifiable) (mail.Mail, error) {
+	return mail.Template(to.RouteFor(notify.Mail), "Your export is ready", "mail/export-ready").
+		With(map[string]any{"Company": n.Company, "Rows": n.Rows, "URL": n.URL}), nil
+}
+
+func (n ExportReady) ToDatabase(notify.Notifiable) (any, error) { return n, nil }
 
 func (ExportContacts) JobName() string { return "contacts.export" }
 
@@ -43,10 +80,10 @@ const exportsDir = "var/exports"
 var demoContacts = [][]string{{"name", "email"}, {"Ada Lovelace", "ada@example.com"}, {"Grace Hopper", "grace@example.com"}}
 
 type exportHandler struct {
-	db     *db.DB
-	mailer *mail.Mailer
-	bus    *events.Bus
-	http   app.HTTPConfig
+	db       *db.DB
+	notifier *notify.Notifier
+	bus      *events.Bus
+	http     app.HTTPConfig
 }
 
 // ContactsExported is the event of a finished export.
@@ -58,7 +95,7 @@ type ContactsExported struct {
 
 func (ContactsExported) EventName() string { return "contacts.exported" }
 
-// Handle writes var/exports/JOB_ID.csv and queues the mail with its link.
+// Handle writes var/exports/JOB_ID.csv and notifies the user who asked.
 func (h exportHandler) Handle(ctx context.Context, job ExportContacts, jc queue.JobContext) error {
 	if err := os.MkdirAll(exportsDir, 0o755); err != nil {
 		return err
@@ -77,16 +114,15 @@ func (h exportHandler) Handle(ctx context.Context, job ExportContacts, jc queue.
 	if err := f.Close(); err != nil {
 		return err
 	}
-	msg := mail.Template(job.RequestedBy, "Your export is ready", "mail/export-ready").With(map[string]any{
-		"Company": job.Company, "Rows": len(demoContacts) - 1, "URL": "http://" + h.http.Addr + "/exports/" + name,
-	})
-	// One unit of work: should a listener fail, the attempt queues no mail
-	// and no listener job, and its retry does not send the link twice.
+	ready := ExportReady{Company: job.Company, Rows: len(demoContacts) - 1, URL: "http://" + h.http.Addr + "/exports/" + name}
+	// One unit of work: should a listener fail, the attempt queues no
+	// notification and no listener job, and its retry does not tell the
+	// user twice.
 	return h.db.Transaction(ctx, func(ctx context.Context) error {
-		if _, err := h.mailer.Queue(ctx, msg); err != nil {
+		if _, err := h.notifier.Send(ctx, []notify.Notifiable{job.RequestedBy}, ready); err != nil {
 			return err
 		}
-		return h.bus.Dispatch(ctx, ContactsExported{Company: job.Company, File: name, Rows: len(demoContacts) - 1})
+		return h.bus.Dispatch(ctx, ContactsExported{Company: job.Company, File: name, Rows: ready.Rows})
 	})
 }
 
@@ -114,9 +150,11 @@ func pruneExports(clock app.Clock) events.Handler[ContactsExported] {
 }
 
 var exportModule = fx.Module("export",
-	queue.Register[ExportContacts](func(d *db.DB, m *mail.Mailer, b *events.Bus, c app.HTTPConfig) queue.Handler[ExportContacts] {
-		return exportHandler{db: d, mailer: m, bus: b, http: c}
+	queue.Register[ExportContacts](func(d *db.DB, n *notify.Notifier, b *events.Bus, c app.HTTPConfig) queue.Handler[ExportContacts] {
+		return exportHandler{db: d, notifier: n, bus: b, http: c}
 	}),
+	notify.Register[ExportReady](),
+	fx.Provide(app.AsRoute(newInboxRoute)),
 	events.SyncWith[ContactsExported]("audit.record_export", func(logger *slog.Logger) func(context.Context, ContactsExported) error {
 		audit := logger.With("logger", "audit")
 		return func(ctx context.Context, e ContactsExported) error {
@@ -137,3 +175,41 @@ var exportModule = fx.Module("export",
 		http.ServeFile(w, r, filepath.Join(exportsDir, file))
 	})}),
 )
+
+// newInboxRoute lists a user's notifications, newest first.
+func newInboxRoute(inbox *notify.Inbox) app.Route {
+	page := template.Must(template.New("inbox").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Notifications of {{.User}}</title></head>
+<body><h1>Notifications of {{.User}}</h1><p>{{.Unread}} unread</p>
+{{range .Items}}<p>{{if .Unread}}<strong>new</strong> {{end}}{{.Created}}: your export of {{.Company}} is ready ({{.Rows}} contacts): <a href="{{.URL}}">download it</a></p>
+{{else}}<p>No notifications.</p>{{end}}
+</body></html>
+`))
+	type item struct {
+		ExportReady
+		Created string
+		Unread  bool
+	}
+	return app.Route{Pattern: "GET /users/{id}/notifications", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u := user{ID: r.PathValue("id")}
+		stored, _, err := inbox.List(r.Context(), u, notify.ListQuery{})
+		var unread int
+		if err == nil {
+			unread, err = inbox.UnreadCount(r.Context(), u)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		var items []item
+		for _, s := range stored {
+			var ready ExportReady
+			if s.Type != (ExportReady{}).NotificationType() || json.Unmarshal(s.Data, &ready) != nil {
+				continue
+			}
+			items = append(items, item{ExportReady: ready, Created: s.CreatedAt.UTC().Format("2006-01-02 15:04"), Unread: s.ReadAt.IsZero()})
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		page.Execute(w, map[string]any{"User": u.ID, "Unread": unread, "Items": items})
+	})}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/events"
 	"github.com/navree/navree/mail"
+	"github.com/navree/navree/notify"
 	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
 )
@@ -31,6 +32,7 @@ func modules() []fx.Option {
 		queue.Module(),
 		mail.Module(),
 		events.Module(),
+		notify.Module(),
 		visitsModule,
 		demoModule,
 		exportModule,
