@@ -5,12 +5,16 @@ import (
 	"io/fs"
 )
 
-//go:embed queue/*.sql
+//go:embed queue/*.sql notifications/*.sql
 var files embed.FS
 
 // Queue is the queue module's set: the tables jobs and failed_jobs, and
 // on SQLite queue_clock.
 var Queue = sub("queue")
+
+// Notifications is the notify module's set: the table notifications,
+// where the database channel keeps what an inbox lists.
+var Notifications = sub("notifications")
 
 func sub(dir string) fs.FS {
 	s, err := fs.Sub(files, dir)
