@@ -320,3 +320,30 @@ func TestRolledBackWorkNotifiesNoOne(t *testing.T) {
 		}
 	})
 }
+
+// TestWithoutFx: the registration of notify.send needs no Dispatcher, so
+// the queue is built with it first and the Notifier that sends on it
+// after.
+func TestWithoutFx(t *testing.T) {
+	g := &smsGateway{}
+	p := notify.Params{Types: []notify.Type{notify.TypeOf[Reminder]()}, Channels: map[string]notify.Channel{"sms": smsChannel{g}}}
+	_, reg, err := notify.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{reg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Dispatcher = q
+	n, _, err := notify.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Send(context.Background(), []notify.Notifiable{ada}, Reminder{Text: "call Grace"}); err != nil {
+		t.Fatal(err)
+	}
+	if stats := run(t, q); stats.Succeeded != 1 || strings.Join(g.sent, ",") != "42: call Grace" {
+		t.Fatalf("RunPending = %+v, sent %v", stats, g.sent)
+	}
+}
