@@ -67,7 +67,7 @@ func TestRegistrationErrorsFailTheBootNamingBoth(t *testing.T) {
 	}
 	err = build(events.Listen[ContactsExported]("crm.notify", func() string { return "" }))
 	if err == nil || !strings.Contains(err.Error(), `events.Listen[events_test.ContactsExported]("crm.notify") at bus_test.go:`) ||
-		!strings.Contains(err.Error(), "the constructor must be a func(deps...) returning an events.Handler[events_test.ContactsExported] (and an error), not func() string") {
+		!strings.Contains(err.Error(), "the constructor must be a func(deps...) returning events.Handler[events_test.ContactsExported] (and an error), not func() string") {
 		t.Fatalf("a bad constructor: %v", err)
 	}
 	err = build(events.Listen[ContactsExported]("crm.notify", func() (events.Handler[ContactsExported], error) {
@@ -228,7 +228,7 @@ func TestSyncWithBuildsItsListenerWithItsDependencies(t *testing.T) {
 	}
 	err := build(events.SyncWith[ContactsExported]("audit.record", func() func(ContactsExported) error { return nil }))
 	if err == nil || !strings.Contains(err.Error(), `events.SyncWith[events_test.ContactsExported]("audit.record") at bus_test.go:`) ||
-		!strings.Contains(err.Error(), "returning a func(context.Context, events_test.ContactsExported) error (and an error), not func() func(events_test.ContactsExported) error") {
+		!strings.Contains(err.Error(), "returning func(context.Context, events_test.ContactsExported) error (and an error), not func() func(events_test.ContactsExported) error") {
 		t.Fatalf("a bad constructor: %v", err)
 	}
 }

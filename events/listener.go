@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
 )
@@ -91,26 +92,13 @@ func (l Listener) JobName() string { return "events." + l.Name }
 // jobs already queued under the old name without a handler.
 func Listen[E Event](name string, constructor any, opts ...Option) fx.Option {
 	l := listener[E](name, true, opts, caller())
-	ct := reflect.TypeOf(constructor)
-	want := reflect.TypeFor[Handler[E]]()
-	if ct == nil || ct.Kind() != reflect.Func || ct.NumOut() < 1 || ct.NumOut() > 2 || !ct.Out(0).Implements(want) ||
-		(ct.NumOut() == 2 && ct.Out(1) != reflect.TypeFor[error]()) {
-		return fx.Error(fmt.Errorf("events.Listen[%s](%q) at %s: the constructor must be a func(deps...) returning an events.Handler[%[1]s] (and an error), not %[4]T",
-			reflect.TypeFor[E](), name, l.Where, constructor))
+	build, err := app.Adapt(constructor, reflect.TypeFor[Handler[E]](), func(h reflect.Value) queue.NamedFunc {
+		return decoding(h.Interface().(Handler[E]))
+	})
+	if err != nil {
+		return fx.Error(fmt.Errorf("events.Listen[%s](%q) at %s: %w", reflect.TypeFor[E](), name, l.Where, err))
 	}
-	in := make([]reflect.Type, ct.NumIn())
-	for i := range in {
-		in[i] = ct.In(i)
-	}
-	build := reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{reflect.TypeFor[queue.NamedFunc](), reflect.TypeFor[error]()}, false),
-		func(args []reflect.Value) []reflect.Value {
-			out := reflect.ValueOf(constructor).Call(args)
-			if len(out) == 2 && !out[1].IsNil() {
-				return []reflect.Value{reflect.Zero(reflect.TypeFor[queue.NamedFunc]()), out[1]}
-			}
-			return []reflect.Value{reflect.ValueOf(decoding(out[0].Interface().(Handler[E]))), reflect.Zero(reflect.TypeFor[error]())}
-		})
-	return fx.Options(supply(l), queue.RegisterNamedAt(l.JobName(), l.site.file+":"+strconv.Itoa(l.site.line), build.Interface()))
+	return fx.Options(supply(l), queue.RegisterNamedAt(l.JobName(), l.site.file+":"+strconv.Itoa(l.site.line), build))
 }
 
 // On registers a queued listener of events of type E, named name, that
@@ -145,29 +133,16 @@ func Sync[E Event](name string, fn func(ctx context.Context, e E) error, opts ..
 // the bus.
 func SyncWith[E Event](name string, constructor any, opts ...Option) fx.Option {
 	l := listener[E](name, false, opts, caller())
-	ct := reflect.TypeOf(constructor)
-	want := reflect.TypeFor[func(context.Context, E) error]()
-	if ct == nil || ct.Kind() != reflect.Func || ct.NumOut() < 1 || ct.NumOut() > 2 || ct.Out(0) != want ||
-		(ct.NumOut() == 2 && ct.Out(1) != reflect.TypeFor[error]()) {
-		return fx.Error(fmt.Errorf("events.SyncWith[%s](%q) at %s: the constructor must be a func(deps...) returning a %s (and an error), not %T",
-			reflect.TypeFor[E](), name, l.Where, want, constructor))
+	build, err := app.Adapt(constructor, reflect.TypeFor[func(context.Context, E) error](), func(fn reflect.Value) Listener {
+		f := fn.Interface().(func(context.Context, E) error)
+		built := l
+		built.sync = func(ctx context.Context, e Event) error { return f(ctx, e.(E)) }
+		return built
+	})
+	if err != nil {
+		return fx.Error(fmt.Errorf("events.SyncWith[%s](%q) at %s: %w", reflect.TypeFor[E](), name, l.Where, err))
 	}
-	in := make([]reflect.Type, ct.NumIn())
-	for i := range in {
-		in[i] = ct.In(i)
-	}
-	build := reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{reflect.TypeFor[Listener](), reflect.TypeFor[error]()}, false),
-		func(args []reflect.Value) []reflect.Value {
-			out := reflect.ValueOf(constructor).Call(args)
-			if len(out) == 2 && !out[1].IsNil() {
-				return []reflect.Value{reflect.Zero(reflect.TypeFor[Listener]()), out[1]}
-			}
-			fn := out[0].Interface().(func(context.Context, E) error)
-			built := l
-			built.sync = func(ctx context.Context, e Event) error { return fn(ctx, e.(E)) }
-			return []reflect.Value{reflect.ValueOf(built), reflect.Zero(reflect.TypeFor[error]())}
-		})
-	return fx.Provide(fx.Annotate(build.Interface(), fx.ResultTags(`group:"events.listeners"`)))
+	return fx.Provide(fx.Annotate(build, fx.ResultTags(`group:"events.listeners"`)))
 }
 
 // SyncListener is [Sync] for an app built without fx: give the listener

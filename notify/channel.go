@@ -48,26 +48,13 @@ type namedChannel struct {
 func AddChannel(name string, constructor any) fx.Option {
 	_, file, line, _ := runtime.Caller(1)
 	where := file + ":" + strconv.Itoa(line)
-	ct := reflect.TypeOf(constructor)
-	want := reflect.TypeFor[Channel]()
-	if ct == nil || ct.Kind() != reflect.Func || ct.NumOut() < 1 || ct.NumOut() > 2 || !ct.Out(0).Implements(want) ||
-		(ct.NumOut() == 2 && ct.Out(1) != reflect.TypeFor[error]()) {
-		return fx.Error(fmt.Errorf("notify.AddChannel(%q) at %s: the constructor must be a func(deps...) returning a notify.Channel (and an error), not %T", name, where, constructor))
+	build, err := app.Adapt(constructor, reflect.TypeFor[Channel](), func(c reflect.Value) namedChannel {
+		return namedChannel{name: name, where: where, channel: c.Interface().(Channel)}
+	})
+	if err != nil {
+		return fx.Error(fmt.Errorf("notify.AddChannel(%q) at %s: %w", name, where, err))
 	}
-	in := make([]reflect.Type, ct.NumIn())
-	for i := range in {
-		in[i] = ct.In(i)
-	}
-	build := reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{reflect.TypeFor[namedChannel](), reflect.TypeFor[error]()}, false),
-		func(args []reflect.Value) []reflect.Value {
-			out := reflect.ValueOf(constructor).Call(args)
-			if len(out) == 2 && !out[1].IsNil() {
-				return []reflect.Value{reflect.Zero(reflect.TypeFor[namedChannel]()), out[1]}
-			}
-			c := namedChannel{name: name, where: where, channel: out[0].Interface().(Channel)}
-			return []reflect.Value{reflect.ValueOf(c), reflect.Zero(reflect.TypeFor[error]())}
-		})
-	return fx.Provide(fx.Annotate(build.Interface(), fx.ResultTags(`group:"notify.channels"`)))
+	return fx.Provide(fx.Annotate(build, fx.ResultTags(`group:"notify.channels"`)))
 }
 
 // registeredType is a notification type an app registered.

@@ -240,7 +240,7 @@ type Reminder struct {
 	Text string `json:"text"`
 }
 
-func (Reminder) NotificationType() string        { return "crm.reminder" }
+func (Reminder) NotificationType() string       { return "crm.reminder" }
 func (Reminder) Via(notify.Notifiable) []string { return []string{"sms"} }
 
 type smsGateway struct {

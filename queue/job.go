@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/worker"
 	"go.uber.org/fx"
@@ -262,27 +263,13 @@ func RegisterNamedAt(name, where string, constructor any) fx.Option {
 // Queue that runs it. A handler may thus need what needs the Dispatcher
 // (a *mail.Mailer, say) without a cycle.
 func registerBuilt(declared Registration, what string, constructor any, want reflect.Type, wrap func(reflect.Value) Registration) fx.Option {
-	ct := reflect.TypeOf(constructor)
-	if ct == nil || ct.Kind() != reflect.Func || ct.NumOut() < 1 || ct.NumOut() > 2 || (ct.NumOut() == 2 && ct.Out(1) != errorType) ||
-		!(ct.Out(0) == want || want.Kind() == reflect.Interface && ct.Out(0).Implements(want)) {
-		return fx.Error(fmt.Errorf("%s at %s: the constructor must be a func(deps...) returning a %s (and an error), not %T",
-			what, declared.where, want, constructor))
+	fn, err := app.Adapt(constructor, want, func(h reflect.Value) built { return built(wrap(h)) })
+	if err != nil {
+		return fx.Error(fmt.Errorf("%s at %s: %w", what, declared.where, err))
 	}
-	in := make([]reflect.Type, ct.NumIn())
-	for i := range in {
-		in[i] = ct.In(i)
-	}
-	fn := reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{reflect.TypeFor[built](), errorType}, false),
-		func(args []reflect.Value) []reflect.Value {
-			out := reflect.ValueOf(constructor).Call(args)
-			if len(out) == 2 && !out[1].IsNil() {
-				return []reflect.Value{reflect.Zero(reflect.TypeFor[built]()), out[1]}
-			}
-			return []reflect.Value{reflect.ValueOf(built(wrap(out[0]))), reflect.Zero(errorType)}
-		})
 	return fx.Options(
 		fx.Supply(fx.Annotated{Group: "queue.handlers", Target: declared}),
-		fx.Provide(fx.Annotate(fn.Interface(), fx.ResultTags(`group:"queue.built"`))),
+		fx.Provide(fx.Annotate(fn, fx.ResultTags(`group:"queue.built"`))),
 	)
 }
 

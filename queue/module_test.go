@@ -338,7 +338,7 @@ func TestRegisterNamed(t *testing.T) {
 	}
 	_, err = runApp(t, nil, []string{"use"}, queue.ModuleWith(queue.Config{Driver: queue.Memory}),
 		queue.RegisterNamed("events.audit", func() int { return 1 }), use(func(*queue.Queue, queue.Dispatcher) error { return nil }))
-	if err == nil || !strings.Contains(err.Error(), `queue.RegisterNamed("events.audit") at `) || !strings.Contains(err.Error(), "the constructor must be a func(deps...) returning a func(context.Context, json.RawMessage, queue.JobContext) error (and an error), not func() int") {
+	if err == nil || !strings.Contains(err.Error(), `queue.RegisterNamed("events.audit") at `) || !strings.Contains(err.Error(), "the constructor must be a func(deps...) returning func(context.Context, json.RawMessage, queue.JobContext) error (and an error), not func() int") {
 		t.Fatalf("a bad constructor: %v", err)
 	}
 }

@@ -27,7 +27,7 @@ type TrialEnding struct {
 	Days int `json:"days"`
 }
 
-func (TrialEnding) NotificationType() string        { return "billing.trial_ending" }
+func (TrialEnding) NotificationType() string       { return "billing.trial_ending" }
 func (TrialEnding) Via(notify.Notifiable) []string { return []string{notify.Database} }
 func (TrialEnding) ToDatabase(notify.Notifiable) (any, error) {
 	return map[string]int{"days": 3}, nil
@@ -36,7 +36,7 @@ func (TrialEnding) ToDatabase(notify.Notifiable) (any, error) {
 // Digest goes by mail only.
 type Digest struct{}
 
-func (Digest) NotificationType() string        { return "crm.digest" }
+func (Digest) NotificationType() string       { return "crm.digest" }
 func (Digest) Via(notify.Notifiable) []string { return []string{notify.Mail} }
 
 type recordingT struct {
@@ -103,7 +103,7 @@ type Invite struct {
 	Team string `json:"team"`
 }
 
-func (Invite) NotificationType() string        { return "crm.invite" }
+func (Invite) NotificationType() string       { return "crm.invite" }
 func (Invite) Via(notify.Notifiable) []string { return []string{notify.Mail} }
 func (i Invite) ToMail(_ context.Context, to notify.Notifiable) (mail.Mail, error) {
 	return mail.Message{To: []string{to.RouteFor(notify.Mail)}, Subject: "Join " + i.Team, Text: "…"}, nil
