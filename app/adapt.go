@@ -11,7 +11,8 @@ import (
 // function of the same parameters that returns adapt of its result: what
 // a module hands fx.Provide to build a value of its own from a user's
 // constructor, such as queue.Register's handler registration. A
-// constructor of another shape is an error saying what it must be.
+// constructor of another shape is an error saying what it must be, and
+// a nil result an error of the function it returns.
 func Adapt[T any](constructor any, want reflect.Type, adapt func(built reflect.Value) T) (any, error) {
 	errorType := reflect.TypeFor[error]()
 	ct := reflect.TypeOf(constructor)
@@ -28,6 +29,13 @@ func Adapt[T any](constructor any, want reflect.Type, adapt func(built reflect.V
 		results := reflect.ValueOf(constructor).Call(args)
 		if len(results) == 2 && !results[1].IsNil() {
 			return []reflect.Value{reflect.Zero(out), results[1]}
+		}
+		switch results[0].Kind() {
+		case reflect.Interface, reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice:
+			if results[0].IsNil() {
+				err := fmt.Errorf("the constructor %s returned a nil %s", typeName(ct), typeName(ct.Out(0)))
+				return []reflect.Value{reflect.Zero(out), reflect.ValueOf(&err).Elem()}
+			}
 		}
 		return []reflect.Value{reflect.ValueOf(adapt(results[0])), reflect.Zero(errorType)}
 	})

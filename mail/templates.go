@@ -26,6 +26,19 @@ const (
 // given to [Templates] holds.
 var ErrNoTemplate = errors.New("no such mail template")
 
+// ErrRender matches the error of a template that does not render with
+// the data it was given (a missing key, a failing function): it fails
+// the same way each time it is tried.
+var ErrRender = errors.New("mail template does not render")
+
+// renderError is a template's error that matches [ErrRender], its text
+// unchanged.
+type renderError struct{ err error }
+
+func (e renderError) Error() string        { return e.err.Error() }
+func (e renderError) Unwrap() error        { return e.err }
+func (e renderError) Is(target error) bool { return target == ErrRender }
+
 // templates are the parsed template mail of an app, by name.
 type templates struct {
 	html map[string]*htmltemplate.Template
@@ -127,14 +140,14 @@ func (ts *templates) render(name string, data any) (text, html string, err error
 	var buf bytes.Buffer
 	if hasHTML {
 		if err := h.Execute(&buf, data); err != nil {
-			return "", "", fmt.Errorf("mail: render %s: %w", name+htmlSuffix, err)
+			return "", "", renderError{fmt.Errorf("mail: render %s: %w", name+htmlSuffix, err)}
 		}
 		html = buf.String()
 		buf.Reset()
 	}
 	if hasText {
 		if err := t.Execute(&buf, data); err != nil {
-			return "", "", fmt.Errorf("mail: render %s: %w", name+textSuffix, err)
+			return "", "", renderError{fmt.Errorf("mail: render %s: %w", name+textSuffix, err)}
 		}
 		text = buf.String()
 	}

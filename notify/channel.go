@@ -59,15 +59,17 @@ func AddChannel(name string, constructor any) fx.Option {
 
 // registeredType is a notification type an app registered.
 type registeredType struct {
-	name string
-	typ  reflect.Type
+	name  string
+	typ   reflect.Type
+	where string
 }
 
 // Register registers the notification type N, so that a worker can decode
 // its deliveries: every notification an app sends must be registered.
 func Register[N Notification]() fx.Option {
 	var zero N
-	return fx.Supply(fx.Annotated{Group: "notify.types", Target: registeredType{name: zero.NotificationType(), typ: reflect.TypeFor[N]()}})
+	_, file, line, _ := runtime.Caller(1)
+	return fx.Supply(fx.Annotated{Group: "notify.types", Target: registeredType{name: zero.NotificationType(), typ: reflect.TypeFor[N](), where: file + ":" + strconv.Itoa(line)}})
 }
 
 // deliverer delivers notifications: the part of a Notifier the notify.send
@@ -76,6 +78,7 @@ func Register[N Notification]() fx.Option {
 type deliverer struct {
 	anyType  bool // a recording notifier's: every type is taken
 	types    map[string]reflect.Type
+	where    map[string]string // type name -> where it was registered
 	channels map[string]Channel
 	logger   *slog.Logger
 }
@@ -98,11 +101,12 @@ func newDeliverer(p delivererIn) (*deliverer, error) {
 	if p.Clock == nil {
 		p.Clock = app.SystemClock{}
 	}
+	d.where = map[string]string{}
 	for _, t := range p.Types {
 		if prev, dup := d.types[t.name]; dup && prev != t.typ {
-			return nil, fmt.Errorf("notify: notification type %q is the name of two Go types: %s and %s", t.name, prev, t.typ)
+			return nil, fmt.Errorf("notify: notification type %q is the name of two Go types: %s at %s and %s at %s", t.name, prev, d.where[t.name], t.typ, t.where)
 		}
-		d.types[t.name] = t.typ
+		d.types[t.name], d.where[t.name] = t.typ, t.where
 	}
 	d.channels[Log] = logChannel{d.logger.With("logger", "navree.notify")}
 	if p.Mailer != nil {
@@ -125,7 +129,7 @@ func newDeliverer(p delivererIn) (*deliverer, error) {
 
 // check says whether channel can take n to who, when it is sent.
 func (d *deliverer) check(channel string, who Notifiable, n Notification) error {
-	if _, ok := d.channels[channel]; !ok {
+	if _, ok := d.channels[channel]; !ok && !d.anyType {
 		switch channel {
 		case Mail:
 			return errors.New(`it is sent via "mail", and the app has no mail.Module()`)
@@ -148,6 +152,9 @@ func (d *deliverer) check(channel string, who Notifiable, n Notification) error 
 		}
 		if who.NotifiableType() == onDemandType {
 			return errors.New(`the database channel keeps notifications of stored notifiables, not of on-demand routes`)
+		}
+		if who.NotifiableType() == "" || who.NotifiableID() == "" {
+			return errors.New(`the database channel needs the notifiable's type and id (NotifiableType and NotifiableID are empty)`)
 		}
 	}
 	return nil
@@ -214,7 +221,7 @@ func (c mailChannel) Deliver(ctx context.Context, d Delivery) error {
 	}
 	err = c.m.Send(ctx, msg)
 	var se *mail.SendError
-	if errors.Is(err, mail.ErrInvalidMessage) || errors.Is(err, mail.ErrNoTemplate) || errors.As(err, &se) && se.Permanent {
+	if errors.Is(err, mail.ErrInvalidMessage) || errors.Is(err, mail.ErrNoTemplate) || errors.Is(err, mail.ErrRender) || errors.As(err, &se) && se.Permanent {
 		return queue.Permanent(err)
 	}
 	return err

@@ -48,7 +48,7 @@ type Type struct{ t registeredType }
 // TypeOf is [Register] for an app built without fx.
 func TypeOf[N Notification]() Type {
 	var zero N
-	return Type{registeredType{name: zero.NotificationType(), typ: reflect.TypeFor[N]()}}
+	return Type{registeredType{name: zero.NotificationType(), typ: reflect.TypeFor[N](), where: "notify.TypeOf"}}
 }
 
 // New returns the Notifier of p, and the registration of its notify.send

@@ -40,13 +40,16 @@ const maxPerSend = 100_000
 // channel stores it under, shared by its channels. The jobs are queued
 // together, all or none, and join the unit of work in ctx.
 func (s *Notifier) Send(ctx context.Context, to []Notifiable, n Notification) ([]string, error) {
-	deliveries, err := s.plan(to, n)
+	deliveries, ids, err := s.plan(to, n)
 	if err != nil {
 		return nil, err
 	}
 	if s.recorder != nil {
-		s.recorder.Record(ctx, to, n, ids(deliveries, len(to)))
-		return ids(deliveries, len(to)), nil
+		s.recorder.Record(ctx, to, n, ids)
+		return ids, nil
+	}
+	if s.dispatcher == nil {
+		return nil, errors.New("notify: this Notifier has no queue: build it with Params.Dispatcher to queue notifications (SendNow needs none)")
 	}
 	envelopes := make([]queue.Envelope, 0, len(deliveries))
 	for _, d := range deliveries {
@@ -61,19 +64,19 @@ func (s *Notifier) Send(ctx context.Context, to []Notifiable, n Notification) ([
 			return nil, fmt.Errorf("notify: queue %s: %w", n.NotificationType(), err)
 		}
 	}
-	return ids(deliveries, len(to)), nil
+	return ids, nil
 }
 
 // SendNow delivers n to each notifiable over each channel in the caller,
 // one after the other; every delivery is tried, and their errors come back
 // joined.
 func (s *Notifier) SendNow(ctx context.Context, to []Notifiable, n Notification) error {
-	deliveries, err := s.plan(to, n)
+	deliveries, ids, err := s.plan(to, n)
 	if err != nil {
 		return err
 	}
 	if s.recorder != nil {
-		s.recorder.Record(ctx, to, n, ids(deliveries, len(to)))
+		s.recorder.Record(ctx, to, n, ids)
 		return nil
 	}
 	var errs []error
@@ -89,50 +92,48 @@ func (s *Notifier) SendNow(ctx context.Context, to []Notifiable, n Notification)
 type delivery struct {
 	job     SendJob
 	options queue.Options
-	index   int // of its notifiable in the Send
-}
-
-// ids are the notification's ids, one per notifiable.
-func ids(deliveries []delivery, n int) []string {
-	out := make([]string, n)
-	for _, d := range deliveries {
-		out[d.index] = d.job.ID
-	}
-	return out
 }
 
 // plan checks n and its notifiables and makes their deliveries, encoding
-// n once. A notifiable without channels gets an id and no delivery.
-func (s *Notifier) plan(to []Notifiable, n Notification) ([]delivery, error) {
+// n once, and the notification's id for each notifiable. A notifiable
+// without channels gets an id and no delivery.
+func (s *Notifier) plan(to []Notifiable, n Notification) ([]delivery, []string, error) {
 	if n == nil {
-		return nil, fmt.Errorf("notify: a nil notification: %w", ErrNotSent)
+		return nil, nil, fmt.Errorf("notify: a nil notification: %w", ErrNotSent)
 	}
 	typ := n.NotificationType()
 	registered, ok := s.d.types[typ]
 	switch {
 	case s.d.anyType:
 	case !ok:
-		return nil, fmt.Errorf("notify: %s is not registered: add notify.Register[%s]() to a module: %w", typ, reflect.TypeOf(n), ErrNotSent)
+		return nil, nil, fmt.Errorf("notify: %s is not registered: add notify.Register[%s]() to a module: %w", typ, reflect.TypeOf(n), ErrNotSent)
 	case registered != reflect.TypeOf(n):
-		return nil, fmt.Errorf("notify: %s is registered as %s, not %s: %w", typ, registered, reflect.TypeOf(n), ErrNotSent)
+		return nil, nil, fmt.Errorf("notify: %s is registered as %s, not %s: %w", typ, registered, reflect.TypeOf(n), ErrNotSent)
 	}
 	data, err := json.Marshal(n)
 	if err != nil {
-		return nil, fmt.Errorf("notify: %s does not encode to JSON: %w: %w", typ, err, ErrNotSent)
+		return nil, nil, fmt.Errorf("notify: %s does not encode to JSON: %w: %w", typ, err, ErrNotSent)
 	}
 	var out []delivery
+	ids := make([]string, len(to))
 	for i, who := range to {
 		if who == nil {
-			return nil, fmt.Errorf("notify: %s: notifiable %d of %d is nil: %w", typ, i+1, len(to), ErrNotSent)
+			return nil, nil, fmt.Errorf("notify: %s: notifiable %d of %d is nil: %w", typ, i+1, len(to), ErrNotSent)
 		}
 		id, err := uuid.NewV7()
 		if err != nil {
-			return nil, fmt.Errorf("notify: an id: %w", err)
+			return nil, nil, fmt.Errorf("notify: an id: %w", err)
 		}
-		via := slices.Compact(slices.Clone(n.Via(who)))
+		ids[i] = id.String()
+		var via []string // n.Via without repeats
+		for _, c := range n.Via(who) {
+			if !slices.Contains(via, c) {
+				via = append(via, c)
+			}
+		}
 		for _, channel := range via {
 			if err := s.d.check(channel, who, n); err != nil {
-				return nil, fmt.Errorf("notify: %s to %s: %w: %w", typ, describe(who), err, ErrNotSent)
+				return nil, nil, fmt.Errorf("notify: %s to %s: %w: %w", typ, describe(who), err, ErrNotSent)
 			}
 			o := SendJob{}.JobOptions()
 			if wo, ok := n.(WithOptions); ok {
@@ -143,13 +144,13 @@ func (s *Notifier) plan(to []Notifiable, n Notification) ([]delivery, error) {
 			if route := who.RouteFor(channel); route != "" {
 				job.Notifiable.Routes = map[string]string{channel: route}
 			}
-			out = append(out, delivery{job: job, options: o, index: i})
+			out = append(out, delivery{job: job, options: o})
 		}
 		if len(out) > maxPerSend {
-			return nil, fmt.Errorf("notify: %s: over %d deliveries in one Send: send to fewer notifiables at a time: %w", typ, maxPerSend, ErrNotSent)
+			return nil, nil, fmt.Errorf("notify: %s: over %d deliveries in one Send: send to fewer notifiables at a time: %w", typ, maxPerSend, ErrNotSent)
 		}
 	}
-	return out, nil
+	return out, ids, nil
 }
 
 // overlay is o with the fields set in over.

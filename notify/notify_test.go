@@ -9,9 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/mail"
 	"github.com/navree/navree/mail/mailtest"
@@ -346,4 +348,47 @@ func TestWithoutFx(t *testing.T) {
 	if stats := run(t, q); stats.Succeeded != 1 || strings.Join(g.sent, ",") != "42: call Grace" {
 		t.Fatalf("RunPending = %+v, sent %v", stats, g.sent)
 	}
+}
+
+// Broken renders a template with a key its data lacks.
+type Broken struct{}
+
+func (Broken) NotificationType() string       { return "crm.broken" }
+func (Broken) Via(notify.Notifiable) []string { return []string{notify.Mail, notify.Mail} }
+func (Broken) ToMail(ctx context.Context, to notify.Notifiable) (mail.Mail, error) {
+	return mail.Template(to.RouteFor(notify.Mail), "Broken", "mail/broken").With(map[string]any{}), nil
+}
+
+func TestAMailThatDoesNotRenderFailsAtOnce(t *testing.T) {
+	a := newApp(t, apptest.TempDatabase(), nil, notify.Register[Broken](),
+		mail.Templates(fstest.MapFS{"mail/broken.txt.tmpl": {Data: []byte("Hello {{.Name}}")}}))
+	if _, err := a.Notifier.Send(context.Background(), []notify.Notifiable{ada}, Broken{}); err != nil {
+		t.Fatal(err)
+	}
+	if stats := run(t, a.Queue); stats.Processed != 1 || stats.Failed != 1 {
+		t.Fatalf("RunPending = %+v, want one delivery (Via names mail twice) failed at once", stats)
+	}
+	if _, err := a.Notifier.Send(context.Background(), []notify.Notifiable{customer{email: "x@example.com"}}, InvoicePaid{}); err == nil ||
+		!strings.Contains(err.Error(), "the database channel needs the notifiable's type and id") {
+		t.Fatalf("a database delivery to a notifiable without an id: %v", err)
+	}
+	n, _, err := notify.New(notify.Params{Types: []notify.Type{notify.TypeOf[Reminder]()}, Channels: map[string]notify.Channel{"sms": smsChannel{&smsGateway{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Send(context.Background(), []notify.Notifiable{ada}, Reminder{}); err == nil || !strings.Contains(err.Error(), "this Notifier has no queue") {
+		t.Fatalf("Send without a Dispatcher: %v", err)
+	}
+	err = newAppErr(notify.AddChannel("sms", func() notify.Channel { return nil }))
+	if err == nil || !strings.Contains(err.Error(), "the constructor func() notify.Channel returned a nil notify.Channel") {
+		t.Fatalf("a nil channel: %v", err)
+	}
+}
+
+// newAppErr builds the notifier of opts and returns the boot's error.
+func newAppErr(opts ...fx.Option) error {
+	a := app.New(append([]fx.Option{config.Module(config.Sources{}), queue.ModuleWith(queue.Config{Driver: queue.Memory}), notify.Module(),
+		fx.Populate(new(*notify.Notifier))}, opts...)...)
+	_, err := a.Build()
+	return err
 }

@@ -84,7 +84,7 @@ func Example() {
 	// The fake checks what Send checks: this one has no mail route.
 	_, err = notifier.Send(ctx, []notify.Notifiable{subscriber{id: "linus"}}, RenewalDue{})
 	fmt.Println(err)
-	// It knows the channels mail, database and log, not the app's own.
+	// It takes any channel, the app's own too.
 	_, err = notifier.Send(ctx, []notify.Notifiable{ada}, TextAlert{})
 	fmt.Println(err)
 
@@ -111,28 +111,33 @@ func Example() {
 	// Output:
 	// 2 ids <nil>
 	// notify: billing.renewal_due to subscriber linus: the notifiable has no mail route (RouteFor("mail") is empty): notification not sent
-	// notify: ops.text_alert to subscriber ada: it is sent via "sms", a channel no module registered (notify.AddChannel): notification not sent
+	// <nil>
 	// true
 	// true
 	// true
 	// billing.renewal_due to subscriber ada via [mail database] id given: true
 	// billing.renewal_due to subscriber grace via [mail database] id given: true
 	// ops.outage to on-demand oncall@example.com via [mail] id given: true
-	// notifytest: no billing.renewal_due was sent to subscriber linus; sent 3 notification(s):
+	// ops.text_alert to subscriber ada via [sms] id given: true
+	// notifytest: no billing.renewal_due was sent to subscriber linus; sent 4 notification(s):
 	// 	billing.renewal_due to subscriber ada via mail, database
 	// 	billing.renewal_due to subscriber grace via mail, database
-	// 	ops.outage to on-demand via mail
-	// notifytest: no billing.renewal_due sent to subscriber ada matched; sent 3 notification(s):
+	// 	ops.outage to mail oncall@example.com (on demand) via mail
+	// 	ops.text_alert to subscriber ada via sms
+	// notifytest: no billing.renewal_due sent to subscriber ada matched; sent 4 notification(s):
 	// 	billing.renewal_due to subscriber ada via mail, database
 	// 	billing.renewal_due to subscriber grace via mail, database
-	// 	ops.outage to on-demand via mail
-	// notifytest: no ops.outage was sent on demand to mail ops@example.com; sent 3 notification(s):
+	// 	ops.outage to mail oncall@example.com (on demand) via mail
+	// 	ops.text_alert to subscriber ada via sms
+	// notifytest: no ops.outage was sent on demand to mail ops@example.com; sent 4 notification(s):
 	// 	billing.renewal_due to subscriber ada via mail, database
 	// 	billing.renewal_due to subscriber grace via mail, database
-	// 	ops.outage to on-demand via mail
-	// notifytest: want no billing.renewal_due sent; sent 3 notification(s):
+	// 	ops.outage to mail oncall@example.com (on demand) via mail
+	// 	ops.text_alert to subscriber ada via sms
+	// notifytest: want no billing.renewal_due sent; sent 4 notification(s):
 	// 	billing.renewal_due to subscriber ada via mail, database
 	// 	billing.renewal_due to subscriber grace via mail, database
-	// 	ops.outage to on-demand via mail
+	// 	ops.outage to mail oncall@example.com (on demand) via mail
+	// 	ops.text_alert to subscriber ada via sms
 	// notifytest: no billing.renewal_due was sent to subscriber ada; nothing was sent
 }

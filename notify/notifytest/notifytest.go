@@ -77,18 +77,29 @@ func (f *Fake) Clear() {
 	f.sent = nil
 }
 
-// same reports whether a and b are one notifiable: one type and id, or,
-// for on-demand routes, the same routes over the channels given.
-func same(a, b notify.Notifiable) bool {
-	return a.NotifiableType() == b.NotifiableType() && a.NotifiableID() == b.NotifiableID()
+// same reports whether the notifiable of s is who: one type and id, and,
+// for on-demand routes, the same route over each of its channels.
+func same(s Sent, who notify.Notifiable) bool {
+	if s.To.NotifiableType() != who.NotifiableType() || s.To.NotifiableID() != who.NotifiableID() {
+		return false
+	}
+	for _, c := range s.Via {
+		if s.To.NotifiableType() == onDemand && s.To.RouteFor(c) != who.RouteFor(c) {
+			return false
+		}
+	}
+	return true
 }
+
+// onDemand is the notifiable type of notify.Route.
+var onDemand = notify.OnDemand{}.NotifiableType()
 
 // AssertSentTo fails t unless a notification of type N was sent to
 // notifiable (the same type and id) for which match returns true (nil
 // matches any).
 func AssertSentTo[N notify.Notification](t testing.TB, f *Fake, notifiable notify.Notifiable, match func(N) bool) bool {
 	t.Helper()
-	return assert[N](t, f, "to "+name(notifiable), func(s Sent) bool { return same(s.To, notifiable) }, match)
+	return assert[N](t, f, "to "+name(notifiable), func(s Sent) bool { return same(s, notifiable) }, match)
 }
 
 // AssertSentOnDemand fails t unless a notification of type N was sent on
@@ -97,7 +108,7 @@ func AssertSentTo[N notify.Notification](t testing.TB, f *Fake, notifiable notif
 func AssertSentOnDemand[N notify.Notification](t testing.TB, f *Fake, channel, route string, match func(N) bool) bool {
 	t.Helper()
 	return assert[N](t, f, "on demand to "+channel+" "+route, func(s Sent) bool {
-		return s.To.NotifiableType() == (notify.OnDemand{}).NotifiableType() && s.To.RouteFor(channel) == route
+		return s.To.NotifiableType() == onDemand && s.To.RouteFor(channel) == route
 	}, match)
 }
 
@@ -149,7 +160,15 @@ func (f *Fake) describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sent %d notification(s):", len(all))
 	for _, s := range all {
-		fmt.Fprintf(&b, "\n\t%s to %s via %s", s.Notification.NotificationType(), name(s.To), strings.Join(s.Via, ", "))
+		to := name(s.To)
+		if s.To.NotifiableType() == onDemand {
+			var routes []string
+			for _, c := range s.Via {
+				routes = append(routes, c+" "+s.To.RouteFor(c))
+			}
+			to = strings.Join(routes, ", ") + " (on demand)"
+		}
+		fmt.Fprintf(&b, "\n\t%s to %s via %s", s.Notification.NotificationType(), to, strings.Join(s.Via, ", "))
 	}
 	return b.String()
 }
