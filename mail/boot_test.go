@@ -141,6 +141,9 @@ func TestTemplateErrorsFailTheCall(t *testing.T) {
 			}
 		})
 	}
+	if _, err := m.Queue(context.Background(), tests[0].msg); !errors.Is(err, mail.ErrRender) {
+		t.Fatalf("errors.Is(%v, ErrRender) = false", err)
+	}
 	if _, err := m.Queue(context.Background(), mail.Template("a@example.com", "x", "nope")); !errors.Is(err, mail.ErrNoTemplate) {
 		t.Fatalf("errors.Is(%v, ErrNoTemplate) = false", err)
 	}
