@@ -137,7 +137,7 @@ func (s *Notifier) plan(to []Notifiable, n Notification) ([]delivery, []string, 
 			}
 			o := SendJob{}.JobOptions()
 			if wo, ok := n.(WithOptions); ok {
-				o = overlay(o, wo.DeliveryOptions(channel))
+				o = o.Override(wo.DeliveryOptions(channel))
 			}
 			job := SendJob{V: 1, ID: id.String(), Type: typ, Channel: channel, Notification: data,
 				Notifiable: Recipient{Type: who.NotifiableType(), ID: who.NotifiableID()}}
@@ -151,26 +151,6 @@ func (s *Notifier) plan(to []Notifiable, n Notification) ([]delivery, []string, 
 		}
 	}
 	return out, ids, nil
-}
-
-// overlay is o with the fields set in over.
-func overlay(o, over queue.Options) queue.Options {
-	if over.Queue != "" {
-		o.Queue = over.Queue
-	}
-	if over.MaxAttempts != 0 {
-		o.MaxAttempts = over.MaxAttempts
-	}
-	if !over.Backoff.IsZero() {
-		o.Backoff = over.Backoff
-	}
-	if over.Timeout != 0 {
-		o.Timeout = over.Timeout
-	}
-	if over.UniqueFor != 0 {
-		o.UniqueFor = over.UniqueFor
-	}
-	return o
 }
 
 // describe names a notifiable in errors: "user 42", or "an on-demand

@@ -64,6 +64,26 @@ type Options struct {
 	UniqueFor time.Duration
 }
 
+// Override returns o with the fields that over sets (those not zero).
+func (o Options) Override(over Options) Options {
+	if over.Queue != "" {
+		o.Queue = over.Queue
+	}
+	if over.MaxAttempts != 0 {
+		o.MaxAttempts = over.MaxAttempts
+	}
+	if !over.Backoff.IsZero() {
+		o.Backoff = over.Backoff
+	}
+	if over.Timeout != 0 {
+		o.Timeout = over.Timeout
+	}
+	if over.UniqueFor != 0 {
+		o.UniqueFor = over.UniqueFor
+	}
+	return o
+}
+
 // The defaults of [Options].
 const (
 	DefaultMaxAttempts = 3

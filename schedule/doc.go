@@ -1,5 +1,4 @@
-// Package schedule runs jobs on a schedule by dispatching them to the
-// app's queue when they are due.
-//
-// Not built yet.
+// Package schedule dispatches jobs on a schedule: cron expressions and
+// intervals, each tick dispatched once through the queue however many
+// schedulers run.
 package schedule

@@ -1,0 +1,161 @@
+package schedule
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/navree/navree/queue"
+	"github.com/urfave/cli/v2"
+
+	"github.com/navree/navree/app"
+)
+
+func commands() []app.Command {
+	return []app.Command{
+		{
+			Name:  "schedule:work",
+			Usage: "Run the scheduler until stopped: dispatch each entry's jobs at its ticks",
+			Description: "Sleeps until the next tick and dispatches what is due through the queue; any number of\n" +
+				"schedule:work processes may run on one database, each tick is dispatched once. Stops on SIGTERM or Ctrl-C.",
+			Action: app.Uses(func(c *cli.Context, s *Scheduler) error {
+				fmt.Fprintf(c.App.Writer, "Scheduling %d entr%s (Ctrl-C to stop)\n", len(s.plans), plural(len(s.plans), "y", "ies"))
+				if err := s.Work(c.Context); err != nil {
+					return err
+				}
+				fmt.Fprintln(c.App.Writer, "Stopped scheduling.")
+				return nil
+			}),
+		},
+		{
+			Name:  "schedule:list",
+			Usage: "List the scheduled entries: their schedule, zone, next and last run, job and queue",
+			Action: app.Uses(func(c *cli.Context, s *Scheduler) error {
+				if len(s.plans) == 0 {
+					fmt.Fprintln(c.App.Writer, "Nothing is scheduled: register entries with schedule.Cron or schedule.Every.")
+					return nil
+				}
+				now := s.clock.Now()
+				w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(w, "NAME\tSCHEDULE\tZONE\tNEXT RUN\tLAST RUN\tJOB\tQUEUE")
+				for _, p := range s.plans {
+					last, err := s.lastRun(c.Context, p.Name)
+					if err != nil {
+						return err
+					}
+					next := "never"
+					if n := p.next(now); !n.IsZero() {
+						next = n.In(p.loc).Format("2006-01-02 15:04:05 MST") + " (in " + until(n.Sub(now)) + ")"
+					}
+					zone := p.loc.String()
+					if p.every != 0 {
+						zone = "-"
+					}
+					job, q := describeJob(p, now)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Spec, zone, next, last, job, q)
+				}
+				return w.Flush()
+			}),
+		},
+		{
+			Name:      "schedule:run",
+			Usage:     "Dispatch what is due now, once (for system cron), or one entry at once",
+			ArgsUsage: "[NAME]",
+			Description: "Without NAME: dispatches each entry's tick that is due and not yet dispatched, as\n" +
+				"schedule:work would, and exits: run it every minute from cron instead of schedule:work.\n" +
+				"With NAME: dispatches that entry's job now, whatever its schedule, to try it.",
+			Action: app.Uses(func(c *cli.Context, s *Scheduler) error {
+				var done []Dispatched
+				switch c.NArg() {
+				case 0:
+					d, err := s.RunDue(c.Context)
+					if err != nil {
+						return err
+					}
+					done = d
+				case 1:
+					d, err := s.RunNow(c.Context, c.Args().First())
+					if err != nil {
+						return err
+					}
+					done = []Dispatched{*d}
+				default:
+					return errors.New("schedule:run takes at most one entry name")
+				}
+				if len(done) == 0 {
+					fmt.Fprintln(c.App.Writer, "Nothing is due.")
+				}
+				for _, d := range done {
+					tick := d.Tick.UTC().Format(time.RFC3339)
+					switch {
+					case d.Skipped && d.JobID != "":
+						fmt.Fprintf(c.App.Writer, "Skipped %s at %s: its last job %s is still pending or running.\n", d.Entry, tick, d.JobID)
+					case d.Skipped:
+						fmt.Fprintf(c.App.Writer, "Skipped %s at %s: its function gave no job.\n", d.Entry, tick)
+					default:
+						fmt.Fprintf(c.App.Writer, "Dispatched %s at %s: job %s.\n", d.Entry, tick, d.JobID)
+					}
+				}
+				return nil
+			}),
+		},
+	}
+}
+
+// lastRun describes the entry's latest claimed tick.
+func (s *Scheduler) lastRun(ctx context.Context, name string) (string, error) {
+	var tick int64
+	var skipped int
+	err := s.db.NewRaw("SELECT tick_at, skipped FROM schedule_ticks WHERE name = ? ORDER BY tick_at DESC LIMIT 1", name).Scan(ctx, &tick, &skipped)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "never", nil
+	case err != nil:
+		return "", fmt.Errorf("schedule: read the ticks of %s: %w", name, err)
+	}
+	last := time.UnixMilli(tick).UTC().Format("2006-01-02 15:04:05 UTC")
+	if skipped == 1 {
+		last += " (skipped)"
+	}
+	return last, nil
+}
+
+// describeJob names the job of p's next tick and its queue.
+func describeJob(p plan, now time.Time) (string, string) {
+	job := p.job(p.next(now))
+	if job == nil {
+		return "-", "-"
+	}
+	o := queue.Options{}
+	if wo, ok := job.(queue.WithOptions); ok {
+		o = wo.JobOptions()
+	}
+	o = o.Override(p.Options)
+	if o.Queue == "" {
+		o.Queue = "(default)"
+	}
+	return job.JobName(), o.Queue
+}
+
+// until is d in words: "3h", "4m", "12s".
+func until(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,205 @@
+package schedule
+
+import (
+	"fmt"
+	"regexp"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/navree/navree/queue"
+	cron "github.com/netresearch/go-cron"
+	"go.uber.org/fx"
+)
+
+// Entry is a scheduled entry, as schedule:list shows it.
+type Entry struct {
+	Name string // stable and unique, such as "reports.nightly"
+	// Spec is the cron expression ("0 3 * * *", with an optional seconds
+	// field first) or, for Every, "every 15m0s".
+	Spec string
+	// Zone is the name of the time zone the cron expression is read in;
+	// empty for the [schedule] timezone.
+	Zone               string
+	WithoutOverlapping bool
+	CatchUp            time.Duration // how far back a missed tick is still run
+	Options            queue.Options // the jobs' options
+	Where              string        // where it was registered, file:line
+
+	every time.Duration                  // Every's interval; 0 for a cron entry
+	job   func(tick time.Time) queue.Job // nil skips the tick
+}
+
+// Option sets how an entry runs.
+type Option func(*Entry)
+
+// In reads the entry's cron expression in the time zone name, such as
+// "America/New_York"; by default the [schedule] timezone (UTC). An unknown
+// zone fails the boot naming the entry.
+func In(zone string) Option { return func(e *Entry) { e.Zone = zone } }
+
+// WithoutOverlapping skips a tick while the entry's last job is still
+// pending or running (the tick is recorded as skipped).
+func WithoutOverlapping() Option { return func(e *Entry) { e.WithoutOverlapping = true } }
+
+// CatchUp sets how far back a missed tick (all schedulers down at its
+// time) is still dispatched when a scheduler runs again; only the latest
+// missed tick is. Default 24h; 0 dispatches no tick missed by more than a
+// minute.
+func CatchUp(window time.Duration) Option { return func(e *Entry) { e.CatchUp = window } }
+
+// Options sets the options of the entry's jobs (their queue, attempts…).
+func Options(o queue.Options) Option { return func(e *Entry) { e.Options = o } }
+
+// Cron dispatches job at each tick of the cron expression spec: five
+// fields (minute hour day-of-month month day-of-week), or six with
+// seconds first, or a descriptor such as "@daily". With both day fields
+// restricted, a day matching either runs (as cron does).
+//
+//	schedule.Cron("reports.nightly", "0 3 * * *", reports.Nightly{}, schedule.In("Europe/Berlin"))
+func Cron(name, spec string, job queue.Job, opts ...Option) fx.Option {
+	return CronFunc(name, spec, func(time.Time) queue.Job { return job }, append(opts, withWhere(caller(2)))...)
+}
+
+// CronFunc is [Cron] with the job built for each tick from its scheduled
+// time; a nil job skips the tick.
+func CronFunc(name, spec string, fn func(tick time.Time) queue.Job, opts ...Option) fx.Option {
+	e := entry(name, spec, 0, fn, opts)
+	return fx.Supply(fx.Annotated{Group: "schedule.entries", Target: e})
+}
+
+// Every dispatches job every d, at instants that are multiples of d since
+// the Unix epoch (every 15m: :00, :15, :30, :45 UTC), the same on every
+// scheduler.
+func Every(name string, d time.Duration, job queue.Job, opts ...Option) fx.Option {
+	e := entry(name, "every "+d.String(), d, func(time.Time) queue.Job { return job }, append(opts, withWhere(caller(2))))
+	return fx.Supply(fx.Annotated{Group: "schedule.entries", Target: e})
+}
+
+func entry(name, spec string, every time.Duration, fn func(time.Time) queue.Job, opts []Option) Entry {
+	e := Entry{Name: name, Spec: spec, every: every, job: fn, CatchUp: 24 * time.Hour, Where: caller(3)}
+	for _, opt := range opts {
+		opt(&e)
+	}
+	return e
+}
+
+func withWhere(where string) Option { return func(e *Entry) { e.Where = where } }
+
+// caller is where an entry was registered: skip frames up.
+func caller(skip int) string {
+	_, file, line, ok := runtime.Caller(skip)
+	if !ok {
+		return "unknown place"
+	}
+	return file + ":" + strconv.Itoa(line)
+}
+
+// entryName is what an entry's name may hold.
+var entryName = regexp.MustCompile(`^[a-z0-9][a-z0-9._:-]{0,99}$`)
+
+// parser reads cron expressions: an optional seconds field, descriptors,
+// and the day fields joined by OR, as POSIX cron does.
+var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor | cron.DowOrDom)
+
+// plan is an entry ready to run: its schedule in its zone.
+type plan struct {
+	Entry
+	loc   *time.Location
+	sched cron.Schedule // nil for Every
+}
+
+// compile checks e and reads its expression and zone (defaultZone for
+// none). Its errors name the entry and where it was registered.
+func compile(e Entry, defaultZone *time.Location) (plan, error) {
+	fail := func(format string, args ...any) (plan, error) {
+		return plan{}, fmt.Errorf("schedule: entry %q at %s: %s", e.Name, e.Where, fmt.Sprintf(format, args...))
+	}
+	if !entryName.MatchString(e.Name) {
+		return fail("the name must be 1 to 100 of a-z, 0-9, '.', '_', ':' and '-', starting with a letter or digit")
+	}
+	if e.job == nil {
+		return fail("it has no job")
+	}
+	if e.CatchUp < 0 {
+		return fail("the catch-up window is negative (%s)", e.CatchUp)
+	}
+	p := plan{Entry: e, loc: defaultZone}
+	if e.Zone != "" {
+		loc, err := time.LoadLocation(e.Zone)
+		if err != nil {
+			return fail("unknown time zone %q (a name of the IANA database, such as Europe/Berlin)", e.Zone)
+		}
+		p.loc = loc
+	}
+	if e.every != 0 {
+		if e.every < time.Second || e.every%time.Second != 0 {
+			return fail("Every needs whole seconds, 1s or more, not %s", e.every)
+		}
+		return p, nil
+	}
+	sched, err := parser.Parse(e.Spec)
+	if err != nil {
+		return fail("the cron expression %q does not parse: %v", e.Spec, err)
+	}
+	p.sched = sched
+	probe := time.Date(2026, 1, 1, 0, 0, 0, 0, p.loc)
+	if sched.Next(probe).IsZero() && sched.Next(probe.AddDate(4, 0, 0)).IsZero() {
+		return fail("the cron expression %q never fires (such as the 31st of February)", e.Spec)
+	}
+	return p, nil
+}
+
+// next is the entry's first tick after t.
+func (p plan) next(t time.Time) time.Time {
+	if p.every != 0 {
+		d := p.every.Milliseconds()
+		return time.UnixMilli((t.UnixMilli()/d + 1) * d)
+	}
+	for {
+		n := p.sched.Next(t.In(p.loc))
+		if n.IsZero() || !p.repeat(n) {
+			return n
+		}
+		t = n
+	}
+}
+
+// latest is the entry's latest tick in (after, until], or the zero time.
+func (p plan) latest(after, until time.Time) time.Time {
+	if p.every != 0 {
+		d := p.every.Milliseconds()
+		t := time.UnixMilli(until.UnixMilli() / d * d)
+		if !t.After(after) {
+			return time.Time{}
+		}
+		return t
+	}
+	var last time.Time
+	for t := p.next(after); !t.IsZero() && !t.After(until); t = p.next(t) {
+		last = t
+	}
+	return last
+}
+
+// repeat reports whether the cron tick t repeats, on the day the clocks
+// go back, the wall-clock time of the tick an hour or two before it (the
+// 01:30 that comes twice): an entry that fires less often than that runs
+// at the first of the two only. A frequent one (every hour, every 30
+// minutes) runs at each real instant.
+func (p plan) repeat(t time.Time) bool {
+	for back := 30 * time.Minute; back <= 2*time.Hour; back += 30 * time.Minute {
+		prev := t.Add(-back).In(p.loc)
+		isTick := p.sched.Next(prev.Add(-time.Second)).Equal(prev)
+		if isTick && sameWallClock(prev, t.In(p.loc)) && p.sched.Next(t.In(p.loc)).Sub(t) > back {
+			return true
+		}
+	}
+	return false
+}
+
+func sameWallClock(a, b time.Time) bool {
+	ay, am, ad := a.Date()
+	by, bm, bd := b.Date()
+	return ay == by && am == bm && ad == bd && a.Hour() == b.Hour() && a.Minute() == b.Minute() && a.Second() == b.Second()
+}

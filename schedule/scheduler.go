@@ -1,0 +1,323 @@
+package schedule
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue"
+	"go.uber.org/fx"
+)
+
+// Config is the [schedule] section of the configuration.
+type Config struct {
+	// Timezone is the time zone cron expressions are read in, unless an
+	// entry names its own ([In]); default "UTC".
+	Timezone string `koanf:"timezone" validate:"required"`
+}
+
+// DefaultConfig returns the defaults of the [schedule] section.
+func DefaultConfig() Config { return Config{Timezone: "UTC"} }
+
+// Validate checks that the time zone exists.
+func (c Config) Validate() error {
+	if _, err := time.LoadLocation(c.Timezone); err != nil {
+		return invalidZone(c.Timezone)
+	}
+	return nil
+}
+
+func invalidZone(zone string) error {
+	return config.Invalid("schedule.timezone", zone, "a time zone of the IANA database, such as UTC or Europe/Berlin")
+}
+
+// Params are what [New] builds a Scheduler from.
+type Params struct {
+	fx.In
+	Config     Config
+	DB         *db.DB `optional:"true"` // holds the claimed ticks; required
+	Dispatcher queue.Dispatcher
+	Clock      app.Clock    `optional:"true"`
+	Logger     *slog.Logger `optional:"true"`
+	Entries    []Entry      `group:"schedule.entries"`
+}
+
+// Scheduler dispatches the jobs of the app's entries at their ticks. Any
+// number of schedulers may run on one database: each tick is claimed in
+// the table schedule_ticks, in the transaction that dispatches its job,
+// so it is dispatched once.
+type Scheduler struct {
+	db         *db.DB
+	dispatcher queue.Dispatcher
+	clock      app.Clock
+	logger     *slog.Logger
+	plans      []plan // by name
+	started    time.Time
+}
+
+// New returns the scheduler of p. An entry with a bad name, expression or
+// zone, or two entries of one name, are an error naming them.
+func New(p Params) (*Scheduler, error) {
+	if p.DB == nil {
+		return nil, errors.New("schedule: the scheduler keeps its ticks in the database: add db.Module() to the app")
+	}
+	cfg := p.Config
+	if cfg.Timezone == "" {
+		cfg = DefaultConfig()
+	}
+	loc, err := time.LoadLocation(cfg.Timezone)
+	if err != nil {
+		return nil, invalidZone(cfg.Timezone)
+	}
+	s := &Scheduler{db: p.DB, dispatcher: p.Dispatcher, clock: p.Clock, logger: p.Logger}
+	if s.clock == nil {
+		s.clock = app.SystemClock{}
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	s.logger = s.logger.With("logger", "navree.schedule")
+	seen := map[string]string{}
+	for _, e := range p.Entries {
+		if where, dup := seen[e.Name]; dup {
+			return nil, fmt.Errorf("schedule: entry %q is registered twice: at %s and at %s", e.Name, where, e.Where)
+		}
+		seen[e.Name] = e.Where
+		pl, err := compile(e, loc)
+		if err != nil {
+			return nil, err
+		}
+		s.plans = append(s.plans, pl)
+	}
+	slices.SortFunc(s.plans, func(a, b plan) int { return strings.Compare(a.Name, b.Name) })
+	s.started = s.clock.Now()
+	return s, nil
+}
+
+// Dispatched is the outcome of one tick an entry claimed.
+type Dispatched struct {
+	Entry   string
+	Tick    time.Time
+	JobID   string // the job dispatched, or the pending one a skipped tick found
+	Skipped bool   // WithoutOverlapping: the last job is still pending or running
+}
+
+// RunDue dispatches, for each entry, its latest tick due by now, unless
+// a scheduler has already claimed it: the tick at hand, or after a
+// downtime the latest missed one within the entry's catch-up window (none
+// older). An entry no scheduler has run yet dispatches no tick from
+// before this scheduler started. It returns what it dispatched.
+func (s *Scheduler) RunDue(ctx context.Context) ([]Dispatched, error) {
+	now := s.clock.Now()
+	var out []Dispatched
+	var errs []error
+	for _, p := range s.plans {
+		d, err := s.runDue(ctx, p, now)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if d != nil {
+			out = append(out, *d)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// grace is how late a scheduler may wake for a tick, busy or paused,
+// before the tick counts as missed: even with CatchUp(0) it is run.
+const grace = time.Minute
+
+func (s *Scheduler) runDue(ctx context.Context, p plan, now time.Time) (*Dispatched, error) {
+	last, err := s.lastTick(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	from := now.Add(-max(p.CatchUp, grace))
+	if last.IsZero() && from.Before(s.started) {
+		from = s.started.Add(-time.Millisecond)
+	}
+	if !last.IsZero() && !from.After(last) {
+		from = last
+	}
+	tick := p.latest(from, now)
+	if tick.IsZero() {
+		return nil, nil
+	}
+	return s.claim(ctx, p, tick)
+}
+
+// lastTick is the latest tick claimed for the entry name; zero for none.
+func (s *Scheduler) lastTick(ctx context.Context, name string) (time.Time, error) {
+	var ms sql.NullInt64
+	if err := s.db.NewRaw("SELECT MAX(tick_at) FROM schedule_ticks WHERE name = ?", name).Scan(ctx, &ms); err != nil {
+		return time.Time{}, fmt.Errorf("schedule: read the ticks of %s: %w", name, err)
+	}
+	if !ms.Valid {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(ms.Int64), nil
+}
+
+// claim records the tick of p and dispatches its job, in one transaction:
+// a scheduler that finds the tick claimed dispatches nothing (nil).
+func (s *Scheduler) claim(ctx context.Context, p plan, tick time.Time) (*Dispatched, error) {
+	var out *Dispatched
+	err := s.db.Transaction(ctx, func(ctx context.Context) error {
+		tx, err := s.db.Querier(ctx)
+		if err != nil {
+			return err
+		}
+		job := p.job(tick)
+		if job == nil {
+			res, err := tx.NewRaw("INSERT INTO schedule_ticks (name, tick_at, job_id, skipped, dispatched_at) VALUES (?, ?, '', 1, ?) ON CONFLICT DO NOTHING",
+				p.Name, tick.UnixMilli(), s.clock.Now().UnixMilli()).Exec(ctx)
+			if err == nil {
+				if n, _ := res.RowsAffected(); n == 1 {
+					out = &Dispatched{Entry: p.Name, Tick: tick, Skipped: true}
+				}
+			}
+			return err
+		}
+		res, err := tx.NewRaw("INSERT INTO schedule_ticks (name, tick_at, job_id, skipped, dispatched_at) VALUES (?, ?, '', 0, ?) ON CONFLICT DO NOTHING",
+			p.Name, tick.UnixMilli(), s.clock.Now().UnixMilli()).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // another scheduler claimed it
+		}
+		env, err := queue.EnvelopeOf(job)
+		if err != nil {
+			return err
+		}
+		env.Options = env.Options.Override(p.Options)
+		var previous string
+		if p.WithoutOverlapping {
+			key := "schedule:" + p.Name
+			env.UniqueKey = &key
+			if err := tx.NewRaw("SELECT job_id FROM schedule_ticks WHERE name = ? AND tick_at < ? AND skipped = 0 ORDER BY tick_at DESC LIMIT 1",
+				p.Name, tick.UnixMilli()).Scan(ctx, &previous); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		id, err := s.dispatcher.Push(ctx, env)
+		if err != nil {
+			return fmt.Errorf("dispatch %s: %w", env.Name, err)
+		}
+		skipped := p.WithoutOverlapping && id == previous
+		flag := 0
+		if skipped {
+			flag = 1
+		}
+		if _, err := tx.NewRaw("UPDATE schedule_ticks SET job_id = ?, skipped = ? WHERE name = ? AND tick_at = ?", id, flag, p.Name, tick.UnixMilli()).Exec(ctx); err != nil {
+			return err
+		}
+		out = &Dispatched{Entry: p.Name, Tick: tick, JobID: id, Skipped: skipped}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("schedule: %s at %s: %w", p.Name, tick.UTC().Format(time.RFC3339), err)
+	}
+	if out != nil {
+		s.logger.InfoContext(ctx, "tick", "entry", p.Name, "tick", tick.UTC().Format(time.RFC3339), "job_id", out.JobID, "skipped", out.Skipped)
+	}
+	return out, nil
+}
+
+// RunNow dispatches the job of the entry name at once, as a tick of now,
+// whatever its schedule says: to try an entry.
+func (s *Scheduler) RunNow(ctx context.Context, name string) (*Dispatched, error) {
+	for _, p := range s.plans {
+		if p.Name == name {
+			d, err := s.claim(ctx, p, s.clock.Now())
+			if err == nil && d == nil {
+				return nil, fmt.Errorf("schedule: %s: a scheduler claimed this very tick", name)
+			}
+			return d, err
+		}
+	}
+	return nil, fmt.Errorf("schedule: no entry %q; %s", name, s.names())
+}
+
+func (s *Scheduler) names() string {
+	if len(s.plans) == 0 {
+		return "the app schedules none (schedule.Cron, schedule.Every)"
+	}
+	names := make([]string, len(s.plans))
+	for i, p := range s.plans {
+		names[i] = p.Name
+	}
+	return "there are " + strings.Join(names, ", ")
+}
+
+// Next is the earliest tick of any entry after now; zero without entries.
+func (s *Scheduler) Next(now time.Time) time.Time {
+	var next time.Time
+	for _, p := range s.plans {
+		if n := p.next(now); !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next
+}
+
+// Prune deletes the claims of ticks older than before, keeping each
+// entry's latest (it tells the scheduler where the entry stands).
+func (s *Scheduler) Prune(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.db.Transaction(ctx, func(ctx context.Context) error {
+		tx, err := s.db.Querier(ctx)
+		if err != nil {
+			return err
+		}
+		res, err := tx.NewRaw(`DELETE FROM schedule_ticks WHERE tick_at < ?
+			AND tick_at < (SELECT MAX(t.tick_at) FROM schedule_ticks t WHERE t.name = schedule_ticks.name)`, before.UnixMilli()).Exec(ctx)
+		if err == nil {
+			n, _ = res.RowsAffected()
+		}
+		return err
+	})
+	return int(n), err
+}
+
+// Work runs the scheduler until ctx ends: it sleeps until the next tick
+// (a minute at most, so that a step of the clock is noticed), dispatches
+// what is due, and once an hour prunes the claims older than 7 days.
+func (s *Scheduler) Work(ctx context.Context) error {
+	var pruned time.Time
+	for {
+		if _, err := s.RunDue(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.logger.ErrorContext(ctx, "a tick failed", "error", err)
+		}
+		now := s.clock.Now()
+		if now.Sub(pruned) > time.Hour {
+			if _, err := s.Prune(ctx, now.Add(-7*24*time.Hour)); err != nil && ctx.Err() == nil {
+				s.logger.WarnContext(ctx, "pruning the ticks failed", "error", err)
+			}
+			pruned = now
+		}
+		wait := time.Minute
+		if next := s.Next(now); !next.IsZero() && next.Sub(now) < wait {
+			wait = max(next.Sub(now), time.Millisecond)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
+	}
+}
