@@ -8,6 +8,7 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/schedule"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
 )
@@ -60,6 +61,8 @@ var demoModule = fx.Module("demo",
 			return ctx.Err()
 		}
 	}),
+	// A frequent entry: schedule:work greets every five minutes.
+	schedule.Every("demo.greet", 5*time.Minute, Welcome{"the scheduler"}),
 	app.Commands(app.Command{
 		Name:  "demo",
 		Usage: "Queue a batch of demo jobs: successes, a retry, a failure, a slow one and an export that mails its link",

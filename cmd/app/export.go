@@ -20,6 +20,7 @@ import (
 	"github.com/navree/navree/mail"
 	"github.com/navree/navree/notify"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/schedule"
 	"go.uber.org/fx"
 )
 
@@ -133,20 +134,33 @@ const pruneAfter = 7 * 24 * time.Hour
 // listener of contacts.exported, so an export never waits for it.
 func pruneExports(clock app.Clock) events.Handler[ContactsExported] {
 	return events.HandlerFunc[ContactsExported](func(ctx context.Context, e ContactsExported, jc queue.JobContext) error {
-		entries, err := os.ReadDir(exportsDir)
-		if err != nil {
-			return err
-		}
-		for _, entry := range entries {
-			info, err := entry.Info()
-			if err == nil && clock.Now().Sub(info.ModTime()) > pruneAfter {
-				if err := os.Remove(filepath.Join(exportsDir, entry.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return err
-				}
+		return prune(clock.Now())
+	})
+}
+
+// PruneExports deletes the old exports: the nightly entry exports.prune.
+type PruneExports struct{}
+
+func (PruneExports) JobName() string { return "exports.prune" }
+
+// prune deletes the exports older than pruneAfter at now.
+func prune(now time.Time) error {
+	entries, err := os.ReadDir(exportsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, entry := range entries {
+		info, err := entry.Info()
+		if err == nil && now.Sub(info.ModTime()) > pruneAfter {
+			if err := os.Remove(filepath.Join(exportsDir, entry.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
 			}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 var exportModule = fx.Module("export",
@@ -163,6 +177,11 @@ var exportModule = fx.Module("export",
 		}
 	}),
 	events.Listen[ContactsExported]("exports.prune", pruneExports),
+	// Nightly too, for exports no new export's event prunes.
+	queue.Register[PruneExports](func(clock app.Clock) queue.Handler[PruneExports] {
+		return queue.HandlerFunc[PruneExports](func(ctx context.Context, _ PruneExports, _ queue.JobContext) error { return prune(clock.Now()) })
+	}),
+	schedule.Cron("exports.prune", "0 3 * * *", PruneExports{}),
 	mail.Templates(mailTemplates),
 	mail.Previews(mail.Preview{Name: "export-ready", Func: func(context.Context) (mail.Mail, error) {
 		return mail.Template("ada@example.com", "Your export is ready", "mail/export-ready").With(map[string]any{

@@ -7,6 +7,8 @@
 //	go run ./cmd/app queue:work --stop-when-empty # run them
 //	go run ./cmd/app queue:failed                # the one that failed
 //	go run ./cmd/app mail:preview export-ready   # the export's mail
+//	go run ./cmd/app schedule:list               # the scheduled entries
+//	go run ./cmd/app schedule:work               # dispatch them at their ticks
 //	go run ./cmd/app serve                       # http://127.0.0.1:8080
 //	go run ./cmd/app --help                      # every command
 //
@@ -22,6 +24,7 @@ import (
 	"github.com/navree/navree/mail"
 	"github.com/navree/navree/notify"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/schedule"
 	"go.uber.org/fx"
 )
 
@@ -33,6 +36,7 @@ func modules() []fx.Option {
 		mail.Module(),
 		events.Module(),
 		notify.Module(),
+		schedule.Module(),
 		visitsModule,
 		demoModule,
 		exportModule,

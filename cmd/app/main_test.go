@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -61,7 +62,7 @@ func eachDatabase(t *testing.T, f func(t *testing.T, dir, url string)) {
 
 func TestMigrateThenServe(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, dir, url string) {
-		if got := run(t, dir, url, "migrate"); got != "Migrated example/0001_create_visits\nMigrated notifications/0001_create_table\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\n" {
+		if got := run(t, dir, url, "migrate"); got != "Migrated example/0001_create_visits\nMigrated notifications/0001_create_table\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated schedule/0001_create_ticks\n" {
 			t.Fatalf("migrate printed %q", got)
 		}
 		if got := run(t, dir, url, "migrate"); got != "Nothing to migrate.\n" {
@@ -111,7 +112,7 @@ func TestMigrateThenServe(t *testing.T) {
 			t.Fatalf("after SIGTERM: %v, printed %q", err, rest)
 		}
 
-		if got := run(t, dir, url, "migrate:rollback"); got != "Rolled back queue/0004_index_failed_queue\nRolled back queue/0003_add_meta\nRolled back queue/0002_create_queue_clock\nRolled back queue/0001_create_jobs\nRolled back notifications/0001_create_table\nRolled back example/0001_create_visits\n" {
+		if got := run(t, dir, url, "migrate:rollback"); got != "Rolled back schedule/0001_create_ticks\nRolled back queue/0004_index_failed_queue\nRolled back queue/0003_add_meta\nRolled back queue/0002_create_queue_clock\nRolled back queue/0001_create_jobs\nRolled back notifications/0001_create_table\nRolled back example/0001_create_visits\n" {
 			t.Fatalf("migrate:rollback printed %q", got)
 		}
 		if got := run(t, dir, url, "migrate:rollback"); got != "Nothing to roll back.\n" {
@@ -137,7 +138,7 @@ func TestTwoProcessesMigrateAtOnce(t *testing.T) {
 		}
 		wg.Wait()
 		joined := outs[0] + outs[1]
-		if strings.Count(joined, "Migrated example/0001_create_visits\nMigrated notifications/0001_create_table\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\n") != 1 || strings.Count(joined, "Nothing to migrate.\n") != 1 {
+		if strings.Count(joined, "Migrated example/0001_create_visits\nMigrated notifications/0001_create_table\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated schedule/0001_create_ticks\n") != 1 || strings.Count(joined, "Nothing to migrate.\n") != 1 {
 			t.Fatalf("the two processes printed %q", outs)
 		}
 	})
@@ -159,7 +160,7 @@ func TestHelpCreatesNothing(t *testing.T) {
 		dir := t.TempDir()
 		out := run(t, dir, "", args...)
 		if args[0] == "--help" {
-			for _, cmd := range []string{"serve", "migrate", "queue:work", "queue:failed", "demo", "mail:test", "mail:preview", "events:list"} {
+			for _, cmd := range []string{"serve", "migrate", "queue:work", "queue:failed", "demo", "mail:test", "mail:preview", "events:list", "schedule:work", "schedule:list", "schedule:run"} {
 				if !strings.Contains(out, "   "+cmd+" ") {
 					t.Errorf("--help does not list %s:\n%s", cmd, out)
 				}
@@ -225,7 +226,7 @@ func TestATypoFailsTheBoot(t *testing.T) {
 		{name: "key in the file", file: "[queue]\nwokers = 8\n",
 			want: `app: config: unknown key queue.wokers = "8" (from config/app.toml): did you mean workers?` + "\n"},
 		{name: "section of no module", env: "APP_REDIS__URL=redis://:hunter2@cache",
-			want: "app: config: unknown section [redis] (from env APP_REDIS__URL): no module of this app reads it; the sections are [database], [http], [log], [mail], [queue]\n"},
+			want: "app: config: unknown section [redis] (from env APP_REDIS__URL): no module of this app reads it; the sections are [database], [http], [log], [mail], [queue], [schedule]\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -360,6 +361,18 @@ func TestExportMailPreview(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Fatalf("mail:preview export-ready printed:\n%s\nwant it to hold:\n%s", out, want)
 		}
+	}
+}
+
+// TestScheduleList: the example app's nightly and frequent entries.
+func TestScheduleList(t *testing.T) {
+	dir := t.TempDir()
+	run(t, dir, "", "migrate")
+	out := run(t, dir, "", "schedule:list")
+	if !strings.HasPrefix(out, "NAME           SCHEDULE    ZONE  NEXT RUN") ||
+		!regexp.MustCompile(`\ndemo.greet     every 5m0s  -     \d{4}-\d\d-\d\d \d\d:\d\d:00 UTC \(in \d+[ms]\)\s+never     demo.welcome   \(default\)\n`).MatchString(out) ||
+		!regexp.MustCompile(`\nexports.prune  0 3 \* \* \*   UTC   \d{4}-\d\d-\d\d 03:00:00 UTC \(in \S+\)\s+never     exports.prune  \(default\)\n`).MatchString(out) {
+		t.Fatalf("schedule:list printed:\n%s", out)
 	}
 }
 
