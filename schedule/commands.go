@@ -69,13 +69,13 @@ func commands() []app.Command {
 				"With NAME: dispatches that entry's job now, whatever its schedule, to try it.",
 			Action: app.Uses(func(c *cli.Context, s *Scheduler) error {
 				var done []Dispatched
+				var failed error
 				switch c.NArg() {
 				case 0:
-					d, err := s.RunDue(c.Context)
-					if err != nil {
-						return err
+					done, failed = s.RunDue(c.Context)
+					if _, err := s.Prune(c.Context, s.clock.Now().Add(-7*24*time.Hour)); err != nil && failed == nil {
+						failed = err
 					}
-					done = d
 				case 1:
 					d, err := s.RunNow(c.Context, c.Args().First())
 					if err != nil {
@@ -85,7 +85,7 @@ func commands() []app.Command {
 				default:
 					return errors.New("schedule:run takes at most one entry name")
 				}
-				if len(done) == 0 {
+				if len(done) == 0 && failed == nil {
 					fmt.Fprintln(c.App.Writer, "Nothing is due.")
 				}
 				for _, d := range done {
@@ -99,7 +99,7 @@ func commands() []app.Command {
 						fmt.Fprintf(c.App.Writer, "Dispatched %s at %s: job %s.\n", d.Entry, tick, d.JobID)
 					}
 				}
-				return nil
+				return failed
 			}),
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/navree/navree/queue"
@@ -107,6 +108,10 @@ type plan struct {
 	Entry
 	loc   *time.Location
 	sched cron.Schedule // nil for Every
+	// byHour is true for a cron entry whose hour field is "*" or "*/N":
+	// on the day the clocks go back it runs at each real instant, where
+	// an entry of fixed hours runs a repeated wall-clock time once.
+	byHour bool
 }
 
 // compile checks e and reads its expression and zone (defaultZone for
@@ -138,11 +143,22 @@ func compile(e Entry, defaultZone *time.Location) (plan, error) {
 		}
 		return p, nil
 	}
+	switch spec := strings.TrimSpace(e.Spec); {
+	case strings.HasPrefix(spec, "@every"):
+		return fail("%q counts from each scheduler's start: use schedule.Every, whose ticks are the same on every scheduler", e.Spec)
+	case strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ="):
+		return fail("%q names its zone in the expression: use the option schedule.In", e.Spec)
+	}
 	sched, err := parser.Parse(e.Spec)
 	if err != nil {
 		return fail("the cron expression %q does not parse: %v", e.Spec, err)
 	}
 	p.sched = sched
+	if fields := strings.Fields(e.Spec); len(fields) >= 5 {
+		p.byHour = strings.HasPrefix(fields[len(fields)-4], "*")
+	} else {
+		p.byHour = e.Spec == "@hourly"
+	}
 	probe := time.Date(2026, 1, 1, 0, 0, 0, 0, p.loc)
 	if sched.Next(probe).IsZero() && sched.Next(probe.AddDate(4, 0, 0)).IsZero() {
 		return fail("the cron expression %q never fires (such as the 31st of February)", e.Spec)
@@ -183,15 +199,18 @@ func (p plan) latest(after, until time.Time) time.Time {
 }
 
 // repeat reports whether the cron tick t repeats, on the day the clocks
-// go back, the wall-clock time of the tick an hour or two before it (the
-// 01:30 that comes twice): an entry that fires less often than that runs
-// at the first of the two only. A frequent one (every hour, every 30
-// minutes) runs at each real instant.
+// go back, the wall-clock time of a tick half an hour to two hours before
+// it (the 01:30 that comes twice): an entry of fixed hours runs each
+// wall-clock time once, at its first occurrence. An entry whose hour
+// field is "*" or "*/N" runs at each real instant (an hourly entry runs
+// 25 times that day).
 func (p plan) repeat(t time.Time) bool {
+	if p.byHour {
+		return false
+	}
 	for back := 30 * time.Minute; back <= 2*time.Hour; back += 30 * time.Minute {
 		prev := t.Add(-back).In(p.loc)
-		isTick := p.sched.Next(prev.Add(-time.Second)).Equal(prev)
-		if isTick && sameWallClock(prev, t.In(p.loc)) && p.sched.Next(t.In(p.loc)).Sub(t) > back {
+		if sameWallClock(prev, t.In(p.loc)) && p.sched.Next(prev.Add(-time.Second)).Equal(prev) {
 			return true
 		}
 	}

@@ -159,6 +159,12 @@ func TestCatchUpRunsTheLatestMissedTickOnce(t *testing.T) {
 		if d, _ := b.S.RunDue(context.Background()); len(d) != 0 {
 			t.Fatalf("a new entry ran %+v", d)
 		}
+		// schedule:run from system cron starts just after its tick: a new
+		// entry runs that tick.
+		c := newApp(t, database, at("14:00:01"), schedule.Cron("reports.hourly", "0 * * * *", Report{}))
+		if d, _ := c.S.RunDue(context.Background()); len(d) != 1 || !d[0].Tick.Equal(at("14:00:00")) {
+			t.Fatalf("a scheduler started a second after a new entry's tick ran %+v", d)
+		}
 	})
 }
 
@@ -272,6 +278,8 @@ func TestBadEntriesFailTheBoot(t *testing.T) {
 		{schedule.Cron("reports.nightly", "0 3 * * *", Report{}, schedule.In("Europe/Berln")), `unknown time zone "Europe/Berln" (a name of the IANA database, such as Europe/Berlin)`},
 		{schedule.Cron("Reports Nightly", "0 3 * * *", Report{}), `the name must be 1 to 100 of a-z, 0-9, '.', '_', ':' and '-'`},
 		{schedule.Every("crm.sync", 1500*time.Millisecond, Sync{}), `Every needs whole seconds, 1s or more, not 1.5s`},
+		{schedule.Cron("crm.sync", "@every 1h", Sync{}), `"@every 1h" counts from each scheduler's start: use schedule.Every`},
+		{schedule.Cron("crm.sync", "TZ=Europe/Berlin 0 3 * * *", Sync{}), `names its zone in the expression: use the option schedule.In`},
 		{fx.Options(schedule.Cron("reports.nightly", "0 3 * * *", Report{}), schedule.Every("reports.nightly", time.Hour, Report{})), `schedule: entry "reports.nightly" is registered twice: at `},
 	}
 	for _, tt := range tests {

@@ -114,7 +114,8 @@ type Dispatched struct {
 // a scheduler has already claimed it: the tick at hand, or after a
 // downtime the latest missed one within the entry's catch-up window (none
 // older). An entry no scheduler has run yet dispatches no tick from
-// before this scheduler started. It returns what it dispatched.
+// more than a minute before this scheduler started. It returns what it
+// dispatched, also when it returns the errors of other entries.
 func (s *Scheduler) RunDue(ctx context.Context) ([]Dispatched, error) {
 	now := s.clock.Now()
 	var out []Dispatched
@@ -142,8 +143,8 @@ func (s *Scheduler) runDue(ctx context.Context, p plan, now time.Time) (*Dispatc
 		return nil, err
 	}
 	from := now.Add(-max(p.CatchUp, grace))
-	if last.IsZero() && from.Before(s.started) {
-		from = s.started.Add(-time.Millisecond)
+	if first := s.started.Add(-grace); last.IsZero() && from.Before(first) {
+		from = first // a new entry: no tick from well before this scheduler started (schedule:run from cron starts just after its tick)
 	}
 	if !last.IsZero() && !from.After(last) {
 		from = last
@@ -176,7 +177,7 @@ func (s *Scheduler) claim(ctx context.Context, p plan, tick time.Time) (*Dispatc
 		if err != nil {
 			return err
 		}
-		job := p.job(tick)
+		job := p.job(tick.In(p.loc))
 		if job == nil {
 			res, err := tx.NewRaw("INSERT INTO schedule_ticks (name, tick_at, job_id, skipped, dispatched_at) VALUES (?, ?, '', 1, ?) ON CONFLICT DO NOTHING",
 				p.Name, tick.UnixMilli(), s.clock.Now().UnixMilli()).Exec(ctx)
