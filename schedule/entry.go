@@ -59,26 +59,37 @@ func Options(o queue.Options) Option { return func(e *Entry) { e.Options = o } }
 //
 //	schedule.Cron("reports.nightly", "0 3 * * *", reports.Nightly{}, schedule.In("Europe/Berlin"))
 func Cron(name, spec string, job queue.Job, opts ...Option) fx.Option {
-	return CronFunc(name, spec, func(time.Time) queue.Job { return job }, append(opts, withWhere(caller(2)))...)
+	return supply(CronEntry(name, spec, func(time.Time) queue.Job { return job }, append(opts, withWhere(caller(2)))...))
 }
 
 // CronFunc is [Cron] with the job built for each tick from its scheduled
-// time; a nil job skips the tick.
+// time, in the entry's zone; a nil job skips the tick.
 func CronFunc(name, spec string, fn func(tick time.Time) queue.Job, opts ...Option) fx.Option {
-	e := entry(name, spec, 0, fn, opts)
-	return fx.Supply(fx.Annotated{Group: "schedule.entries", Target: e})
+	return supply(CronEntry(name, spec, fn, append(opts, withWhere(caller(2)))...))
 }
 
 // Every dispatches job every d, at instants that are multiples of d since
 // the Unix epoch (every 15m: :00, :15, :30, :45 UTC), the same on every
 // scheduler.
 func Every(name string, d time.Duration, job queue.Job, opts ...Option) fx.Option {
-	e := entry(name, "every "+d.String(), d, func(time.Time) queue.Job { return job }, append(opts, withWhere(caller(2))))
-	return fx.Supply(fx.Annotated{Group: "schedule.entries", Target: e})
+	return supply(EveryEntry(name, d, job, append(opts, withWhere(caller(2)))...))
 }
 
+// CronEntry is [CronFunc] for an app built without fx: give the entry to
+// [New] in Params.Entries.
+func CronEntry(name, spec string, fn func(tick time.Time) queue.Job, opts ...Option) Entry {
+	return entry(name, spec, 0, fn, append([]Option{withWhere(caller(2))}, opts...))
+}
+
+// EveryEntry is [Every] for an app built without fx.
+func EveryEntry(name string, d time.Duration, job queue.Job, opts ...Option) Entry {
+	return entry(name, "every "+d.String(), d, func(time.Time) queue.Job { return job }, append([]Option{withWhere(caller(2))}, opts...))
+}
+
+func supply(e Entry) fx.Option { return fx.Supply(fx.Annotated{Group: "schedule.entries", Target: e}) }
+
 func entry(name, spec string, every time.Duration, fn func(time.Time) queue.Job, opts []Option) Entry {
-	e := Entry{Name: name, Spec: spec, every: every, job: fn, CatchUp: 24 * time.Hour, Where: caller(3)}
+	e := Entry{Name: name, Spec: spec, every: every, job: fn, CatchUp: 24 * time.Hour}
 	for _, opt := range opts {
 		opt(&e)
 	}

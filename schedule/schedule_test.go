@@ -311,3 +311,23 @@ func TestPruneKeepsEachEntrysLatestTick(t *testing.T) {
 		t.Fatalf("after Prune: %+v", d)
 	}
 }
+
+// TestWithoutFx: entries made with CronEntry and EveryEntry, given to New.
+func TestWithoutFx(t *testing.T) {
+	a := newApp(t, apptest.TempDatabase(), at("09:59:59"))
+	s, err := schedule.New(schedule.Params{DB: a.DB, Dispatcher: a.Q, Clock: a.Clock, Entries: []schedule.Entry{
+		schedule.EveryEntry("crm.sync", 15*time.Minute, Sync{}),
+		schedule.CronEntry("reports.nightly", "0 * * * *", func(tick time.Time) queue.Job { return Report{} }),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Clock.Set(at("10:00:00"))
+	if d, err := s.RunDue(context.Background()); err != nil || len(d) != 2 {
+		t.Fatalf("RunDue = %+v, %v", d, err)
+	}
+	_, err = schedule.New(schedule.Params{DB: a.DB, Dispatcher: a.Q, Entries: []schedule.Entry{schedule.CronEntry("x", "bad", nil)}})
+	if err == nil || !strings.Contains(err.Error(), `schedule: entry "x" at `) || !strings.Contains(err.Error(), "schedule_test.go:") {
+		t.Fatalf("a bad entry without fx: %v", err)
+	}
+}
