@@ -3,9 +3,11 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/navree/navree/app"
@@ -151,6 +153,89 @@ func commands() []app.Command {
 			}),
 		},
 		{
+			Name:      "queue:dispatch",
+			Usage:     "Queue a job of a registered type, its payload given as JSON",
+			ArgsUsage: "NAME [JSON]",
+			Description: "Queues a job of type NAME (such as contacts.export) with the payload JSON, decoded into the\n" +
+				"job's type with unknown fields refused ({} when left out), and prints its id.",
+			Flags: []cli.Flag{
+				&cli.DurationFlag{Name: "delay", Usage: "run it after this long, such as 10m (default: at once)"},
+				&cli.StringFlag{Name: "queue", Usage: "queue it on this queue (default: the job type's own, or queue.default_queue)"},
+			},
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+				if c.NArg() < 1 || c.NArg() > 2 {
+					return fmt.Errorf("queue:dispatch takes a job type and its JSON payload, such as: queue:dispatch contacts.export '{\"company_id\": \"c1\"}'; %s", q.registered(""))
+				}
+				e, err := q.EnvelopeFromJSON(c.Args().Get(0), []byte(c.Args().Get(1)))
+				if err != nil {
+					return err
+				}
+				if c.Duration("delay") < 0 {
+					return fmt.Errorf("queue:dispatch: --delay must not be negative, not %s", c.Duration("delay"))
+				}
+				e.Delay = c.Duration("delay")
+				if c.IsSet("queue") {
+					e.Options.Queue = strings.TrimSpace(c.String("queue"))
+					if err := checkQueue(e.Options.Queue); err != nil {
+						return err
+					}
+				}
+				id, err := q.Push(c.Context, e)
+				if err != nil {
+					return err
+				}
+				o, _ := q.resolve(e.Name, e.Options)
+				when := ""
+				if e.Delay > 0 {
+					when = ", due in " + e.Delay.String()
+				}
+				fmt.Fprintf(c.App.Writer, "Queued %s on %s%s: job %s\n", e.Name, o.Queue, when, id)
+				return nil
+			}),
+		},
+		{
+			Name:  "queue:status",
+			Usage: "Show each queue's waiting, delayed, running, stale and failed jobs",
+			Description: "Prints a table of the jobs of each queue that has one: waiting (due now), delayed, running,\n" +
+				"stale (running, their worker presumed dead), failed, and how long the oldest waiting job has waited.",
+			Flags: []cli.Flag{
+				&cli.DurationFlag{Name: "watch", Usage: "print it again every `D`, such as 2s, until stopped (on a terminal: redrawn in place)"},
+				&cli.BoolFlag{Name: "json", Usage: "print it as JSON"},
+			},
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+				every := c.Duration("watch")
+				if c.IsSet("watch") && every < 100*time.Millisecond {
+					return fmt.Errorf("queue:status: --watch must be 100ms or more, not %s", every)
+				}
+				terminal := isTerminal(c.App.Writer)
+				for first := true; ; first = false {
+					stats, err := q.Stats(c.Context)
+					if err != nil {
+						return err
+					}
+					if every > 0 && terminal {
+						fmt.Fprint(c.App.Writer, "\033[H\033[2J") // redraw in place
+					} else if every > 0 && !first {
+						fmt.Fprintln(c.App.Writer)
+					}
+					if every > 0 && !c.Bool("json") {
+						fmt.Fprintf(c.App.Writer, "%s\n", q.clock.Now().UTC().Format(time.DateTime+" UTC"))
+					}
+					if err := printStatus(c.App.Writer, stats, c.Bool("json")); err != nil {
+						return err
+					}
+					if every == 0 {
+						return nil
+					}
+					select {
+					case <-c.Context.Done():
+						return nil
+					case <-time.After(every):
+					}
+				}
+			}),
+		},
+		{
 			Name:  "queue:failed",
 			Usage: "List the failed jobs",
 			Description: "Prints one line per failed job, oldest failure first: its id, queue, type, attempts,\n" +
@@ -213,4 +298,48 @@ func commands() []app.Command {
 			}),
 		},
 	}
+}
+
+// printStatus writes the stats as a table, or as JSON.
+func printStatus(w io.Writer, stats []QueueStats, asJSON bool) error {
+	if asJSON {
+		type row struct {
+			Queue            string  `json:"queue"`
+			Waiting          int     `json:"waiting"`
+			Delayed          int     `json:"delayed"`
+			Running          int     `json:"running"`
+			Stale            int     `json:"stale"`
+			Failed           int     `json:"failed"`
+			OldestWaitingSec float64 `json:"oldest_waiting_secs"`
+		}
+		rows := make([]row, len(stats))
+		for i, s := range stats {
+			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds()}
+		}
+		return json.NewEncoder(w).Encode(rows)
+	}
+	if len(stats) == 0 {
+		_, err := fmt.Fprintln(w, "No jobs: every queue is empty.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tWAITING\tDELAYED\tRUNNING\tSTALE\tFAILED\tOLDEST WAITING")
+	for _, s := range stats {
+		oldest := "-"
+		if s.OldestWaiting > 0 {
+			oldest = s.OldestWaiting.Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, oldest)
+	}
+	return tw.Flush()
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
