@@ -9,7 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -119,6 +122,9 @@ func (a *App) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := a.helpOfUnknown(cmds, args); err != nil {
+		return err
+	}
 	return a.cli(cmds, a.runCommand).RunContext(ctx, append([]string{a.Name}, flagsFirst(cmds, args)...))
 }
 
@@ -171,23 +177,60 @@ func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.Ap
 		if !c.Args().Present() {
 			return cli.ShowAppHelp(c)
 		}
-		msg := fmt.Sprintf("unknown command %q", c.Args().First())
-		if near, ok := config.Nearest(c.Args().First(), names); ok {
-			msg += "; did you mean " + near + "?"
-		}
-		return fmt.Errorf("%s (%s --help lists the commands)", msg, a.Name)
+		return a.unknownCommand(c.Args().First(), names)
 	}
-	for _, cmd := range cmds {
+	// Help lists the commands by name, grouped by what comes before their
+	// colon (queue:work under queue): fx gives them in no set order.
+	sorted := slices.Clone(cmds)
+	slices.SortFunc(sorted, func(x, y Command) int { return strings.Compare(x.Name, y.Name) })
+	for _, cmd := range sorted {
+		category, _, grouped := strings.Cut(cmd.Name, ":")
+		if !grouped {
+			category = ""
+		}
 		cliApp.Commands = append(cliApp.Commands, &cli.Command{
 			Name:        cmd.Name,
 			Usage:       cmd.Usage,
 			ArgsUsage:   cmd.ArgsUsage,
 			Description: cmd.Description,
+			Category:    category,
 			Flags:       cmd.Flags,
 			Action:      func(c *cli.Context) error { return run(c, cmd) },
+			// A bad flag is one error, naming the flag as it is written,
+			// not the error and then the whole help page.
+			OnUsageError: func(c *cli.Context, err error, _ bool) error {
+				msg := regexp.MustCompile(`flag -(\w)`).ReplaceAllString(err.Error(), "flag --$1")
+				return fmt.Errorf("%s: %s (%s %s --help lists its flags)", cmd.Name, msg, a.Name, cmd.Name)
+			},
 		})
 	}
 	return cliApp
+}
+
+// unknownCommand is the error of a command line that names no command
+// of the app: it names the nearest.
+func (a *App) unknownCommand(name string, names []string) error {
+	msg := fmt.Sprintf("unknown command %q", name)
+	if near, ok := config.Nearest(name, names); ok {
+		msg += "; did you mean " + near + "?"
+	}
+	return fmt.Errorf("%s (%s --help lists the commands)", msg, a.Name)
+}
+
+// helpOfUnknown is the error of "help NAME" for a NAME that is no
+// command, which urfave/cli answers "No help topic for 'NAME'".
+func (a *App) helpOfUnknown(cmds []Command, args []string) error {
+	if len(args) != 2 || (args[0] != "help" && args[0] != "h") {
+		return nil
+	}
+	names := make([]string, len(cmds))
+	for i, cmd := range cmds {
+		if cmd.Name == args[1] {
+			return nil
+		}
+		names[i] = cmd.Name
+	}
+	return a.unknownCommand(args[1], names)
 }
 
 // bootCheck makes every command validate the configuration, even one that

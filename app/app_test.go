@@ -504,3 +504,45 @@ func TestMainExitsNonZeroOnError(t *testing.T) {
 		t.Fatalf("printed %q", out)
 	}
 }
+
+// TestTheCommandLineAsANewcomerMeetsIt: help lists the commands in one
+// order, grouped by their prefix; help of an unknown command and a bad
+// flag value are one error each, naming what was wrong.
+func TestTheCommandLineAsANewcomerMeetsIt(t *testing.T) {
+	noop := app.ActionFunc(func(*cli.Context) error { return nil })
+	cmds := app.Commands(
+		app.Command{Name: "queue:work", Usage: "Run jobs", Action: noop, Flags: []cli.Flag{&cli.IntFlag{Name: "workers", DefaultText: "queue.workers"}}},
+		app.Command{Name: "contacts:export", Usage: "Export", Action: noop},
+		app.Command{Name: "queue:failed", Usage: "List failed jobs", Action: noop},
+	)
+	var first string
+	for i := range 5 {
+		var out bytes.Buffer
+		if err := newApp(&out, nil, cmds).Run(context.Background(), []string{"--help"}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = out.String()
+		} else if out.String() != first {
+			t.Fatalf("--help changed between runs:\n%s\n---\n%s", first, out.String())
+		}
+	}
+	if !strings.Contains(first, "   contacts:\n     contacts:export  Export\n   queue:\n     queue:failed  List failed jobs\n     queue:work    Run jobs\n") {
+		t.Fatalf("--help does not group the commands by prefix:\n%s", first)
+	}
+	var out bytes.Buffer
+	err := newApp(&out, nil, cmds).Run(context.Background(), []string{"help", "queue:wrok"})
+	if err == nil || err.Error() != `unknown command "queue:wrok"; did you mean queue:work? (crm --help lists the commands)` {
+		t.Fatalf("help of an unknown command: %v", err)
+	}
+	out.Reset()
+	err = newApp(&out, nil, cmds).Run(context.Background(), []string{"queue:work", "--workers", "many"})
+	if err == nil || err.Error() != `queue:work: invalid value "many" for flag --workers: parse error (crm queue:work --help lists its flags)` || out.Len() != 0 {
+		t.Fatalf("a bad flag value: %v, and printed %q", err, out.String())
+	}
+	out.Reset()
+	if err := newApp(&out, nil, cmds).Run(context.Background(), []string{"queue:work", "--help"}); err != nil ||
+		!strings.Contains(out.String(), "--workers value  (default: queue.workers)") {
+		t.Fatalf("queue:work --help: %v\n%s", err, out.String())
+	}
+}

@@ -34,8 +34,8 @@ func commands() []app.Command {
 			Description: "Runs queue.workers jobs at once from the worker queues (queue.queues), highest priority first.\n" +
 				"SIGINT or SIGTERM stops it gracefully: it takes no new job and waits for the running ones.",
 			Flags: []cli.Flag{
-				&cli.StringSliceFlag{Name: "queue", Usage: "queues to work, highest priority first (comma-separated or repeated; default queue.queues)"},
-				&cli.IntFlag{Name: "workers", Usage: "jobs to run at once (default queue.workers)"},
+				&cli.StringSliceFlag{Name: "queue", Usage: "queues to work, highest priority first (comma-separated or repeated)", DefaultText: "queue.queues"},
+				&cli.IntFlag{Name: "workers", Usage: "jobs to run at once", DefaultText: "queue.workers"},
 				&cli.BoolFlag{Name: "once", Usage: "run a single job, if one is available, then stop"},
 				&cli.IntFlag{Name: "max-jobs", Usage: "stop after running this many job attempts (0: no limit)"},
 				&cli.DurationFlag{Name: "max-time", Usage: "stop taking jobs after this long, such as 1h (0: no limit)"},
@@ -58,6 +58,9 @@ func commands() []app.Command {
 				}
 				for i, name := range o.Queues {
 					o.Queues[i] = strings.TrimSpace(name)
+					if err := checkQueue(o.Queues[i]); err != nil { // before any work, not after it
+						return fmt.Errorf("queue:work: --queue: %w", err)
+					}
 				}
 				done := make(chan struct{})
 				defer close(done)
@@ -80,7 +83,7 @@ func commands() []app.Command {
 				"then measures the latency of --latency jobs dispatched 5 ms apart to idle workers. It deletes its jobs when it ends.",
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "jobs", Value: 10_000, Usage: "jobs to dispatch and work"},
-				&cli.IntFlag{Name: "workers", Usage: "jobs run at once (default queue.workers)"},
+				&cli.IntFlag{Name: "workers", Usage: "jobs run at once", DefaultText: "queue.workers"},
 				&cli.StringFlag{Name: "dispatch", Value: "bulk", Usage: "single (Dispatch from --dispatchers goroutines) or bulk (DispatchMany, 10,000 jobs a call)"},
 				&cli.IntFlag{Name: "dispatchers", Value: 8, Usage: "goroutines dispatching with --dispatch single"},
 				&cli.IntFlag{Name: "latency", Value: 1000, Usage: "jobs for the latency measure: its p99 is the tenth-slowest (0: skip it)"},

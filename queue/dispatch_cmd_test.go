@@ -74,5 +74,10 @@ sync     0        1        0        0      0       -
 		if _, err := run("queue:status", "--watch", "1ms"); err == nil || err.Error() != "queue:status: --watch must be 100ms or more, not 1ms" {
 			t.Fatalf("queue:status --watch 1ms: %v", err)
 		}
+		// A bad --queue fails before any work, printing no summary.
+		if out, err := run("queue:work", "--queue", " ", "--stop-when-empty"); err == nil ||
+			err.Error() != `queue:work: --queue: queue: invalid queue name "": use 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'` || strings.Contains(out, "Processed") {
+			t.Fatalf("queue:work --queue ' ': %q, %v", out, err)
+		}
 	})
 }
