@@ -88,8 +88,18 @@ func (a *App) Main() {
 			time.Sleep(time.Second) // the signal ends the process meanwhile; if not, report below
 		}
 	}
-	fmt.Fprintf(a.Stderr, "%s: %v\n", a.Name, err)
+	fmt.Fprintf(a.Stderr, "%s: %v%s\n", a.Name, err, hint(err, a.Name))
 	os.Exit(1)
+}
+
+// hint says what to do next about err, when a person can act on it: a
+// table that does not exist (SQLite's "no such table", PostgreSQL's
+// SQLSTATE 42P01) needs the migrations.
+func hint(err error, name string) string {
+	if msg := err.Error(); strings.Contains(msg, "no such table") || strings.Contains(msg, "SQLSTATE 42P01") {
+		return fmt.Sprintf(" (a table is missing: run %q first)", name+" migrate")
+	}
+	return ""
 }
 
 // base is what every app provides before its own modules.

@@ -364,6 +364,17 @@ func TestExportMailPreview(t *testing.T) {
 	}
 }
 
+// TestAMissingTableSaysToMigrate: a command on a database that was never
+// migrated says what to do.
+func TestAMissingTableSaysToMigrate(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, dir, url string) {
+		out, err := command(dir, url, "queue:status").CombinedOutput()
+		if err == nil || !strings.HasSuffix(string(out), ` (a table is missing: run "app migrate" first)`+"\n") {
+			t.Fatalf("queue:status before migrate: %v\n%s", err, out)
+		}
+	})
+}
+
 // TestScheduleList: the example app's nightly and frequent entries.
 func TestScheduleList(t *testing.T) {
 	dir := t.TempDir()
