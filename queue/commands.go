@@ -162,8 +162,8 @@ func commands() []app.Command {
 			Description: "Queues a job of type NAME (such as contacts.export) with the payload JSON, decoded into the\n" +
 				"job's type with unknown fields refused ({} when left out), and prints its id.",
 			Flags: []cli.Flag{
-				&cli.DurationFlag{Name: "delay", Usage: "run it after this long, such as 10m (default: at once)"},
-				&cli.StringFlag{Name: "queue", Usage: "queue it on this queue (default: the job type's own, or queue.default_queue)"},
+				&cli.DurationFlag{Name: "delay", Usage: "run it after this long, such as 10m", DefaultText: "at once"},
+				&cli.StringFlag{Name: "queue", Usage: "queue it on this queue", DefaultText: "the job type's own, or queue.default_queue"},
 			},
 			Action: app.Uses(func(c *cli.Context, q *Queue) error {
 				if c.NArg() < 1 || c.NArg() > 2 {
@@ -202,7 +202,7 @@ func commands() []app.Command {
 			Description: "Prints a table of the jobs of each queue that has one: waiting (due now), delayed, running,\n" +
 				"stale (running, their worker presumed dead), failed, and how long the oldest waiting job has waited.",
 			Flags: []cli.Flag{
-				&cli.DurationFlag{Name: "watch", Usage: "print it again every `D`, such as 2s, until stopped (on a terminal: redrawn in place)"},
+				&cli.DurationFlag{Name: "watch", Usage: "print it again every `D`, such as 2s, until stopped (on a terminal: redrawn in place)", DefaultText: "once"},
 				&cli.BoolFlag{Name: "json", Usage: "print it as JSON"},
 			},
 			Action: app.Uses(func(c *cli.Context, q *Queue) error {

@@ -65,7 +65,7 @@ var demoModule = fx.Module("demo",
 	schedule.Every("demo.greet", 5*time.Minute, Welcome{"the scheduler"}),
 	app.Commands(app.Command{
 		Name:  "demo",
-		Usage: "Queue a batch of demo jobs: successes, a retry, a failure, a slow one and an export that mails its link",
+		Usage: "Queue a batch of demo jobs: successes, a retry, a failure, a slow one and an export that notifies its requester",
 		Action: app.Uses(func(c *cli.Context, q *queue.Queue) error {
 			jobs := []queue.Job{Welcome{"Ada"}, Welcome{"Grace"}, Welcome{"Linus"}, Flaky{}, Broken{}, Slow{},
 				ExportContacts{Company: "Acme", RequestedBy: user{ID: "ada", Email: "ada@example.com"}}}
