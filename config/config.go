@@ -210,6 +210,11 @@ func (c *Config) checkUnknown(known map[string]bool) error {
 			continue
 		}
 		section, rest, _ := strings.Cut(key, ".")
+		if _, declared := c.sections[section]; declared && rest == "" {
+			if m, ok := c.k.Get(key).(map[string]any); ok && len(m) == 0 {
+				continue // [queue] with every key commented out
+			}
+		}
 		if _, ok := c.sections[section]; !ok {
 			names := slices.Sorted(maps.Keys(c.sections))
 			allowed := "no module of this app reads it, and none declares a section"

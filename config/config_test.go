@@ -248,6 +248,33 @@ func (s storeConfig) Validate() error {
 	return nil
 }
 
+// TestAnEmptySectionIsNoKey: a section whose keys are all commented out,
+// as in a new app's config/app.toml, holds no key; an empty section of
+// a name no module declares is still an error.
+func TestAnEmptySectionIsNoKey(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "app.toml"), []byte("[queue]\n# workers = 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type queueSection struct {
+		Workers int `koanf:"workers"`
+	}
+	c, err := config.New(config.Sources{Dir: dir}, config.Definition{Name: "queue", Defaults: queueSection{Workers: 4}})
+	if err != nil {
+		t.Fatalf("an empty [queue]: %v", err)
+	}
+	if q, _ := config.Get[queueSection](c, "queue"); q.Workers != 4 {
+		t.Fatalf("workers = %d, want the default", q.Workers)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "app.toml"), []byte("[queu]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.New(config.Sources{Dir: dir}, config.Definition{Name: "queue", Defaults: queueSection{}}); err == nil ||
+		!strings.Contains(err.Error(), "unknown section [queu]") {
+		t.Fatalf("an empty unknown section: %v", err)
+	}
+}
+
 func TestErrorsShowNoSecret(t *testing.T) {
 	tests := []struct {
 		name    string

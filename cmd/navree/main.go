@@ -1,0 +1,106 @@
+// Command navree makes and runs Navree apps.
+//
+//	go install github.com/navree/navree/cmd/navree@latest
+//	navree new crm --module github.com/acme/crm   # a new app in ./crm
+//	cd crm && navree queue:work                    # any other command runs the app here: go run . queue:work
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/navree/navree/cmd/navree/scaffold"
+	"github.com/urfave/cli/v2"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		os.Exit(exit.ExitCode()) // the app said why
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "navree: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the navree command line args.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := &cli.App{
+		Name:           "navree",
+		Usage:          "make Navree apps, and run the one in this folder",
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		ExitErrHandler: func(*cli.Context, error) {},
+		Commands: []*cli.Command{{
+			Name:      "new",
+			Usage:     "Write a new app into DIR",
+			ArgsUsage: "DIR",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "module", Usage: "the app's module path, such as github.com/acme/crm", DefaultText: "DIR's name"},
+				&cli.StringFlag{Name: "framework-path", Usage: "build against this checkout of the framework (a replace directive; works offline)"},
+			},
+			Action: func(c *cli.Context) error {
+				if c.NArg() != 1 {
+					return errors.New("new takes one argument, the folder to write the app into: navree new crm")
+				}
+				dir := c.Args().First()
+				module := c.String("module")
+				if module == "" {
+					module = filepath.Base(filepath.Clean(dir))
+				}
+				files, err := scaffold.New(dir, scaffold.App{Module: module, FrameworkPath: c.String("framework-path")})
+				if err != nil {
+					return err
+				}
+				for _, f := range files {
+					fmt.Fprintf(c.App.Writer, "  wrote %s\n", f)
+				}
+				tidy := exec.CommandContext(c.Context, "go", "mod", "tidy")
+				tidy.Dir, tidy.Stdout, tidy.Stderr = dir, c.App.ErrWriter, c.App.ErrWriter
+				if err := tidy.Run(); err != nil {
+					return fmt.Errorf("new: go mod tidy in %s: %w (run it there once the network or module cache has the framework's modules)", dir, err)
+				}
+				fmt.Fprintf(c.App.Writer, "Wrote the app %s in %s. Next:\n  cd %s\n  go run . migrate && go run . queue:dispatch hello.greet '{\"name\": \"Ada\"}' && go run . queue:work --stop-when-empty\n", module, dir, dir)
+				return nil
+			},
+		}},
+		// Any other command runs the app in the working directory.
+		Action: func(c *cli.Context) error {
+			if !c.Args().Present() {
+				return cli.ShowAppHelp(c)
+			}
+			if _, err := os.Stat("go.mod"); err != nil {
+				return fmt.Errorf("%q is not a navree command, and this folder holds no app (no go.mod) to run it: cd into an app, or make one with navree new", c.Args().First())
+			}
+			app := exec.CommandContext(c.Context, "go", append([]string{"run", "."}, c.Args().Slice()...)...)
+			app.Stdin, app.Stdout, app.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
+			return app.Run()
+		},
+	}
+	if len(args) > 0 && args[0] == "new" { // its flags may follow DIR
+		var flags, rest []string
+		for i := 1; i < len(args); i++ {
+			switch a := args[i]; {
+			case (a == "--module" || a == "--framework-path" || a == "-module" || a == "-framework-path") && i+1 < len(args):
+				flags, i = append(flags, a, args[i+1]), i+1
+			case len(a) > 1 && a[0] == '-':
+				flags = append(flags, a)
+			default:
+				rest = append(rest, a)
+			}
+		}
+		args = append(append([]string{"new"}, flags...), rest...)
+	}
+	return c.RunContext(ctx, append([]string{"navree"}, args...))
+}
