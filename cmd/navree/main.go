@@ -2,7 +2,8 @@
 //
 //	go install github.com/navree/navree/cmd/navree@latest
 //	navree new crm --module github.com/acme/crm   # a new app in ./crm
-//	cd crm && navree queue:work                    # any other command runs the app here: go run . queue:work
+//	cd crm && navree make:job contacts export     # contacts/export.go, its test, registered in contacts/module.go
+//	navree queue:work                              # any other command runs the app here: go run . queue:work
 package main
 
 import (
@@ -74,6 +75,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(c.App.Writer, "Wrote the app %s in %s. Next:\n  cd %s\n  go run . migrate && go run . queue:dispatch hello.greet '{\"name\": \"Ada\"}' && go run . queue:work --stop-when-empty\n", module, dir, dir)
 				return nil
 			},
+		}, {
+			Name:      "make:job",
+			Usage:     "Write a job of MODULE and its test, and register it in MODULE/module.go",
+			ArgsUsage: "MODULE NAME",
+			Flags:     []cli.Flag{&cli.BoolFlag{Name: "dry-run", Usage: "say what it would write, and write nothing"}},
+			Action: func(c *cli.Context) error {
+				if c.NArg() != 2 {
+					return errors.New("make:job takes a module and a job name, such as: navree make:job contacts export")
+				}
+				changes, err := scaffold.MakeJob(".", c.Args().Get(0), c.Args().Get(1))
+				if err != nil {
+					return err
+				}
+				verb := map[bool]string{false: "created", true: "edited"}
+				if c.Bool("dry-run") {
+					verb = map[bool]string{false: "would create", true: "would edit"}
+				} else if err := scaffold.Write(".", changes); err != nil {
+					return fmt.Errorf("make:job: %w", err)
+				}
+				for _, ch := range changes {
+					fmt.Fprintf(c.App.Writer, "  %s %s\n", verb[ch.Edited], ch.Path)
+				}
+				if last := changes[len(changes)-1]; !last.Edited {
+					fmt.Fprintf(c.App.Writer, "The module %s is new: add %s.Module to the app's modules in main.go, and import it.\n", c.Args().Get(0), c.Args().Get(0))
+				}
+				return nil
+			},
 		}},
 		// Any other command runs the app in the working directory.
 		Action: func(c *cli.Context) error {
@@ -88,7 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return app.Run()
 		},
 	}
-	if len(args) > 0 && args[0] == "new" { // its flags may follow DIR
+	if len(args) > 0 && (args[0] == "new" || args[0] == "make:job") { // their flags may follow their arguments
 		var flags, rest []string
 		for i := 1; i < len(args); i++ {
 			switch a := args[i]; {
@@ -100,7 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				rest = append(rest, a)
 			}
 		}
-		args = append(append([]string{"new"}, flags...), rest...)
+		args = append(append([]string{args[0]}, flags...), rest...)
 	}
 	return c.RunContext(ctx, append([]string{"navree"}, args...))
 }
