@@ -32,9 +32,9 @@ var snake = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // refuses a name that is not a Go identifier in snake case or is a
 // keyword, a file that exists, and a module.go without the anchor line.
 func MakeJob(dir, module, name string) ([]Change, error) {
-	for what, v := range map[string]string{"module": module, "name": name} {
-		if !snake.MatchString(v) || token.IsKeyword(v) {
-			return nil, fmt.Errorf("make:job: the %s %q must be a Go identifier in lower snake case, not a keyword, such as contacts or export", what, v)
+	for _, v := range [][2]string{{"module", module}, {"name", name}} {
+		if !snake.MatchString(v[1]) || token.IsKeyword(v[1]) {
+			return nil, fmt.Errorf("make:job: the %s %q must be a Go identifier in lower snake case, not a keyword, such as contacts or export", v[0], v[1])
 		}
 	}
 	appModule, err := readModulePath(dir)
@@ -45,7 +45,8 @@ func MakeJob(dir, module, name string) ([]Change, error) {
 	data := map[string]string{"Package": module, "Type": typ, "Handler": lowerFirst(typ) + "Handler",
 		"JobName": module + "." + name, "Import": appModule + "/" + module}
 	var changes []Change
-	for file, tmpl := range map[string]string{name + ".go": "templates/job/job.go.tmpl", name + "_test.go": "templates/job/job_test.go.tmpl"} {
+	for _, f := range [][2]string{{name + ".go", "templates/job/job.go.tmpl"}, {name + "_test.go", "templates/job/job_test.go.tmpl"}} {
+		file, tmpl := f[0], f[1]
 		rel := filepath.ToSlash(filepath.Join(module, file))
 		if _, err := os.Stat(filepath.Join(dir, rel)); err == nil {
 			return nil, fmt.Errorf("make:job: %s exists: choose another name, or remove it", rel)
