@@ -906,7 +906,10 @@ func (r *reserves) Reserve(ctx context.Context, res driver.Reservation) ([]*driv
 // again (at low load that search found nothing, once per job).
 func TestAFreedHandlerDoesNotSearchADrainedQueue(t *testing.T) {
 	ran := make(chan string, 2)
-	eachWith(t, queue.Config{PollIntervalMs: 3_600_000, Workers: 2}, map[string]queue.Registration{"contacts.export": reporting(ran)}, func(t *testing.T, f fixture) {
+	// Three handlers, so that no search fills its limit with one job: a
+	// handler reports before its slot is free, and a search that takes as
+	// many jobs as it asked for must look again for more.
+	eachWith(t, queue.Config{PollIntervalMs: 3_600_000, Workers: 3}, map[string]queue.Registration{"contacts.export": reporting(ran)}, func(t *testing.T, f fixture) {
 		r := &reserves{searched: make(chan struct{})}
 		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { r.Driver = d; return r })
 		workCtx, stop := context.WithCancel(ctx)
