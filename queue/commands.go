@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
@@ -200,7 +201,8 @@ func commands() []app.Command {
 			Name:  "queue:status",
 			Usage: "Show each queue's waiting, delayed, running, stale and failed jobs",
 			Description: "Prints a table of the jobs of each queue that has one: waiting (due now), delayed, running,\n" +
-				"stale (running, their worker presumed dead), failed, and how long the oldest waiting job has waited.",
+				"stale (running, their worker presumed dead), failed, and how long the oldest waiting job has waited.\n" +
+				"A count stops at 100000: more shows as 100000+ (100001 with --json).",
 			Flags: []cli.Flag{
 				&cli.DurationFlag{Name: "watch", Usage: "print it again every `D`, such as 2s, until stopped (on a terminal: redrawn in place)", DefaultText: "once"},
 				&cli.BoolFlag{Name: "json", Usage: "print it as JSON"},
@@ -332,9 +334,18 @@ func printStatus(w io.Writer, stats []QueueStats, asJSON bool) error {
 		if s.OldestWaiting > 0 {
 			oldest = s.OldestWaiting.Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, oldest)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Queue, count(s.Waiting), count(s.Delayed), count(s.Running), count(s.Stale), count(s.Failed), oldest)
 	}
 	return tw.Flush()
+}
+
+// count is a count of Stats as a person reads it: past CountLimit,
+// "100000+".
+func count(n int) string {
+	if n > CountLimit {
+		return strconv.Itoa(CountLimit) + "+"
+	}
+	return strconv.Itoa(n)
 }
 
 // isTerminal reports whether w is a terminal.

@@ -12,7 +12,14 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-// QueueStats is what [Queue.Stats] counts of one queue.
+// CountLimit is where [Queue.Stats] stops counting the jobs of a queue in
+// one state: a count of more than CountLimit is given as CountLimit+1, and
+// queue:status shows it as "100000+". Counting costs in proportion to the
+// jobs counted, so the limit keeps Stats fast on a backlog of millions.
+const CountLimit = 100_000
+
+// QueueStats is what [Queue.Stats] counts of one queue. Each count stops
+// at CountLimit+1, which means more than [CountLimit].
 type QueueStats struct {
 	Queue   string
 	Waiting int // due now, not taken by a worker
@@ -33,18 +40,21 @@ type QueueStats struct {
 // queue's clock; whether a reservation is stale is judged as the workers
 // judge it for a takeover, on the clock of reservations (see the package
 // doc). The counts come from one statement, so a job moving meanwhile is
-// counted once. Counting reads an index entry (or a row) for every job
-// stored: it costs in proportion to the jobs, so poll it every few
-// seconds rather than on every request.
+// counted once. Counting reads an index entry (on SQLite, a row) for each
+// job it counts, up to CountLimit+1 per queue and state: on a million
+// jobs a call takes tens of milliseconds (see docs/benchmarks.md), so poll
+// it every few seconds rather than on every request.
 func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	now := q.clock.Now().UnixMilli()
-	rows, err := q.store.Stats(ctx, now, q.reservedAt())
+	rows, err := q.store.Stats(ctx, now, q.reservedAt(), CountLimit+1)
 	if err != nil {
 		return nil, fmt.Errorf("queue: count the jobs of each queue: %w", err)
 	}
+	limit := func(n int) int { return min(n, CountLimit+1) }
 	out := make([]QueueStats, len(rows))
 	for i, r := range rows {
-		out[i] = QueueStats{Queue: r.Queue, Waiting: r.Waiting, Delayed: r.Delayed, Running: r.Running, Stale: r.Stale, Failed: r.Failed}
+		out[i] = QueueStats{Queue: r.Queue, Waiting: limit(r.Waiting), Delayed: limit(r.Delayed), Running: limit(r.Running),
+			Stale: limit(r.Stale), Failed: limit(r.Failed)}
 		if r.Waiting > 0 {
 			out[i].OldestWaiting = time.Duration(max(now-r.OldestAvailableAt, 0)) * time.Millisecond
 		}

@@ -232,8 +232,9 @@ type Driver interface {
 	// (due after now), running (reserved), stale (running and stale at at,
 	// as Stale and TakeOver judge: at is on the clock of reservations, 0
 	// for the driver's own) and failed; and when the waiting job due first
-	// became due.
-	Stats(ctx context.Context, now, at int64) ([]QueueStats, error)
+	// became due. Waiting, delayed and failed jobs are counted up to
+	// limit for each queue: a count of limit means limit or more.
+	Stats(ctx context.Context, now, at int64, limit int) ([]QueueStats, error)
 
 	// Jobs lists, reading only, up to q.Limit jobs in q.State, of q.Queue
 	// and of type q.Name where they are set, from the first after q.After

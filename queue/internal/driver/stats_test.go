@@ -37,7 +37,7 @@ func fail(t *testing.T, s driver.Driver, j *driver.Job, failure string, at int64
 
 func stats(t *testing.T, s driver.Driver, now, at int64) []driver.QueueStats {
 	t.Helper()
-	got, err := s.Stats(ctx, now, at)
+	got, err := s.Stats(ctx, now, at, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +85,32 @@ func TestStatsCountsEveryState(t *testing.T) {
 		}
 		if got := stats(t, s, 49, 1); got[0].Waiting != 0 || got[0].Delayed != 4 {
 			t.Errorf("before any is due: %+v, want 4 delayed, none waiting", got[0])
+		}
+	})
+}
+
+// TestStatsStopsCountingAtTheLimit: the waiting, delayed and failed jobs
+// of each queue are counted up to the limit, each state on its own, so
+// that counting a backlog of millions costs what counting the limit does;
+// the oldest waiting job is still the oldest of all.
+func TestStatsStopsCountingAtTheLimit(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for n := range 5 {
+			insert(t, s, newJob(n+1, "a", int64(10+n)), newJob(n+11, "a", 1000+int64(n)), newJob(n+21, "b", int64(50+n)), newJob(n+31, "a", int64(20+n)))
+		}
+		for range 5 {
+			fail(t, s, reserveAt(t, s, "a", 100, 100), "no", 200)
+		}
+		got, err := s.Stats(ctx, 100, 100, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []driver.QueueStats{
+			{Queue: "a", Waiting: 3, Delayed: 3, Failed: 3, OldestAvailableAt: 20}, // those due at 10 to 14 failed
+			{Queue: "b", Waiting: 3, OldestAvailableAt: 50},
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Stats(limit 3) =\n%+v\nwant\n%+v", got, want)
 		}
 	})
 }

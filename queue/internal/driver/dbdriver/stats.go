@@ -70,12 +70,25 @@ const (
 // and lateral says whether it joins LATERAL.
 func readStatementsOf(at string, words func(string) string, lateral bool) readStatements {
 	stale := staleAt(at) // as TakeOver judges it
-	// One row per queue and table: the queue, which count (0: not
-	// reserved, 1: reserved, 2: failed), and two counts and a time.
+	// One row per queue and table: the queue, which counts (0: waiting
+	// and delayed, 1: running and stale, 2: failed), two counts and a
+	// time. The queues of waiting and of failed jobs are found by jumps
+	// in their indexes; each count of them walks its index up to a limit
+	// (the last argument of its subquery), so that a backlog of millions
+	// costs what one of the limit does. Running jobs are counted in full:
+	// there are no more than the workers' handlers, and the stale ones
+	// they left.
+	capped := func(from, where string) string {
+		return "(SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?) AS c)"
+	}
+	waiting := "jobs.queue = queues.queue AND jobs.reserved_at IS NULL AND jobs.available_at"
 	r := readStatements{
-		stats: words("SELECT queue, 0, count(*), count(*) FILTER (WHERE available_at <= ?), min(available_at) FROM jobs WHERE reserved_at IS NULL GROUP BY queue" +
+		stats: words("WITH RECURSIVE " + queuesCTE + ", " + failedQueuesCTE +
+			" SELECT queue, 0, " + capped("jobs", waiting+" <= ?") + ", " + capped("jobs", waiting+" > ?") +
+			", (SELECT jobs.available_at FROM jobs WHERE jobs.queue = queues.queue AND jobs.reserved_at IS NULL ORDER BY jobs.available_at LIMIT 1)" +
+			" FROM queues WHERE queue IS NOT NULL" +
 			" UNION ALL SELECT queue, 1, count(*), count(*) FILTER (WHERE " + stale + "), 0 FROM jobs WHERE reserved_at IS NOT NULL GROUP BY queue" +
-			" UNION ALL SELECT queue, 2, count(*), 0, 0 FROM failed_jobs GROUP BY queue"),
+			" UNION ALL SELECT queue, 2, " + capped("failed_jobs", "failed_jobs.queue = failed_queues.queue") + ", 0, 0 FROM failed_queues WHERE queue IS NOT NULL"),
 		queues: words("WITH RECURSIVE " + queuesCTE + " SELECT queue FROM queues WHERE queue IS NOT NULL"),
 		pages:  map[pageShape]string{},
 	}
@@ -122,6 +135,13 @@ const queuesCTE = "queues(queue) AS (" +
 	"UNION ALL SELECT (SELECT j.queue FROM jobs AS j WHERE j.reserved_at IS NULL AND j.queue > queues.queue ORDER BY j.queue LIMIT 1) " +
 	"FROM queues WHERE queues.queue IS NOT NULL)"
 
+// failedQueuesCTE is the common table "failed_queues": each queue of
+// failed_jobs_queue, found as queuesCTE finds those of jobs_waiting.
+const failedQueuesCTE = "failed_queues(queue) AS (" +
+	"SELECT q FROM (SELECT queue AS q FROM failed_jobs ORDER BY queue LIMIT 1) AS head " +
+	"UNION ALL SELECT (SELECT f.queue FROM failed_jobs AS f WHERE f.queue > failed_queues.queue ORDER BY f.queue LIMIT 1) " +
+	"FROM failed_queues WHERE failed_queues.queue IS NOT NULL)"
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -136,13 +156,26 @@ var (
 )
 
 // Stats implements driver.Driver.
-func (s *sqliteDriver) Stats(ctx context.Context, now, at int64) ([]driver.QueueStats, error) {
-	return s.stats(ctx, &sqliteRead, now, at)
+func (s *sqliteDriver) Stats(ctx context.Context, now, at int64, limit int) ([]driver.QueueStats, error) {
+	return s.stats(ctx, nil, &sqliteRead, now, at, limit)
 }
 
 // Stats implements driver.Driver.
-func (p *postgresDriver) Stats(ctx context.Context, now, at int64) ([]driver.QueueStats, error) {
-	return p.stats(ctx, &postgresRead, now, at)
+//
+// It counts with JIT compilation off: the planner prices the capped
+// counts for a hundred queues (its guess of what the jumps find), which
+// passes jit_above_cost, and compiling the statement took 300 ms where
+// running it takes 70 (docs/benchmarks.md).
+func (p *postgresDriver) Stats(ctx context.Context, now, at int64, limit int) ([]driver.QueueStats, error) {
+	tx, err := p.sqldb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SET LOCAL jit = off"); err != nil {
+		return nil, err
+	}
+	return p.stats(ctx, tx, &postgresRead, now, at, limit)
 }
 
 // Jobs implements driver.Driver.
@@ -156,8 +189,9 @@ func (p *postgresDriver) Jobs(ctx context.Context, q driver.JobsQuery) ([]driver
 }
 
 // stats counts the jobs of every queue in one statement, so that a job
-// moving between the tables meanwhile is counted once.
-func (b *base) stats(ctx context.Context, r *readStatements, now, at int64) ([]driver.QueueStats, error) {
+// moving between the tables meanwhile is counted once; in tx, when it is
+// not nil.
+func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at int64, limit int) ([]driver.QueueStats, error) {
 	t, err := b.at(ctx, at)
 	if err != nil {
 		return nil, err
@@ -166,7 +200,10 @@ func (b *base) stats(ctx context.Context, r *readStatements, now, at int64) ([]d
 	if err != nil {
 		return nil, err
 	}
-	rows, err := st.QueryContext(ctx, now, t, t)
+	if tx != nil {
+		st = tx.StmtContext(ctx, st)
+	}
+	rows, err := st.QueryContext(ctx, now, limit, now, limit, t, t, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -192,8 +229,8 @@ func (b *base) stats(ctx context.Context, r *readStatements, now, at int64) ([]d
 		}
 		switch kind {
 		case 0:
-			s.Waiting, s.Delayed = int(m), int(n-m)
-			if m > 0 { // else the oldest is a delayed job's
+			s.Waiting, s.Delayed = int(n), int(m)
+			if n > 0 { // else the oldest is a delayed job's
 				s.OldestAvailableAt = oldest
 			}
 		case 1:

@@ -11,7 +11,7 @@ import (
 
 // Stats implements driver.Driver. It looks at every job: the memory
 // driver holds what one process can.
-func (d *Driver) Stats(_ context.Context, now, at int64) ([]driver.QueueStats, error) {
+func (d *Driver) Stats(_ context.Context, now, at int64, limit int) ([]driver.QueueStats, error) {
 	at = d.at(at)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -46,7 +46,9 @@ func (d *Driver) Stats(_ context.Context, now, at int64) ([]driver.QueueStats, e
 	}
 	out := make([]driver.QueueStats, 0, len(byQueue))
 	for _, queue := range slices.Sorted(maps.Keys(byQueue)) {
-		out = append(out, *byQueue[queue])
+		s := byQueue[queue]
+		s.Waiting, s.Delayed, s.Failed = min(s.Waiting, limit), min(s.Delayed, limit), min(s.Failed, limit)
+		out = append(out, *s)
 	}
 	return out, nil
 }
