@@ -2,7 +2,8 @@
 //
 //	go install github.com/navree/navree/cmd/navree@latest
 //	navree new crm --module github.com/acme/crm   # a new app in ./crm
-//	cd crm && navree make:job contacts export     # contacts/export.go, its test, registered in contacts/module.go
+//	cd crm && navree make:module contacts         # contacts/module.go, added to the app in main.go
+//	navree make:job contacts export                # contacts/export.go, its test, registered in contacts/module.go
 //	navree queue:work                              # any other command runs the app here: go run . queue:work
 package main
 
@@ -15,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/navree/navree/cmd/navree/scaffold"
@@ -75,34 +77,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(c.App.Writer, "Wrote the app %s in %s. Next:\n  cd %s\n  go run . migrate && go run . queue:dispatch hello.greet '{\"name\": \"Ada\"}' && go run . queue:work --stop-when-empty\n", module, dir, dir)
 				return nil
 			},
-		}, {
-			Name:      "make:job",
-			Usage:     "Write a job of MODULE and its test, and register it in MODULE/module.go",
-			ArgsUsage: "MODULE NAME",
-			Flags:     []cli.Flag{&cli.BoolFlag{Name: "dry-run", Usage: "say what it would write, and write nothing"}},
-			Action: func(c *cli.Context) error {
-				if c.NArg() != 2 {
-					return errors.New("make:job takes a module and a job name, such as: navree make:job contacts export")
-				}
-				changes, err := scaffold.MakeJob(".", c.Args().Get(0), c.Args().Get(1))
-				if err != nil {
-					return err
-				}
-				verb := map[bool]string{false: "created", true: "edited"}
-				if c.Bool("dry-run") {
-					verb = map[bool]string{false: "would create", true: "would edit"}
-				} else if err := scaffold.Write(".", changes); err != nil {
-					return fmt.Errorf("make:job: %w", err)
-				}
-				for _, ch := range changes {
-					fmt.Fprintf(c.App.Writer, "  %s %s\n", verb[ch.Edited], ch.Path)
-				}
-				if last := changes[len(changes)-1]; !last.Edited {
-					fmt.Fprintf(c.App.Writer, "The module %s is new: add %s.Module to the app's modules in main.go, and import it.\n", c.Args().Get(0), c.Args().Get(0))
-				}
-				return nil
-			},
-		}},
+		},
+			makeCommand("make:module", "Write the module NAME, and add it to the app's modules in main.go", "NAME",
+				"make:module takes the module's name, such as: navree make:module contacts", nil,
+				func(c *cli.Context) ([]scaffold.Change, error) { return scaffold.MakeModule(".", c.Args().Get(0)) }),
+			makeCommand("make:job", "Write a job of MODULE and its test, and register it in MODULE/module.go", "MODULE NAME",
+				"make:job takes a module and a job name, such as: navree make:job contacts export", nil,
+				func(c *cli.Context) ([]scaffold.Change, error) {
+					return scaffold.MakeJob(".", c.Args().Get(0), c.Args().Get(1))
+				}),
+		},
 		// Any other command runs the app in the working directory.
 		Action: func(c *cli.Context) error {
 			if !c.Args().Present() {
@@ -116,11 +100,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return app.Run()
 		},
 	}
-	if len(args) > 0 && (args[0] == "new" || args[0] == "make:job") { // their flags may follow their arguments
+	if len(args) > 0 && (args[0] == "new" || strings.HasPrefix(args[0], "make:")) { // their flags may follow their arguments
 		var flags, rest []string
 		for i := 1; i < len(args); i++ {
 			switch a := args[i]; {
-			case (a == "--module" || a == "--framework-path" || a == "-module" || a == "-framework-path") && i+1 < len(args):
+			case valued[strings.TrimLeft(a, "-")] && a[0] == '-' && i+1 < len(args):
 				flags, i = append(flags, a, args[i+1]), i+1
 			case len(a) > 1 && a[0] == '-':
 				flags = append(flags, a)
@@ -131,4 +115,53 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		args = append(append([]string{args[0]}, flags...), rest...)
 	}
 	return c.RunContext(ctx, append([]string{"navree"}, args...))
+}
+
+// valued are the flags of new and make:* that take a value.
+var valued = map[string]bool{"module": true, "framework-path": true}
+
+// makeCommand is a make:* command: it runs generate, whose arguments
+// argsUsage names (usageErr is the error for another count of them),
+// writes its changes and runs go mod tidy for their imports, or with
+// --dry-run says what it would write.
+func makeCommand(name, usage, argsUsage, usageErr string, flags []cli.Flag, generate func(*cli.Context) ([]scaffold.Change, error)) *cli.Command {
+	nargs := len(strings.Fields(strings.Split(argsUsage, " --")[0]))
+	return &cli.Command{
+		Name:      name,
+		Usage:     usage,
+		ArgsUsage: argsUsage,
+		Flags:     append(flags, &cli.BoolFlag{Name: "dry-run", Usage: "say what it would write, and write nothing"}),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != nargs {
+				return errors.New(usageErr)
+			}
+			changes, err := generate(c)
+			if err != nil {
+				return err
+			}
+			verb := map[bool]string{false: "created", true: "edited"}
+			if c.Bool("dry-run") {
+				verb = map[bool]string{false: "would create", true: "would edit"}
+			} else if err := scaffold.Write(".", changes); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			for _, ch := range changes {
+				fmt.Fprintf(c.App.Writer, "  %s %s\n", verb[ch.Edited], ch.Path)
+			}
+			for _, hint := range scaffold.Hints(".", changes) {
+				fmt.Fprintln(c.App.Writer, hint)
+			}
+			if c.Bool("dry-run") {
+				return nil
+			}
+			// The new files may import packages of the framework whose
+			// modules go.mod does not list yet.
+			tidy := exec.CommandContext(c.Context, "go", "mod", "tidy")
+			tidy.Stdout, tidy.Stderr = c.App.ErrWriter, c.App.ErrWriter
+			if err := tidy.Run(); err != nil {
+				return fmt.Errorf("%s: wrote the files above, then go mod tidy failed: %w (run it once the network or module cache has the modules the new imports need)", name, err)
+			}
+			return nil
+		},
+	}
 }

@@ -10,13 +10,11 @@ import (
 	"testing"
 )
 
-// TestANewAppBuildsVetsAndPassesItsTests: navree new writes an app that
-// builds, vets and passes its own tests at once, offline, against this
-// checkout of the framework.
-func TestANewAppBuildsVetsAndPassesItsTests(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and tests a generated app (about 30 s)")
-	}
+// newApp runs navree new into a temporary folder, offline (GOPROXY=off)
+// against this checkout of the framework, and returns the app's folder
+// and what navree printed.
+func newApp(t *testing.T) (dir, printed string) {
+	t.Helper()
 	framework, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
@@ -24,26 +22,43 @@ func TestANewAppBuildsVetsAndPassesItsTests(t *testing.T) {
 	t.Setenv("GOFLAGS", "-mod=mod")
 	t.Setenv("GOPROXY", "off") // offline: every module comes from the cache
 	t.Setenv("GOSUMDB", "off")
-	dir := filepath.Join(t.TempDir(), "crm")
+	dir = filepath.Join(t.TempDir(), "crm")
 	var out, errs bytes.Buffer
 	if err := run(context.Background(), []string{"new", dir, "--module", "example.com/crm", "--framework-path", framework}, &out, &errs); err != nil {
 		t.Fatalf("navree new: %v\n%s%s", err, out.String(), errs.String())
 	}
-	for _, want := range []string{"  wrote .gitignore\n", "  wrote README.md\n", "  wrote config/app.toml\n", "  wrote go.mod\n", "  wrote hello/greet.go\n",
-		"  wrote hello/greet_test.go\n", "  wrote hello/module.go\n", "  wrote main.go\n", "  wrote main_test.go\n", "  wrote go.sum\n",
-		"Wrote the app example.com/crm in " + dir + ". Next:\n"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("navree new did not print %q:\n%s", want, out.String())
-		}
-	}
 	t.Setenv("GOFLAGS", "")
+	return dir, out.String()
+}
+
+// goChecks runs go build, vet and test in the app at dir.
+func goChecks(t *testing.T, dir, after string) {
+	t.Helper()
 	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}, {"test", "./..."}} {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
 		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s in the new app: %v\n%s", strings.Join(args, " "), err, b)
+			t.Fatalf("go %s %s: %v\n%s", strings.Join(args, " "), after, err, b)
 		}
 	}
+}
+
+// TestANewAppBuildsVetsAndPassesItsTests: navree new writes an app that
+// builds, vets and passes its own tests at once, offline, against this
+// checkout of the framework.
+func TestANewAppBuildsVetsAndPassesItsTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and tests a generated app (about 30 s)")
+	}
+	dir, out := newApp(t)
+	for _, want := range []string{"  wrote .gitignore\n", "  wrote README.md\n", "  wrote config/app.toml\n", "  wrote go.mod\n", "  wrote hello/greet.go\n",
+		"  wrote hello/greet_test.go\n", "  wrote hello/module.go\n", "  wrote main.go\n", "  wrote main_test.go\n", "  wrote go.sum\n",
+		"Wrote the app example.com/crm in " + dir + ". Next:\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("navree new did not print %q:\n%s", want, out)
+		}
+	}
+	goChecks(t, dir, "in the new app")
 	// Its README's first command works.
 	for _, args := range [][]string{{"run", ".", "migrate"}, {"run", ".", "queue:dispatch", "hello.greet", `{"name": "Ada"}`}, {"run", ".", "queue:work", "--stop-when-empty"}} {
 		cmd := exec.Command("go", args...)
@@ -93,43 +108,42 @@ func TestAnotherCommandNeedsAnApp(t *testing.T) {
 	}
 }
 
-// TestMakeJob: make:job writes a job and its test into a new app and
-// registers it; the app still builds and passes its tests.
-func TestMakeJob(t *testing.T) {
+// TestMakeCommands: each make:* command writes into a new app, which
+// then still builds, vets and passes its tests, the generated ones too.
+// One app for every command: each build of one takes a while.
+func TestMakeCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a generated app")
 	}
-	framework, _ := filepath.Abs(filepath.Join("..", ".."))
-	t.Setenv("GOFLAGS", "-mod=mod")
-	t.Setenv("GOPROXY", "off")
-	t.Setenv("GOSUMDB", "off")
-	dir := filepath.Join(t.TempDir(), "crm")
-	var out, errs bytes.Buffer
-	if err := run(context.Background(), []string{"new", dir, "--module", "example.com/crm", "--framework-path", framework}, &out, &errs); err != nil {
-		t.Fatalf("navree new: %v\n%s", err, errs.String())
-	}
+	dir, _ := newApp(t)
 	t.Chdir(dir)
-	t.Setenv("GOFLAGS", "")
-	make := func(args ...string) (string, error) {
+	navree := func(args ...string) (string, error) {
 		var out, errs bytes.Buffer
-		err := run(context.Background(), append([]string{"make:job"}, args...), &out, &errs)
+		err := run(context.Background(), args, &out, &errs)
 		return out.String(), err
 	}
-	if got, err := make("hello", "wave", "--dry-run"); err != nil || got != "  would create hello/wave.go\n  would create hello/wave_test.go\n  would edit hello/module.go\n" {
-		t.Fatalf("make:job --dry-run: %q %v", got, err)
-	}
-	if _, err := os.Stat("hello/wave.go"); err == nil {
-		t.Fatal("--dry-run wrote hello/wave.go")
-	}
-	if got, err := make("hello", "wave"); err != nil || got != "  created hello/wave.go\n  created hello/wave_test.go\n  edited hello/module.go\n" {
-		t.Fatalf("make:job hello wave: %q %v", got, err)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"make:job", "hello", "wave", "--dry-run"}, "  would create hello/wave.go\n  would create hello/wave_test.go\n  would edit hello/module.go\n"},
+		{[]string{"make:job", "hello", "wave"}, "  created hello/wave.go\n  created hello/wave_test.go\n  edited hello/module.go\n"},
+		{[]string{"make:job", "contacts", "sync_calendar"}, "  created contacts/sync_calendar.go\n  created contacts/sync_calendar_test.go\n  created contacts/module.go\n  edited main.go\n"},
+		{[]string{"make:module", "billing", "--dry-run"}, "  would create billing/module.go\n  would edit main.go\n"},
+		{[]string{"make:module", "billing"}, "  created billing/module.go\n  edited main.go\n"},
+	} {
+		if got, err := navree(tt.args...); err != nil || got != tt.want {
+			t.Fatalf("navree %s:\n%s%v\nwant:\n%s", strings.Join(tt.args, " "), got, err, tt.want)
+		}
 	}
 	mod, _ := os.ReadFile("hello/module.go")
 	if !strings.Contains(string(mod), "\tqueue.Register[Greet](newGreetHandler),\n\tqueue.Register[Wave](newWaveHandler),\n\t// navree:jobs") {
 		t.Fatalf("hello/module.go:\n%s", mod)
 	}
-	if got, err := make("contacts", "sync_calendar"); err != nil || !strings.HasSuffix(got, "  created contacts/module.go\nThe module contacts is new: add contacts.Module to the app's modules in main.go, and import it.\n") {
-		t.Fatalf("make:job contacts sync_calendar: %q %v", got, err)
+	main, _ := os.ReadFile("main.go")
+	if !strings.Contains(string(main), "\t\thello.Module,\n\t\tcontacts.Module,\n\t\tbilling.Module,\n\t\t// navree:modules") ||
+		!strings.Contains(string(main), "\t\"example.com/crm/billing\"\n\t\"example.com/crm/contacts\"\n\t\"example.com/crm/hello\"\n)") {
+		t.Fatalf("main.go:\n%s", main)
 	}
 	job, _ := os.ReadFile("contacts/sync_calendar.go")
 	if !strings.Contains(string(job), `func (SyncCalendar) JobName() string { return "contacts.sync_calendar" }`) {
@@ -139,28 +153,26 @@ func TestMakeJob(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"hello", "wave"}, "make:job: hello/wave.go exists: choose another name, or remove it"},
-		{[]string{"hello", "Wave"}, `make:job: the name "Wave" must be a Go identifier in lower snake case, not a keyword, such as contacts or export`},
-		{[]string{"hello", "func"}, `make:job: the name "func" must be a Go identifier in lower snake case, not a keyword`},
-		{[]string{"hello"}, "make:job takes a module and a job name, such as: navree make:job contacts export"},
+		{[]string{"make:job", "hello", "wave"}, "make:job: hello/wave.go exists: choose another name, or remove it"},
+		{[]string{"make:job", "hello", "Wave"}, `make:job: the name "Wave" must be a Go identifier in lower snake case, not a keyword, such as export`},
+		{[]string{"make:job", "hello", "func"}, `make:job: the name "func" must be a Go identifier in lower snake case, not a keyword, such as export`},
+		{[]string{"make:job", "hello"}, "make:job takes a module and a job name, such as: navree make:job contacts export"},
+		{[]string{"make:module"}, "make:module takes the module's name, such as: navree make:module contacts"},
+		{[]string{"make:module", "billing"}, "make:module: billing/module.go exists: choose another name, or add to that module with navree make:job, make:listener, make:notification or make:mail"},
 	} {
-		if _, err := make(tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("make:job %v: %v, want %q", tt.args, err, tt.want)
+		if _, err := navree(tt.args...); err == nil || err.Error() != tt.want {
+			t.Errorf("navree %s: %v\nwant %s", strings.Join(tt.args, " "), err, tt.want)
 		}
 	}
 	if err := os.WriteFile("hello/module.go", []byte("package hello\n\nvar Module = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := make("hello", "bye"); err == nil || err.Error() != `make:job: hello/module.go has no line "// navree:jobs" to add the job above: add queue.Register[Bye](newByeHandler), to its fx.Module by hand` {
+	if _, err := navree("make:job", "hello", "bye"); err == nil || err.Error() != `make:job: hello/module.go has no line "// navree:jobs" to add the job above: add queue.Register[Bye](newByeHandler), to its fx.Module by hand, and import "github.com/navree/navree/queue"` {
 		t.Fatalf("a module.go without the anchor: %v", err)
 	}
 	if _, err := os.Stat("hello/bye.go"); err == nil {
 		t.Fatal("a refused make:job wrote hello/bye.go")
 	}
 	os.WriteFile("hello/module.go", mod, 0o644)
-	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}, {"test", "./..."}} {
-		if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			t.Fatalf("go %s after make:job: %v\n%s", strings.Join(args, " "), err, b)
-		}
-	}
+	goChecks(t, ".", "after the make:* commands")
 }

@@ -1,0 +1,162 @@
+package scaffold_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/navree/navree/cmd/navree/scaffold"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/ from what the generators write")
+
+// newApp writes a new app, example.com/crm, into a temporary folder.
+func newApp(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "crm")
+	if _, err := scaffold.New(dir, scaffold.App{Module: "example.com/crm"}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestGenerators runs each generator in turn on a new app, writing what
+// it plans, and compares its files with testdata/STEP/PATH.golden and the
+// list of its changes with testdata/STEP/changes.golden. go test -update
+// rewrites them.
+func TestGenerators(t *testing.T) {
+	dir := newApp(t)
+	steps := []struct {
+		name string
+		make func() ([]scaffold.Change, error)
+	}{
+		{"make_module", func() ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "contacts") }},
+		{"make_job", func() ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "contacts", "export") }},
+		{"make_job_of_a_new_module", func() ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "billing", "charge") }},
+	}
+	for _, step := range steps {
+		changes, err := step.make()
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		var list strings.Builder
+		for _, c := range changes {
+			fmt.Fprintf(&list, "%s %s\n", map[bool]string{false: "created", true: "edited"}[c.Edited], c.Path)
+			golden(t, filepath.Join(step.name, c.Path+".golden"), c.Content)
+		}
+		golden(t, filepath.Join(step.name, "changes.golden"), []byte(list.String()))
+		if err := scaffold.Write(dir, changes); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// golden compares got with the file testdata/name, or with -update
+// writes it.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v: run go test ./cmd/navree/scaffold -update", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from what the generator wrote (go test ./cmd/navree/scaffold -update rewrites it); got:\n%s", path, got)
+	}
+}
+
+// TestAModuleWithoutAnAnchorInMainGo: when main.go has no line to add a
+// new module above, the module is made and Hints says what to add.
+func TestAModuleWithoutAnAnchorInMainGo(t *testing.T) {
+	dir := newApp(t)
+	main := filepath.Join(dir, "main.go")
+	src, _ := os.ReadFile(main)
+	if err := os.WriteFile(main, []byte(strings.Replace(string(src), "// navree:modules", "// the modules", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changes, err := scaffold.MakeModule(dir, "contacts")
+	if err != nil || len(changes) != 1 || changes[0].Path != "contacts/module.go" {
+		t.Fatalf("MakeModule = %v, %v", changes, err)
+	}
+	hints := scaffold.Hints(dir, changes)
+	want := `The module contacts is new, and main.go has no line "// navree:modules" to add the module above: add contacts.Module to the app's modules by hand, and import "example.com/crm/contacts".`
+	if len(hints) != 1 || hints[0] != want {
+		t.Fatalf("Hints = %q, want %q", hints, want)
+	}
+	changes, _ = scaffold.MakeModule(newApp(t), "contacts")
+	if hints := scaffold.Hints(dir, changes); hints != nil {
+		t.Fatalf("Hints of a module added to main.go = %q", hints)
+	}
+}
+
+// TestRefusals: what each generator refuses, with its error, and that it
+// plans nothing then.
+func TestRefusals(t *testing.T) {
+	write := func(dir string, files map[string]string) {
+		for name, content := range files {
+			path := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		name  string
+		files map[string]string // written into a new app first
+		make  func(dir string) ([]scaffold.Change, error)
+		want  string
+	}{
+		{"module exists", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "hello") },
+			"make:module: hello/module.go exists: choose another name, or add to that module with navree make:job, make:listener, make:notification or make:mail"},
+		{"module name not snake", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "Contacts") },
+			`make:module: the module "Contacts" must be a Go identifier in lower snake case, not a keyword, such as contacts`},
+		{"module name a keyword", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "select") },
+			`make:module: the module "select" must be a Go identifier in lower snake case, not a keyword, such as contacts`},
+		{"module shadows an import", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "mail") },
+			"make:module: a module named mail would shadow the package mail that main.go or the generated code imports: choose another name, such as mails"},
+		{"job of a new module that shadows an import", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "queue", "export") },
+			"make:job: a module named queue would shadow the package queue that main.go or the generated code imports: choose another name, such as queues"},
+		{"no app", nil, func(dir string) ([]scaffold.Change, error) {
+			return scaffold.MakeJob(filepath.Join(dir, "hello"), "billing", "charge")
+		}, "make:job: this folder holds no app (no go.mod): run it in an app, or make one with navree new"},
+		{"job file exists", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "hello", "greet") },
+			"make:job: hello/greet.go exists: choose another name, or remove it"},
+		{"job name declared", map[string]string{"hello/waves.go": "package hello\n\ntype Wave struct{}\n"},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "hello", "wave") },
+			"make:job: hello/waves.go declares Wave already: choose another name, or rename it there"},
+		{"job without the anchor", map[string]string{"hello/module.go": "package hello\n\nvar Module = 1\n"},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "hello", "bye") },
+			`make:job: hello/module.go has no line "// navree:jobs" to add the job above: add queue.Register[Bye](newByeHandler), to its fx.Module by hand, and import "github.com/navree/navree/queue"`},
+		{"a module.go that does not parse", map[string]string{"hello/module.go": "package hello\n\nvar Module = (\n// navree:jobs\n"},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "hello", "bye") },
+			"make:job: hello/module.go does not parse (hello/module.go:4:16: expected operand, found 'EOF'): fix it, then run the command again"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := newApp(t)
+			write(dir, tt.files)
+			changes, err := tt.make(dir)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("got %v\nwant %s", err, tt.want)
+			}
+			if changes != nil {
+				t.Fatalf("a refusal planned %v", changes)
+			}
+		})
+	}
+}
