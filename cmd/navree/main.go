@@ -4,6 +4,7 @@
 //	navree new crm --module github.com/acme/crm   # a new app in ./crm
 //	cd crm && navree make:module contacts         # contacts/module.go, added to the app in main.go
 //	navree make:job contacts export                # contacts/export.go, its test, registered in contacts/module.go
+//	navree make:listener contacts send_welcome --event contact_created
 //	navree queue:work                              # any other command runs the app here: go run . queue:work
 package main
 
@@ -86,6 +87,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				func(c *cli.Context) ([]scaffold.Change, error) {
 					return scaffold.MakeJob(".", c.Args().Get(0), c.Args().Get(1))
 				}),
+			makeCommand("make:listener", "Write a queued listener of MODULE, its test and its event if new, and register it in MODULE/module.go", "MODULE NAME --event EVENT",
+				"make:listener takes a module, a listener name and its event, such as: navree make:listener contacts send_welcome --event contact_created",
+				[]cli.Flag{&cli.StringFlag{Name: "event", Usage: "the event it listens to: EVENT of MODULE, written when MODULE has no such type, or OTHER.EVENT of the module OTHER"}},
+				func(c *cli.Context) ([]scaffold.Change, error) {
+					return scaffold.MakeListener(".", c.Args().Get(0), c.Args().Get(1), c.String("event"))
+				}),
 		},
 		// Any other command runs the app in the working directory.
 		Action: func(c *cli.Context) error {
@@ -118,7 +125,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // valued are the flags of new and make:* that take a value.
-var valued = map[string]bool{"module": true, "framework-path": true}
+var valued = map[string]bool{"module": true, "framework-path": true, "event": true}
 
 // makeCommand is a make:* command: it runs generate, whose arguments
 // argsUsage names (usageErr is the error for another count of them),

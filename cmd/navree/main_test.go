@@ -131,6 +131,14 @@ func TestMakeCommands(t *testing.T) {
 		{[]string{"make:job", "contacts", "sync_calendar"}, "  created contacts/sync_calendar.go\n  created contacts/sync_calendar_test.go\n  created contacts/module.go\n  edited main.go\n"},
 		{[]string{"make:module", "billing", "--dry-run"}, "  would create billing/module.go\n  would edit main.go\n"},
 		{[]string{"make:module", "billing"}, "  created billing/module.go\n  edited main.go\n"},
+		{[]string{"make:listener", "contacts", "send_welcome", "--event", "contact_created", "--dry-run"},
+			"  would create contacts/contact_created.go\n  would create contacts/send_welcome.go\n  would create contacts/send_welcome_test.go\n  would edit contacts/module.go\n"},
+		{[]string{"make:listener", "contacts", "send_welcome", "--event", "contact_created"},
+			"  created contacts/contact_created.go\n  created contacts/send_welcome.go\n  created contacts/send_welcome_test.go\n  edited contacts/module.go\n"},
+		{[]string{"make:listener", "--event=contacts.contact_created", "billing", "open_account"},
+			"  created billing/open_account.go\n  created billing/open_account_test.go\n  edited billing/module.go\n"},
+		{[]string{"make:listener", "contacts", "log_creation", "--event", "contact_created"},
+			"  created contacts/log_creation.go\n  created contacts/log_creation_test.go\n  edited contacts/module.go\n"},
 	} {
 		if got, err := navree(tt.args...); err != nil || got != tt.want {
 			t.Fatalf("navree %s:\n%s%v\nwant:\n%s", strings.Join(tt.args, " "), got, err, tt.want)
@@ -159,6 +167,9 @@ func TestMakeCommands(t *testing.T) {
 		{[]string{"make:job", "hello"}, "make:job takes a module and a job name, such as: navree make:job contacts export"},
 		{[]string{"make:module"}, "make:module takes the module's name, such as: navree make:module contacts"},
 		{[]string{"make:module", "billing"}, "make:module: billing/module.go exists: choose another name, or add to that module with navree make:job, make:listener, make:notification or make:mail"},
+		{[]string{"make:listener", "contacts", "--event", "contact_created"}, "make:listener takes a module, a listener name and its event, such as: navree make:listener contacts send_welcome --event contact_created"},
+		{[]string{"make:listener", "contacts", "send_welcome", "--event", "contact_created"}, "make:listener: contacts/send_welcome.go exists: choose another name, or remove it"},
+		{[]string{"make:listener", "contacts", "bill", "--event", "billing.account_opened"}, "make:listener: billing imports contacts, so contacts cannot import billing to listen to billing.account_opened (an import cycle): put the listener in billing (navree make:listener billing bill --event account_opened)"},
 	} {
 		if _, err := navree(tt.args...); err == nil || err.Error() != tt.want {
 			t.Errorf("navree %s: %v\nwant %s", strings.Join(tt.args, " "), err, tt.want)

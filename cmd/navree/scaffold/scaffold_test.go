@@ -35,6 +35,12 @@ func TestGenerators(t *testing.T) {
 	}{
 		{"make_module", func() ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "contacts") }},
 		{"make_job", func() ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "contacts", "export") }},
+		{"make_listener", func() ([]scaffold.Change, error) {
+			return scaffold.MakeListener(dir, "contacts", "send_welcome", "contact_created")
+		}},
+		{"make_listener_of_another_module", func() ([]scaffold.Change, error) {
+			return scaffold.MakeListener(dir, "hello", "wave_back", "contacts.contact_created")
+		}},
 		{"make_job_of_a_new_module", func() ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "billing", "charge") }},
 	}
 	for _, step := range steps {
@@ -115,6 +121,9 @@ func TestRefusals(t *testing.T) {
 			}
 		}
 	}
+	listener := func(module, name, event string) func(string) ([]scaffold.Change, error) {
+		return func(dir string) ([]scaffold.Change, error) { return scaffold.MakeListener(dir, module, name, event) }
+	}
 	tests := []struct {
 		name  string
 		files map[string]string // written into a new app first
@@ -145,6 +154,26 @@ func TestRefusals(t *testing.T) {
 		{"a module.go that does not parse", map[string]string{"hello/module.go": "package hello\n\nvar Module = (\n// navree:jobs\n"},
 			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "hello", "bye") },
 			"make:job: hello/module.go does not parse (hello/module.go:4:16: expected operand, found 'EOF'): fix it, then run the command again"},
+		{"listener without an event", nil, listener("contacts", "send_welcome", ""),
+			"make:listener: give the event send_welcome listens to: --event EVENT for an event of contacts (its type written when contacts has none), such as --event contact_created, or --event OTHER.EVENT for one of the module OTHER, such as --event billing.invoice_paid"},
+		{"listener of a bad event", nil, listener("contacts", "send_welcome", "ContactCreated"),
+			`make:listener: the event "ContactCreated" must be a name in lower snake case, such as contact_created, or a module's and a name, such as billing.invoice_paid`},
+		{"listener named as its new event", nil, listener("contacts", "contact_created", "contact_created"),
+			"make:listener: the listener and its event would both be contacts/contact_created.go: give them different names, such as contact_created and --event contact_created_created"},
+		{"listener of a type that is no event", map[string]string{"contacts/contact.go": "package contacts\n\ntype ContactCreated struct{}\n"},
+			listener("contacts", "send_welcome", "contact_created"),
+			`make:listener: contacts/contact.go declares ContactCreated without an EventName method, so it is no event: add func (ContactCreated) EventName() string { return "contacts.contact_created" } there, or choose another event`},
+		{"listener of an event whose name is not a type", map[string]string{"contacts/contact.go": "package contacts\n\nfunc ContactCreated() {}\n"},
+			listener("contacts", "send_welcome", "contact_created"),
+			"make:listener: contacts/contact.go declares ContactCreated already, not as a type: choose another event name, or rename it there"},
+		{"listener of a module that does not exist", nil, listener("contacts", "send_welcome", "billing.invoice_paid"),
+			"make:listener: the app has no module billing (no folder billing/) to hold the event billing.invoice_paid: make it with navree make:module billing, or listen to an event of contacts, such as --event invoice_paid"},
+		{"listener in an import cycle", map[string]string{"billing/invoice.go": "package billing\n\nimport _ \"example.com/crm/hello\"\n"},
+			listener("hello", "thank", "billing.invoice_paid"),
+			"make:listener: billing imports hello, so hello cannot import billing to listen to billing.invoice_paid (an import cycle): put the listener in billing (navree make:listener billing thank --event invoice_paid)"},
+		{"listener without the anchor", map[string]string{"contacts/module.go": "package contacts\n\nimport \"go.uber.org/fx\"\n\nvar Module = fx.Module(\"contacts\")\n"},
+			listener("contacts", "send_welcome", "contact_created"),
+			`make:listener: contacts/module.go has no line "// navree:listeners" to add the listener above: add events.Listen[ContactCreated]("contacts.send_welcome", newSendWelcomeListener), to its fx.Module by hand, and import "github.com/navree/navree/events"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
