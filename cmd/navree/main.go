@@ -5,6 +5,7 @@
 //	cd crm && navree make:module contacts         # contacts/module.go, added to the app in main.go
 //	navree make:job contacts export                # contacts/export.go, its test, registered in contacts/module.go
 //	navree make:listener contacts send_welcome --event contact_created
+//	navree make:notification contacts export_ready # by mail and in the inbox
 //	navree queue:work                              # any other command runs the app here: go run . queue:work
 package main
 
@@ -92,6 +93,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				[]cli.Flag{&cli.StringFlag{Name: "event", Usage: "the event it listens to: EVENT of MODULE, written when MODULE has no such type, or OTHER.EVENT of the module OTHER"}},
 				func(c *cli.Context) ([]scaffold.Change, error) {
 					return scaffold.MakeListener(".", c.Args().Get(0), c.Args().Get(1), c.String("event"))
+				}),
+			makeCommand("make:notification", "Write a notification of MODULE, by mail and in the inbox, and its tests, and register it in MODULE/module.go", "MODULE NAME",
+				"make:notification takes a module and a notification name, such as: navree make:notification billing invoice_paid", nil,
+				func(c *cli.Context) ([]scaffold.Change, error) {
+					return scaffold.MakeNotification(".", c.Args().Get(0), c.Args().Get(1))
 				}),
 		},
 		// Any other command runs the app in the working directory.

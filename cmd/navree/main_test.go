@@ -139,6 +139,9 @@ func TestMakeCommands(t *testing.T) {
 			"  created billing/open_account.go\n  created billing/open_account_test.go\n  edited billing/module.go\n"},
 		{[]string{"make:listener", "contacts", "log_creation", "--event", "contact_created"},
 			"  created contacts/log_creation.go\n  created contacts/log_creation_test.go\n  edited contacts/module.go\n"},
+		{[]string{"make:notification", "billing", "invoice_paid", "--dry-run"}, "  would create billing/invoice_paid.go\n  would create billing/invoice_paid_test.go\n  would edit billing/module.go\n"},
+		{[]string{"make:notification", "billing", "invoice_paid"}, "  created billing/invoice_paid.go\n  created billing/invoice_paid_test.go\n  edited billing/module.go\n"},
+		{[]string{"make:notification", "reports", "export_ready"}, "  created reports/export_ready.go\n  created reports/export_ready_test.go\n  created reports/module.go\n  edited main.go\n"},
 	} {
 		if got, err := navree(tt.args...); err != nil || got != tt.want {
 			t.Fatalf("navree %s:\n%s%v\nwant:\n%s", strings.Join(tt.args, " "), got, err, tt.want)
@@ -149,8 +152,8 @@ func TestMakeCommands(t *testing.T) {
 		t.Fatalf("hello/module.go:\n%s", mod)
 	}
 	main, _ := os.ReadFile("main.go")
-	if !strings.Contains(string(main), "\t\thello.Module,\n\t\tcontacts.Module,\n\t\tbilling.Module,\n\t\t// navree:modules") ||
-		!strings.Contains(string(main), "\t\"example.com/crm/billing\"\n\t\"example.com/crm/contacts\"\n\t\"example.com/crm/hello\"\n)") {
+	if !strings.Contains(string(main), "\t\thello.Module,\n\t\tcontacts.Module,\n\t\tbilling.Module,\n\t\treports.Module,\n\t\t// navree:modules") ||
+		!strings.Contains(string(main), "\t\"example.com/crm/billing\"\n\t\"example.com/crm/contacts\"\n\t\"example.com/crm/hello\"\n\t\"example.com/crm/reports\"\n)") {
 		t.Fatalf("main.go:\n%s", main)
 	}
 	job, _ := os.ReadFile("contacts/sync_calendar.go")
@@ -169,7 +172,10 @@ func TestMakeCommands(t *testing.T) {
 		{[]string{"make:module", "billing"}, "make:module: billing/module.go exists: choose another name, or add to that module with navree make:job, make:listener, make:notification or make:mail"},
 		{[]string{"make:listener", "contacts", "--event", "contact_created"}, "make:listener takes a module, a listener name and its event, such as: navree make:listener contacts send_welcome --event contact_created"},
 		{[]string{"make:listener", "contacts", "send_welcome", "--event", "contact_created"}, "make:listener: contacts/send_welcome.go exists: choose another name, or remove it"},
+		{[]string{"make:listener", "billing", "greet_payer", "--event", "invoice_paid"}, `make:listener: billing/invoice_paid.go declares InvoicePaid without an EventName method, so it is no event: add func (InvoicePaid) EventName() string { return "billing.invoice_paid" } there, or choose another event`},
 		{[]string{"make:listener", "contacts", "bill", "--event", "billing.account_opened"}, "make:listener: billing imports contacts, so contacts cannot import billing to listen to billing.account_opened (an import cycle): put the listener in billing (navree make:listener billing bill --event account_opened)"},
+		{[]string{"make:notification", "billing"}, "make:notification takes a module and a notification name, such as: navree make:notification billing invoice_paid"},
+		{[]string{"make:notification", "billing", "invoice_paid"}, "make:notification: billing/invoice_paid.go exists: choose another name, or remove it"},
 	} {
 		if _, err := navree(tt.args...); err == nil || err.Error() != tt.want {
 			t.Errorf("navree %s: %v\nwant %s", strings.Join(tt.args, " "), err, tt.want)

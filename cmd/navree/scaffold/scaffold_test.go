@@ -41,6 +41,7 @@ func TestGenerators(t *testing.T) {
 		{"make_listener_of_another_module", func() ([]scaffold.Change, error) {
 			return scaffold.MakeListener(dir, "hello", "wave_back", "contacts.contact_created")
 		}},
+		{"make_notification", func() ([]scaffold.Change, error) { return scaffold.MakeNotification(dir, "contacts", "export_ready") }},
 		{"make_job_of_a_new_module", func() ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "billing", "charge") }},
 	}
 	for _, step := range steps {
@@ -141,8 +142,8 @@ func TestRefusals(t *testing.T) {
 		{"job of a new module that shadows an import", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "queue", "export") },
 			"make:job: a module named queue would shadow the package queue that main.go or the generated code imports: choose another name, such as queues"},
 		{"no app", nil, func(dir string) ([]scaffold.Change, error) {
-			return scaffold.MakeJob(filepath.Join(dir, "hello"), "billing", "charge")
-		}, "make:job: this folder holds no app (no go.mod): run it in an app, or make one with navree new"},
+			return scaffold.MakeNotification(filepath.Join(dir, "hello"), "billing", "invoice_paid")
+		}, "make:notification: this folder holds no app (no go.mod): run it in an app, or make one with navree new"},
 		{"job file exists", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "hello", "greet") },
 			"make:job: hello/greet.go exists: choose another name, or remove it"},
 		{"job name declared", map[string]string{"hello/waves.go": "package hello\n\ntype Wave struct{}\n"},
@@ -174,6 +175,18 @@ func TestRefusals(t *testing.T) {
 		{"listener without the anchor", map[string]string{"contacts/module.go": "package contacts\n\nimport \"go.uber.org/fx\"\n\nvar Module = fx.Module(\"contacts\")\n"},
 			listener("contacts", "send_welcome", "contact_created"),
 			`make:listener: contacts/module.go has no line "// navree:listeners" to add the listener above: add events.Listen[ContactCreated]("contacts.send_welcome", newSendWelcomeListener), to its fx.Module by hand, and import "github.com/navree/navree/events"`},
+		{"notification file exists", map[string]string{"hello/invoice_paid.go": "package hello\n"},
+			func(dir string) ([]scaffold.Change, error) {
+				return scaffold.MakeNotification(dir, "hello", "invoice_paid")
+			},
+			"make:notification: hello/invoice_paid.go exists: choose another name, or remove it"},
+		{"notification name a keyword", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeNotification(dir, "hello", "type") },
+			`make:notification: the name "type" must be a Go identifier in lower snake case, not a keyword, such as invoice_paid`},
+		{"notification without the anchor", map[string]string{"hello/module.go": "package hello\n\n// navree:jobs\n"},
+			func(dir string) ([]scaffold.Change, error) {
+				return scaffold.MakeNotification(dir, "hello", "invoice_paid")
+			},
+			`make:notification: hello/module.go has no line "// navree:notifications" to add the notification above: add notify.Register[InvoicePaid](), to its fx.Module by hand, and import "github.com/navree/navree/notify"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
