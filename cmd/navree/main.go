@@ -6,6 +6,7 @@
 //	navree make:job contacts export                # contacts/export.go, its test, registered in contacts/module.go
 //	navree make:listener contacts send_welcome --event contact_created
 //	navree make:notification contacts export_ready # by mail and in the inbox
+//	navree make:mail contacts welcome              # contacts/mail/welcome.html.tmpl and .txt.tmpl, and WelcomeMail
 //	navree queue:work                              # any other command runs the app here: go run . queue:work
 package main
 
@@ -98,6 +99,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				"make:notification takes a module and a notification name, such as: navree make:notification billing invoice_paid", nil,
 				func(c *cli.Context) ([]scaffold.Change, error) {
 					return scaffold.MakeNotification(".", c.Args().Get(0), c.Args().Get(1))
+				}),
+			makeCommand("make:mail", "Write a template mail of MODULE, its function and its test, and give MODULE/mail to the mailer", "MODULE NAME",
+				"make:mail takes a module and a mail name, such as: navree make:mail contacts welcome", nil,
+				func(c *cli.Context) ([]scaffold.Change, error) {
+					return scaffold.MakeMail(".", c.Args().Get(0), c.Args().Get(1))
 				}),
 		},
 		// Any other command runs the app in the working directory.

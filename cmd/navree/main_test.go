@@ -141,6 +141,12 @@ func TestMakeCommands(t *testing.T) {
 			"  created contacts/log_creation.go\n  created contacts/log_creation_test.go\n  edited contacts/module.go\n"},
 		{[]string{"make:notification", "billing", "invoice_paid", "--dry-run"}, "  would create billing/invoice_paid.go\n  would create billing/invoice_paid_test.go\n  would edit billing/module.go\n"},
 		{[]string{"make:notification", "billing", "invoice_paid"}, "  created billing/invoice_paid.go\n  created billing/invoice_paid_test.go\n  edited billing/module.go\n"},
+		{[]string{"make:mail", "contacts", "welcome", "--dry-run"},
+			"  would create contacts/mail/welcome.html.tmpl\n  would create contacts/mail/welcome.txt.tmpl\n  would create contacts/welcome_mail.go\n  would create contacts/welcome_mail_test.go\n  would create contacts/mail_templates.go\n  would edit contacts/module.go\n"},
+		{[]string{"make:mail", "contacts", "welcome"},
+			"  created contacts/mail/welcome.html.tmpl\n  created contacts/mail/welcome.txt.tmpl\n  created contacts/welcome_mail.go\n  created contacts/welcome_mail_test.go\n  created contacts/mail_templates.go\n  edited contacts/module.go\n"},
+		{[]string{"make:mail", "contacts", "password_reset"},
+			"  created contacts/mail/password_reset.html.tmpl\n  created contacts/mail/password_reset.txt.tmpl\n  created contacts/password_reset_mail.go\n  created contacts/password_reset_mail_test.go\n"},
 		{[]string{"make:notification", "reports", "export_ready"}, "  created reports/export_ready.go\n  created reports/export_ready_test.go\n  created reports/module.go\n  edited main.go\n"},
 	} {
 		if got, err := navree(tt.args...); err != nil || got != tt.want {
@@ -176,6 +182,8 @@ func TestMakeCommands(t *testing.T) {
 		{[]string{"make:listener", "contacts", "bill", "--event", "billing.account_opened"}, "make:listener: billing imports contacts, so contacts cannot import billing to listen to billing.account_opened (an import cycle): put the listener in billing (navree make:listener billing bill --event account_opened)"},
 		{[]string{"make:notification", "billing"}, "make:notification takes a module and a notification name, such as: navree make:notification billing invoice_paid"},
 		{[]string{"make:notification", "billing", "invoice_paid"}, "make:notification: billing/invoice_paid.go exists: choose another name, or remove it"},
+		{[]string{"make:mail", "contacts"}, "make:mail takes a module and a mail name, such as: navree make:mail contacts welcome"},
+		{[]string{"make:mail", "billing", "welcome"}, "make:mail: contacts/mail/welcome.html.tmpl is a template mail/welcome too, and the app's modules share one set of template names (two of one name fail the boot): choose another name"},
 	} {
 		if _, err := navree(tt.args...); err == nil || err.Error() != tt.want {
 			t.Errorf("navree %s: %v\nwant %s", strings.Join(tt.args, " "), err, tt.want)

@@ -42,6 +42,8 @@ func TestGenerators(t *testing.T) {
 			return scaffold.MakeListener(dir, "hello", "wave_back", "contacts.contact_created")
 		}},
 		{"make_notification", func() ([]scaffold.Change, error) { return scaffold.MakeNotification(dir, "contacts", "export_ready") }},
+		{"make_mail", func() ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "contacts", "welcome") }},
+		{"make_mail_again", func() ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "contacts", "goodbye") }},
 		{"make_job_of_a_new_module", func() ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "billing", "charge") }},
 	}
 	for _, step := range steps {
@@ -187,6 +189,18 @@ func TestRefusals(t *testing.T) {
 				return scaffold.MakeNotification(dir, "hello", "invoice_paid")
 			},
 			`make:notification: hello/module.go has no line "// navree:notifications" to add the notification above: add notify.Register[InvoicePaid](), to its fx.Module by hand, and import "github.com/navree/navree/notify"`},
+		{"mail template exists", map[string]string{"hello/mail/welcome.txt.tmpl": "Hi"},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "hello", "welcome") },
+			"make:mail: hello/mail/welcome.txt.tmpl exists: choose another name, or remove it"},
+		{"mail template of another module", map[string]string{"billing/mail/welcome.html.tmpl": "Hi"},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "hello", "welcome") },
+			"make:mail: billing/mail/welcome.html.tmpl is a template mail/welcome too, and the app's modules share one set of template names (two of one name fail the boot): choose another name"},
+		{"mail name declared", map[string]string{"hello/data.go": "package hello\n\nvar WelcomeData = 1\n"},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "hello", "welcome") },
+			"make:mail: hello/data.go declares WelcomeData already: choose another name, or rename it there"},
+		{"mail without the anchor", map[string]string{"hello/module.go": "package hello\n\nimport \"go.uber.org/fx\"\n\nvar Module = fx.Module(\"hello\")\n"},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "hello", "welcome") },
+			`make:mail: hello/module.go has no line "// navree:mail" to add the mail templates above: add mail.Templates(mailTemplates), to its fx.Module by hand, and import "github.com/navree/navree/mail"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
