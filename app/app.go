@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/navree/navree/app/term"
 	"github.com/navree/navree/config"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/dig"
@@ -88,7 +89,7 @@ func (a *App) Main() {
 			time.Sleep(time.Second) // the signal ends the process meanwhile; if not, report below
 		}
 	}
-	fmt.Fprintf(a.Stderr, "%s: %v%s\n", a.Name, err, hint(err, a.Name))
+	fmt.Fprintf(a.Stderr, "%s %v%s\n", term.Paint(a.Stderr, term.Red, a.Name+":"), err, hint(err, a.Name))
 	os.Exit(1)
 }
 
@@ -102,12 +103,13 @@ func hint(err error, name string) string {
 	return ""
 }
 
-// base is what every app provides before its own modules.
-func (a *App) base() fx.Option {
+// base is what every app provides before its own modules; the logger
+// writes to stderr.
+func (a *App) base(stderr io.Writer) fx.Option {
 	return fx.Options(
 		fx.NopLogger,
 		fx.Provide(func() Clock { return SystemClock{} }),
-		fx.Provide(func(p loggerIn) *slog.Logger { return newLogger(a.Stderr, p.Config) }),
+		fx.Provide(func(p loggerIn) *slog.Logger { return newLogger(stderr, p.Config) }),
 		config.Section("http", HTTPConfig{Addr: "127.0.0.1:8080", ShutdownTimeoutMs: 10_000}),
 		config.Section("log", LogConfig{Level: "info", Format: "text"}),
 		Commands(serveCommand()),
@@ -153,7 +155,7 @@ func (a *App) commands(extra ...fx.Option) ([]Command, error) {
 		found = p
 		return errListed
 	}))
-	if err := fx.New(list, a.base(), fx.Options(extra...)).Err(); !errors.Is(err, errListed) {
+	if err := fx.New(list, a.base(a.Stderr), fx.Options(extra...)).Err(); !errors.Is(err, errListed) {
 		return nil, bootError(err)
 	}
 	seen := map[string]bool{}
@@ -172,11 +174,12 @@ func (a *App) commands(extra ...fx.Option) ([]Command, error) {
 // cli is the command line of cmds, each run by run.
 func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.App {
 	cliApp := &cli.App{
-		Name:           a.Name,
-		Usage:          a.Usage,
-		Version:        a.Version,
-		Writer:         a.Stdout,
-		ErrWriter:      a.Stderr,
+		Name:    a.Name,
+		Usage:   a.Usage,
+		Version: a.Version,
+		Writer:  a.Stdout,
+		// Logs and errors, below the status line of a long command.
+		ErrWriter:      term.NewWriter(a.Stderr),
 		ExitErrHandler: func(*cli.Context, error) {}, // Run returns errors; Main exits
 	}
 	names := make([]string, len(cmds))
@@ -282,7 +285,7 @@ func newLogger(w io.Writer, cfg LogConfig) *slog.Logger {
 // it, runs the action and stops the app.
 func (a *App) runCommand(c *cli.Context, cmd Command) (err error) {
 	deps, run := cmd.Action.bind()
-	fxApp := fx.New(a.base(), fx.Invoke(checkBoot), deps)
+	fxApp := fx.New(a.base(c.App.ErrWriter), fx.Invoke(checkBoot), deps)
 	if err := fxApp.Err(); err != nil {
 		return bootError(err)
 	}

@@ -26,7 +26,7 @@ func (a *App) Build(extra ...fx.Option) (*Graph, error) {
 		return nil, err
 	}
 	g := &Graph{app: a, cmds: cmds, runs: map[string]func(*cli.Context) error{}}
-	opts := []fx.Option{a.base(), fx.Options(extra...), fx.Invoke(checkBoot)}
+	opts := []fx.Option{a.base(a.Stderr), fx.Options(extra...), fx.Invoke(checkBoot)}
 	for _, cmd := range cmds {
 		deps, run := cmd.Action.bind()
 		g.runs[cmd.Name] = run
