@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/app/term"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
 )
@@ -225,6 +226,14 @@ func (m *Migrator) locked(ctx context.Context, fn func(ctx context.Context, rows
 // Migrate applies every pending migration in one transaction, as one
 // batch, and returns them; none when everything is applied.
 func (m *Migrator) Migrate(ctx context.Context) ([]Migration, error) {
+	return m.MigrateWithProgress(ctx, nil)
+}
+
+// MigrateWithProgress is Migrate, calling progress, when it is not nil,
+// before each migration it applies, with the migration and how many of
+// the pending ones are applied before it (done of total). The migrate
+// command draws its status line from it.
+func (m *Migrator) MigrateWithProgress(ctx context.Context, progress func(next Migration, done, total int)) ([]Migration, error) {
 	all, err := m.load()
 	if err != nil {
 		return nil, err
@@ -239,9 +248,15 @@ func (m *Migrator) Migrate(ctx context.Context) ([]Migration, error) {
 		}
 		tx, _ := UnitOfWorkFrom(ctx).Tx(ctx)
 		now := time.Now().UnixMilli()
+		var pending []Migration
 		for _, mig := range all {
-			if done[mig.Set+"/"+mig.Version] {
-				continue
+			if !done[mig.Set+"/"+mig.Version] {
+				pending = append(pending, mig)
+			}
+		}
+		for i, mig := range pending {
+			if progress != nil {
+				progress(mig, i, len(pending))
 			}
 			if _, err := tx.Tx.ExecContext(ctx, mig.up); err != nil {
 				return fmt.Errorf("migrate: %s: %w", mig.ID(), err)
@@ -346,7 +361,11 @@ func migrateCommands() []app.Command {
 			Name:  "migrate",
 			Usage: "Apply every pending migration",
 			Action: app.Uses(func(c *cli.Context, m *Migrator) error {
-				applied, err := m.Migrate(c.Context)
+				progress := term.NewProgress(c.App.ErrWriter, "Migrating", 0)
+				applied, err := m.MigrateWithProgress(c.Context, func(next Migration, done, total int) {
+					progress.Show(fmt.Sprintf("%s (%d of %d)", next.ID(), done+1, total))
+				})
+				progress.Done()
 				if err != nil {
 					return err
 				}

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -61,13 +62,19 @@ func TestMigrations(t *testing.T) {
 		}
 		m := db.NewMigrator(d, []db.MigrationSet{{Name: "contacts", FS: contacts}, {Name: "audit", FS: audit}})
 
-		applied, err := m.Migrate(ctx)
+		var progress []string // what migrate's status line shows
+		applied, err := m.MigrateWithProgress(ctx, func(next db.Migration, done, total int) {
+			progress = append(progress, fmt.Sprintf("%s %d/%d", next.ID(), done, total))
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := []string{"audit/0001_create_audit", "contacts/0001_create_contacts", "contacts/0002_create_events"}
 		if !equal(migrationIDs(applied), want) {
 			t.Fatalf("applied %v, want %v (sets in name order)", migrationIDs(applied), want)
+		}
+		if want := []string{"audit/0001_create_audit 0/3", "contacts/0001_create_contacts 1/3", "contacts/0002_create_events 2/3"}; !equal(progress, want) {
+			t.Fatalf("progress %v, want %v: each migration before it is applied", progress, want)
 		}
 		for _, table := range []string{"contacts", "events", "audit"} {
 			if !tableExists(t, d, table) {

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/app/term"
 	"github.com/urfave/cli/v2"
 )
 
@@ -72,8 +73,13 @@ func commands() []app.Command {
 					case <-done:
 					}
 				}()
+				progress := term.NewProgress(c.App.ErrWriter, "Working", 0)
+				o.Progress = func(s WorkStats) {
+					progress.Show(fmt.Sprintf("%d attempt(s): %d succeeded, %d released for retry, %d failed", s.Processed, s.Succeeded, s.Released, s.Failed))
+				}
 				stats, err := q.Work(c.Context, o)
-				fmt.Fprintln(c.App.Writer, stats)
+				progress.Done()
+				fmt.Fprintln(c.App.Writer, stats.summary(c.App.Writer))
 				return err
 			}),
 		},
@@ -118,13 +124,12 @@ func commands() []app.Command {
 				if o.Latency == 0 {
 					o.Latency = -1
 				}
-				if f, ok := c.App.ErrWriter.(*os.File); ok && !c.Bool("json") {
-					if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-						o.Progress = func(phase string, done, total int) {
-							fmt.Fprintf(f, "\r\033[K%s: %d/%d", phase, done, total)
-						}
-						defer fmt.Fprint(f, "\r\033[K")
+				if !c.Bool("json") {
+					progress := term.NewProgress(c.App.ErrWriter, "Benchmark", 0)
+					o.Progress = func(phase string, done, total int) {
+						progress.Show(fmt.Sprintf("%s %d/%d", phase, done, total))
 					}
+					defer progress.Done()
 				}
 				res, err := q.bench(c.Context, o)
 				if err != nil {
@@ -212,7 +217,7 @@ func commands() []app.Command {
 				if c.IsSet("watch") && every < 100*time.Millisecond {
 					return fmt.Errorf("queue:status: --watch must be 100ms or more, not %s", every)
 				}
-				terminal := isTerminal(c.App.Writer)
+				terminal := term.IsTerminal(c.App.Writer)
 				for first := true; ; first = false {
 					stats, err := q.Stats(c.Context)
 					if err != nil {
@@ -275,7 +280,13 @@ func commands() []app.Command {
 				if c.NArg() != 1 {
 					return fmt.Errorf("queue:retry takes one argument, a failed job's id or all")
 				}
-				n, err := q.Retry(c.Context, c.Args().First())
+				var n int
+				var err error
+				if c.Args().First() != "all" {
+					n, err = q.Retry(c.Context, c.Args().First())
+				} else {
+					n, err = retryAll(c, q)
+				}
 				if err != nil {
 					return err
 				}
@@ -339,6 +350,22 @@ func printStatus(w io.Writer, stats []QueueStats, asJSON bool) error {
 	return tw.Flush()
 }
 
+// retryAll retries every failed job, with a progress line on a terminal.
+func retryAll(c *cli.Context, q *Queue) (int, error) {
+	total := 0 // not known when a count of Stats stopped at its limit
+	if stats, err := q.Stats(c.Context); err == nil {
+		for _, s := range stats {
+			if total += s.Failed; s.Failed > CountLimit {
+				total = 0
+				break
+			}
+		}
+	}
+	progress := term.NewProgress(c.App.ErrWriter, "Retrying failed jobs", total)
+	defer progress.Done()
+	return q.RetryAll(c.Context, progress.Set)
+}
+
 // count is a count of Stats as a person reads it: past CountLimit,
 // "100000+".
 func count(n int) string {
@@ -346,14 +373,4 @@ func count(n int) string {
 		return strconv.Itoa(CountLimit) + "+"
 	}
 	return strconv.Itoa(n)
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

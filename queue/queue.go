@@ -603,27 +603,62 @@ func (q *Queue) failed(ctx context.Context, page FailedQuery, payloads bool) ([]
 }
 
 // Retry puts the failed job with id idOrAll back on its queue, or every
-// failed job for "all", and returns how many it put back. A retried job
-// keeps its id and options, starts its attempts over, is available at once
-// and is no longer unique. An id that is not a failed job gives a
-// [*NoFailedJobError].
+// failed job for "all" (see [Queue.RetryAll]), and returns how many it put
+// back. A retried job keeps its id and options, starts its attempts over,
+// is available at once and is no longer unique. An id that is not a
+// failed job gives a [*NoFailedJobError].
 func (q *Queue) Retry(ctx context.Context, idOrAll string) (int, error) {
-	all := idOrAll == "all"
-	if !all {
-		id, err := uuid.FromString(idOrAll)
-		if err != nil {
-			return 0, &NoFailedJobError{ID: idOrAll}
-		}
-		idOrAll = id.String()
+	if idOrAll == "all" {
+		return q.RetryAll(ctx, nil)
 	}
-	n, err := q.store.Retry(ctx, idOrAll, all, q.clock.Now().UnixMilli())
-	if errors.Is(err, driver.ErrNoFailedJob) {
+	id, err := uuid.FromString(idOrAll)
+	if err != nil {
 		return 0, &NoFailedJobError{ID: idOrAll}
 	}
-	if err != nil {
-		return 0, fmt.Errorf("queue: retry %s: %w", idOrAll, err)
+	err = q.store.Retry(ctx, id.String(), q.clock.Now().UnixMilli())
+	if errors.Is(err, driver.ErrNoFailedJob) {
+		return 0, &NoFailedJobError{ID: id.String()}
 	}
-	return n, nil
+	if err != nil {
+		return 0, fmt.Errorf("queue: retry %s: %w", id, err)
+	}
+	return 1, nil
+}
+
+// RetryBatch is how many failed jobs [Queue.RetryAll] puts back in one
+// transaction.
+const RetryBatch = 1000
+
+// RetryAll puts every failed job back on its queue, as [Queue.Retry] puts
+// one, oldest failure first, RetryBatch jobs to a transaction, so that
+// retrying a million holds no lock for long; and returns how many it put
+// back. progress, when not nil, is called with that count after each
+// batch. It retries the jobs that had failed when it started: one that
+// fails again meanwhile waits for the next call.
+//
+// Stopped by ctx or an error, it returns the count so far with the error:
+// the batches before it are back on their queues, the rest still failed,
+// and a second call goes on where it stopped.
+func (q *Queue) RetryAll(ctx context.Context, progress func(retried int)) (int, error) {
+	upTo := driver.FailedKey{FailedAt: q.clock.Now().UnixMilli(), ID: "ffffffff-ffff-ffff-ffff-ffffffffffff"}
+	var after driver.FailedKey
+	retried := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return retried, fmt.Errorf("queue: retry all: stopped after %d: %w", retried, err)
+		}
+		n, last, err := q.store.RetryFailed(ctx, after, upTo, RetryBatch, q.clock.Now().UnixMilli())
+		if err != nil {
+			return retried, fmt.Errorf("queue: retry all: after %d: %w", retried, err)
+		}
+		if n == 0 {
+			return retried, nil
+		}
+		retried, after = retried+n, last
+		if progress != nil {
+			progress(retried)
+		}
+	}
 }
 
 // FlushFailed deletes every failed job and returns how many there were.

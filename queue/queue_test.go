@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -564,4 +565,49 @@ func (f fixture) failed(t *testing.T) []queue.FailedJob {
 		}
 		page.After = next
 	}
+}
+
+// TestRetryAllPutsBackABatchAtATime: RetryAll moves the failed jobs a
+// batch to a transaction, oldest first, reporting the count after each;
+// stopped midway, what it moved is back on its queue, the rest is still
+// failed, and a second call retries the rest.
+func TestRetryAllPutsBackABatchAtATime(t *testing.T) {
+	each(t, func(t *testing.T, f fixture) {
+		const failures = 2*queue.RetryBatch + 100
+		jobs := make([]queue.Job, failures)
+		for i := range jobs {
+			jobs[i] = ExportContacts{CompanyID: strconv.Itoa(i)}
+		}
+		if _, err := f.q.DispatchMany(ctx, jobs...); err != nil {
+			t.Fatal(err)
+		}
+		for range failures {
+			j := f.reserve(t, "default")
+			if ok, err := f.store.Fail(ctx, j.ID, j.Attempts, "smtp refused the message", f.clock.Now().UnixMilli()); !ok || err != nil {
+				t.Fatalf("fail: %v, %v", ok, err)
+			}
+		}
+		stop, cancel := context.WithCancel(ctx)
+		var reported []int
+		n, err := f.q.RetryAll(stop, func(retried int) {
+			reported = append(reported, retried)
+			cancel() // after the first batch
+		})
+		if n != queue.RetryBatch || !errors.Is(err, context.Canceled) || err.Error() != "queue: retry all: stopped after 1000: context canceled" {
+			t.Fatalf("RetryAll stopped after a batch = %d, %v", n, err)
+		}
+		if f.pending(t, "default") != queue.RetryBatch || len(f.failed(t)) != failures-queue.RetryBatch {
+			t.Fatalf("after the first batch: %d pending, %d failed", f.pending(t, "default"), len(f.failed(t)))
+		}
+		reported = nil
+		if n, err := f.q.RetryAll(ctx, func(retried int) { reported = append(reported, retried) }); n != failures-queue.RetryBatch || err != nil {
+			t.Fatalf("RetryAll of the rest = %d, %v", n, err)
+		}
+		if !slices.Equal(reported, []int{1000, 1100}) {
+			t.Fatalf("RetryAll reported %v, want the count after each batch", reported)
+		}
+		if f.pending(t, "default") != failures || len(f.failed(t)) != 0 {
+			t.Fatalf("after retry all: %d pending, %d failed", f.pending(t, "default"), len(f.failed(t)))
+		}
+	})
 }

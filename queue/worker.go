@@ -3,8 +3,10 @@ package queue
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
+	"github.com/navree/navree/app/term"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/worker"
 )
@@ -29,6 +31,10 @@ type WorkOptions struct {
 	// none is running. Delayed jobs and jobs released for a later retry
 	// do not count.
 	StopWhenEmpty bool
+	// Progress, when set, is called with the counts so far each time an
+	// attempt ends, from the worker's goroutines, several at once: keep it
+	// quick. queue:work draws its status line on a terminal from it.
+	Progress func(WorkStats)
 }
 
 // WorkStats counts the attempts a worker ran, by outcome.
@@ -46,14 +52,24 @@ type WorkStats struct {
 
 // String is the summary queue:work prints; the lost attempts appear only
 // when there are some.
-func (s WorkStats) String() string {
-	out := fmt.Sprintf("Processed %d job attempt(s): %d succeeded, %d released for retry, %d failed",
-		s.Processed, s.Succeeded, s.Released, s.Failed)
+func (s WorkStats) String() string { return s.summary(io.Discard) }
+
+// summary is String, coloured for w where it may be (term.Color): the
+// failures red, the releases yellow, when there are some.
+func (s WorkStats) summary(w io.Writer) string {
+	some := func(n int, style term.Style, text string) string {
+		if n == 0 {
+			return text
+		}
+		return term.Paint(w, style, text)
+	}
+	out := fmt.Sprintf("Processed %d job attempt(s): %d succeeded, %s, %s", s.Processed, s.Succeeded,
+		some(s.Released, term.Yellow, fmt.Sprintf("%d released for retry", s.Released)), some(s.Failed, term.Red, fmt.Sprintf("%d failed", s.Failed)))
 	switch {
 	case s.Lost == 1:
-		out += ", 1 lost its reservation"
+		out += ", " + term.Paint(w, term.Red, "1 lost its reservation")
 	case s.Lost > 1:
-		out += fmt.Sprintf(", %d lost their reservation", s.Lost)
+		out += ", " + term.Paint(w, term.Red, fmt.Sprintf("%d lost their reservation", s.Lost))
 	}
 	return out + "."
 }
@@ -101,7 +117,16 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 	if o.Workers > MaxWorkers {
 		return WorkStats{}, fmt.Errorf("queue: workers is %d; want 1 to %d", o.Workers, MaxWorkers)
 	}
-	return q.work(ctx, worker.Options{Queues: o.Queues, Workers: o.Workers, MaxJobs: o.MaxJobs, MaxTime: o.MaxTime, StopWhenEmpty: o.StopWhenEmpty})
+	wo := worker.Options{Queues: o.Queues, Workers: o.Workers, MaxJobs: o.MaxJobs, MaxTime: o.MaxTime, StopWhenEmpty: o.StopWhenEmpty}
+	if o.Progress != nil {
+		wo.Counted = func(s worker.Stats) { o.Progress(workStats(s)) }
+	}
+	return q.work(ctx, wo)
+}
+
+// workStats are the engine's counts as WorkStats.
+func workStats(s worker.Stats) WorkStats {
+	return WorkStats{Processed: s.Succeeded + s.Released + s.Failed + s.Lost, Succeeded: s.Succeeded, Released: s.Released, Failed: s.Failed, Lost: s.Lost}
 }
 
 // work runs the engine on q with o.
@@ -116,7 +141,7 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 		Sweeps:       &q.lastSweep,
 		OnListen:     q.onListen,
 	}, o)
-	return WorkStats{Processed: s.Succeeded + s.Released + s.Failed + s.Lost, Succeeded: s.Succeeded, Released: s.Released, Failed: s.Failed, Lost: s.Lost}, err
+	return workStats(s), err
 }
 
 // handler returns the engine's handle of a job type.

@@ -209,11 +209,16 @@ type Driver interface {
 	// first), with their payloads only when payloads is true.
 	Failed(ctx context.Context, after FailedKey, limit int, payloads bool) ([]FailedJob, error)
 
-	// Retry moves the failed job id (every failed job when all is true)
-	// back to its queue, available at now, attempts started over, not
-	// unique. It returns how many it moved, and ErrNoFailedJob when id is
-	// not a failed job.
-	Retry(ctx context.Context, id string, all bool, now int64) (int, error)
+	// Retry moves the failed job id back to its queue, available at now,
+	// attempts started over, not unique; ErrNoFailedJob when id is not a
+	// failed job.
+	Retry(ctx context.Context, id string, now int64) error
+
+	// RetryFailed moves, as Retry does and in one transaction, up to limit
+	// failed jobs whose keys are after after and not after upTo, oldest
+	// failure first; the zero after is before every failed job. It returns
+	// how many it moved and the key of the last (after itself when none).
+	RetryFailed(ctx context.Context, after, upTo FailedKey, limit int, now int64) (int, FailedKey, error)
 
 	// FlushFailed deletes every failed job and returns how many there were.
 	FlushFailed(ctx context.Context) (int, error)

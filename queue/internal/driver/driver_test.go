@@ -1,9 +1,11 @@
 package driver_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -289,18 +291,18 @@ func TestFailRetryFlush(t *testing.T) {
 			f.Attempts != 1 || f.Error != "error 1\nsecond line" || f.FailedAt != 1000 || f.MaxAttempts != 3 || f.TimeoutMs != 60000 {
 			t.Fatalf("first failed job %+v", f)
 		}
-		if _, err := s.Retry(ctx, "01900000-0000-7000-8000-999999999999", false, 2000); !errors.Is(err, driver.ErrNoFailedJob) {
+		if err := s.Retry(ctx, "01900000-0000-7000-8000-999999999999", 2000); !errors.Is(err, driver.ErrNoFailedJob) {
 			t.Fatalf("Retry of an unknown id: %v, want ErrNoFailedJob", err)
 		}
-		if n, err := s.Retry(ctx, f.ID, false, 2000); n != 1 || err != nil {
-			t.Fatalf("Retry = %d, %v", n, err)
+		if err := s.Retry(ctx, f.ID, 2000); err != nil {
+			t.Fatalf("Retry: %v", err)
 		}
 		j := reserve(t, s, "a", 2000)
 		if j == nil || j.ID != f.ID || j.Attempts != 1 || j.MaxAttempts != 3 || j.Backoff.String() != "exponential:1000:300000" {
 			t.Fatalf("the retried job came back as %+v: want its id and options, attempts started over", j)
 		}
-		if n, err := s.Retry(ctx, "", true, 2000); n != 2 || err != nil {
-			t.Fatalf("Retry all = %d, %v; want 2", n, err)
+		if n, _, err := s.RetryFailed(ctx, driver.FailedKey{}, driver.FailedKey{FailedAt: math.MaxInt64, ID: "ffffffff-ffff-ffff-ffff-ffffffffffff"}, 100, 2000); n != 2 || err != nil {
+			t.Fatalf("RetryFailed of all = %d, %v; want 2", n, err)
 		}
 		if failed, _ := s.Failed(ctx, driver.FailedKey{}, 100, true); len(failed) != 0 {
 			t.Fatalf("%d failed jobs left after retry all", len(failed))
@@ -645,6 +647,46 @@ func TestInsertManyWithUniqueJobs(t *testing.T) {
 		}
 		if n := pending(t, s, "a"); n != 4 {
 			t.Fatalf("pending %d after a failed batch, want 4", n)
+		}
+	})
+}
+
+// TestRetryFailedMovesABatchOfARange: failed jobs after one key and up to
+// another, oldest failure first, a batch at a time, each reporting its
+// last key; those past the range stay failed.
+func TestRetryFailedMovesABatchOfARange(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		var keys []driver.FailedKey
+		for n, failedAt := range []int64{500, 100, 300, 300, 200, 900, 700} {
+			j := newJob(n+1, "a", 0)
+			insert(t, s, j)
+			r := reserve(t, s, "a", 10)
+			if _, err := s.Fail(ctx, r.ID, r.Attempts, "no", failedAt); err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, driver.FailedKey{FailedAt: failedAt, ID: r.ID})
+		}
+		slices.SortFunc(keys, func(a, b driver.FailedKey) int {
+			return cmp.Or(cmp.Compare(a.FailedAt, b.FailedAt), cmp.Compare(a.ID, b.ID))
+		})
+		upTo := keys[4] // the five oldest failures: 100, 200, 300, 300, 500
+		after := driver.FailedKey{}
+		for i, want := range []int{3, 2, 0} {
+			n, last, err := s.RetryFailed(ctx, after, upTo, 3, 2000)
+			if err != nil || n != want {
+				t.Fatalf("batch %d: RetryFailed = %d, %v; want %d", i, n, err, want)
+			}
+			if wantLast := map[int]driver.FailedKey{0: keys[2], 1: keys[4], 2: keys[4]}[i]; last != wantLast {
+				t.Fatalf("batch %d ended at %+v, want %+v", i, last, wantLast)
+			}
+			after = last
+		}
+		failed, err := s.Failed(ctx, driver.FailedKey{}, 100, false)
+		if err != nil || len(failed) != 2 || failed[0].Key() != keys[5] || failed[1].Key() != keys[6] {
+			t.Fatalf("left failed: %+v, %v; want the two failures after the range", failed, err)
+		}
+		if pending(t, s, "a") != 5 {
+			t.Fatalf("%d jobs back on the queue, want 5", pending(t, s, "a"))
 		}
 	})
 }

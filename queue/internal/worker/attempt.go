@@ -101,6 +101,9 @@ func (w *worker) count(outcome *atomic.Int64, stored bool, err error) {
 	} else {
 		w.lost.Add(1)
 	}
+	if w.opts.Counted != nil {
+		w.opts.Counted(w.stats())
+	}
 }
 
 // recorded adds to an attempt's log line what storing its outcome did:

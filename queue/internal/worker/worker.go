@@ -67,6 +67,10 @@ type Options struct {
 	// slot free, once the worker listens for other processes' dispatches
 	// where the driver can (queue:bench).
 	Idle func()
+	// Counted, when set, is called with the counts so far each time an
+	// attempt's outcome is counted, from several goroutines at once
+	// (queue:work's status line).
+	Counted func(Stats)
 }
 
 // Stats counts the attempts a worker ran, by outcome.

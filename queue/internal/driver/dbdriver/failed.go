@@ -14,9 +14,7 @@ func (b *base) Failed(ctx context.Context, after driver.FailedKey, limit int, pa
 	if payloads {
 		query = b.q.failedPayloads
 	}
-	if after == (driver.FailedKey{}) {
-		after = driver.FailedKey{FailedAt: math.MinInt64, ID: "00000000-0000-0000-0000-000000000000"}
-	}
+	after = fromFirst(after)
 	rows, err := b.sqldb.QueryContext(ctx, query, after.FailedAt, after.ID, limit)
 	if err != nil {
 		return nil, err
@@ -41,6 +39,15 @@ func (b *base) Failed(ctx context.Context, after driver.FailedKey, limit int, pa
 		out = append(out, f)
 	}
 	return out, rows.Err()
+}
+
+// fromFirst is the key to list failed jobs after: k, or for the zero key
+// one before every failed job.
+func fromFirst(k driver.FailedKey) driver.FailedKey {
+	if k == (driver.FailedKey{}) {
+		return driver.FailedKey{FailedAt: math.MinInt64, ID: firstID}
+	}
+	return k
 }
 
 // FlushFailed implements driver.Driver.

@@ -1,8 +1,10 @@
 package dbdriver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -72,8 +74,10 @@ var (
 		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ?, meta FROM moved")
 	pgRetryOne = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " +
 		"INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM moved")
-	pgRetryAll = numbered("WITH moved AS (DELETE FROM failed_jobs RETURNING *) " +
-		"INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM moved")
+	pgRetryFailed = numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
+		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +
+		"retried AS (INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM moved) " +
+		"SELECT count(*) OVER (), failed_at, id::text FROM moved ORDER BY failed_at DESC, id DESC LIMIT 1")
 )
 
 // Fail implements driver.Driver.
@@ -82,22 +86,26 @@ func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, failu
 }
 
 // Retry implements driver.Driver.
-func (p *postgresDriver) Retry(ctx context.Context, id string, all bool, now int64) (int, error) {
-	var res sql.Result
-	var err error
-	if all {
-		res, err = p.sqldb.ExecContext(ctx, pgRetryAll, now)
-	} else {
-		res, err = p.sqldb.ExecContext(ctx, pgRetryOne, id, now)
-	}
+func (p *postgresDriver) Retry(ctx context.Context, id string, now int64) error {
+	res, err := p.sqldb.ExecContext(ctx, pgRetryOne, id, now)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	n, err := res.RowsAffected()
-	if err == nil && n == 0 && !all {
-		return 0, driver.ErrNoFailedJob
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return cmp.Or(err, driver.ErrNoFailedJob)
 	}
-	return int(n), err
+	return nil
+}
+
+// RetryFailed implements driver.Driver, in one statement.
+func (p *postgresDriver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
+	var n int
+	from, last := fromFirst(after), after
+	err := p.sqldb.QueryRowContext(ctx, pgRetryFailed, from.FailedAt, from.ID, upTo.FailedAt, upTo.ID, limit, now).Scan(&n, &last.FailedAt, &last.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, after, nil
+	}
+	return n, last, err
 }
 
 // Sync implements driver.Driver. It commits a transaction that waits for

@@ -1,6 +1,7 @@
 package dbdriver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"slices"
@@ -122,8 +123,12 @@ const (
 		"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteFailDelete = "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteRetryOne   = "INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM failed_jobs WHERE id = ?"
-	sqliteRetryAll   = "INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM failed_jobs"
-	sqliteDeleteOne  = "DELETE FROM failed_jobs WHERE id = ?"
+	// The failed jobs of a key range: after one key, up to another.
+	failedRange       = " WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?)"
+	sqliteFailedKeys  = "SELECT failed_at, id FROM failed_jobs" + failedRange + " ORDER BY failed_at, id LIMIT ?"
+	sqliteRetryRange  = "INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM failed_jobs" + failedRange
+	sqliteDeleteRange = "DELETE FROM failed_jobs" + failedRange
+	sqliteDeleteOne   = "DELETE FROM failed_jobs WHERE id = ?"
 )
 
 // Fail implements driver.Driver.
@@ -147,27 +152,51 @@ func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, failure
 }
 
 // Retry implements driver.Driver.
-func (s *sqliteDriver) Retry(ctx context.Context, id string, all bool, now int64) (int, error) {
-	var moved int64
-	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		insert, remove, args := sqliteRetryOne, sqliteDeleteOne, []any{now, id}
-		if all {
-			insert, remove, args = sqliteRetryAll, s.q.flush, []any{now}
-		}
-		res, err := tx.ExecContext(ctx, insert, args...)
+func (s *sqliteDriver) Retry(ctx context.Context, id string, now int64) error {
+	return s.inTx(ctx, nil, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, sqliteRetryOne, now, id)
 		if err != nil {
 			return err
 		}
-		if moved, err = res.RowsAffected(); err != nil {
-			return err
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return cmp.Or(err, driver.ErrNoFailedJob)
 		}
-		if moved == 0 && !all {
-			return driver.ErrNoFailedJob
-		}
-		_, err = tx.ExecContext(ctx, remove, args[1:]...)
+		_, err = tx.ExecContext(ctx, sqliteDeleteOne, id)
 		return err
 	})
-	return int(moved), err
+}
+
+// RetryFailed implements driver.Driver: the keys of the batch first, then
+// the range up to the last of them moved, in one write transaction.
+func (s *sqliteDriver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
+	var n int
+	from, last := fromFirst(after), after
+	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
+		n, last = 0, after
+		rows, err := tx.QueryContext(ctx, sqliteFailedKeys, from.FailedAt, from.ID, upTo.FailedAt, upTo.ID, limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			if err := rows.Scan(&last.FailedAt, &last.ID); err != nil {
+				rows.Close()
+				return err
+			}
+			n++
+		}
+		if err := cmp.Or(rows.Err(), rows.Close()); err != nil || n == 0 {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, sqliteRetryRange, now, from.FailedAt, from.ID, last.FailedAt, last.ID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, sqliteDeleteRange, from.FailedAt, from.ID, last.FailedAt, last.ID)
+		return err
+	})
+	if err != nil {
+		return 0, after, err
+	}
+	return n, last, nil
 }
 
 // Sync implements driver.Driver: SQLite's commits are as durable as

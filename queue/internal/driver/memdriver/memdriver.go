@@ -312,26 +312,46 @@ func (d *Driver) Failed(ctx context.Context, after driver.FailedKey, limit int, 
 }
 
 // Retry implements driver.Driver.
-func (d *Driver) Retry(ctx context.Context, id string, all bool, now int64) (int, error) {
+func (d *Driver) Retry(ctx context.Context, id string, now int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !all {
-		if _, ok := d.failed[id]; !ok {
-			return 0, driver.ErrNoFailedJob
+	f, ok := d.failed[id]
+	if !ok {
+		return driver.ErrNoFailedJob
+	}
+	d.retry(f, now)
+	return nil
+}
+
+// RetryFailed implements driver.Driver.
+func (d *Driver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var batch []driver.FailedJob
+	for _, f := range d.failed {
+		if k := f.Key(); (after == driver.FailedKey{} || after.Before(k)) && !upTo.Before(k) {
+			batch = append(batch, f)
 		}
 	}
-	n := 0
-	for fid, f := range d.failed {
-		if !all && fid != id {
-			continue
-		}
-		delete(d.failed, fid)
-		b, _ := backoff.Parse(f.Backoff) // written by Fail
-		d.insert(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
-			Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta})
-		n++
+	slices.SortFunc(batch, func(a, b driver.FailedJob) int {
+		return cmp.Or(cmp.Compare(a.FailedAt, b.FailedAt), cmp.Compare(a.ID, b.ID))
+	})
+	batch = batch[:min(len(batch), limit)]
+	for _, f := range batch {
+		d.retry(f, now)
 	}
-	return n, nil
+	if len(batch) == 0 {
+		return 0, after, nil
+	}
+	return len(batch), batch[len(batch)-1].Key(), nil
+}
+
+// retry moves the failed job f back to its queue, available at now.
+func (d *Driver) retry(f driver.FailedJob, now int64) {
+	delete(d.failed, f.ID)
+	b, _ := backoff.Parse(f.Backoff) // written by Fail
+	d.insert(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
+		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta})
 }
 
 // FlushFailed implements driver.Driver.
