@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(childURLEnv); url != "" {
 		os.Exit(incrementChild(url))
 	}
-	os.Exit(m.Run())
+	os.Exit(dbtest.Main(m))
 }
 
 const perChild = 200

@@ -230,7 +230,7 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(workerEnv); url != "" {
 		os.Exit(workerChild(url, os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	os.Exit(dbtest.Main(m))
 }
 
 // dispatchChild dispatches the same unique job from 8 goroutines and

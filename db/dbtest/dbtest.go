@@ -39,11 +39,12 @@ func SQLiteURL(t testing.TB) string {
 // PostgresURL creates a schema of the test's own on the server at
 // NAVREE_TEST_POSTGRES_URL and returns a URL whose connections use it; the
 // schema is dropped when the test ends. Without the variable the test is
-// skipped.
+// skipped (and [Main] says how many were).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv(PostgresEnv)
 	if base == "" {
+		skipped.Add(1)
 		t.Skip(PostgresEnv + " is not set")
 	}
 	admin, err := sql.Open("pgx", base)
