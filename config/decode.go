@@ -205,11 +205,15 @@ func set(field reflect.Value, raw any) error {
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		var list []string
 		switch x := raw.(type) {
-		case string:
+		case string: // from the environment: "" is the empty list
+			if strings.TrimSpace(x) == "" {
+				break
+			}
 			for part := range strings.SplitSeq(x, ",") {
-				if part = strings.TrimSpace(part); part != "" {
-					list = append(list, part)
+				if part = strings.TrimSpace(part); part == "" {
+					return errors.New("a comma-separated list with no empty item")
 				}
+				list = append(list, part)
 			}
 		case []string:
 			list = x
