@@ -206,8 +206,8 @@ func commands() []app.Command {
 			Name:  "queue:status",
 			Usage: "Show each queue's waiting, delayed, running, stale and failed jobs",
 			Description: "Prints a table of the jobs of each queue that has one: waiting (due now), delayed, running,\n" +
-				"stale (running, their worker presumed dead), failed, and how long the oldest waiting job has waited.\n" +
-				"A count stops at 100000: more shows as 100000+ (100001 with --json).",
+				"stale (running, their worker presumed dead), failed, and how long the oldest waiting job has waited;\n" +
+				"and the paused queues. A count stops at 100000: more shows as 100000+ (100001 with --json).",
 			Flags: []cli.Flag{
 				&cli.DurationFlag{Name: "watch", Usage: "print it again every `D`, such as 2s, until stopped (on a terminal: redrawn in place)", DefaultText: "once"},
 				&cli.BoolFlag{Name: "json", Usage: "print it as JSON"},
@@ -223,6 +223,10 @@ func commands() []app.Command {
 					if err != nil {
 						return err
 					}
+					all, err := q.EveryQueuePaused(c.Context)
+					if err != nil {
+						return err
+					}
 					if every > 0 && terminal {
 						fmt.Fprint(c.App.Writer, "\033[H\033[2J") // redraw in place
 					} else if every > 0 && !first {
@@ -231,7 +235,7 @@ func commands() []app.Command {
 					if every > 0 && !c.Bool("json") {
 						fmt.Fprintf(c.App.Writer, "%s\n", q.clock.Now().UTC().Format(time.DateTime+" UTC"))
 					}
-					if err := printStatus(c.App.Writer, stats, c.Bool("json")); err != nil {
+					if err := printStatus(c.App.Writer, stats, all, c.Bool("json")); err != nil {
 						return err
 					}
 					if every == 0 {
@@ -302,6 +306,53 @@ func commands() []app.Command {
 			}),
 		},
 		{
+			Name:      "queue:pause",
+			Usage:     "Stop workers taking jobs of a queue, or of every queue, until queue:resume",
+			ArgsUsage: "QUEUE|all",
+			Description: "Dispatches are still stored and the running jobs finish; no worker of any process takes another job\n" +
+				"of the queue until it is resumed. Workers on PostgreSQL hear of it at once, on SQLite by their next poll.",
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+				if c.NArg() != 1 {
+					return fmt.Errorf("queue:pause takes one argument, a queue name or all, such as: queue:pause mail")
+				}
+				name := c.Args().First()
+				if err := q.Pause(c.Context, name); err != nil {
+					return err
+				}
+				if name == AllQueues {
+					fmt.Fprintln(c.App.Writer, "Paused every queue: workers take no new jobs; the running ones finish. queue:resume all resumes them.")
+				} else {
+					fmt.Fprintf(c.App.Writer, "Paused the queue %s: workers take no new jobs of it; the running ones finish. queue:resume %s resumes it.\n", name, name)
+				}
+				return nil
+			}),
+		},
+		{
+			Name:      "queue:resume",
+			Usage:     "Let workers take the jobs of a paused queue, or of every queue, again",
+			ArgsUsage: "QUEUE|all",
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+				if c.NArg() != 1 {
+					return fmt.Errorf("queue:resume takes one argument, a queue name or all, such as: queue:resume mail")
+				}
+				name := c.Args().First()
+				was, err := q.resume(c.Context, name)
+				switch {
+				case err != nil:
+					return err
+				case name == AllQueues && was:
+					fmt.Fprintln(c.App.Writer, "Resumed every queue.")
+				case name == AllQueues:
+					fmt.Fprintln(c.App.Writer, "No queue was paused.")
+				case was:
+					fmt.Fprintf(c.App.Writer, "Resumed the queue %s.\n", name)
+				default:
+					fmt.Fprintf(c.App.Writer, "The queue %s was not paused.\n", name)
+				}
+				return nil
+			}),
+		},
+		{
 			Name:  "queue:flush",
 			Usage: "Delete every failed job",
 			Action: app.Uses(func(c *cli.Context, q *Queue) error {
@@ -316,8 +367,9 @@ func commands() []app.Command {
 	}
 }
 
-// printStatus writes the stats as a table, or as JSON.
-func printStatus(w io.Writer, stats []QueueStats, asJSON bool) error {
+// printStatus writes the stats as a table, or as JSON; all says that
+// every queue is paused.
+func printStatus(w io.Writer, stats []QueueStats, all, asJSON bool) error {
 	if asJSON {
 		type row struct {
 			Queue            string  `json:"queue"`
@@ -327,12 +379,16 @@ func printStatus(w io.Writer, stats []QueueStats, asJSON bool) error {
 			Stale            int     `json:"stale"`
 			Failed           int     `json:"failed"`
 			OldestWaitingSec float64 `json:"oldest_waiting_secs"`
+			Paused           bool    `json:"paused"`
 		}
 		rows := make([]row, len(stats))
 		for i, s := range stats {
-			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds()}
+			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused}
 		}
 		return json.NewEncoder(w).Encode(rows)
+	}
+	if all {
+		fmt.Fprintln(w, "Every queue is paused: queue:resume all resumes them.")
 	}
 	if len(stats) == 0 {
 		_, err := fmt.Fprintln(w, "No jobs: every queue is empty.")
@@ -345,7 +401,11 @@ func printStatus(w io.Writer, stats []QueueStats, asJSON bool) error {
 		if s.OldestWaiting > 0 {
 			oldest = s.OldestWaiting.Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Queue, count(s.Waiting), count(s.Delayed), count(s.Running), count(s.Stale), count(s.Failed), oldest)
+		name := s.Queue
+		if s.Paused && !all {
+			name += " (paused)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, count(s.Waiting), count(s.Delayed), count(s.Running), count(s.Stale), count(s.Failed), oldest)
 	}
 	return tw.Flush()
 }

@@ -171,11 +171,16 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// when returns a channel closed once the child has written s.
+// when returns a channel closed once the child has written s (at once if
+// it has).
 func (b *syncBuffer) when(s string) <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.watch, b.seen = s, make(chan struct{})
+	if strings.Contains(b.buf.String(), s) {
+		close(b.seen)
+		b.watch = ""
+	}
 	return b.seen
 }
 

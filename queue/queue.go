@@ -128,6 +128,7 @@ type Queue struct {
 	started time.Time
 
 	lastSweep atomic.Int64  // when workers last looked for stale reservations (pace, ms)
+	pauses    atomic.Int64  // bumped at each Pause and Resume, for this process's workers
 	waker     *worker.Waker // woken at each dispatch, to wake idle workers
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,10 +34,13 @@ type QueueStats struct {
 	// OldestWaiting is how long the waiting job due first has been due,
 	// 0 when none waits: how far behind the workers of the queue are.
 	OldestWaiting time.Duration
+	// Paused says that workers take no jobs of the queue (see
+	// [Queue.Pause]): it is paused, or every queue is.
+	Paused bool
 }
 
 // Stats counts the jobs of every queue that has one, failed jobs
-// included, sorted by queue name. When a job is due is read on the
+// included, and lists each paused queue, sorted by queue name. When a job is due is read on the
 // queue's clock; whether a reservation is stale is judged as the workers
 // judge it for a takeover, on the clock of reservations (see the package
 // doc). The counts come from one statement, so a job moving meanwhile is
@@ -50,16 +54,38 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: count the jobs of each queue: %w", err)
 	}
+	paused, err := q.store.Paused(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("queue: read the paused queues: %w", err)
+	}
+	all := slices.Contains(paused, driver.AllQueues)
 	limit := func(n int) int { return min(n, CountLimit+1) }
 	out := make([]QueueStats, len(rows))
 	for i, r := range rows {
 		out[i] = QueueStats{Queue: r.Queue, Waiting: limit(r.Waiting), Delayed: limit(r.Delayed), Running: limit(r.Running),
-			Stale: limit(r.Stale), Failed: limit(r.Failed)}
+			Stale: limit(r.Stale), Failed: limit(r.Failed), Paused: all || slices.Contains(paused, r.Queue)}
 		if r.Waiting > 0 {
 			out[i].OldestWaiting = time.Duration(max(now-r.OldestAvailableAt, 0)) * time.Millisecond
 		}
 	}
+	counted := len(out)
+	for _, name := range paused { // a paused queue without jobs
+		if name != driver.AllQueues && !slices.ContainsFunc(out[:counted], func(s QueueStats) bool { return s.Queue == name }) {
+			out = append(out, QueueStats{Queue: name, Paused: true})
+		}
+	}
+	slices.SortFunc(out, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
 	return out, nil
+}
+
+// EveryQueuePaused reports whether every queue is paused
+// (queue:pause all), those with no jobs yet included.
+func (q *Queue) EveryQueuePaused(ctx context.Context) (bool, error) {
+	paused, err := q.store.Paused(ctx)
+	if err != nil {
+		return false, fmt.Errorf("queue: read the paused queues: %w", err)
+	}
+	return slices.Contains(paused, driver.AllQueues), nil
 }
 
 // JobState is a state a job is in, as [Queue.Jobs] lists them. Its value

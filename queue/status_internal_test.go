@@ -15,7 +15,7 @@ func TestStatusShowsACountPastTheLimitAsAtLeast(t *testing.T) {
 		{Queue: "mail", Waiting: 3},
 	}
 	var out strings.Builder
-	if err := printStatus(&out, stats, false); err != nil {
+	if err := printStatus(&out, stats, false, false); err != nil {
 		t.Fatal(err)
 	}
 	want := `QUEUE    WAITING  DELAYED  RUNNING  STALE  FAILED   OLDEST WAITING
@@ -26,10 +26,10 @@ mail     3        0        0        0      0        -
 		t.Errorf("queue:status printed:\n%s\nwant:\n%s", out.String(), want)
 	}
 	out.Reset()
-	if err := printStatus(&out, stats[:1], true); err != nil {
+	if err := printStatus(&out, stats[:1], false, true); err != nil {
 		t.Fatal(err)
 	}
-	if want := `[{"queue":"default","waiting":100001,"delayed":100000,"running":0,"stale":0,"failed":100001,"oldest_waiting_secs":90}]` + "\n"; out.String() != want {
+	if want := `[{"queue":"default","waiting":100001,"delayed":100000,"running":0,"stale":0,"failed":100001,"oldest_waiting_secs":90,"paused":false}]` + "\n"; out.String() != want {
 		t.Errorf("queue:status --json printed %s, want %s", out.String(), want)
 	}
 }

@@ -139,6 +139,7 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 		Waker:        q.waker,
 		PollInterval: time.Duration(q.cfg.PollIntervalMs) * time.Millisecond,
 		Sweeps:       &q.lastSweep,
+		Pauses:       &q.pauses,
 		OnListen:     q.onListen,
 	}, o)
 	return workStats(s), err

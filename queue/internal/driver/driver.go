@@ -223,6 +223,20 @@ type Driver interface {
 	// FlushFailed deletes every failed job and returns how many there were.
 	FlushFailed(ctx context.Context) (int, error)
 
+	// Pause records queue (AllQueues for every queue) as paused at now;
+	// pausing a paused queue changes nothing. Workers read the paused
+	// queues with Paused; a driver whose workers listen tells them at
+	// once.
+	Pause(ctx context.Context, queue string, now int64) error
+
+	// Resume deletes the pause of queue (of every queue and AllQueues,
+	// for AllQueues) and reports whether there was one.
+	Resume(ctx context.Context, queue string) (bool, error)
+
+	// Paused lists the paused queues, AllQueues among them when every
+	// queue is paused.
+	Paused(ctx context.Context) ([]string, error)
+
 	// Purge deletes every job of queue, whatever its state, and returns
 	// how many there were; a database driver then clears what the rows
 	// left behind (PostgreSQL vacuums jobs), so that workers do not walk
@@ -246,6 +260,10 @@ type Driver interface {
 	// in the order of that state (see JobKey), without their payloads.
 	Jobs(ctx context.Context, q JobsQuery) ([]JobInfo, error)
 }
+
+// AllQueues is the pause of every queue, present and future: not a queue
+// name, which cannot hold '*'.
+const AllQueues = "*"
 
 // QueueStats is what [Driver.Stats] counts of one queue.
 type QueueStats struct {

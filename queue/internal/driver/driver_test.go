@@ -690,3 +690,47 @@ func TestRetryFailedMovesABatchOfARange(t *testing.T) {
 		}
 	})
 }
+
+// TestPausesAreKept: a pause is kept until its resume, once however often
+// it is made; the pause of every queue is one more row, and resuming every
+// queue removes each pause.
+func TestPausesAreKept(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		paused := func() []string {
+			t.Helper()
+			list, err := s.Paused(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return list
+		}
+		if list := paused(); len(list) != 0 {
+			t.Fatalf("paused at first: %v", list)
+		}
+		for _, queue := range []string{"mail", "mail", driver.AllQueues, "default"} {
+			if err := s.Pause(ctx, queue, 1000); err != nil {
+				t.Fatalf("Pause(%s): %v", queue, err)
+			}
+		}
+		if list := paused(); !slices.Equal(list, []string{"*", "default", "mail"}) {
+			t.Fatalf("paused: %v", list)
+		}
+		for _, tt := range []struct {
+			queue string
+			was   bool
+		}{{"mail", true}, {"mail", false}, {"sync", false}} {
+			if was, err := s.Resume(ctx, tt.queue); was != tt.was || err != nil {
+				t.Fatalf("Resume(%s) = %v, %v; want %v", tt.queue, was, err, tt.was)
+			}
+		}
+		if was, err := s.Resume(ctx, driver.AllQueues); !was || err != nil {
+			t.Fatalf("Resume(every queue) = %v, %v", was, err)
+		}
+		if list := paused(); len(list) != 0 {
+			t.Fatalf("paused after resuming every queue: %v", list)
+		}
+		if was, _ := s.Resume(ctx, driver.AllQueues); was {
+			t.Fatal("resuming every queue again found a pause")
+		}
+	})
+}

@@ -21,6 +21,7 @@ func (w *worker) fetch(ctx context.Context) {
 	free, claimed := w.opts.Workers, 0
 	poll := time.NewTimer(0)
 	defer poll.Stop()
+	polled := true // the first search reads the paused queues
 	for {
 		for drained := false; !drained; { // count the handlers that came free
 			select {
@@ -49,6 +50,8 @@ func (w *worker) fetch(ctx context.Context) {
 			continue
 		}
 		wake := w.cfg.Waker.Wait() // before looking, so a dispatch right after is not missed
+		w.readPausesIfDue(w.jobCtx, polled)
+		polled = false
 		// Not ctx: a reservation cut off halfway would strand its jobs until takeover.
 		jobs, swept, err := w.next(w.jobCtx, limit)
 		switch {
@@ -96,6 +99,7 @@ func (w *worker) fetch(ctx context.Context) {
 			waiting = false
 			select {
 			case <-poll.C:
+				polled = true
 			case <-wake:
 			case <-w.probed:
 			case <-w.free:
@@ -136,7 +140,7 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 	if swept || w.stale.Load() {
 		done := true
 		for _, name := range w.opts.Queues {
-			for len(jobs) < limit {
+			for len(jobs) < limit && !w.paused(name) {
 				j, err := w.cfg.Store.TakeOver(ctx, name, at)
 				if err != nil {
 					return jobs, swept, err
@@ -155,6 +159,9 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 	for i, name := range w.opts.Queues {
 		if len(jobs) == limit {
 			break
+		}
+		if w.paused(name) {
+			continue
 		}
 		var from int64
 		if last, ok := w.cursor[name]; ok && !swept && !w.behind[i].Swap(false) {

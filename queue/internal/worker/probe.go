@@ -21,15 +21,18 @@ type probe struct {
 	now, at int64
 	from    []int64
 	stale   bool
+	paused  []bool // by queue: no look for stale reservations
 }
 
 // probe asks the prober to look, unless it is still looking.
 func (w *worker) probe(now, at, pace int64) {
 	p := probe{now: now, at: at, from: make([]int64, len(w.opts.Queues))}
+	p.paused = make([]bool, len(w.opts.Queues))
 	for i, name := range w.opts.Queues {
-		if last, ok := w.cursor[name]; ok {
+		if last, ok := w.cursor[name]; ok && !w.paused(name) {
 			p.from[i] = min(last, now) - cursorSlackMs
 		}
+		p.paused[i] = w.paused(name)
 	}
 	// Stale reservations are looked for once a second in a process, by
 	// whichever of its workers comes first.
@@ -72,7 +75,7 @@ func (w *worker) startProber() (stop func()) {
 						found = true
 					}
 				}
-				if p.stale {
+				if p.stale && !p.paused[i] {
 					if stale, err := w.cfg.Store.Stale(ctx, name, p.at); stale || err != nil {
 						w.stale.Store(true)
 						found = true

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // Waker wakes the idle fetchers of a process at each dispatch: Wait
@@ -51,7 +53,11 @@ func (w *worker) listen(queues []string) (stop func()) {
 		defer w.listening.Store(true) // it returned: it will not listen
 		l.Listen(ctx,
 			func(queue string) {
-				if slices.Contains(queues, queue) {
+				switch {
+				case queue == driver.AllQueues: // a pause or a resume
+					w.pauseNote.Store(true)
+					w.cfg.Waker.Wake()
+				case slices.Contains(queues, queue):
 					w.cfg.Waker.Wake()
 				}
 			},

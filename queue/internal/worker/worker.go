@@ -36,6 +36,9 @@ type Config struct {
 	// OnListen, when set, is called each time a worker listens for other
 	// processes' dispatches (tests).
 	OnListen func()
+	// Pauses is bumped each time this process pauses or resumes a queue:
+	// its workers read the paused queues again before they next search.
+	Pauses *atomic.Int64
 }
 
 // Handle runs one attempt of a job. An error made by [Permanent] fails
@@ -136,6 +139,10 @@ type worker struct {
 	cursor   map[string]int64
 	sweepNow bool
 	probedAt int64
+	pause    pauses
+	// pauseNote is set by the listener when another process paused or
+	// resumed a queue.
+	pauseNote atomic.Bool
 
 	// What the prober found, for the fetcher: by queue (in the order of
 	// opts.Queues), a job waiting behind the cursor; a stale reservation.

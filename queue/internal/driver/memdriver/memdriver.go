@@ -6,6 +6,7 @@ package memdriver
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -22,7 +23,8 @@ type Driver struct {
 	lines  map[string]*line  // by queue: waiting and reserved jobs
 	unique map[string]string // unique key -> id of the pending job holding it
 	failed map[string]driver.FailedJob
-	start  time.Time // its clock of reservations: the monotonic time since
+	paused map[string]bool // the paused queues, driver.AllQueues among them
+	start  time.Time       // its clock of reservations: the monotonic time since
 }
 
 // New returns an empty memory driver.
@@ -32,6 +34,7 @@ func New() *Driver {
 		lines:  map[string]*line{},
 		unique: map[string]string{},
 		failed: map[string]driver.FailedJob{},
+		paused: map[string]bool{},
 		start:  time.Now(),
 	}
 }
@@ -352,6 +355,35 @@ func (d *Driver) retry(f driver.FailedJob, now int64) {
 	b, _ := backoff.Parse(f.Backoff) // written by Fail
 	d.insert(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
 		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta})
+}
+
+// Pause implements driver.Driver.
+func (d *Driver) Pause(ctx context.Context, queue string, now int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.paused[queue] = true
+	return nil
+}
+
+// Resume implements driver.Driver.
+func (d *Driver) Resume(ctx context.Context, queue string) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	was := len(d.paused) > 0
+	if queue == driver.AllQueues {
+		clear(d.paused)
+		return was, nil
+	}
+	was = d.paused[queue]
+	delete(d.paused, queue)
+	return was, nil
+}
+
+// Paused implements driver.Driver.
+func (d *Driver) Paused(ctx context.Context) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Sorted(maps.Keys(d.paused)), nil
 }
 
 // FlushFailed implements driver.Driver.

@@ -1,0 +1,88 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// AllQueues is the name [Queue.Pause] and [Queue.Resume] take for every
+// queue: those with jobs now and those that get some later. A queue that
+// is itself named "all" is paused with every other.
+const AllQueues = "all"
+
+// ErrEveryQueuePaused is wrapped by the error of [Queue.Resume] for one
+// queue while every queue is paused: resume them all, then pause the
+// others again.
+var ErrEveryQueuePaused = errors.New("every queue is paused")
+
+// Pause stops the workers of every process taking jobs of queue
+// ([AllQueues]: of every queue): dispatches are still stored, the jobs
+// running finish, and no worker reserves another until [Queue.Resume].
+// The pause is kept in the database (the table queue_pauses), so it holds
+// across processes, servers and restarts. Workers on PostgreSQL hear of it
+// at once; on SQLite, by their next poll (queue.poll_interval_ms), and at
+// most a second later while they work. Pausing a paused queue changes
+// nothing.
+func (q *Queue) Pause(ctx context.Context, queue string) error {
+	name, err := pauseName(queue)
+	if err != nil {
+		return err
+	}
+	if err := q.store.Pause(ctx, name, q.clock.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("queue: pause %s: %w", queue, err)
+	}
+	q.changedPauses()
+	return nil
+}
+
+// Resume lets workers take the jobs of queue again ([AllQueues]: of every
+// queue, those paused one by one included), as soon as they hear of it
+// (see [Queue.Pause]). Resuming a queue that is not paused changes
+// nothing; resuming one while every queue is paused is an error wrapping
+// [ErrEveryQueuePaused].
+func (q *Queue) Resume(ctx context.Context, queue string) error {
+	_, err := q.resume(ctx, queue)
+	return err
+}
+
+// resume is Resume, reporting whether the queue was paused.
+func (q *Queue) resume(ctx context.Context, queue string) (bool, error) {
+	name, err := pauseName(queue)
+	if err != nil {
+		return false, err
+	}
+	if name != driver.AllQueues {
+		paused, err := q.store.Paused(ctx)
+		if err != nil {
+			return false, fmt.Errorf("queue: resume %s: %w", queue, err)
+		}
+		if slices.Contains(paused, driver.AllQueues) {
+			return false, fmt.Errorf("queue: resume %s: %w (queue:pause all): resume all, then pause the others again", queue, ErrEveryQueuePaused)
+		}
+	}
+	was, err := q.store.Resume(ctx, name)
+	if err != nil {
+		return false, fmt.Errorf("queue: resume %s: %w", queue, err)
+	}
+	q.changedPauses()
+	q.waker.Wake() // this process's idle workers search at once
+	return was, nil
+}
+
+// changedPauses tells this process's workers to read the pauses again.
+func (q *Queue) changedPauses() { q.pauses.Add(1) }
+
+// pauseName is the driver's name of the pause of queue.
+func pauseName(queue string) (string, error) {
+	if queue == AllQueues {
+		return driver.AllQueues, nil
+	}
+	if err := checkQueue(queue); err != nil {
+		return "", err
+	}
+	return queue, nil
+}
