@@ -1,0 +1,712 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/queue"
+)
+
+//go:embed templates static
+var files embed.FS
+
+// pageSize is how many jobs a list page holds.
+const pageSize = 50
+
+// Dashboard is the queue dashboard: an http.Handler serving its pages
+// under its prefix. Build it with [Module] (or [New]).
+type Dashboard struct {
+	cfg         Config
+	q           *queue.Queue
+	access      AccessFunc
+	development bool
+	clock       app.Clock
+	logger      *slog.Logger
+	mask        map[string]bool
+	pages       map[string]*template.Template
+	assets      map[string]string // file name -> its URL, with a version
+	trend       *trend
+	handler     http.Handler
+}
+
+// New returns the dashboard p describes. It does no I/O: the queue is
+// read when a page is asked for.
+func New(p Params) (*Dashboard, error) {
+	cfg, err := p.Config.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if p.Queue == nil {
+		return nil, errors.New("dashboard: Params.Queue is nil")
+	}
+	d := &Dashboard{cfg: cfg, q: p.Queue, access: p.AccessFunc, development: p.Development, clock: p.Clock, logger: p.Logger,
+		mask: map[string]bool{}, assets: map[string]string{}, trend: &trend{}}
+	if d.clock == nil {
+		d.clock = app.SystemClock{}
+	}
+	if d.logger == nil {
+		d.logger = slog.New(slog.DiscardHandler)
+	}
+	for _, k := range cfg.MaskKeys {
+		d.mask[strings.ToLower(k)] = true
+	}
+	for _, name := range []string{"dashboard.css", "htmx.min.js"} {
+		b, err := files.ReadFile("static/" + name)
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: %w", err)
+		}
+		sum := sha256.Sum256(b)
+		d.assets[name] = cfg.Prefix + "/static/" + name + "?v=" + hex.EncodeToString(sum[:6])
+	}
+	if d.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	d.handler = d.routes()
+	return d, nil
+}
+
+// Route is the dashboard as a route of serve: every path under the
+// prefix.
+func (d *Dashboard) Route() app.Route { return app.Route{Pattern: d.cfg.Prefix + "/", Handler: d} }
+
+// ServeHTTP serves the dashboard's pages under its prefix; a request
+// outside it is not found.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.ServeHTTP(w, r) }
+
+// routes is the dashboard's handler: its pages, behind the access check
+// and the cross-origin protection of its forms.
+func (d *Dashboard) routes() http.Handler {
+	p := d.cfg.Prefix
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+p+"/{$}", d.queuesPage)
+	mux.HandleFunc("GET "+p+"/partials/queues", d.queuesPartial)
+	mux.HandleFunc("GET "+p+"/jobs", d.jobsPage)
+	mux.HandleFunc("GET "+p+"/failed", d.jobsPage)
+	mux.HandleFunc("GET "+p+"/jobs/{id}", d.jobPage)
+	mux.HandleFunc("GET "+p+"/jobs/{id}/payload", d.payloadPartial)
+	mux.HandleFunc("POST "+p+"/failed/{id}/retry", d.operator(d.retry))
+	mux.HandleFunc("GET "+p+"/bulk", d.operator(d.bulkConfirm))
+	mux.HandleFunc("POST "+p+"/bulk", d.operator(d.bulk))
+	static, _ := fs.Sub(files, "static")
+	mux.Handle("GET "+p+"/static/", http.StripPrefix(p+"/static/", staticFiles(static)))
+	mux.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost { // an action's URL opened: say it is a form's
+			post := r.Clone(r.Context())
+			post.Method = http.MethodPost
+			if _, pattern := mux.Handler(post); strings.HasPrefix(pattern, "POST ") {
+				w.Header().Set("Allow", http.MethodPost)
+				d.fail(w, r, http.StatusMethodNotAllowed, "This is the address of an action: its page's button sends it.")
+				return
+			}
+		}
+		d.fail(w, r, http.StatusNotFound, "There is no such page of the queue dashboard.")
+	})
+	// Actions are POSTs; a browser's POST from another origin is refused.
+	csrf := http.NewCrossOriginProtection()
+	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.fail(w, r, http.StatusForbidden, "This form was sent from another site, so it was refused.")
+	}))
+	return d.headers(csrf.Handler(d.guard(mux)))
+}
+
+// headers sets what every answer of the dashboard has: no caching of
+// pages, no framing, scripts and styles from the dashboard alone.
+func (d *Dashboard) headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// guard refuses a request without a role, and gives the others theirs.
+func (d *Dashboard) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		role := d.role(r)
+		if role < Viewer {
+			msg := "You have no access to the queue dashboard."
+			if d.access == nil {
+				msg += " It is closed until the app gives it an access function (dashboard.Access); " +
+					"in development it opens to requests from this machine."
+			}
+			d.fail(w, r, http.StatusForbidden, msg)
+			return
+		}
+		ctx := context.WithValue(detached{r.Context()}, roleKey{}, role)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// detached is a request's context without its values, so that the
+// queue's calls run in transactions of their own rather than in the
+// request's unit of work (db.Middleware wraps serve's routes in one):
+// RetryAll commits each batch as it goes, and a read takes no write
+// lock. Its deadline and cancellation are the request's.
+type detached struct{ context.Context }
+
+// Value finds no value: the request's are left behind.
+func (detached) Value(any) any { return nil }
+
+// operator refuses an action to a viewer.
+func (d *Dashboard) operator(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if roleOf(r.Context()) < Operator {
+			d.fail(w, r, http.StatusForbidden, "Your role is viewer: only an operator may change jobs and queues.")
+			return
+		}
+		next(w, r)
+	}
+}
+
+// staticFiles serves the embedded assets; their URLs carry a version, so
+// they may be kept a while.
+func staticFiles(fsys fs.FS) http.Handler {
+	fileServer := http.FileServerFS(fsys)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") { // no listings
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "private, max-age=86400")
+		fileServer.ServeHTTP(w, r)
+	})
+}
+
+// view is what every page template gets.
+type view struct {
+	Prefix   string
+	Title    string
+	Nav      string // the page of the navigation that is current
+	Role     Role
+	Operator bool
+	Refresh  string // htmx's trigger for polling: "every 5s"
+	Assets   map[string]string
+	Flash    string
+	Data     any
+}
+
+func (d *Dashboard) view(r *http.Request, title, nav string, data any) view {
+	role := roleOf(r.Context())
+	return view{Prefix: d.cfg.Prefix, Title: title, Nav: nav, Role: role, Operator: role >= Operator,
+		Refresh: fmt.Sprintf("every %dms", d.cfg.RefreshMs), Assets: d.assets, Flash: flash(r.URL.Query()), Data: data}
+}
+
+// render writes the page name with v, or an error page.
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, v any) {
+	var b strings.Builder
+	if err := d.pages[name].ExecuteTemplate(&b, name, v); err != nil {
+		d.logger.ErrorContext(r.Context(), "queue dashboard: render", "page", name, "error", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// fail answers status with a page saying msg.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	v := d.view(r, http.StatusText(status), "", struct {
+		Status  int
+		Message string
+	}{status, msg})
+	v.Operator = false
+	d.render(w, r, status, "error.html", v)
+}
+
+// queueFailed answers an error of the queue: 400 for a query it
+// refuses, 500 otherwise, its error logged and not shown.
+func (d *Dashboard) queueFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, queue.ErrInvalidQuery) {
+		d.fail(w, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "queue: "))
+		return
+	}
+	if r.Context().Err() == nil {
+		d.logger.ErrorContext(r.Context(), "queue dashboard: read the queue", "path", r.URL.Path, "error", err)
+	}
+	d.fail(w, r, http.StatusInternalServerError, "The queue could not be read; the app's log has the error.")
+}
+
+// queueRow is a row of the queues page.
+type queueRow struct {
+	queue.QueueStats
+	Trend rate
+}
+
+type queuesData struct {
+	Rows  []queueRow
+	Total queue.QueueStats
+	Now   time.Time
+}
+
+func (d *Dashboard) queuesData(ctx context.Context) (queuesData, error) {
+	stats, err := d.q.Stats(ctx)
+	if err != nil {
+		return queuesData{}, err
+	}
+	now := d.clock.Now()
+	rates := d.trend.observe(now, stats)
+	out := queuesData{Now: now}
+	for _, s := range stats {
+		out.Rows = append(out.Rows, queueRow{QueueStats: s, Trend: rates[s.Queue]})
+		out.Total.Waiting += s.Waiting
+		out.Total.Delayed += s.Delayed
+		out.Total.Running += s.Running
+		out.Total.Stale += s.Stale
+		out.Total.Failed += s.Failed
+		out.Total.OldestWaiting = max(out.Total.OldestWaiting, s.OldestWaiting)
+	}
+	return out, nil
+}
+
+func (d *Dashboard) queuesPage(w http.ResponseWriter, r *http.Request) {
+	data, err := d.queuesData(r.Context())
+	if err != nil {
+		d.queueFailed(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "queues.html", d.view(r, "Queues", "queues", data))
+}
+
+// queuesPartial is the body of the queues table, which the queues page
+// polls.
+func (d *Dashboard) queuesPartial(w http.ResponseWriter, r *http.Request) {
+	data, err := d.queuesData(r.Context())
+	if err != nil {
+		d.queueFailed(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "queue-rows", d.view(r, "", "queues", data))
+}
+
+// filter is what a list of jobs shows: a state, and optionally a queue
+// and a job type.
+type filter struct {
+	State queue.JobState
+	Queue string
+	Type  string
+}
+
+// filterOf reads the filter of a list's URL; the failed page's state is
+// failed.
+func filterOf(r *http.Request) filter {
+	q := r.URL.Query()
+	f := filter{State: queue.JobState(q.Get("state")), Queue: q.Get("queue"), Type: q.Get("type")}
+	if strings.HasSuffix(r.URL.Path, "/failed") {
+		f.State = queue.StateFailed
+	}
+	if f.State == "" {
+		f.State = queue.StateWaiting
+	}
+	return f
+}
+
+// values are the filter as URL parameters, with extra pairs.
+func (f filter) values(extra ...string) url.Values {
+	v := url.Values{"state": {string(f.State)}}
+	if f.Queue != "" {
+		v.Set("queue", f.Queue)
+	}
+	if f.Type != "" {
+		v.Set("type", f.Type)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		if extra[i+1] != "" {
+			v.Set(extra[i], extra[i+1])
+		}
+	}
+	return v
+}
+
+type stateTab struct {
+	State queue.JobState
+	Count int
+}
+
+type jobsData struct {
+	Filter filter
+	Tabs   []stateTab
+	Queues []string
+	Jobs   []queue.JobInfo
+	After  string // the cursor of this page
+	Next   string // the cursor of the next page
+	Back   string // this page's URL, for the forms
+}
+
+func (d *Dashboard) jobsPage(w http.ResponseWriter, r *http.Request) {
+	f := filterOf(r)
+	after := r.URL.Query().Get("after")
+	jobs, next, err := d.q.Jobs(r.Context(), queue.JobsQuery{State: f.State, Queue: f.Queue, Name: f.Type, After: after, Limit: pageSize})
+	if err != nil {
+		d.queueFailed(w, r, err)
+		return
+	}
+	stats, err := d.q.Stats(r.Context())
+	if err != nil {
+		d.queueFailed(w, r, err)
+		return
+	}
+	data := jobsData{Filter: f, Jobs: jobs, After: after, Next: next, Back: r.URL.RequestURI()}
+	var total queue.QueueStats
+	for _, s := range stats {
+		data.Queues = append(data.Queues, s.Queue)
+		if f.Queue == "" || f.Queue == s.Queue {
+			total.Waiting, total.Delayed, total.Running, total.Failed = total.Waiting+s.Waiting, total.Delayed+s.Delayed, total.Running+s.Running, total.Failed+s.Failed
+		}
+	}
+	if f.Queue != "" && !slices.Contains(data.Queues, f.Queue) {
+		data.Queues = append(data.Queues, f.Queue)
+	}
+	data.Tabs = []stateTab{{queue.StateWaiting, total.Waiting}, {queue.StateDelayed, total.Delayed},
+		{queue.StateRunning, total.Running}, {queue.StateFailed, total.Failed}}
+	title, nav := "Jobs", "jobs"
+	if f.State == queue.StateFailed {
+		title, nav = "Failed jobs", "failed"
+	}
+	d.render(w, r, http.StatusOK, "jobs.html", d.view(r, title, nav, data))
+}
+
+type jobData struct {
+	Filter   filter
+	After    string
+	Job      queue.JobInfo
+	Payload  *payload // shown when asked for
+	MaskKeys []string
+	Back     string
+}
+
+// findJob finds job id on the page of f starting after the cursor
+// after: the page a list showed it on.
+func (d *Dashboard) findJob(ctx context.Context, id string, f filter, after string) (queue.JobInfo, bool, error) {
+	jobs, _, err := d.q.Jobs(ctx, queue.JobsQuery{State: f.State, Queue: f.Queue, Name: f.Type, After: after, Limit: pageSize})
+	if err != nil {
+		return queue.JobInfo{}, false, err
+	}
+	for _, j := range jobs {
+		if j.ID == id {
+			return j, true, nil
+		}
+	}
+	return queue.JobInfo{}, false, nil
+}
+
+// jobPage shows a job. The queue looks jobs up by state and position,
+// not by id, so the page's URL carries the list it came from: the
+// filter and the cursor of the list's page.
+func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
+	id, f, after := r.PathValue("id"), filterOf(r), r.URL.Query().Get("after")
+	job, ok, err := d.findJob(r.Context(), id, f, after)
+	if err != nil {
+		d.queueFailed(w, r, err)
+		return
+	}
+	if !ok {
+		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("Job %s is not %s any more (or not on the list it was shown on): it may have run, "+
+			"been retried or been deleted.", id, f.State))
+		return
+	}
+	data := jobData{Filter: f, After: after, Job: job, MaskKeys: d.cfg.MaskKeys, Back: r.URL.RequestURI()}
+	if r.URL.Query().Get("payload") == "show" && f.State == queue.StateFailed {
+		p, err := d.payload(r.Context(), job)
+		if err != nil {
+			d.queueFailed(w, r, err)
+			return
+		}
+		data.Payload = &p
+	}
+	d.render(w, r, http.StatusOK, "job.html", d.view(r, "Job "+shortID(id), "jobs", data))
+}
+
+// payload is a failed job's payload and meta as shown: masked and
+// indented.
+type payload struct {
+	Found   bool
+	Payload string
+	Meta    string
+	Invalid bool // not JSON the dashboard can mask: not shown
+}
+
+// payload finds the payload of the failed job j. Only failed jobs come
+// with their payloads ([queue.Queue.Failed]), and Failed pages by the
+// time jobs failed: the dashboard starts the page just before j's.
+func (d *Dashboard) payload(ctx context.Context, j queue.JobInfo) (payload, error) {
+	failedAt := j.FailedAt.UnixMilli()
+	page := queue.FailedQuery{After: strconv.FormatInt(failedAt-1, 10) + "_ffffffff-ffff-ffff-ffff-ffffffffffff", Limit: 100}
+	for range 10 { // up to 1,000 jobs that failed in the same millisecond
+		jobs, next, err := d.q.Failed(ctx, page)
+		if err != nil {
+			return payload{}, err
+		}
+		for _, f := range jobs {
+			if f.FailedAt.UnixMilli() > failedAt {
+				return payload{}, nil
+			}
+			if f.ID != j.ID {
+				continue
+			}
+			p := payload{Found: true}
+			if p.Payload, err = maskJSON(f.Payload, d.mask); err != nil {
+				return payload{Found: true, Invalid: true}, nil
+			}
+			if len(f.Meta) > 0 {
+				if p.Meta, err = maskJSON(f.Meta, d.mask); err != nil {
+					return payload{Found: true, Invalid: true}, nil
+				}
+			}
+			return p, nil
+		}
+		if next == "" {
+			break
+		}
+		page.After = next
+	}
+	return payload{}, nil
+}
+
+// payloadPartial is the payload of a failed job, which the job's page
+// fetches when asked.
+func (d *Dashboard) payloadPartial(w http.ResponseWriter, r *http.Request) {
+	id, f, after := r.PathValue("id"), filterOf(r), r.URL.Query().Get("after")
+	if f.State != queue.StateFailed {
+		d.fail(w, r, http.StatusBadRequest, "Only a failed job's payload can be shown: the queue gives no other.")
+		return
+	}
+	job, ok, err := d.findJob(r.Context(), id, f, after)
+	if err != nil {
+		d.queueFailed(w, r, err)
+		return
+	}
+	var p payload
+	if ok {
+		if p, err = d.payload(r.Context(), job); err != nil {
+			d.queueFailed(w, r, err)
+			return
+		}
+	}
+	if !p.Found {
+		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("Job %s is not failed any more.", id))
+		return
+	}
+	d.render(w, r, http.StatusOK, "payload", d.view(r, "", "jobs", p))
+}
+
+// retry puts a failed job back on its queue.
+func (d *Dashboard) retry(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := d.q.Retry(r.Context(), id); errors.Is(err, queue.ErrNoFailedJob) {
+		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no failed job %s: it was retried or deleted already.", id))
+		return
+	} else if err != nil {
+		d.actionFailed(w, r, "retry", err)
+		return
+	}
+	d.logger.InfoContext(r.Context(), "queue dashboard: retried a failed job", "job_id", id, "remote_addr", r.RemoteAddr)
+	d.done(w, r, "retried", 1)
+}
+
+// actionFailed answers an action the queue could not do: 500, the error
+// logged.
+func (d *Dashboard) actionFailed(w http.ResponseWriter, r *http.Request, action string, err error) {
+	d.logger.ErrorContext(r.Context(), "queue dashboard: "+action, "error", err, "remote_addr", r.RemoteAddr)
+	d.fail(w, r, http.StatusInternalServerError, "The queue could not "+action+" the job(s); the app's log has the error.")
+}
+
+// done sends the browser back to the page it acted from (the form's
+// back field, a page of the dashboard), saying what was done.
+func (d *Dashboard) done(w http.ResponseWriter, r *http.Request, what string, n int) {
+	back := d.backURL(r.PostFormValue("back"))
+	q := back.Query()
+	q.Set("done", what)
+	q.Set("n", strconv.Itoa(n))
+	back.RawQuery = q.Encode()
+	http.Redirect(w, r, back.String(), http.StatusSeeOther)
+}
+
+// backURL is s when it is a page of the dashboard, else the queues page.
+func (d *Dashboard) backURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	home := &url.URL{Path: d.cfg.Prefix + "/"}
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.Contains(s, "\\") || strings.Contains(u.Path, "//") ||
+		!strings.HasPrefix(u.Path, d.cfg.Prefix+"/") {
+		return home
+	}
+	q := u.Query()
+	q.Del("done")
+	q.Del("n")
+	q.Del("payload")
+	return &url.URL{Path: u.Path, RawQuery: q.Encode()}
+}
+
+// flash is the message of a page an action sent the browser back to.
+func flash(q url.Values) string {
+	n, err := strconv.Atoi(q.Get("n"))
+	if err != nil || n < 0 {
+		return ""
+	}
+	jobs := "jobs"
+	if n == 1 {
+		jobs = "job"
+	}
+	switch q.Get("done") {
+	case "retried":
+		return fmt.Sprintf("Retried %d %s: back on %s queue.", n, jobs, map[bool]string{true: "its", false: "their"}[n == 1])
+	}
+	return ""
+}
+
+// bulkAction is a bulk action and the jobs it applies to.
+type bulkAction struct {
+	Action string // retry
+	Filter filter
+	Count  string // how many jobs match, as shown
+	Back   string
+}
+
+// bulkOf reads a bulk action from r's form.
+func (d *Dashboard) bulkOf(r *http.Request) (bulkAction, error) {
+	b := bulkAction{Action: r.FormValue("action"), Filter: filter{State: queue.StateFailed, Queue: r.FormValue("queue"), Type: r.FormValue("type")},
+		Back: d.backURL(r.FormValue("back")).String()}
+	switch b.Action {
+	case "retry":
+	default:
+		return b, fmt.Errorf("unknown bulk action %q: want retry", b.Action)
+	}
+	return b, nil
+}
+
+// bulkConfirm shows what a bulk action would do, and the button that
+// does it.
+func (d *Dashboard) bulkConfirm(w http.ResponseWriter, r *http.Request) {
+	b, err := d.bulkOf(r)
+	if err != nil {
+		d.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	if b.Count, err = d.countMatching(r.Context(), b.Filter); err != nil {
+		d.queueFailed(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "confirm.html", d.view(r, "Confirm", "failed", b))
+}
+
+// countMatching counts the jobs of f: from Stats without a type, by
+// listing them (up to 1,000) with one.
+func (d *Dashboard) countMatching(ctx context.Context, f filter) (string, error) {
+	if f.Type == "" {
+		stats, err := d.q.Stats(ctx)
+		if err != nil {
+			return "", err
+		}
+		n := 0
+		for _, s := range stats {
+			if f.Queue == "" || s.Queue == f.Queue {
+				n += stateCount(s, f.State)
+			}
+		}
+		return count(n), nil
+	}
+	n, after := 0, ""
+	for n < 1000 {
+		jobs, next, err := d.q.Jobs(ctx, queue.JobsQuery{State: f.State, Queue: f.Queue, Name: f.Type, After: after, Limit: queue.MaxJobsPage})
+		if err != nil {
+			return "", err
+		}
+		n += len(jobs)
+		if next == "" {
+			return strconv.Itoa(n), nil
+		}
+		after = next
+	}
+	return strconv.Itoa(n) + "+", nil
+}
+
+func stateCount(s queue.QueueStats, state queue.JobState) int {
+	switch state {
+	case queue.StateWaiting:
+		return s.Waiting
+	case queue.StateDelayed:
+		return s.Delayed
+	case queue.StateRunning:
+		return s.Running
+	}
+	return s.Failed
+}
+
+// bulk does a confirmed bulk action.
+func (d *Dashboard) bulk(w http.ResponseWriter, r *http.Request) {
+	b, err := d.bulkOf(r)
+	if err != nil {
+		d.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	if r.PostFormValue("confirm") != "yes" {
+		d.fail(w, r, http.StatusBadRequest, "A bulk action needs its confirmation: use the button of its confirmation page.")
+		return
+	}
+	ctx := r.Context()
+	var n int
+	if b.Filter.Queue == "" && b.Filter.Type == "" {
+		n, err = d.q.RetryAll(ctx, nil)
+	} else {
+		n, err = d.eachFailed(ctx, b.Filter, func(id string) error {
+			_, err := d.q.Retry(ctx, id)
+			return err
+		})
+	}
+	if err != nil {
+		d.logger.ErrorContext(ctx, "queue dashboard: retry failed jobs", "done", n, "error", err, "remote_addr", r.RemoteAddr)
+		d.fail(w, r, http.StatusInternalServerError, fmt.Sprintf("The queue stopped after it retried %d job(s); the app's log has the error. "+
+			"Asking again goes on with the rest.", n))
+		return
+	}
+	d.logger.InfoContext(ctx, "queue dashboard: retried failed jobs", "count", n, "queue", b.Filter.Queue, "type", b.Filter.Type, "remote_addr", r.RemoteAddr)
+	d.done(w, r, "retried", n)
+}
+
+// eachFailed calls act with each failed job of f that had failed when it
+// started, a page at a time, and returns how many it acted on. A job
+// gone meanwhile (another person retried it) is skipped.
+func (d *Dashboard) eachFailed(ctx context.Context, f filter, act func(id string) error) (int, error) {
+	upTo := d.clock.Now()
+	n, after := 0, ""
+	for {
+		jobs, next, err := d.q.Jobs(ctx, queue.JobsQuery{State: queue.StateFailed, Queue: f.Queue, Name: f.Type, After: after, Limit: queue.MaxJobsPage})
+		if err != nil {
+			return n, err
+		}
+		for _, j := range jobs {
+			if j.FailedAt.After(upTo) {
+				return n, nil
+			}
+			if err := act(j.ID); errors.Is(err, queue.ErrNoFailedJob) {
+				continue
+			} else if err != nil {
+				return n, err
+			}
+			n++
+		}
+		if next == "" {
+			return n, nil
+		}
+		after = next
+	}
+}

@@ -1,0 +1,55 @@
+// Package dashboard is the queue's web dashboard: the queues with their
+// counts, the jobs of each state, a job's detail and the failed jobs,
+// with the actions an operator takes on them. It is served by the app's
+// serve command, under /navree/queue by default.
+//
+//	app.New(
+//		config.Module(config.Defaults()),
+//		db.Module(),
+//		queue.Module(),
+//		dashboard.Module(), // [dashboard] enabled = true
+//		dashboard.Access(func(r *http.Request) dashboard.Role {
+//			// what the app knows of the request's user
+//			return dashboard.Viewer
+//		}),
+//	).Main()
+//
+// # Pages
+//
+// The queues page shows each queue's waiting, delayed, running and
+// failed jobs ([queue.Queue.Stats]: each count stops at
+// [queue.CountLimit], shown as "100000+"), how long its oldest waiting
+// job has waited, and its trend: how the backlog changed per minute over
+// the last minutes. The queue records no finished jobs, so the trend is
+// derived from the counts the dashboard sampled while a page was open.
+// The table polls for fresh counts (htmx).
+//
+// The jobs page lists the jobs of one state, by queue and type, a page
+// at a time from the queue's cursors ([queue.Queue.Jobs]); the failed
+// page is its failed state, with Retry for one job and "Retry all
+// matching…", which asks for a confirmation first. A job's page shows
+// its attempts and last error; a failed job's payload is shown when
+// asked for, with the values of the keys of [Config.MaskKeys] masked at
+// any depth.
+//
+// # Access
+//
+// The dashboard is closed by default. An [AccessFunc], given with
+// [Access] or [Params.AccessFunc], decides each request's [Role]: a
+// [Viewer] reads, an [Operator] also acts; [NoAccess] is 403 Forbidden.
+// Without one every request is refused, except, in development (no
+// APP_ENV, or APP_ENV=development), one straight from a loopback address,
+// which is an operator.
+//
+// Actions are POST requests, refused from another origin
+// ([net/http.CrossOriginProtection]). Every value is escaped
+// (html/template), and pages set a Content-Security-Policy that allows
+// the dashboard's own script and style only.
+//
+// # Assets
+//
+// The templates, one CSS file and htmx 2.0.11 (0BSD, its licence in
+// static/htmx.LICENSE) are embedded: there is no build step.
+//
+// See docs/dashboard.md for the guide.
+package dashboard

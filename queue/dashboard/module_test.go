@@ -1,0 +1,136 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/navree/navree/config"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/dashboard"
+	"github.com/navree/navree/testing/apptest"
+	"go.uber.org/fx"
+)
+
+// newApp is an app with the queue and the dashboard, configured by
+// settings, on a fresh SQLite database; its HTTP server is serve's
+// handler, behind every middleware (db.Middleware's unit of work).
+func newApp(t *testing.T, settings map[string]any, opts ...fx.Option) (*apptest.App, *queue.Queue) {
+	t.Helper()
+	var q *queue.Queue
+	a := apptest.New(t, append([]fx.Option{db.Module(), queue.Module(), dashboard.Module(), apptest.TempDatabase(), apptest.Config(settings),
+		queue.HandleFunc(func(_ context.Context, j Export, _ queue.JobContext) error { return errors.New(j.Reason) }),
+		fx.Populate(&q)}, opts...)...)
+	return a, q
+}
+
+func status(t *testing.T, a *apptest.App, method, path string) (int, string) {
+	t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest(method, a.HTTP().URL+path, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Location")
+}
+
+func TestModuleServesTheDashboardWhenEnabled(t *testing.T) {
+	t.Parallel()
+	off, _ := newApp(t, nil)
+	if got, _ := status(t, off, "GET", "/navree/queue/"); got != http.StatusNotFound {
+		t.Errorf("disabled (the default): GET /navree/queue/ is %d, want 404", got)
+	}
+
+	// apptest's app runs in development and its server on 127.0.0.1.
+	on, _ := newApp(t, map[string]any{"dashboard.enabled": true})
+	if got, _ := status(t, on, "GET", "/navree/queue/"); got != http.StatusOK {
+		t.Errorf("enabled: GET /navree/queue/ is %d, want 200", got)
+	}
+	if got, loc := status(t, on, "GET", "/navree/queue"); got != http.StatusTemporaryRedirect || loc != "/navree/queue/" {
+		t.Errorf("GET /navree/queue: %d to %q, want 307 to /navree/queue/", got, loc)
+	}
+
+	moved, _ := newApp(t, map[string]any{"dashboard.enabled": true, "dashboard.prefix": "/admin/jobs"})
+	if got, _ := status(t, moved, "GET", "/admin/jobs/failed"); got != http.StatusOK {
+		t.Errorf("prefix /admin/jobs: GET /admin/jobs/failed is %d, want 200", got)
+	}
+	if got, _ := status(t, moved, "GET", "/navree/queue/"); got != http.StatusNotFound {
+		t.Errorf("prefix /admin/jobs: GET /navree/queue/ is %d, want 404", got)
+	}
+
+	// An access function, once given, decides alone: loopback is no
+	// longer enough.
+	closed, _ := newApp(t, map[string]any{"dashboard.enabled": true}, dashboard.Access(byHeader))
+	if got, _ := status(t, closed, "GET", "/navree/queue/"); got != http.StatusForbidden {
+		t.Errorf("with an access function, a request without a role is %d, want 403", got)
+	}
+}
+
+// Behind serve's unit of work, a retry is stored (the dashboard's calls
+// run in transactions of their own).
+func TestRetryThroughTheApp(t *testing.T) {
+	t.Parallel()
+	a, q := newApp(t, map[string]any{"dashboard.enabled": true, "queue.queues": []string{"exports"}})
+	id, err := q.Dispatch(ctx, Export{Reason: "boom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.RunPending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, action := range []url.Values{{}, {"action": {"retry"}, "confirm": {"yes"}}} {
+		path := "/navree/queue/failed/" + id + "/retry"
+		if len(action) > 0 {
+			path = "/navree/queue/bulk"
+		}
+		req, _ := http.NewRequest("POST", a.HTTP().URL+path, strings.NewReader(action.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("POST %s: %d, want 303", path, resp.StatusCode)
+		}
+		jobs, _, err := q.Jobs(ctx, queue.JobsQuery{State: queue.StateWaiting})
+		if err != nil || len(jobs) != 1 || jobs[0].ID != id {
+			t.Fatalf("after POST %s the waiting jobs are %+v, %v; want %s", path, jobs, err, id)
+		}
+		if _, err := q.RunPending(ctx); err != nil { // it fails again, for the bulk retry
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestConfigSection(t *testing.T) {
+	t.Parallel()
+	def := config.Definition{Name: "dashboard", Defaults: dashboard.DefaultConfig()}
+	c, err := config.New(config.Sources{}, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := config.Get[dashboard.Config](c, "dashboard")
+	if got.Enabled || got.Prefix != "/navree/queue" || !slices.Equal(got.MaskKeys, []string{"password", "secret", "token"}) || got.RefreshMs != 5000 {
+		t.Errorf("the defaults: %+v", got)
+	}
+	c, err = config.New(config.Sources{Environ: []string{"APP_DASHBOARD__ENABLED=true", "APP_DASHBOARD__MASK_KEYS=password,api_key"}}, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := config.Get[dashboard.Config](c, "dashboard"); !got.Enabled || !slices.Equal(got.MaskKeys, []string{"password", "api_key"}) {
+		t.Errorf("from the environment: %+v", got)
+	}
+	_, err = config.New(config.Sources{Overrides: map[string]any{"dashboard.prefix": "admin/queue/"}}, def)
+	if want := `config: invalid value for dashboard.prefix: "admin/queue/" (from overrides); allowed: a path such as /navree/queue`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("a bad prefix: %v\nwant %s…", err, want)
+	}
+}

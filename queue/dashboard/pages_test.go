@@ -1,0 +1,420 @@
+package dashboard_test
+
+import (
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/dashboard"
+)
+
+func TestQueuesPageCountsEachQueue(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
+		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
+		if got := rows(f.get(t, "viewer", "/", http.StatusOK), "data-queue"); len(got) != 0 {
+			t.Fatalf("with no jobs the queues page has rows %q", got)
+		}
+		f.failed(t, "boom", "bang")
+		f.reminders(t, 3)
+		if _, err := f.q.Later(ctx, Reminder{N: 99}, 10*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		f.running(t)
+		f.clock.Advance(90 * time.Second)
+
+		body := f.get(t, "viewer", "/", http.StatusOK)
+		// The trend is over the 92 s since the first GET: 4 jobs in
+		// default, 2 failed in exports, 1 running in slow, whose
+		// reservation is stale after its 60 s timeout and 30 s more.
+		want := [][2]string{
+			{"default", "default 3 1 0 0 1m30s +2.6/min"},
+			{"exports", "exports 0 0 0 2 — 0/min +1.3/min failed"},
+			{"slow", "slow 0 0 1 (1 stale) 0 — +0.7/min"},
+		}
+		if got := rows(body, "data-queue"); !slices.Equal(got, want) {
+			t.Errorf("rows of the queues page:\n%q\nwant\n%q", got, want)
+		}
+		if total := text(regexp.MustCompile(`(?s)<tr class="total">.*?</tr>`).FindString(body)); total != "all 3 1 1 2 1m30s" {
+			t.Errorf("total row %q, want %q", total, "all 3 1 1 2 1m30s")
+		}
+		// The counts link to the lists they count.
+		for _, link := range []string{`href="/navree/queue/jobs?queue=default&amp;state=waiting"`, `href="/navree/queue/failed?queue=exports"`} {
+			if !strings.Contains(body, link) {
+				t.Errorf("the queues page has no link %s", link)
+			}
+		}
+		// The table polls its own partial.
+		if !strings.Contains(body, `<tbody id="queue-rows" hx-get="/navree/queue/partials/queues" hx-trigger="every 5000ms" hx-swap="outerHTML">`) {
+			t.Errorf("the queues table does not poll:\n%s", body)
+		}
+		partial := f.get(t, "viewer", "/partials/queues", http.StatusOK)
+		if got := rows(partial, "data-queue"); !slices.Equal(got, want) || strings.Contains(partial, "<html") {
+			t.Errorf("the partial's rows %q, or it is a whole page:\n%s", got, partial)
+		}
+	})
+}
+
+// The trend compares the counts the pages sampled: 30 jobs dispatched in
+// a minute are a backlog growing by 30 a minute.
+func TestTrendComesFromSampledCounts(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	f.reminders(t, 1)
+	trend := func() map[string]string {
+		out := map[string]string{}
+		for _, r := range rows(f.get(t, "viewer", "/partials/queues", http.StatusOK), "data-queue") {
+			fields := strings.Fields(r[1])
+			out[r[0]] = strings.Join(fields[6:], " ")
+		}
+		return out
+	}
+	if got := trend()["default"]; got != "…" {
+		t.Errorf("trend on the first sample: %q, want …", got)
+	}
+	f.clock.Advance(5 * time.Second)
+	if got := trend()["default"]; got != "…" {
+		t.Errorf("trend 5 s after the first sample: %q, want … (too soon)", got)
+	}
+	f.reminders(t, 30)
+	f.clock.Advance(55 * time.Second)
+	if got := trend(); got["default"] != "+30/min" {
+		t.Errorf("trend a minute after 30 dispatches: %q, want +30/min", got)
+	}
+	f.failed(t, "boom", "bang", "crash") // 3 more seconds
+	f.clock.Advance(57 * time.Second)
+	if got := trend(); got["default"] != "+15/min" || got["exports"] != "0/min +1.5/min failed" {
+		t.Errorf("trend after two minutes: %q, want default +15/min and exports 0/min +1.5/min failed", got)
+	}
+	if s, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"default"}, MaxJobs: 16}); err != nil || s.Succeeded != 16 {
+		t.Fatalf("Work = %+v, %v", s, err)
+	}
+	// Samples older than five minutes are dropped: the trend is from the
+	// one of two minutes in, with 31 jobs, to now, 4m30s later, with 15.
+	f.clock.Advance(4*time.Minute + 30*time.Second)
+	if got := trend()["default"]; got != "−3.6/min" {
+		t.Errorf("trend as the backlog is worked off: %q, want −3.6/min", got)
+	}
+}
+
+// link is the href of the element of body with the id, unescaped; ""
+// when there is none.
+func link(t *testing.T, body, id string) string {
+	t.Helper()
+	tag := regexp.MustCompile(`<a [^>]*\bid="` + id + `"[^>]*>`).FindString(body)
+	m := regexp.MustCompile(`\bhref="([^"]*)"`).FindStringSubmatch(tag)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
+}
+
+func TestJobsPagesByCursor(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	ids := f.reminders(t, 120)
+	f.failed(t, "boom")
+
+	var seen []string
+	next := "/jobs?state=waiting"
+	for page := 0; next != ""; page++ {
+		body := f.get(t, "viewer", strings.TrimPrefix(next, "/navree/queue"), http.StatusOK)
+		got := jobIDs(body)
+		if want := []int{50, 50, 20}[page]; len(got) != want {
+			t.Fatalf("page %d has %d jobs, want %d", page+1, len(got), want)
+		}
+		if first := link(t, body, "first-page"); (page > 0) != (first == "/navree/queue/jobs?state=waiting") {
+			t.Errorf("page %d: first-page link %q", page+1, first)
+		}
+		seen = append(seen, got...)
+		next = link(t, body, "next-page")
+	}
+	if !slices.Equal(seen, ids) {
+		t.Errorf("the pages list %d jobs, not the 120 in the order they run", len(seen))
+	}
+
+	// The row of a job: its id, type, queue, attempts, due time.
+	body := f.get(t, "viewer", "/jobs?state=waiting", http.StatusOK)
+	if got, want := rows(body, "data-job")[0], [2]string{ids[0], strings.Split(ids[0], "-")[0] + " crm.send_reminder default 0/3 2026-03-02 09:30:00Z"}; got != want {
+		t.Errorf("first row %q, want %q", got, want)
+	}
+	if tab := text(regexp.MustCompile(`(?s)<a [^>]*id="tab-waiting">.*?</a>`).FindString(body)); tab != "waiting 120" {
+		t.Errorf("the waiting tab says %q, want %q", tab, "waiting 120")
+	}
+
+	tests := []struct {
+		path string
+		want int // jobs listed
+	}{
+		{"/jobs?state=waiting&type=crm.send_reminder&queue=default", 50},
+		{"/jobs?state=waiting&type=contacts.export", 0},
+		{"/jobs?state=waiting&queue=exports", 0},
+		{"/jobs?state=failed&queue=exports", 1},
+		{"/failed?type=contacts.export", 1},
+		{"/failed?queue=default", 0},
+	}
+	for _, tt := range tests {
+		if got := jobIDs(f.get(t, "viewer", tt.path, http.StatusOK)); len(got) != tt.want {
+			t.Errorf("GET %s lists %d jobs, want %d", tt.path, len(got), tt.want)
+		}
+	}
+	// What the queue refuses is a bad request, and says why.
+	for _, path := range []string{"/jobs?state=done", "/jobs?state=waiting&after=yesterday", "/jobs?queue=no+spaces", "/failed?after=waiting_1_x"} {
+		if body := f.get(t, "viewer", path, http.StatusBadRequest); !strings.Contains(body, "invalid jobs query") {
+			t.Errorf("GET %s does not say what is wrong:\n%s", path, body)
+		}
+	}
+}
+
+func TestEverythingShownIsEscaped(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	ids := f.failed(t, `<script>alert("boom")</script>`)
+	for _, path := range []string{"/failed", "/jobs/" + ids[0] + "?state=failed", "/jobs?state=failed&type=%3Cb%3Ex"} {
+		body := f.get(t, "viewer", path, http.StatusOK)
+		if strings.Contains(body, "<script>alert") || strings.Contains(body, "<b>x") {
+			t.Errorf("GET %s shows markup unescaped:\n%s", path, body)
+		}
+	}
+	if body := f.get(t, "viewer", "/failed", http.StatusOK); !strings.Contains(body, `&lt;script&gt;alert(&#34;boom&#34;)&lt;/script&gt;`) {
+		t.Errorf("the error is not shown, escaped:\n%s", body)
+	}
+}
+
+func TestJobPageShowsAttemptsAndError(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	ids := f.failed(t, "the export server said no")
+	reminder := f.reminders(t, 1)[0]
+
+	failedList := f.get(t, "viewer", "/failed", http.StatusOK)
+	href := html.UnescapeString(regexp.MustCompile(`<a href="(/navree/queue/jobs/` + ids[0] + `[^"]*)"`).FindStringSubmatch(failedList)[1])
+	if href != "/navree/queue/jobs/"+ids[0]+"?state=failed" {
+		t.Errorf("the list links to %s", href)
+	}
+	body := f.get(t, "viewer", strings.TrimPrefix(href, "/navree/queue"), http.StatusOK)
+	got := text(regexp.MustCompile(`(?s)<dl class="job" id="job">.*?</dl>`).FindString(body))
+	want := "Type contacts.export State failed Queue exports Attempts 1 of 1 Dispatched 2026-03-02 09:30:00Z " +
+		"Failed 2026-03-02 09:30:00Z Payload 126 bytes"
+	if got != want {
+		t.Errorf("the job's facts:\n%s\nwant\n%s", got, want)
+	}
+	if !strings.Contains(body, `<pre class="err" id="job-error">the export server said no</pre>`) {
+		t.Errorf("the job's page does not show its error:\n%s", body)
+	}
+	if strings.Contains(body, "company_id") || strings.Contains(body, "hunter2") {
+		t.Errorf("the payload is shown before it is asked for:\n%s", body)
+	}
+
+	body = f.get(t, "viewer", "/jobs/"+reminder+"?state=waiting", http.StatusOK)
+	if !strings.Contains(body, "The queue gives the payload of failed jobs only.") || !strings.Contains(text(body), "Attempts 0 of 3") {
+		t.Errorf("a waiting job's page:\n%s", body)
+	}
+	f.get(t, "viewer", "/jobs/"+reminder+"/payload?state=waiting", http.StatusBadRequest)
+
+	// A job that moved on is not found where the list saw it.
+	f.get(t, "viewer", "/jobs/"+reminder+"?state=failed", http.StatusNotFound)
+	if _, err := f.q.Retry(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if body := f.get(t, "viewer", "/jobs/"+ids[0]+"?state=failed", http.StatusNotFound); !strings.Contains(body, "is not failed any more") {
+		t.Errorf("a retried job's old page:\n%s", body)
+	}
+}
+
+func TestPayloadIsShownWhenAskedWithKeysMasked(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		mask []string
+		want string
+	}{
+		{"by default", nil, `{
+  "company_id": "c1",
+  "reason": "boom",
+  "password": "[masked]",
+  "settings": {
+    "format": "csv",
+    "Token": "[masked]"
+  }
+}`},
+		{"configured", []string{"COMPANY_ID", "format"}, `{
+  "company_id": "[masked]",
+  "reason": "boom",
+  "password": "hunter2",
+  "settings": {
+    "format": "[masked]",
+    "Token": "tok-secret"
+  }
+}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, dbtest.SQLiteURL(t), dashboard.Params{AccessFunc: byHeader, Config: dashboard.Config{MaskKeys: tt.mask}})
+			ids := f.failed(t, "boom")
+			page := f.get(t, "viewer", "/jobs/"+ids[0]+"?state=failed", http.StatusOK)
+			if got := link(t, page, "show-payload"); got != "/navree/queue/jobs/"+ids[0]+"?payload=show&state=failed" {
+				t.Errorf("Show payload links to %q", got)
+			}
+			if !strings.Contains(page, `hx-get="/navree/queue/jobs/`+ids[0]+`/payload?state=failed"`) {
+				t.Errorf("Show payload fetches no partial:\n%s", page)
+			}
+			for _, path := range []string{"/jobs/" + ids[0] + "/payload?state=failed", "/jobs/" + ids[0] + "?state=failed&payload=show"} {
+				body := f.get(t, "viewer", path, http.StatusOK)
+				m := regexp.MustCompile(`(?s)<pre class="json" id="payload-json">(.*?)</pre>`).FindStringSubmatch(body)
+				if m == nil || html.UnescapeString(m[1]) != tt.want {
+					t.Errorf("GET %s: payload\n%v\nwant\n%s", path, m, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// Failed jobs that failed in the same millisecond (a worker failing a
+// batch) each show their own payload.
+func TestPayloadOfJobsThatFailedTogether(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	var ids []string
+	for _, c := range []string{"a", "b", "c"} {
+		id, err := f.q.Dispatch(ctx, Export{CompanyID: c, Reason: "boom"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if s, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"exports"}, StopWhenEmpty: true}); err != nil || s.Failed != 3 {
+		t.Fatalf("Work = %+v, %v", s, err)
+	}
+	for i, id := range ids {
+		body := text(f.get(t, "viewer", "/jobs/"+id+"/payload?state=failed", http.StatusOK))
+		if want := `"company_id": "` + []string{"a", "b", "c"}[i] + `"`; !strings.Contains(body, want) {
+			t.Errorf("payload of job %d:\n%s\nwant %s", i, body, want)
+		}
+	}
+}
+
+func TestRetryPutsTheJobBackOnItsQueue(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
+		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
+		ids := f.failed(t, "boom", "bang")
+
+		r := f.do(t, "operator", "POST", "/failed/"+ids[0]+"/retry", url.Values{"back": {"/navree/queue/failed?queue=exports"}})
+		if r.status != http.StatusSeeOther || r.location != "/navree/queue/failed?done=retried&n=1&queue=exports" {
+			t.Fatalf("POST retry: %d to %q\n%s", r.status, r.location, r.body)
+		}
+		if got := f.ids(t, queue.StateFailed); !slices.Equal(got, ids[1:]) {
+			t.Errorf("failed jobs after the retry: %v, want %v", got, ids[1:])
+		}
+		if got := f.ids(t, queue.StateWaiting); !slices.Equal(got, ids[:1]) {
+			t.Errorf("waiting jobs after the retry: %v, want %v", got, ids[:1])
+		}
+		body := f.get(t, "operator", strings.TrimPrefix(r.location, "/navree/queue"), http.StatusOK)
+		if !strings.Contains(body, `<p class="flash" id="flash" role="status">Retried 1 job: back on its queue.</p>`) {
+			t.Errorf("the page after the retry does not say so:\n%s", body)
+		}
+		if got := jobIDs(body); !slices.Equal(got, ids[1:]) {
+			t.Errorf("the failed page lists %v, want %v", got, ids[1:])
+		}
+		waiting := f.get(t, "operator", "/jobs?state=waiting&queue=exports", http.StatusOK)
+		if got := rows(waiting, "data-job"); len(got) != 1 || got[0][0] != ids[0] || !strings.Contains(got[0][1], "contacts.export exports 0/1") {
+			t.Errorf("the waiting page lists %q, want the retried job, its attempts started over", got)
+		}
+
+		// Again: it is not failed any more.
+		if r := f.do(t, "operator", "POST", "/failed/"+ids[0]+"/retry", url.Values{}); r.status != http.StatusNotFound ||
+			!strings.Contains(r.body, "There is no failed job "+ids[0]) {
+			t.Errorf("POST retry of a job that is not failed: %d\n%s", r.status, r.body)
+		}
+		if r := f.do(t, "operator", "POST", "/failed/not-an-id/retry", url.Values{}); r.status != http.StatusNotFound {
+			t.Errorf("POST retry of a bad id: %d, want 404", r.status)
+		}
+	})
+}
+
+// The page an action sends the browser back to is one of the
+// dashboard's, whatever the form says.
+func TestActionsGoBackToTheDashboardOnly(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	ids := f.failed(t, "a", "b", "c", "d", "e", "f")
+	for i, back := range []string{"https://evil.example/navree/queue/", "//evil.example/navree/queue/", "/elsewhere", "/navree/queue/..//x",
+		`/navree/queue/\evil`, "/navree/queue/failed?done=deleted&n=9&payload=show"} {
+		r := f.do(t, "operator", "POST", "/failed/"+ids[i]+"/retry", url.Values{"back": {back}})
+		want := "/navree/queue/?done=retried&n=1"
+		if i == 5 {
+			want = "/navree/queue/failed?done=retried&n=1"
+		}
+		if r.status != http.StatusSeeOther || r.location != want {
+			t.Errorf("back %q: %d to %q, want 303 to %q", back, r.status, r.location, want)
+		}
+	}
+}
+
+func TestBulkRetryAsksForConfirmation(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
+		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
+		exports := f.failed(t, "a", "b", "c")
+		imports := f.failedIn(t, "imports", "d", "e")
+
+		confirm := func(query string) string {
+			body := f.get(t, "operator", "/bulk?"+query, http.StatusOK)
+			return text(regexp.MustCompile(`(?s)<p id="confirm-what">.*?</p>`).FindString(body))
+		}
+		if got, want := confirm("action=retry&queue=exports"), "This puts back on their queues 3 failed job(s) of queue exports: "+
+			"every one that has failed by the time you confirm."; got != want {
+			t.Errorf("confirmation:\n%s\nwant\n%s", got, want)
+		}
+		if got := confirm("action=retry&type=contacts.export"); !strings.Contains(got, " 5 failed job(s) of type contacts.export") {
+			t.Errorf("confirmation by type: %s", got)
+		}
+		if got := confirm("action=retry"); !strings.Contains(got, " 5 failed job(s):") {
+			t.Errorf("confirmation of all: %s", got)
+		}
+		f.get(t, "operator", "/bulk?action=explode", http.StatusBadRequest)
+
+		// Without the confirmation nothing happens.
+		if r := f.do(t, "operator", "POST", "/bulk", url.Values{"action": {"retry"}, "queue": {"exports"}}); r.status != http.StatusBadRequest {
+			t.Errorf("POST /bulk without confirm: %d, want 400", r.status)
+		}
+		if got := f.ids(t, queue.StateFailed); len(got) != 5 {
+			t.Fatalf("an unconfirmed bulk retry changed the failed jobs: %v", got)
+		}
+
+		r := f.do(t, "operator", "POST", "/bulk", url.Values{"action": {"retry"}, "queue": {"exports"}, "confirm": {"yes"},
+			"back": {"/navree/queue/failed?queue=exports"}})
+		if r.status != http.StatusSeeOther || r.location != "/navree/queue/failed?done=retried&n=3&queue=exports" {
+			t.Fatalf("POST /bulk retry of queue exports: %d to %q\n%s", r.status, r.location, r.body)
+		}
+		if got := f.ids(t, queue.StateFailed); !slices.Equal(got, sorted(imports...)) {
+			t.Errorf("failed jobs after retrying the exports queue: %v, want the imports %v", got, imports)
+		}
+		if got := f.ids(t, queue.StateWaiting); !slices.Equal(got, sorted(exports...)) {
+			t.Errorf("waiting jobs: %v, want the exports %v", got, exports)
+		}
+
+		r = f.do(t, "operator", "POST", "/bulk", url.Values{"action": {"retry"}, "confirm": {"yes"}})
+		if r.status != http.StatusSeeOther || r.location != "/navree/queue/?done=retried&n=2" {
+			t.Fatalf("POST /bulk retry of everything: %d to %q\n%s", r.status, r.location, r.body)
+		}
+		if got := f.ids(t, queue.StateFailed); len(got) != 0 {
+			t.Errorf("failed jobs after retrying all: %v", got)
+		}
+		if got := f.ids(t, queue.StateWaiting); !slices.Equal(got, sorted(append(exports, imports...)...)) {
+			t.Errorf("waiting jobs after retrying all: %v", got)
+		}
+	})
+}
