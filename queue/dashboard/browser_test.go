@@ -244,3 +244,23 @@ func TestBrowserRefusedWithoutAccess(t *testing.T) {
 		t.Errorf("the page says %q", got)
 	}
 }
+
+func TestBrowserPauseAQueue(t *testing.T) {
+	f, ctx := browserSetup(t)
+	f.reminders(t, 2)
+	row := `tr[data-queue="default"]`
+	do(t, ctx, chromedp.Navigate(f.url+"/"), chromedp.Click(chromedp.CSS(row+" button.pause")),
+		chromedp.WaitVisible(chromedp.ID("flash")), chromedp.WaitVisible(chromedp.CSS(row+" .paused")))
+	if got := textOf(t, ctx, row+" button"); got != "Resume" {
+		t.Errorf("the paused queue's button says %q, want Resume", got)
+	}
+	if got := f.paused(t); !slices.Equal(got, []string{"default"}) {
+		t.Errorf("paused queues: %v, want default", got)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS(row+" button.resume")), chromedp.WaitVisible(chromedp.ID("flash")),
+		chromedp.WaitNotPresent(chromedp.CSS(row+" .paused")))
+	if got := f.paused(t); len(got) != 0 {
+		t.Errorf("paused queues after Resume: %v", got)
+	}
+	noViolations(t, ctx)
+}

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue"
@@ -99,6 +98,8 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("GET "+p+"/jobs/{id}", d.jobPage)
 	mux.HandleFunc("GET "+p+"/jobs/{id}/payload", d.payloadPartial)
 	mux.HandleFunc("POST "+p+"/failed/{id}/retry", d.operator(d.retry))
+	mux.HandleFunc("POST "+p+"/queues/{name}/pause", d.operator(d.pause))
+	mux.HandleFunc("POST "+p+"/queues/{name}/resume", d.operator(d.pause))
 	mux.HandleFunc("GET "+p+"/bulk", d.operator(d.bulkConfirm))
 	mux.HandleFunc("POST "+p+"/bulk", d.operator(d.bulk))
 	static, _ := fs.Sub(files, "static")
@@ -253,9 +254,10 @@ type queueRow struct {
 }
 
 type queuesData struct {
-	Rows  []queueRow
-	Total queue.QueueStats
-	Now   time.Time
+	Rows      []queueRow
+	Total     queue.QueueStats
+	AllPaused bool // queue:pause all: every queue, those to come too
+	Back      string
 }
 
 func (d *Dashboard) queuesData(ctx context.Context) (queuesData, error) {
@@ -263,9 +265,12 @@ func (d *Dashboard) queuesData(ctx context.Context) (queuesData, error) {
 	if err != nil {
 		return queuesData{}, err
 	}
-	now := d.clock.Now()
-	rates := d.trend.observe(now, stats)
-	out := queuesData{Now: now}
+	all, err := d.q.EveryQueuePaused(ctx)
+	if err != nil {
+		return queuesData{}, err
+	}
+	rates := d.trend.observe(d.clock.Now(), stats)
+	out := queuesData{AllPaused: all, Back: d.cfg.Prefix + "/"}
 	for _, s := range stats {
 		out.Rows = append(out.Rows, queueRow{QueueStats: s, Trend: rates[s.Queue]})
 		out.Total.Waiting += s.Waiting
@@ -523,6 +528,29 @@ func (d *Dashboard) retry(w http.ResponseWriter, r *http.Request) {
 	d.done(w, r, "retried", 1)
 }
 
+// pause pauses or resumes a queue, or every queue for the name "all"
+// (queue.AllQueues).
+func (d *Dashboard) pause(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if name != queue.AllQueues && queue.CheckName(name) != nil {
+		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a queue name.", name))
+		return
+	}
+	act, done, err := d.q.Pause, "paused", error(nil)
+	if strings.HasSuffix(r.URL.Path, "/resume") {
+		act, done = d.q.Resume, "resumed"
+	}
+	if err = act(r.Context(), name); errors.Is(err, queue.ErrEveryQueuePaused) {
+		d.fail(w, r, http.StatusConflict, "Every queue is paused: resume all of them, then pause the others again.")
+		return
+	} else if err != nil {
+		d.actionFailed(w, r, strings.TrimSuffix(done, "d"), err)
+		return
+	}
+	d.logger.InfoContext(r.Context(), "queue dashboard: "+done+" a queue", "queue", name, "remote_addr", r.RemoteAddr)
+	d.done(w, r, done, 1, "queue", name)
+}
+
 // actionFailed answers an action the queue could not do: 500, the error
 // logged.
 func (d *Dashboard) actionFailed(w http.ResponseWriter, r *http.Request, action string, err error) {
@@ -532,11 +560,14 @@ func (d *Dashboard) actionFailed(w http.ResponseWriter, r *http.Request, action 
 
 // done sends the browser back to the page it acted from (the form's
 // back field, a page of the dashboard), saying what was done.
-func (d *Dashboard) done(w http.ResponseWriter, r *http.Request, what string, n int) {
+func (d *Dashboard) done(w http.ResponseWriter, r *http.Request, what string, n int, extra ...string) {
 	back := d.backURL(r.PostFormValue("back"))
 	q := back.Query()
 	q.Set("done", what)
 	q.Set("n", strconv.Itoa(n))
+	for i := 0; i+1 < len(extra); i += 2 {
+		q.Set("done_"+extra[i], extra[i+1])
+	}
 	back.RawQuery = q.Encode()
 	http.Redirect(w, r, back.String(), http.StatusSeeOther)
 }
@@ -550,9 +581,11 @@ func (d *Dashboard) backURL(s string) *url.URL {
 		return home
 	}
 	q := u.Query()
-	q.Del("done")
-	q.Del("n")
-	q.Del("payload")
+	for k := range q {
+		if k == "done" || k == "n" || k == "payload" || strings.HasPrefix(k, "done_") {
+			q.Del(k)
+		}
+	}
 	return &url.URL{Path: u.Path, RawQuery: q.Encode()}
 }
 
@@ -566,9 +599,19 @@ func flash(q url.Values) string {
 	if n == 1 {
 		jobs = "job"
 	}
-	switch q.Get("done") {
-	case "retried":
+	name := q.Get("done_queue")
+	if name != queue.AllQueues && queue.CheckName(name) != nil {
+		name = ""
+	}
+	switch what := q.Get("done"); {
+	case what == "retried":
 		return fmt.Sprintf("Retried %d %s: back on %s queue.", n, jobs, map[bool]string{true: "its", false: "their"}[n == 1])
+	case (what == "paused" || what == "resumed") && name == queue.AllQueues:
+		return fmt.Sprintf("%s every queue.", map[string]string{"paused": "Paused", "resumed": "Resumed"}[what])
+	case what == "paused" && name != "":
+		return "Paused queue " + name + ": its workers take none of its jobs until it is resumed."
+	case what == "resumed" && name != "":
+		return "Resumed queue " + name + "."
 	}
 	return ""
 }
