@@ -24,6 +24,7 @@ import (
 	"github.com/navree/navree/mail"
 	"github.com/navree/navree/notify"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/dashboard"
 	"github.com/navree/navree/schedule"
 	"go.uber.org/fx"
 )
@@ -33,6 +34,7 @@ func modules() []fx.Option {
 	return []fx.Option{
 		db.Module(),
 		queue.Module(),
+		dashboard.Module(), // [dashboard] enabled = true serves it under /navree/queue
 		mail.Module(),
 		events.Module(),
 		notify.Module(),
