@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"flag"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,4 +264,41 @@ func TestBrowserPauseAQueue(t *testing.T) {
 		t.Errorf("paused queues after Resume: %v", got)
 	}
 	noViolations(t, ctx)
+}
+
+// TestScreenshots writes the screenshots of docs/dashboard.md:
+//
+//	go test ./queue/dashboard -run TestScreenshots -screenshots
+func TestScreenshots(t *testing.T) {
+	if !*screenshots {
+		t.Skip("writes docs/dashboard/*.png only with -screenshots")
+	}
+	ctx := tab(t)
+	f := setup(t, dbtest.SQLiteURL(t), dashboard.Params{AccessFunc: func(*http.Request) dashboard.Role { return dashboard.Operator }})
+	do(t, ctx, chromedp.EmulateViewport(1200, 560), chromedp.Navigate(f.url+"/")) // the trend's first sample
+	f.reminders(t, 12)
+	for range 3 {
+		if _, err := f.q.Later(ctx, Reminder{N: 7}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := f.failed(t, "export server: 503 Service Unavailable", "export server: 503 Service Unavailable", `company c3: no such company`)
+	f.failedIn(t, "imports", "parse contacts.csv: line 17: wrong number of fields")
+	if err := f.q.Pause(ctx, "imports"); err != nil {
+		t.Fatal(err)
+	}
+	f.running(t)
+	f.clock.Advance(2 * time.Minute)
+
+	do(t, ctx, chromedp.Navigate(f.url+"/"), chromedp.WaitVisible(chromedp.CSS(`tr[data-queue="default"]`)))
+	shoot(t, ctx, "queues")
+	do(t, ctx, chromedp.Navigate(f.url+"/jobs?state=waiting"), chromedp.WaitVisible(chromedp.ID("job-rows")))
+	shoot(t, ctx, "jobs")
+	do(t, ctx, chromedp.Navigate(f.url+"/failed"), chromedp.WaitVisible(chromedp.ID("job-rows")))
+	shoot(t, ctx, "failed")
+	do(t, ctx, chromedp.Navigate(f.url+"/jobs/"+ids[0]+"?state=failed"), chromedp.Click(chromedp.ID("show-payload")),
+		chromedp.WaitVisible(chromedp.ID("payload-json")))
+	shoot(t, ctx, "job")
+	do(t, ctx, chromedp.Navigate(f.url+"/failed?queue=exports"), chromedp.Click(chromedp.ID("retry-all")), chromedp.WaitVisible(chromedp.ID("confirm")))
+	shoot(t, ctx, "confirm")
 }

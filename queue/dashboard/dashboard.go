@@ -438,7 +438,11 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 		}
 		data.Payload = &p
 	}
-	d.render(w, r, http.StatusOK, "job.html", d.view(r, "Job "+shortID(id), "jobs", data))
+	nav := "jobs"
+	if f.State == queue.StateFailed {
+		nav = "failed"
+	}
+	d.render(w, r, http.StatusOK, "job.html", d.view(r, "Job "+shortID(id), nav, data))
 }
 
 // payload is a failed job's payload and meta as shown: masked and

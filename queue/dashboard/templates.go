@@ -89,11 +89,12 @@ func timeOf(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
 
-// shortID is the first block of a job's id, enough to tell jobs apart
-// on a page.
+// shortID is the last block of a job's id, enough to tell jobs apart on
+// a page: the first blocks of a UUID v7 are the time it was made, which
+// jobs dispatched together share.
 func shortID(id string) string {
-	if i := strings.IndexByte(id, '-'); i > 0 {
-		return id[:i]
+	if i := strings.LastIndexByte(id, '-'); i >= 0 {
+		return id[i+1:]
 	}
 	return id
 }
