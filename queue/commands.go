@@ -353,6 +353,45 @@ func commands() []app.Command {
 			}),
 		},
 		{
+			Name:      "queue:cancel",
+			Usage:     "Cancel a waiting, delayed or running job",
+			ArgsUsage: "ID",
+			Description: "A waiting or delayed job moves to the failed jobs with the error \"cancelled\" (queue:retry ID runs it after all).\n" +
+				"A running job's attempt has its context cancelled within a second; if its handler then returns an error,\n" +
+				"the job fails as \"cancelled\" and is not retried.",
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+				if c.NArg() != 1 {
+					return fmt.Errorf("queue:cancel takes one argument, a job's id (queue:status counts the jobs; queue:failed lists the failed ones)")
+				}
+				id := c.Args().First()
+				did, err := q.cancel(c.Context, id)
+				if err != nil {
+					return err
+				}
+				if did == CancelledWaiting {
+					fmt.Fprintf(c.App.Writer, "Cancelled the job %s: it is a failed job now (queue:retry %[1]s runs it after all).\n", id)
+				} else {
+					fmt.Fprintf(c.App.Writer, "Asked the worker running the job %s to cancel it: it is not retried.\n", id)
+				}
+				return nil
+			}),
+		},
+		{
+			Name:      "queue:forget",
+			Usage:     "Delete a failed job",
+			ArgsUsage: "ID",
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+				if c.NArg() != 1 {
+					return fmt.Errorf("queue:forget takes one argument, a failed job's id (queue:failed lists them)")
+				}
+				if err := q.DeleteFailed(c.Context, c.Args().First()); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.App.Writer, "Deleted the failed job %s.\n", c.Args().First())
+				return nil
+			}),
+		},
+		{
 			Name:  "queue:flush",
 			Usage: "Delete every failed job",
 			Action: app.Uses(func(c *cli.Context, q *Queue) error {

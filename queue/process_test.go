@@ -30,6 +30,11 @@ type Block struct{}
 
 func (Block) JobName() string { return "test.block" }
 
+// Cancellable runs until its context ends, and prints why.
+type Cancellable struct{}
+
+func (Cancellable) JobName() string { return "test.cancellable" }
+
 // Record writes each attempt into the table runs.
 type Record struct{}
 
@@ -95,6 +100,16 @@ func workerJobs() fx.Option {
 			return nil
 		}),
 		queue.Register[Chaos](func(d *db.DB) *chaosHandler { return &chaosHandler{d} }),
+		queue.HandleFunc(func(ctx context.Context, _ Cancellable, jc queue.JobContext) error {
+			out.Lock()
+			fmt.Printf("started %s %d\n", jc.JobID, jc.Attempt)
+			out.Unlock()
+			<-ctx.Done()
+			out.Lock()
+			fmt.Printf("stopped: %v\n", context.Cause(ctx))
+			out.Unlock()
+			return ctx.Err()
+		}),
 		app.Commands(app.Command{
 			Name:  "test:dispatch-and-work",
 			Usage: "Dispatch N Record jobs one at a time while working, then work until nothing is left",

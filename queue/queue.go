@@ -129,6 +129,7 @@ type Queue struct {
 
 	lastSweep atomic.Int64  // when workers last looked for stale reservations (pace, ms)
 	pauses    atomic.Int64  // bumped at each Pause and Resume, for this process's workers
+	cancels   atomic.Int64  // bumped at each Cancel of a running job, for this process's workers
 	waker     *worker.Waker // woken at each dispatch, to wake idle workers
 }
 
@@ -660,6 +661,23 @@ func (q *Queue) RetryAll(ctx context.Context, progress func(retried int)) (int, 
 			progress(retried)
 		}
 	}
+}
+
+// DeleteFailed deletes the failed job with id, for good. An id that is
+// not a failed job gives a [*NoFailedJobError].
+func (q *Queue) DeleteFailed(ctx context.Context, id string) error {
+	u, err := uuid.FromString(id)
+	if err != nil {
+		return &NoFailedJobError{ID: id}
+	}
+	err = q.store.DeleteFailed(ctx, u.String())
+	if errors.Is(err, driver.ErrNoFailedJob) {
+		return &NoFailedJobError{ID: u.String()}
+	}
+	if err != nil {
+		return fmt.Errorf("queue: delete the failed job %s: %w", u, err)
+	}
+	return nil
 }
 
 // FlushFailed deletes every failed job and returns how many there were.

@@ -140,6 +140,7 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 		PollInterval: time.Duration(q.cfg.PollIntervalMs) * time.Millisecond,
 		Sweeps:       &q.lastSweep,
 		Pauses:       &q.pauses,
+		Cancels:      &q.cancels,
 		OnListen:     q.onListen,
 	}, o)
 	return workStats(s), err

@@ -223,6 +223,10 @@ type Driver interface {
 	// FlushFailed deletes every failed job and returns how many there were.
 	FlushFailed(ctx context.Context) (int, error)
 
+	// DeleteFailed deletes the failed job id; ErrNoFailedJob when there is
+	// none.
+	DeleteFailed(ctx context.Context, id string) error
+
 	// Pause records queue (AllQueues for every queue) as paused at now;
 	// pausing a paused queue changes nothing. Workers read the paused
 	// queues with Paused; a driver whose workers listen tells them at
@@ -236,6 +240,22 @@ type Driver interface {
 	// Paused lists the paused queues, AllQueues among them when every
 	// queue is paused.
 	Paused(ctx context.Context) ([]string, error)
+
+	// Cancel cancels the job id: one waiting or delayed is moved to the
+	// failed jobs, its error CancelledError, at now (Removed); for one
+	// running, a request is kept for its worker to read with
+	// CancelRequested (Signalled), and a driver whose workers listen
+	// tells them at once. ErrNoJob when id is neither. It forgets the
+	// requests of jobs no longer running.
+	Cancel(ctx context.Context, id string, now int64) (Cancelled, error)
+
+	// CancelRequested returns which of the running jobs ids have a
+	// request to cancel them.
+	CancelRequested(ctx context.Context, ids []string) ([]string, error)
+
+	// ForgetCancel deletes the request to cancel id, once its attempt is
+	// recorded.
+	ForgetCancel(ctx context.Context, id string) error
 
 	// Purge deletes every job of queue, whatever its state, and returns
 	// how many there were; a database driver then clears what the rows
@@ -264,6 +284,28 @@ type Driver interface {
 // AllQueues is the pause of every queue, present and future: not a queue
 // name, which cannot hold '*'.
 const AllQueues = "*"
+
+// Cancelled says what Cancel did.
+type Cancelled int
+
+// What Cancel did.
+const (
+	Removed   Cancelled = iota + 1 // the job waited: it is a failed job now
+	Signalled                      // the job runs: its worker is asked to stop it
+)
+
+// CancelledError is the error a cancelled job is kept with in the failed
+// jobs.
+const CancelledError = "cancelled"
+
+// CancelNote is the prefix of the notification, on the channel of
+// dispatches, that asks the workers to read the cancel requests: it
+// cannot begin a queue name.
+const CancelNote = "!"
+
+// ErrNoJob is returned by Cancel for an id that is no job waiting,
+// delayed or running.
+var ErrNoJob = errors.New("no such job")
 
 // QueueStats is what [Driver.Stats] counts of one queue.
 type QueueStats struct {

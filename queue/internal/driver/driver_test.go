@@ -734,3 +734,62 @@ func TestPausesAreKept(t *testing.T) {
 		}
 	})
 }
+
+// TestCancel: a waiting or delayed job becomes a failed job, "cancelled";
+// a running one gets a request its worker reads; an id that is neither
+// is ErrNoJob; requests of jobs no longer running are forgotten.
+func TestCancel(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		waiting, delayed, running, done := newJob(1, "a", 0), newJob(2, "a", 5000), newJob(3, "b", 0), newJob(4, "c", 0)
+		insert(t, s, waiting, delayed, running, done)
+		r := reserve(t, s, "b", 10)
+		d := reserve(t, s, "c", 10)
+		for _, tt := range []struct {
+			id   string
+			want driver.Cancelled
+		}{{waiting.ID, driver.Removed}, {delayed.ID, driver.Removed}, {r.ID, driver.Signalled}, {r.ID, driver.Signalled}} {
+			if did, err := s.Cancel(ctx, tt.id, 2000); did != tt.want || err != nil {
+				t.Fatalf("Cancel(%s) = %v, %v; want %v", tt.id, did, err, tt.want)
+			}
+		}
+		failed, err := s.Failed(ctx, driver.FailedKey{}, 10, true)
+		if err != nil || len(failed) != 2 || failed[0].Error != "cancelled" || failed[0].FailedAt != 2000 || string(failed[0].Payload) != `{"n":1}` || failed[0].Attempts != 0 {
+			t.Fatalf("failed jobs after cancelling two waiting: %+v, %v", failed, err)
+		}
+		if pending(t, s, "a") != 0 {
+			t.Fatal("a cancelled job is still pending")
+		}
+		if ids, err := s.CancelRequested(ctx, []string{r.ID, d.ID}); err != nil || !slices.Equal(ids, []string{r.ID}) {
+			t.Fatalf("CancelRequested = %v, %v; want the running job cancelled", ids, err)
+		}
+		if ok, err := driver.CompleteOne(ctx, s, d.ID, d.Attempts); !ok || err != nil {
+			t.Fatalf("Complete: %v, %v", ok, err)
+		}
+		for _, id := range []string{d.ID, "01900000-0000-7000-8000-999999999999"} {
+			if _, err := s.Cancel(ctx, id, 2000); !errors.Is(err, driver.ErrNoJob) {
+				t.Fatalf("Cancel(%s), finished or unknown: %v, want ErrNoJob", id, err)
+			}
+		}
+		if err := s.ForgetCancel(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		if ids, _ := s.CancelRequested(ctx, []string{r.ID}); len(ids) != 0 {
+			t.Fatalf("a forgotten request is still there: %v", ids)
+		}
+		// A request whose job finished without it is forgotten by the next cancel.
+		if _, err := s.Cancel(ctx, r.ID, 2000); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := driver.CompleteOne(ctx, s, r.ID, r.Attempts); !ok || err != nil {
+			t.Fatalf("Complete: %v, %v", ok, err)
+		}
+		insert(t, s, newJob(5, "b", 0))
+		again := reserve(t, s, "b", 10)
+		if _, err := s.Cancel(ctx, "01900000-0000-7000-8000-999999999999", 2000); !errors.Is(err, driver.ErrNoJob) {
+			t.Fatal(err)
+		}
+		if ids, _ := s.CancelRequested(ctx, []string{r.ID, again.ID}); len(ids) != 0 {
+			t.Fatalf("requests left of finished jobs: %v", ids)
+		}
+	})
+}

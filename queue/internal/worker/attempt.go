@@ -23,6 +23,7 @@ const MaxErrorLen = 8 << 10
 type attemptError struct {
 	msg       string
 	permanent bool
+	cancelled bool   // by a cancel request
 	stack     string // for a panic
 }
 
@@ -36,8 +37,12 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 	} else {
 		s.abandonAt.Store(0)
 	}
+	ctx, cancel := context.WithCancelCause(w.jobCtx)
+	s.running.Store(&running{job: job, cancel: cancel})
 	s.attempt.Store(n)
-	failure := w.call(job)
+	failure := w.call(ctx, job)
+	s.running.Store(nil)
+	cancel(nil)
 	if !s.attempt.CompareAndSwap(n, 0) {
 		return false
 	}
@@ -84,6 +89,14 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 		})
 		count = &w.failed
 		level, attrs = slog.LevelError, append(attrs, slog.String("outcome", "failed"), slog.String("error", failure.msg))
+		if failure.cancelled {
+			level, attrs[len(attrs)-2] = slog.LevelWarn, slog.String("outcome", "cancelled")
+			if err == nil {
+				if err := w.cfg.Store.ForgetCancel(ctx, job.ID); err != nil {
+					w.log.WarnContext(ctx, "forget the request to cancel a job; the next cancel forgets it", "job_id", job.ID, "error", err)
+				}
+			}
+		}
 	}
 	if failure.stack != "" {
 		attrs = append(attrs, slog.String("stack", failure.stack))
@@ -119,9 +132,11 @@ func recorded(level slog.Level, attrs []slog.Attr, stored bool, err error) (slog
 	return level, attrs
 }
 
-// call runs the job's handler, with a context that ends at the job's
-// timeout, and turns an error, a panic or a timeout into a failure.
-func (w *worker) call(job *driver.Job) (failure *attemptError) {
+// call runs the job's handler, with a context from ctx that ends at the
+// job's timeout, and turns an error, a panic or a timeout into a failure;
+// an error once ctx was cancelled by a cancel request (its cause
+// ErrCancelled) into the failure "cancelled", which is not retried.
+func (w *worker) call(ctx context.Context, job *driver.Job) (failure *attemptError) {
 	if msg := unreadable(job); msg != "" {
 		return &attemptError{msg: "the stored job does not read: " + msg, permanent: true}
 	}
@@ -137,7 +152,6 @@ func (w *worker) call(job *driver.Job) (failure *attemptError) {
 	if !ok {
 		return &attemptError{msg: fmt.Sprintf("no handler for job type %q in this binary", job.Name), permanent: true}
 	}
-	ctx := w.jobCtx
 	if job.TimeoutMs > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(job.TimeoutMs)*time.Millisecond)
@@ -152,6 +166,8 @@ func (w *worker) call(job *driver.Job) (failure *attemptError) {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(context.Cause(ctx), ErrCancelled):
+		return &attemptError{msg: driver.CancelledError, permanent: true, cancelled: true}
 	case IsPermanent(err):
 		return &attemptError{msg: err.Error(), permanent: true}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,15 @@ type slot struct {
 	abandonAt atomic.Int64 // Unix nanoseconds after which the watchdog gives the attempt up; 0 never
 	job       *driver.Job  // set before attempt, read by the watchdog once it won the swap
 	start     time.Time
+	running   atomic.Pointer[running] // the attempt running, for a cancel; nil while idle
+}
+
+// running is an attempt a slot runs: its job, and what cancels its
+// context.
+type running struct {
+	job       *driver.Job
+	cancel    context.CancelCauseFunc
+	cancelled atomic.Bool // asked to stop by a cancel request
 }
 
 // startSlot starts a handler goroutine: it runs the jobs the fetcher
@@ -51,12 +61,14 @@ func (w *worker) watch() (stop func()) {
 		defer close(stopped)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
+		var cancels cancelChecks
 		for {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
 			}
+			w.checkCancels(&cancels)
 			now := time.Now().UnixNano()
 			for i, s := range w.slots {
 				n := s.attempt.Load()

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/navree/navree/queue/internal/driver"
@@ -57,6 +58,8 @@ func (w *worker) listen(queues []string) (stop func()) {
 				case queue == driver.AllQueues: // a pause or a resume
 					w.pauseNote.Store(true)
 					w.cfg.Waker.Wake()
+				case strings.HasPrefix(queue, driver.CancelNote): // a cancel
+					w.cancelNote.Store(true)
 				case slices.Contains(queues, queue):
 					w.cfg.Waker.Wake()
 				}

@@ -39,6 +39,9 @@ type Config struct {
 	// Pauses is bumped each time this process pauses or resumes a queue:
 	// its workers read the paused queues again before they next search.
 	Pauses *atomic.Int64
+	// Cancels is bumped each time this process asks to cancel a running
+	// job: its workers read the cancel requests at once.
+	Cancels *atomic.Int64
 }
 
 // Handle runs one attempt of a job. An error made by [Permanent] fails
@@ -141,8 +144,8 @@ type worker struct {
 	probedAt int64
 	pause    pauses
 	// pauseNote is set by the listener when another process paused or
-	// resumed a queue.
-	pauseNote atomic.Bool
+	// resumed a queue; cancelNote when it asked to cancel a running job.
+	pauseNote, cancelNote atomic.Bool
 
 	// What the prober found, for the fetcher: by queue (in the order of
 	// opts.Queues), a job waiting behind the cursor; a stale reservation.

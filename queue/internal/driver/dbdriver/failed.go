@@ -1,6 +1,7 @@
 package dbdriver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"math"
@@ -48,6 +49,27 @@ func fromFirst(k driver.FailedKey) driver.FailedKey {
 		return driver.FailedKey{FailedAt: math.MinInt64, ID: firstID}
 	}
 	return k
+}
+
+// DeleteFailed implements driver.Driver.
+func (s *sqliteDriver) DeleteFailed(ctx context.Context, id string) error {
+	return s.deleteFailed(ctx, sqliteDeleteOne, id)
+}
+
+// DeleteFailed implements driver.Driver.
+func (p *postgresDriver) DeleteFailed(ctx context.Context, id string) error {
+	return p.deleteFailed(ctx, numbered(sqliteDeleteOne), id)
+}
+
+func (b *base) deleteFailed(ctx context.Context, query, id string) error {
+	res, err := b.sqldb.ExecContext(ctx, query, id)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return cmp.Or(err, driver.ErrNoFailedJob)
+	}
+	return nil
 }
 
 // FlushFailed implements driver.Driver.

@@ -64,18 +64,5 @@ func (b *base) resume(ctx context.Context, queue, notify string) (bool, error) {
 
 // Paused implements driver.Driver.
 func (b *base) Paused(ctx context.Context) ([]string, error) {
-	rows, err := b.sqldb.QueryContext(ctx, listPaused)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var queue string
-		if err := rows.Scan(&queue); err != nil {
-			return nil, err
-		}
-		out = append(out, queue)
-	}
-	return out, rows.Err()
+	return b.ids(ctx, listPaused)
 }

@@ -24,6 +24,7 @@ type Driver struct {
 	unique map[string]string // unique key -> id of the pending job holding it
 	failed map[string]driver.FailedJob
 	paused map[string]bool // the paused queues, driver.AllQueues among them
+	cancel map[string]bool // the ids of running jobs to cancel
 	start  time.Time       // its clock of reservations: the monotonic time since
 }
 
@@ -35,6 +36,7 @@ func New() *Driver {
 		unique: map[string]string{},
 		failed: map[string]driver.FailedJob{},
 		paused: map[string]bool{},
+		cancel: map[string]bool{},
 		start:  time.Now(),
 	}
 }
@@ -157,14 +159,14 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.lines[queue]
-	if l == nil || l.waiting.peek() == nil || l.waiting.peek().AvailableAt > now {
+	if l == nil || d.head(l) == nil || d.head(l).AvailableAt > now {
 		return nil, nil
 	}
 	n := min(limit, l.waiting.len())
 	out := make([]*driver.Job, 0, n)
 	copies := make([]driver.Job, 0, n) // the caller's copies, in one allocation
 	for len(copies) < n {
-		if j := l.waiting.peek(); j == nil || j.AvailableAt > now {
+		if j := d.head(l); j == nil || j.AvailableAt > now {
 			break
 		}
 		j := l.waiting.pop()
@@ -175,6 +177,18 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 		out = append(out, &copies[len(copies)-1])
 	}
 	return out, nil
+}
+
+// head returns the first waiting job of l, or nil; it first drops the
+// jobs cancelled while they waited (Cancel leaves them in l).
+func (d *Driver) head(l *line) *driver.Job {
+	for {
+		j := l.waiting.peek()
+		if j == nil || d.jobs[j.ID] == j {
+			return j
+		}
+		l.waiting.pop()
+	}
 }
 
 // TakeOver implements driver.Driver.
@@ -384,6 +398,62 @@ func (d *Driver) Paused(ctx context.Context) ([]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Sorted(maps.Keys(d.paused)), nil
+}
+
+// Cancel implements driver.Driver.
+func (d *Driver) Cancel(ctx context.Context, id string, now int64) (driver.Cancelled, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for cancelled := range d.cancel {
+		if j := d.jobs[cancelled]; j == nil || j.ReservedAt == 0 {
+			delete(d.cancel, cancelled)
+		}
+	}
+	j := d.jobs[id]
+	switch {
+	case j == nil:
+		return 0, driver.ErrNoJob
+	case j.ReservedAt != 0:
+		d.cancel[id] = true
+		return driver.Signalled, nil
+	}
+	d.remove(j) // still in its line's waiting jobs, which Reserve drops (see head)
+	d.failed[id] = driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
+		Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: j.Attempts, Error: driver.CancelledError,
+		CreatedAt: j.CreatedAt, FailedAt: now, Meta: j.Meta}
+	return driver.Removed, nil
+}
+
+// CancelRequested implements driver.Driver.
+func (d *Driver) CancelRequested(ctx context.Context, ids []string) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if d.cancel[id] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// ForgetCancel implements driver.Driver.
+func (d *Driver) ForgetCancel(ctx context.Context, id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.cancel, id)
+	return nil
+}
+
+// DeleteFailed implements driver.Driver.
+func (d *Driver) DeleteFailed(ctx context.Context, id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.failed[id]; !ok {
+		return driver.ErrNoFailedJob
+	}
+	delete(d.failed, id)
+	return nil
 }
 
 // FlushFailed implements driver.Driver.

@@ -1,0 +1,78 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gofrs/uuid/v5"
+	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/worker"
+)
+
+// ErrCancelled is the cause of a cancelled attempt's context: a handler
+// that checks sees ctx.Err() == context.Canceled and
+// context.Cause(ctx) == ErrCancelled. See [Queue.Cancel].
+var ErrCancelled = worker.ErrCancelled
+
+// ErrNoJob is matched (errors.Is) by the error of [Queue.Cancel] for an
+// id that is no job waiting, delayed or running.
+var ErrNoJob = errors.New("there is no job with that id")
+
+// NoJobError is the error of [Queue.Cancel] for an id that is no job
+// waiting, delayed or running: it has finished, failed, or never was.
+type NoJobError struct{ ID string }
+
+// Error names the id.
+func (e *NoJobError) Error() string {
+	return "there is no waiting, delayed or running job with id " + e.ID + " (queue:failed lists the failed ones)"
+}
+
+// Is reports whether target is [ErrNoJob].
+func (e *NoJobError) Is(target error) bool { return target == ErrNoJob }
+
+// Cancellation is what [Queue.Cancel] did.
+type Cancellation int
+
+// What Cancel did.
+const (
+	// CancelledWaiting: the job waited, or was delayed; it is now a failed
+	// job with the error "cancelled", which queue:retry puts back.
+	CancelledWaiting Cancellation = iota + 1
+	// CancelledRunning: the job runs; its attempt's context is cancelled,
+	// with the cause ErrCancelled, within a second (at once on
+	// PostgreSQL, and in this process). If the handler then returns an
+	// error, the job fails as "cancelled" and is not retried; if it
+	// returns nil, the job has succeeded.
+	CancelledRunning
+)
+
+// Cancel cancels the job with id: a waiting or delayed job is moved to
+// the failed jobs, its error "cancelled"; a running one has its attempt's
+// context cancelled by its worker, in whichever process. An id that is no
+// job waiting, delayed or running gives a [*NoJobError]. A completion that
+// races the cancel wins: the job has then succeeded, and Cancel reports it
+// as not found.
+func (q *Queue) Cancel(ctx context.Context, id string) error {
+	_, err := q.cancel(ctx, id)
+	return err
+}
+
+// cancel is Cancel, saying what it did.
+func (q *Queue) cancel(ctx context.Context, id string) (Cancellation, error) {
+	u, err := uuid.FromString(id)
+	if err != nil {
+		return 0, &NoJobError{ID: id}
+	}
+	did, err := q.store.Cancel(ctx, u.String(), q.clock.Now().UnixMilli())
+	switch {
+	case errors.Is(err, driver.ErrNoJob):
+		return 0, &NoJobError{ID: u.String()}
+	case err != nil:
+		return 0, fmt.Errorf("queue: cancel %s: %w", u, err)
+	case did == driver.Signalled:
+		q.cancels.Add(1)
+		return CancelledRunning, nil
+	}
+	return CancelledWaiting, nil
+}
