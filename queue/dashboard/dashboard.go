@@ -97,7 +97,9 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("GET "+p+"/failed", d.jobsPage)
 	mux.HandleFunc("GET "+p+"/jobs/{id}", d.jobPage)
 	mux.HandleFunc("GET "+p+"/jobs/{id}/payload", d.payloadPartial)
-	mux.HandleFunc("POST "+p+"/failed/{id}/retry", d.operator(d.retry))
+	mux.HandleFunc("POST "+p+"/failed/{id}/retry", d.operator(d.jobAction("retry")))
+	mux.HandleFunc("POST "+p+"/failed/{id}/delete", d.operator(d.jobAction("delete")))
+	mux.HandleFunc("POST "+p+"/jobs/{id}/cancel", d.operator(d.jobAction("cancel")))
 	mux.HandleFunc("POST "+p+"/queues/{name}/pause", d.operator(d.pause))
 	mux.HandleFunc("POST "+p+"/queues/{name}/resume", d.operator(d.pause))
 	mux.HandleFunc("GET "+p+"/bulk", d.operator(d.bulkConfirm))
@@ -518,18 +520,50 @@ func (d *Dashboard) payloadPartial(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "payload", d.view(r, "", "jobs", p))
 }
 
-// retry puts a failed job back on its queue.
-func (d *Dashboard) retry(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if _, err := d.q.Retry(r.Context(), id); errors.Is(err, queue.ErrNoFailedJob) {
-		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no failed job %s: it was retried or deleted already.", id))
-		return
-	} else if err != nil {
-		d.actionFailed(w, r, "retry", err)
-		return
+// action is what an operator may do to a job, one or all matching.
+type action struct {
+	name   string           // retry, delete, cancel
+	done   string           // what the flash says was done: retried...
+	states []queue.JobState // of the jobs it acts on
+	// act does it to one job; the error of a job it cannot act on (not
+	// failed, not pending any more) matches missing.
+	act     func(ctx context.Context, id string) error
+	missing error
+	gone    string // the 404's message for such a job, %s its id
+	// all does it to every job, when there is no filter; nil: one at a
+	// time.
+	all func(ctx context.Context) (int, error)
+}
+
+func (d *Dashboard) actions() map[string]action {
+	return map[string]action{
+		"retry": {name: "retry", done: "retried", states: []queue.JobState{queue.StateFailed},
+			act:     func(ctx context.Context, id string) error { _, err := d.q.Retry(ctx, id); return err },
+			missing: queue.ErrNoFailedJob, gone: "There is no failed job %s: it was retried or deleted already.",
+			all: func(ctx context.Context) (int, error) { return d.q.RetryAll(ctx, nil) }},
+		"delete": {name: "delete", done: "deleted", states: []queue.JobState{queue.StateFailed},
+			act: d.q.DeleteFailed, missing: queue.ErrNoFailedJob, gone: "There is no failed job %s: it was retried or deleted already.",
+			all: d.q.FlushFailed},
+		"cancel": {name: "cancel", done: "cancelled", states: []queue.JobState{queue.StateWaiting, queue.StateDelayed, queue.StateRunning},
+			act: d.q.Cancel, missing: queue.ErrNoJob, gone: "There is no waiting, delayed or running job %s: it finished, failed or was cancelled already."},
 	}
-	d.logger.InfoContext(r.Context(), "queue dashboard: retried a failed job", "job_id", id, "remote_addr", r.RemoteAddr)
-	d.done(w, r, "retried", 1)
+}
+
+// jobAction is the handler of an action on one job.
+func (d *Dashboard) jobAction(name string) http.HandlerFunc {
+	a := d.actions()[name]
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := a.act(r.Context(), id); errors.Is(err, a.missing) {
+			d.fail(w, r, http.StatusNotFound, fmt.Sprintf(a.gone, id))
+			return
+		} else if err != nil {
+			d.actionFailed(w, r, a.name, err)
+			return
+		}
+		d.logger.InfoContext(r.Context(), "queue dashboard: "+a.done+" a job", "job_id", id, "remote_addr", r.RemoteAddr)
+		d.done(w, r, a.done, 1)
+	}
 }
 
 // pause pauses or resumes a queue, or every queue for the name "all"
@@ -610,6 +644,10 @@ func flash(q url.Values) string {
 	switch what := q.Get("done"); {
 	case what == "retried":
 		return fmt.Sprintf("Retried %d %s: back on %s queue.", n, jobs, map[bool]string{true: "its", false: "their"}[n == 1])
+	case what == "deleted":
+		return fmt.Sprintf("Deleted %d failed %s, for good.", n, jobs)
+	case what == "cancelled":
+		return fmt.Sprintf("Cancelled %d %s: a waiting or delayed one is now failed, with the error \"cancelled\"; a running one is told to stop.", n, jobs)
 	case (what == "paused" || what == "resumed") && name == queue.AllQueues:
 		return fmt.Sprintf("%s every queue.", map[string]string{"paused": "Paused", "resumed": "Resumed"}[what])
 	case what == "paused" && name != "":
@@ -622,20 +660,30 @@ func flash(q url.Values) string {
 
 // bulkAction is a bulk action and the jobs it applies to.
 type bulkAction struct {
-	Action string // retry
+	Action string // retry, delete, cancel
 	Filter filter
 	Count  string // how many jobs match, as shown
 	Back   string
+	act    action
 }
 
 // bulkOf reads a bulk action from r's form.
 func (d *Dashboard) bulkOf(r *http.Request) (bulkAction, error) {
-	b := bulkAction{Action: r.FormValue("action"), Filter: filter{State: queue.StateFailed, Queue: r.FormValue("queue"), Type: r.FormValue("type")},
+	b := bulkAction{Action: r.FormValue("action"), Filter: filter{State: queue.JobState(r.FormValue("state")), Queue: r.FormValue("queue"), Type: r.FormValue("type")},
 		Back: d.backURL(r.FormValue("back")).String()}
-	switch b.Action {
-	case "retry":
-	default:
-		return b, fmt.Errorf("unknown bulk action %q: want retry", b.Action)
+	a, ok := d.actions()[b.Action]
+	if !ok {
+		return b, fmt.Errorf("unknown bulk action %q: want retry, delete or cancel", b.Action)
+	}
+	b.act = a
+	if b.Filter.State == "" {
+		b.Filter.State = a.states[0]
+	}
+	if !slices.Contains(a.states, b.Filter.State) {
+		return b, fmt.Errorf("%s applies to %s jobs, not %s ones", a.name, strings.Trim(fmt.Sprint(a.states), "[]"), b.Filter.State)
+	}
+	if b.Filter.Queue != "" && queue.CheckName(b.Filter.Queue) != nil {
+		return b, fmt.Errorf("%q is not a queue name", b.Filter.Queue)
 	}
 	return b, nil
 }
@@ -652,7 +700,11 @@ func (d *Dashboard) bulkConfirm(w http.ResponseWriter, r *http.Request) {
 		d.queueFailed(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "confirm.html", d.view(r, "Confirm", "failed", b))
+	nav := "jobs"
+	if b.Filter.State == queue.StateFailed {
+		nav = "failed"
+	}
+	d.render(w, r, http.StatusOK, "confirm.html", d.view(r, "Confirm", nav, b))
 }
 
 // countMatching counts the jobs of f: from Stats without a type, by
@@ -711,40 +763,48 @@ func (d *Dashboard) bulk(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	var n int
-	if b.Filter.Queue == "" && b.Filter.Type == "" {
-		n, err = d.q.RetryAll(ctx, nil)
+	if b.Filter.Queue == "" && b.Filter.Type == "" && b.act.all != nil {
+		n, err = b.act.all(ctx)
 	} else {
-		n, err = d.eachFailed(ctx, b.Filter, func(id string) error {
-			_, err := d.q.Retry(ctx, id)
-			return err
-		})
+		n, err = d.each(ctx, b.Filter, b.act)
+	}
+	if errors.Is(err, queue.ErrInvalidQuery) { // a type no job can have
+		d.fail(w, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "queue: "))
+		return
 	}
 	if err != nil {
-		d.logger.ErrorContext(ctx, "queue dashboard: retry failed jobs", "done", n, "error", err, "remote_addr", r.RemoteAddr)
-		d.fail(w, r, http.StatusInternalServerError, fmt.Sprintf("The queue stopped after it retried %d job(s); the app's log has the error. "+
+		d.logger.ErrorContext(ctx, "queue dashboard: "+b.act.name+" jobs", "done", n, "error", err, "remote_addr", r.RemoteAddr)
+		d.fail(w, r, http.StatusInternalServerError, fmt.Sprintf("The queue stopped after %d job(s); the app's log has the error. "+
 			"Asking again goes on with the rest.", n))
 		return
 	}
-	d.logger.InfoContext(ctx, "queue dashboard: retried failed jobs", "count", n, "queue", b.Filter.Queue, "type", b.Filter.Type, "remote_addr", r.RemoteAddr)
-	d.done(w, r, "retried", n)
+	d.logger.InfoContext(ctx, "queue dashboard: "+b.act.done+" jobs", "count", n, "state", b.Filter.State, "queue", b.Filter.Queue,
+		"type", b.Filter.Type, "remote_addr", r.RemoteAddr)
+	d.done(w, r, b.act.done, n)
 }
 
-// eachFailed calls act with each failed job of f that had failed when it
-// started, a page at a time, and returns how many it acted on. A job
-// gone meanwhile (another person retried it) is skipped.
-func (d *Dashboard) eachFailed(ctx context.Context, f filter, act func(id string) error) (int, error) {
+// each does a to each job of f that matched it when it started, a page
+// at a time, and returns how many it acted on. A job gone meanwhile
+// (another person acted on it) is skipped. Jobs that came after the
+// start are left alone: a failure or a due time after it ends the walk
+// (the lists are in that order), a delayed job dispatched since is
+// skipped.
+func (d *Dashboard) each(ctx context.Context, f filter, a action) (int, error) {
 	upTo := d.clock.Now()
 	n, after := 0, ""
 	for {
-		jobs, next, err := d.q.Jobs(ctx, queue.JobsQuery{State: queue.StateFailed, Queue: f.Queue, Name: f.Type, After: after, Limit: queue.MaxJobsPage})
+		jobs, next, err := d.q.Jobs(ctx, queue.JobsQuery{State: f.State, Queue: f.Queue, Name: f.Type, After: after, Limit: queue.MaxJobsPage})
 		if err != nil {
 			return n, err
 		}
 		for _, j := range jobs {
-			if j.FailedAt.After(upTo) {
+			switch {
+			case f.State == queue.StateFailed && j.FailedAt.After(upTo), f.State == queue.StateWaiting && j.AvailableAt.After(upTo):
 				return n, nil
+			case f.State == queue.StateDelayed && j.CreatedAt.After(upTo):
+				continue
 			}
-			if err := act(j.ID); errors.Is(err, queue.ErrNoFailedJob) {
+			if err := a.act(ctx, j.ID); errors.Is(err, a.missing) {
 				continue
 			} else if err != nil {
 				return n, err

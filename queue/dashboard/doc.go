@@ -25,12 +25,14 @@
 // The table polls for fresh counts (htmx).
 //
 // The jobs page lists the jobs of one state, by queue and type, a page
-// at a time from the queue's cursors ([queue.Queue.Jobs]); the failed
-// page is its failed state, with Retry for one job and "Retry all
-// matching…", which asks for a confirmation first. A job's page shows
-// its attempts and last error; a failed job's payload is shown when
-// asked for, with the values of the keys of [Config.MaskKeys] masked at
-// any depth.
+// at a time from the queue's cursors ([queue.Queue.Jobs]), with Cancel
+// for a waiting, delayed or running job; the failed page is its failed
+// state, with Retry and Delete. "Retry all matching…", "Delete all
+// matching…" and "Cancel all matching…" act on every job of the list's
+// filter, after a confirmation page. A job's page shows its attempts and
+// last error; a failed job's payload is shown when asked for, with the
+// values of the keys of [Config.MaskKeys] masked at any depth. The
+// queues page pauses and resumes queues ([queue.Queue.Pause]).
 //
 // # Access
 //

@@ -385,6 +385,17 @@ func TestBulkRetryAsksForConfirmation(t *testing.T) {
 			t.Errorf("confirmation of all: %s", got)
 		}
 		f.get(t, "operator", "/bulk?action=explode", http.StatusBadRequest)
+		f.get(t, "operator", "/bulk?action=retry&queue=no+spaces", http.StatusBadRequest)
+		f.get(t, "operator", "/bulk?action=retry&type=%01", http.StatusBadRequest)
+		for _, bad := range []url.Values{{"queue": {"no spaces"}}, {"type": {"\x01"}}, {"action": {"explode"}}} {
+			form := url.Values{"action": {"retry"}, "confirm": {"yes"}}
+			for k, v := range bad {
+				form[k] = v
+			}
+			if r := f.do(t, "operator", "POST", "/bulk", form); r.status != http.StatusBadRequest {
+				t.Errorf("POST /bulk %v: %d, want 400\n%s", form, r.status, r.body)
+			}
+		}
 
 		// Without the confirmation nothing happens.
 		if r := f.do(t, "operator", "POST", "/bulk", url.Values{"action": {"retry"}, "queue": {"exports"}}); r.status != http.StatusBadRequest {

@@ -108,10 +108,14 @@ func setup(t *testing.T, dbURL string, p dashboard.Params) *fixture {
 				return errors.New(j.Reason)
 			})),
 			queue.HandlerOf[Reminder](queue.HandlerFunc[Reminder](func(context.Context, Reminder, queue.JobContext) error { return nil })),
-			queue.HandlerOf[Slow](queue.HandlerFunc[Slow](func(context.Context, Slow, queue.JobContext) error {
+			queue.HandlerOf[Slow](queue.HandlerFunc[Slow](func(ctx context.Context, _ Slow, _ queue.JobContext) error {
 				f.started <- struct{}{}
-				<-f.finish
-				return nil
+				select {
+				case <-f.finish:
+					return nil
+				case <-ctx.Done(): // cancelled
+					return context.Cause(ctx)
+				}
 			})),
 		},
 	})
@@ -134,8 +138,9 @@ func setup(t *testing.T, dbURL string, p dashboard.Params) *fixture {
 }
 
 // running dispatches a Slow job and starts a worker on it, which runs
-// until the test ends; it returns once the job runs.
-func (f *fixture) running(t *testing.T) string {
+// until the test ends or the job is cancelled; it returns once the job
+// runs, with the job's id and a channel closed when the worker is done.
+func (f *fixture) running(t *testing.T) (string, <-chan struct{}) {
 	t.Helper()
 	id, err := f.q.Dispatch(ctx, Slow{})
 	if err != nil {
@@ -155,7 +160,7 @@ func (f *fixture) running(t *testing.T) string {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the Slow job did not start")
 	}
-	return id
+	return id, done
 }
 
 // failedIn is failed, the jobs on the queue name.
