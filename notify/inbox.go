@@ -272,12 +272,29 @@ func (i *Inbox) Delete(ctx context.Context, n Notifiable, ids ...string) (int, e
 		"DELETE FROM notifications WHERE notifiable_type = ? AND notifiable_id = ? AND id IN (?)")
 }
 
+// PruneBatch is how many notifications [Inbox.Prune] deletes in one
+// transaction.
+const PruneBatch = 1000
+
 // Prune deletes every notifiable's read notifications read before
-// readBefore, and returns how many. Unread notifications stay, however
-// old. It reads the whole table: run it from a scheduled job.
+// readBefore, PruneBatch to a transaction so that a million never hold
+// one long transaction, and returns how many. Unread notifications stay,
+// however old. It reads the table: run it from a scheduled job (the job
+// notify.prune, [PruneJob]) or notify:prune. Stopped by ctx or an error,
+// it returns the count so far with the error.
 func (i *Inbox) Prune(ctx context.Context, readBefore time.Time) (int, error) {
-	return i.exec(ctx, "prune notifications",
-		"DELETE FROM notifications WHERE read_at IS NOT NULL AND read_at < ?", readBefore.UnixMilli())
+	deleted := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return deleted, fmt.Errorf("notify: prune notifications: stopped after %d: %w", deleted, err)
+		}
+		n, err := i.exec(ctx, "prune notifications",
+			"DELETE FROM notifications WHERE id IN (SELECT id FROM notifications WHERE read_at IS NOT NULL AND read_at < ? LIMIT ?)",
+			readBefore.UnixMilli(), PruneBatch)
+		if deleted += n; err != nil || n < PruneBatch {
+			return deleted, err
+		}
+	}
 }
 
 // change runs query, a write of n's notifications of ids whose arguments

@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/migrations"
 	"github.com/navree/navree/notify"
+	"github.com/navree/navree/queue"
 	"github.com/navree/navree/testing/apptest"
 )
 
@@ -509,6 +513,29 @@ func TestInboxPrunesWhatWasReadLongAgo(t *testing.T) {
 	})
 }
 
+// TestPruneDeletesInBatches: more read notifications than a batch go, a
+// batch to a transaction; the unread one stays.
+func TestPruneDeletesInBatches(t *testing.T) {
+	eachInboxDB(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		inbox := notify.NewInbox(d, apptest.FixedClock(inboxT0.Add(time.Hour)))
+		who := inboxOwner{"user", "ada"}
+		for n := range notify.PruneBatch + 200 {
+			store(t, d, who, n+1)
+		}
+		if n, err := inbox.MarkAllRead(ctx, who); n != notify.PruneBatch+200 || err != nil {
+			t.Fatal(n, err)
+		}
+		unread := store(t, d, who, notify.PruneBatch+201)
+		if n, err := inbox.Prune(ctx, inboxT0.Add(2*time.Hour)); n != notify.PruneBatch+200 || err != nil {
+			t.Fatalf("prune: %d, %v; want %d", n, err, notify.PruneBatch+200)
+		}
+		if got := idsOf(all(t, inbox, who)); !slices.Equal(got, []string{unread.ID}) {
+			t.Fatalf("left %v, want the unread one", got)
+		}
+	})
+}
+
 func TestInboxWritesJoinTheUnitOfWork(t *testing.T) {
 	eachInboxDB(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
@@ -561,4 +588,50 @@ func TestInboxWritesJoinTheUnitOfWork(t *testing.T) {
 			t.Fatalf("after the commit: %d unread, want 2", n)
 		}
 	})
+}
+
+// TestPruneCommandAndJob: notify:prune deletes the notifications read
+// longer ago than its flag says; the job notify.prune does the same from a
+// worker, and fails at once without a positive age.
+func TestPruneCommandAndJob(t *testing.T) {
+	url := dbtest.SQLiteURL(t)
+	d := migratedInboxDB(t, url)
+	clock := apptest.FixedClock(inboxT0.Add(40 * 24 * time.Hour))
+	inbox := notify.NewInbox(d, apptest.FixedClock(inboxT0))
+	who := inboxOwner{"user", "ada"}
+	store(t, d, who, 1)
+	if _, err := inbox.MarkAllRead(context.Background(), who); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		a := app.New(config.Module(config.Sources{Overrides: map[string]any{"database.url": url}}), app.WithClock(clock),
+			db.Module(), queue.Module(), notify.Module())
+		a.Name, a.Stdout, a.Stderr = "crm", &out, &out
+		err := a.Run(context.Background(), args)
+		return out.String(), err
+	}
+	if _, err := run("migrate"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("notify:prune", "--read-older-than", "1000h"); err != nil || out != "Deleted 0 notification(s) read more than 1000h0m0s ago.\n" {
+		t.Fatalf("notify:prune 1000h: %q, %v", out, err)
+	}
+	if _, err := run("queue:dispatch", "notify.prune", `{"read_older_than_hours": 720}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run("queue:dispatch", "notify.prune", `{}`); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run("queue:work", "--stop-when-empty")
+	if err != nil || !strings.Contains(out, "Processed 2 job attempt(s): 1 succeeded, 0 released for retry, 1 failed.") ||
+		!strings.Contains(out, "notify.prune: read_older_than_hours is 0; want more than 0, such as 720") {
+		t.Fatalf("queue:work: %q, %v", out, err)
+	}
+	if n, err := inbox.UnreadCount(context.Background(), who); n != 0 || err != nil || len(all(t, inbox, who)) != 0 {
+		t.Fatalf("the read notification is still there: %v", err)
+	}
+	if _, err := run("notify:prune", "--read-older-than", "0s"); err == nil || err.Error() != "notify:prune: --read-older-than is 0s; want more than 0, such as 720h" {
+		t.Fatalf("notify:prune 0s: %v", err)
+	}
 }

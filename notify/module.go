@@ -14,8 +14,9 @@ import (
 
 // Module is notifications. It provides the app's [*Notifier] and [*Inbox],
 // registers the notify.send job that delivers each notification over one
-// channel, and adds the migration set "notifications" (the table the
-// database channel writes). Its channels are mail (with mail.Module),
+// channel and the notify.prune job ([PruneJob]), adds the migration set
+// "notifications" (the table the database channel writes) and the
+// command notify:prune. Its channels are mail (with mail.Module),
 // database (with db.Module), log, and those the app adds ([AddChannel]).
 // It has no configuration.
 func Module() fx.Option {
@@ -24,7 +25,9 @@ func Module() fx.Option {
 		fx.Provide(func(d *deliverer, q queue.Dispatcher) *Notifier { return &Notifier{d: d, dispatcher: q} }),
 		fx.Provide(NewInbox),
 		queue.Register[SendJob](func(d *deliverer) queue.Handler[SendJob] { return sendHandler{d} }),
+		queue.Register[PruneJob](newPruneHandler),
 		db.Migrations("notifications", migrations.Notifications),
+		app.Commands(commands()...),
 	)
 }
 

@@ -392,6 +392,23 @@ func commands() []app.Command {
 			}),
 		},
 		{
+			Name:  "queue:prune-failed",
+			Usage: "Delete the failed jobs older than --older-than",
+			Description: "Deletes them 1,000 to a transaction, oldest first. To prune on a schedule, dispatch the job\n" +
+				"queue.prune_failed from an entry: schedule.Cron(\"queue.prune_failed\", \"0 3 * * *\", queue.PruneFailedJob{OlderThanHours: 168}).",
+			Flags: []cli.Flag{&cli.DurationFlag{Name: "older-than", Value: 7 * 24 * time.Hour, Usage: "delete those that failed more than `D` ago, such as 72h"}},
+			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+				progress := term.NewProgress(c.App.ErrWriter, "Deleting failed jobs", 0)
+				n, err := q.PruneFailed(c.Context, c.Duration("older-than"), progress.Set)
+				progress.Done()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.App.Writer, "Deleted %d failed job(s) older than %s.\n", n, c.Duration("older-than"))
+				return nil
+			}),
+		},
+		{
 			Name:  "queue:flush",
 			Usage: "Delete every failed job",
 			Action: app.Uses(func(c *cli.Context, q *Queue) error {

@@ -160,7 +160,8 @@ func New(p Params) (*Queue, error) {
 	if q.logger == nil {
 		q.logger = slog.New(slog.DiscardHandler)
 	}
-	for _, reg := range append(p.Handlers, registration[benchJob](HandlerFunc[benchJob](q.handleBench), "queue:bench")) {
+	for _, reg := range append(p.Handlers, registration[benchJob](HandlerFunc[benchJob](q.handleBench), "queue:bench"),
+		registration[PruneFailedJob](HandlerFunc[PruneFailedJob](q.handlePrune), "the queue module")) {
 		if err := checkText("the job name "+strconv.Quote(reg.name)+" of "+reg.typ.String()+" at "+reg.where, reg.name, MaxJobNameLen); err != nil {
 			return nil, err
 		}

@@ -31,6 +31,25 @@ func commands() []app.Command {
 			}),
 		},
 		{
+			Name:  "schedule:prune",
+			Usage: "Delete the claims of ticks older than --older-than, keeping each entry's latest",
+			Description: "schedule:work does it once an hour for those older than 7 days; this does it now,\n" +
+				"1,000 to a transaction.",
+			Flags: []cli.Flag{&cli.DurationFlag{Name: "older-than", Value: 7 * 24 * time.Hour, Usage: "delete the claims of ticks more than `D` ago"}},
+			Action: app.Uses(func(c *cli.Context, s *Scheduler) error {
+				age := c.Duration("older-than")
+				if age <= 0 {
+					return fmt.Errorf("schedule:prune: --older-than is %s; want more than 0, such as 168h", age)
+				}
+				n, err := s.Prune(c.Context, s.clock.Now().Add(-age))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.App.Writer, "Deleted %d claim(s) of ticks older than %s.\n", n, age)
+				return nil
+			}),
+		},
+		{
 			Name:  "schedule:list",
 			Usage: "List the scheduled entries: their schedule, zone, next and last run, job and queue",
 			Action: app.Uses(func(c *cli.Context, s *Scheduler) error {

@@ -312,6 +312,35 @@ func TestPruneKeepsEachEntrysLatestTick(t *testing.T) {
 	}
 }
 
+// TestPruneDeletesInBatches: more claims than a batch go, a batch to a
+// transaction, each entry's latest kept.
+func TestPruneDeletesInBatches(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, database fx.Option) {
+		a := newApp(t, database, at("07:59:59"))
+		ctx := context.Background()
+		for _, name := range []string{"a", "b"} {
+			for n := range schedule.PruneBatch {
+				if _, err := a.DB.ExecContext(ctx, "INSERT INTO schedule_ticks (name, tick_at, job_id, skipped, dispatched_at) VALUES (?, ?, 'j', 0, 1)", name, n+1); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if n, err := a.S.Prune(ctx, at("07:00:00")); err != nil || n != 2*(schedule.PruneBatch-1) {
+			t.Fatalf("Prune = %d, %v; want every claim but each entry's latest", n, err)
+		}
+		var left int
+		if err := a.DB.QueryRowContext(ctx, "SELECT count(*) FROM schedule_ticks WHERE tick_at = ?", schedule.PruneBatch).Scan(&left); err != nil || left != 2 {
+			t.Fatalf("%d latest claims left, %v; want 2", left, err)
+		}
+		if out, err := a.App.RunCommand("schedule:prune"); err != nil || out != "Deleted 0 claim(s) of ticks older than 168h0m0s.\n" {
+			t.Fatalf("schedule:prune: %q, %v", out, err)
+		}
+		if _, err := a.App.RunCommand("schedule:prune", "--older-than", "0s"); err == nil || err.Error() != "schedule:prune: --older-than is 0s; want more than 0, such as 168h" {
+			t.Fatalf("schedule:prune --older-than 0s: %v", err)
+		}
+	})
+}
+
 // TestWithoutFx: entries made with CronEntry and EveryEntry, given to New.
 func TestWithoutFx(t *testing.T) {
 	a := newApp(t, apptest.TempDatabase(), at("09:59:59"))

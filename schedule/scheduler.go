@@ -271,23 +271,35 @@ func (s *Scheduler) Next(now time.Time) time.Time {
 	return next
 }
 
+// PruneBatch is how many claims [Scheduler.Prune] deletes in one
+// transaction.
+const PruneBatch = 1000
+
 // Prune deletes the claims of ticks older than before, keeping each
-// entry's latest (it tells the scheduler where the entry stands).
+// entry's latest (it tells the scheduler where the entry stands),
+// PruneBatch to a transaction; and returns how many. schedule:work prunes
+// those older than 7 days once an hour; schedule:prune does it at once.
 func (s *Scheduler) Prune(ctx context.Context, before time.Time) (int, error) {
-	var n int64
-	err := s.db.Transaction(ctx, func(ctx context.Context) error {
-		tx, err := s.db.Querier(ctx)
-		if err != nil {
+	deleted := 0
+	for {
+		var n int64
+		err := s.db.Transaction(ctx, func(ctx context.Context) error {
+			tx, err := s.db.Querier(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := tx.NewRaw(`DELETE FROM schedule_ticks WHERE (name, tick_at) IN (
+				SELECT name, tick_at FROM schedule_ticks o WHERE tick_at < ?
+				AND tick_at < (SELECT MAX(t.tick_at) FROM schedule_ticks t WHERE t.name = o.name) LIMIT ?)`, before.UnixMilli(), PruneBatch).Exec(ctx)
+			if err == nil {
+				n, _ = res.RowsAffected()
+			}
 			return err
+		})
+		if deleted += int(n); err != nil || n < PruneBatch {
+			return deleted, err
 		}
-		res, err := tx.NewRaw(`DELETE FROM schedule_ticks WHERE tick_at < ?
-			AND tick_at < (SELECT MAX(t.tick_at) FROM schedule_ticks t WHERE t.name = schedule_ticks.name)`, before.UnixMilli()).Exec(ctx)
-		if err == nil {
-			n, _ = res.RowsAffected()
-		}
-		return err
-	})
-	return int(n), err
+	}
 }
 
 // Work runs the scheduler until ctx ends: it sleeps until the next tick

@@ -182,6 +182,9 @@ var exportModule = fx.Module("export",
 		return queue.HandlerFunc[PruneExports](func(ctx context.Context, _ PruneExports, _ queue.JobContext) error { return prune(clock.Now()) })
 	}),
 	schedule.Cron("exports.prune", "0 3 * * *", PruneExports{}),
+	// The framework's housekeeping, each a job of its module.
+	schedule.Cron("queue.prune_failed", "0 4 * * *", queue.PruneFailedJob{OlderThanHours: 7 * 24}),
+	schedule.Cron("notify.prune", "30 4 * * *", notify.PruneJob{ReadOlderThanHours: 30 * 24}),
 	mail.Templates(mailTemplates),
 	mail.Previews(mail.Preview{Name: "export-ready", Func: func(context.Context) (mail.Mail, error) {
 		return mail.Template("ada@example.com", "Your export is ready", "mail/export-ready").With(map[string]any{

@@ -377,14 +377,17 @@ func TestAMissingTableSaysToMigrate(t *testing.T) {
 	})
 }
 
-// TestScheduleList: the example app's nightly and frequent entries.
+// TestScheduleList: the example app's nightly and frequent entries, and
+// the framework's housekeeping.
 func TestScheduleList(t *testing.T) {
 	dir := t.TempDir()
 	run(t, dir, "", "migrate")
 	out := run(t, dir, "", "schedule:list")
-	if !strings.HasPrefix(out, "NAME           SCHEDULE    ZONE  NEXT RUN") ||
-		!regexp.MustCompile(`\ndemo.greet     every 5m0s  -     \d{4}-\d\d-\d\d \d\d:\d\d:00 UTC \(in \d+[ms]\)\s+never     demo.welcome   \(default\)\n`).MatchString(out) ||
-		!regexp.MustCompile(`\nexports.prune  0 3 \* \* \*   UTC   \d{4}-\d\d-\d\d 03:00:00 UTC \(in \S+\)\s+never     exports.prune  \(default\)\n`).MatchString(out) {
+	if !regexp.MustCompile(`^NAME +SCHEDULE +ZONE +NEXT RUN`).MatchString(out) ||
+		!regexp.MustCompile(`\ndemo.greet +every 5m0s +- +\d{4}-\d\d-\d\d \d\d:\d\d:00 UTC \(in \d+[ms]\) +never +demo.welcome +\(default\)\n`).MatchString(out) ||
+		!regexp.MustCompile(`\nexports.prune +0 3 \* \* \* +UTC +\d{4}-\d\d-\d\d 03:00:00 UTC \(in \S+\) +never +exports.prune +\(default\)\n`).MatchString(out) ||
+		!regexp.MustCompile(`\nqueue.prune_failed +0 4 \* \* \* +UTC +\d{4}-\d\d-\d\d 04:00:00 UTC \(in \S+\) +never +queue.prune_failed +\(default\)\n`).MatchString(out) ||
+		!regexp.MustCompile(`\nnotify.prune +30 4 \* \* \* +UTC +\d{4}-\d\d-\d\d 04:30:00 UTC \(in \S+\) +never +notify.prune +\(default\)\n`).MatchString(out) {
 		t.Fatalf("schedule:list printed:\n%s", out)
 	}
 }

@@ -227,6 +227,10 @@ type Driver interface {
 	// none.
 	DeleteFailed(ctx context.Context, id string) error
 
+	// PruneFailed deletes, in one transaction, up to limit of the failed
+	// jobs that failed before before, oldest first, and returns how many.
+	PruneFailed(ctx context.Context, before int64, limit int) (int, error)
+
 	// Pause records queue (AllQueues for every queue) as paused at now;
 	// pausing a paused queue changes nothing. Workers read the paused
 	// queues with Paused; a driver whose workers listen tells them at

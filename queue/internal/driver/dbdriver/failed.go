@@ -72,6 +72,21 @@ func (b *base) deleteFailed(ctx context.Context, query, id string) error {
 	return nil
 }
 
+// pruneFailed deletes a batch of the oldest failures, found in
+// failed_jobs_failed_at.
+const pruneFailed = "DELETE FROM failed_jobs WHERE id IN (SELECT id FROM failed_jobs WHERE failed_at < ? ORDER BY failed_at, id LIMIT ?)"
+
+// PruneFailed implements driver.Driver.
+func (s *sqliteDriver) PruneFailed(ctx context.Context, before int64, limit int) (int, error) {
+	return s.count(ctx, pruneFailed, before, limit)
+}
+
+// PruneFailed implements driver.Driver, reaching the rows by primary key
+// (see postgresStatements).
+func (p *postgresDriver) PruneFailed(ctx context.Context, before int64, limit int) (int, error) {
+	return p.count(ctx, numbered("DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM failed_jobs WHERE failed_at < ? ORDER BY failed_at, id LIMIT ?))"), before, limit)
+}
+
 // FlushFailed implements driver.Driver.
 func (b *base) FlushFailed(ctx context.Context) (int, error) {
 	return b.count(ctx, b.q.flush)

@@ -456,6 +456,26 @@ func (d *Driver) DeleteFailed(ctx context.Context, id string) error {
 	return nil
 }
 
+// PruneFailed implements driver.Driver.
+func (d *Driver) PruneFailed(ctx context.Context, before int64, limit int) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var old []driver.FailedJob
+	for _, f := range d.failed {
+		if f.FailedAt < before {
+			old = append(old, f)
+		}
+	}
+	slices.SortFunc(old, func(a, b driver.FailedJob) int {
+		return cmp.Or(cmp.Compare(a.FailedAt, b.FailedAt), cmp.Compare(a.ID, b.ID))
+	})
+	old = old[:min(len(old), limit)]
+	for _, f := range old {
+		delete(d.failed, f.ID)
+	}
+	return len(old), nil
+}
+
 // FlushFailed implements driver.Driver.
 func (d *Driver) FlushFailed(ctx context.Context) (int, error) {
 	d.mu.Lock()
