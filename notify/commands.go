@@ -62,11 +62,15 @@ func commands() []app.Command {
 		Description: "Unread notifications stay, however old. Deletes them 1,000 to a transaction. To prune on a schedule,\n" +
 			"dispatch the job notify.prune from an entry: schedule.Cron(\"notify.prune\", \"30 3 * * *\", notify.PruneJob{ReadOlderThanHours: 720}).",
 		Flags: []cli.Flag{&cli.DurationFlag{Name: "read-older-than", Value: 30 * 24 * time.Hour, Usage: "delete those read more than `D` ago, such as 168h"}},
-		Action: app.Uses(func(c *cli.Context, inbox *Inbox) error {
+		Action: app.Uses(func(c *cli.Context, p pruneIn) error { // the app may have no database: then it says so
 			age := c.Duration("read-older-than")
 			if age <= 0 {
 				return fmt.Errorf("notify:prune: --read-older-than is %s; want more than 0, such as 720h", age)
 			}
+			if p.DB == nil {
+				return errors.New("notify:prune: the app has no database (db.Module), so no inbox to prune")
+			}
+			inbox := NewInbox(p.DB, p.Clock)
 			n, err := inbox.Prune(c.Context, inbox.clock.Now().Add(-age))
 			if err != nil {
 				return err
