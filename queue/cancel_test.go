@@ -166,3 +166,48 @@ func TestCancelCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestJobLooksUpAJobInEachState: by id, with its payload and options,
+// waiting, delayed, running and failed; an id that is no job stored is a
+// NoJobError.
+func TestJobLooksUpAJobInEachState(t *testing.T) {
+	each(t, func(t *testing.T, f fixture) {
+		waiting, _ := f.q.Dispatch(ctx, SyncCalendar{UserID: "u1"}) // unique, on sync, 5 attempts, fixed 30 s
+		delayed, _ := f.q.Later(ctx, ExportContacts{CompanyID: "later"}, time.Hour)
+		running, _ := f.q.Dispatch(ctx, ExportContacts{CompanyID: "now"})
+		f.reserve(t, "default")
+		failedID, _ := f.q.Dispatch(ctx, ExportContacts{CompanyID: "bad"})
+		if err := f.q.Cancel(ctx, failedID); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			id      string
+			state   queue.JobState
+			payload string
+			backoff string
+			unique  bool
+		}{
+			{waiting, queue.StateWaiting, `{"user_id":"u1"}`, "fixed:30000", true},
+			{delayed, queue.StateDelayed, `{"company_id":"later","requested_by":""}`, "exponential:1000:300000", false},
+			{running, queue.StateRunning, `{"company_id":"now","requested_by":""}`, "exponential:1000:300000", false},
+			{failedID, queue.StateFailed, `{"company_id":"bad","requested_by":""}`, "exponential:1000:300000", false},
+		} {
+			j, err := f.q.Job(ctx, tt.id)
+			if err != nil || j.ID != tt.id || j.State != tt.state || string(j.Payload) != tt.payload || j.PayloadBytes != len(tt.payload) ||
+				j.Backoff != tt.backoff || j.Unique != tt.unique || j.Timeout != time.Minute {
+				t.Errorf("Job(%s) = %+v, %v; want %s with %s, backoff %s, unique %v, timeout 1m", tt.id, j, err, tt.state, tt.payload, tt.backoff, tt.unique)
+			}
+		}
+		if j, _ := f.q.Job(ctx, failedID); j.LastError != "cancelled" || j.FailedAt.IsZero() {
+			t.Errorf("the failed job's error and time: %+v", j)
+		}
+		if j, _ := f.q.Job(ctx, running); j.ReservedAt.IsZero() || j.Attempts != 1 {
+			t.Errorf("the running job's reservation: %+v", j)
+		}
+		for _, bad := range []string{"0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23", "nope"} {
+			if _, err := f.q.Job(ctx, bad); !errors.Is(err, queue.ErrNoJob) {
+				t.Errorf("Job(%s): %v", bad, err)
+			}
+		}
+	})
+}

@@ -235,3 +235,55 @@ func timeOf(ms int64) time.Time {
 	}
 	return time.UnixMilli(ms).UTC()
 }
+
+// JobDetail is everything stored of one job: what [JobInfo] shows, its
+// state, and its payload, metadata and options.
+type JobDetail struct {
+	JobInfo
+	State   JobState
+	Payload []byte // the JSON it was dispatched with, byte for byte
+	Meta    []byte // what travels beside it (trace context...), JSON; nil for none
+	// Backoff is as stored: "exponential:BASE_MS:MAX_MS" or "fixed:MS".
+	Backoff string
+	Timeout time.Duration // 0: no time limit
+	// Unique says that the job holds a unique key (see Options.UniqueFor):
+	// no job of the same key is stored while it does. Failed jobs hold
+	// none.
+	Unique bool
+}
+
+// Job returns the job with id, in whichever state: waiting, delayed,
+// running or failed. An id that is no job stored (it has succeeded, been
+// deleted, or never was) gives a [*NoJobError].
+func (q *Queue) Job(ctx context.Context, id string) (JobDetail, error) {
+	u, err := uuid.FromString(id)
+	if err != nil {
+		return JobDetail{}, &NoJobError{ID: id}
+	}
+	j, f, err := q.store.Lookup(ctx, u.String())
+	switch {
+	case errors.Is(err, driver.ErrNoJob):
+		return JobDetail{}, &NoJobError{ID: u.String()}
+	case err != nil:
+		return JobDetail{}, fmt.Errorf("queue: look up the job %s: %w", u, err)
+	case f != nil:
+		return JobDetail{JobInfo: JobInfo{ID: f.ID, Queue: f.Queue, Name: f.Name, Attempts: f.Attempts, MaxAttempts: f.MaxAttempts,
+			CreatedAt: timeOf(f.CreatedAt), FailedAt: timeOf(f.FailedAt), LastError: f.Error, PayloadBytes: len(f.Payload)},
+			State: StateFailed, Payload: f.Payload, Meta: f.Meta, Backoff: f.Backoff, Timeout: time.Duration(f.TimeoutMs) * time.Millisecond}, nil
+	}
+	state := StateDelayed
+	switch {
+	case j.ReservedAt != 0:
+		state = StateRunning
+	case j.AvailableAt <= q.clock.Now().UnixMilli():
+		state = StateWaiting
+	}
+	backoff := j.BadBackoff
+	if backoff == "" {
+		backoff = j.Backoff.String()
+	}
+	return JobDetail{JobInfo: JobInfo{ID: j.ID, Queue: j.Queue, Name: j.Name, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
+		AvailableAt: timeOf(j.AvailableAt), ReservedAt: timeOf(j.ReservedAt), CreatedAt: timeOf(j.CreatedAt), LastError: j.LastError,
+		PayloadBytes: len(j.Payload)}, State: state, Payload: j.Payload, Meta: j.Meta, Backoff: backoff,
+		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != ""}, nil
+}

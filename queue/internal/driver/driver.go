@@ -227,6 +227,10 @@ type Driver interface {
 	// none.
 	DeleteFailed(ctx context.Context, id string) error
 
+	// Lookup reads the job id, with its payload: from jobs (the Job), or
+	// else from failed_jobs (the FailedJob); ErrNoJob when in neither.
+	Lookup(ctx context.Context, id string) (*Job, *FailedJob, error)
+
 	// PruneFailed deletes, in one transaction, up to limit of the failed
 	// jobs that failed before before, oldest first, and returns how many.
 	PruneFailed(ctx context.Context, before int64, limit int) (int, error)

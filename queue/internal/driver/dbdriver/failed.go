@@ -23,23 +23,73 @@ func (b *base) Failed(ctx context.Context, after driver.FailedKey, limit int, pa
 	defer rows.Close()
 	var out []driver.FailedJob
 	for rows.Next() {
-		var f driver.FailedJob
-		var payload string
-		var meta sql.NullString
-		err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
-			&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta)
-		f.Payload = []byte(payload)
-		if meta.Valid {
-			f.Meta = []byte(meta.String)
-		}
+		f, err := scanFailed(rows)
 		if err != nil {
-			if f, err = readFailed(rows, err); err != nil {
-				return nil, err
-			}
+			return nil, err
 		}
 		out = append(out, f)
 	}
 	return out, rows.Err()
+}
+
+// scanFailed reads a row of a failed job, leniently where a column does
+// not convert (see readFailed).
+func scanFailed(rows *sql.Rows) (driver.FailedJob, error) {
+	var f driver.FailedJob
+	var payload string
+	var meta sql.NullString
+	err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
+		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta)
+	f.Payload = []byte(payload)
+	if meta.Valid {
+		f.Meta = []byte(meta.String)
+	}
+	if err != nil {
+		return readFailed(rows, err)
+	}
+	return f, nil
+}
+
+// The statements of Lookup, in SQLite's words.
+const (
+	lookupJob    = "SELECT " + columns + " FROM jobs WHERE id = ?"
+	lookupFailed = "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta FROM failed_jobs WHERE id = ?"
+)
+
+// Lookup implements driver.Driver.
+func (s *sqliteDriver) Lookup(ctx context.Context, id string) (*driver.Job, *driver.FailedJob, error) {
+	return s.lookup(ctx, lookupJob, lookupFailed, id)
+}
+
+// Lookup implements driver.Driver.
+func (p *postgresDriver) Lookup(ctx context.Context, id string) (*driver.Job, *driver.FailedJob, error) {
+	return p.lookup(ctx, numbered(lookupJob), numbered(lookupFailed), id)
+}
+
+func (b *base) lookup(ctx context.Context, inJobs, inFailed, id string) (*driver.Job, *driver.FailedJob, error) {
+	rows, err := b.sqldb.QueryContext(ctx, inJobs, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		j, err := scanJob(rows)
+		return j, nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	rows.Close()
+	failed, err := b.sqldb.QueryContext(ctx, inFailed, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer failed.Close()
+	if failed.Next() {
+		f, err := scanFailed(failed)
+		return nil, &f, err
+	}
+	return nil, nil, cmp.Or(failed.Err(), driver.ErrNoJob)
 }
 
 // fromFirst is the key to list failed jobs after: k, or for the zero key

@@ -456,6 +456,22 @@ func (d *Driver) DeleteFailed(ctx context.Context, id string) error {
 	return nil
 }
 
+// Lookup implements driver.Driver.
+func (d *Driver) Lookup(ctx context.Context, id string) (*driver.Job, *driver.FailedJob, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if j, ok := d.jobs[id]; ok {
+		c := *j
+		c.Payload = slices.Clone(j.Payload)
+		return &c, nil, nil
+	}
+	if f, ok := d.failed[id]; ok {
+		f.Payload = slices.Clone(f.Payload)
+		return nil, &f, nil
+	}
+	return nil, nil, driver.ErrNoJob
+}
+
 // PruneFailed implements driver.Driver.
 func (d *Driver) PruneFailed(ctx context.Context, before int64, limit int) (int, error) {
 	d.mu.Lock()
