@@ -37,12 +37,10 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 	} else {
 		s.abandonAt.Store(0)
 	}
-	ctx, cancel := context.WithCancelCause(w.jobCtx)
-	s.running.Store(&running{job: job, cancel: cancel})
+	ctx := s.begin(w.jobCtx, job)
 	s.attempt.Store(n)
 	failure := w.call(ctx, job)
-	s.running.Store(nil)
-	cancel(nil)
+	s.end()
 	if !s.attempt.CompareAndSwap(n, 0) {
 		return false
 	}

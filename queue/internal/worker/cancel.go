@@ -32,11 +32,9 @@ func (w *worker) checkCancels(c *cancelChecks) {
 		return
 	}
 	var ids []string
-	byID := map[string]*running{}
 	for _, s := range w.slots {
-		if r := s.running.Load(); r != nil && !r.cancelled.Load() {
-			ids = append(ids, r.job.ID)
-			byID[r.job.ID] = r
+		if j := s.running(); j != nil {
+			ids = append(ids, j.ID)
 		}
 	}
 	if len(ids) == 0 {
@@ -49,9 +47,10 @@ func (w *worker) checkCancels(c *cancelChecks) {
 		return
 	}
 	for _, id := range cancel {
-		if r := byID[id]; r != nil && r.cancelled.CompareAndSwap(false, true) {
-			w.log.InfoContext(w.jobCtx, "cancelling a running job", "name", r.job.Name, "job_id", id, "queue", r.job.Queue)
-			r.cancel(ErrCancelled)
+		for _, s := range w.slots {
+			if j, ok := s.cancelIf(id); ok {
+				w.log.InfoContext(w.jobCtx, "cancelling a running job", "name", j.Name, "job_id", id, "queue", j.Queue)
+			}
 		}
 	}
 }
