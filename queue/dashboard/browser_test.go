@@ -215,20 +215,31 @@ func TestBrowserBulkRetryAfterConfirming(t *testing.T) {
 	noViolations(t, ctx)
 }
 
+// A job's page, opened by its id alone, shows the payload when asked,
+// masked, in whichever state the job is: a failed one and a waiting one.
 func TestBrowserShowsThePayloadWhenAsked(t *testing.T) {
 	f, ctx := browserSetup(t)
-	ids := f.failed(t, "boom")
-	at := f.url + "/jobs/" + ids[0] + "?state=failed"
-	do(t, ctx, chromedp.Navigate(at), chromedp.WaitVisible(chromedp.ID("show-payload")))
-	do(t, ctx, chromedp.Click(chromedp.ID("show-payload")), chromedp.WaitVisible(chromedp.ID("payload-json")))
-	got := textOf(t, ctx, "#payload-json")
-	if !strings.Contains(got, `"password": "[masked]"`) || !strings.Contains(got, `"Token": "[masked]"`) || strings.Contains(got, "hunter2") {
-		t.Errorf("payload shown:\n%s", got)
+	failed := f.failed(t, "boom")[0]
+	waiting, err := f.q.Dispatch(ctx, Export{CompanyID: "c2", Reason: "later", Password: "hunter2", Settings: &ExportSettings{Format: "csv", Token: "tok-secret"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if loc, _ := chromedp.Run(ctx, chromedp.Location()); loc != at {
-		t.Errorf("showing the payload went to %s: htmx should have fetched it into the page", loc)
+	for _, j := range []struct{ id, state string }{{failed, "failed"}, {waiting, "waiting"}} {
+		at := f.url + "/jobs/" + j.id
+		do(t, ctx, chromedp.Navigate(at), chromedp.WaitVisible(chromedp.ID("show-payload")))
+		if got := textOf(t, ctx, "#job-state"); got != j.state {
+			t.Errorf("job %s shows as %q, want %s", j.id, got, j.state)
+		}
+		do(t, ctx, chromedp.Click(chromedp.ID("show-payload")), chromedp.WaitVisible(chromedp.ID("payload-json")))
+		got := textOf(t, ctx, "#payload-json")
+		if !strings.Contains(got, `"password": "[masked]"`) || !strings.Contains(got, `"Token": "[masked]"`) || strings.Contains(got, "hunter2") {
+			t.Errorf("%s job's payload shown:\n%s", j.state, got)
+		}
+		if loc, _ := chromedp.Run(ctx, chromedp.Location()); loc != at {
+			t.Errorf("showing the payload went to %s: htmx should have fetched it into the page", loc)
+		}
+		noViolations(t, ctx)
 	}
-	noViolations(t, ctx)
 }
 
 func TestBrowserRefusedWithoutAccess(t *testing.T) {
@@ -296,7 +307,7 @@ func TestScreenshots(t *testing.T) {
 	shoot(t, ctx, "jobs")
 	do(t, ctx, chromedp.Navigate(f.url+"/failed"), chromedp.WaitVisible(chromedp.ID("job-rows")))
 	shoot(t, ctx, "failed")
-	do(t, ctx, chromedp.Navigate(f.url+"/jobs/"+ids[0]+"?state=failed"), chromedp.Click(chromedp.ID("show-payload")),
+	do(t, ctx, chromedp.Navigate(f.url+"/jobs/"+ids[0]), chromedp.Click(chromedp.ID("show-payload")),
 		chromedp.WaitVisible(chromedp.ID("payload-json")))
 	shoot(t, ctx, "job")
 	do(t, ctx, chromedp.Navigate(f.url+"/failed?queue=exports"), chromedp.Click(chromedp.ID("retry-all")), chromedp.WaitVisible(chromedp.ID("confirm")))

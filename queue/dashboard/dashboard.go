@@ -393,131 +393,88 @@ func (d *Dashboard) jobsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 type jobData struct {
-	Filter   filter
-	After    string
-	Job      queue.JobInfo
+	Job      queue.JobDetail
+	List     filter   // the list the back link goes to
+	After    string   // and its page's cursor
 	Payload  *payload // shown when asked for
 	MaskKeys []string
-	Back     string
 }
 
-// findJob finds job id on the page of f starting after the cursor
-// after: the page a list showed it on.
-func (d *Dashboard) findJob(ctx context.Context, id string, f filter, after string) (queue.JobInfo, bool, error) {
-	jobs, _, err := d.q.Jobs(ctx, queue.JobsQuery{State: f.State, Queue: f.Queue, Name: f.Type, After: after, Limit: pageSize})
-	if err != nil {
-		return queue.JobInfo{}, false, err
-	}
-	for _, j := range jobs {
-		if j.ID == id {
-			return j, true, nil
-		}
-	}
-	return queue.JobInfo{}, false, nil
-}
-
-// jobPage shows a job. The queue looks jobs up by state and position,
-// not by id, so the page's URL carries the list it came from: the
-// filter and the cursor of the list's page.
+// jobPage shows a job, looked up by its id in whichever state it is
+// now. The list that linked to it puts its filter and cursor in the
+// query, for the back link alone; without them it goes back to the list
+// of the job's state.
 func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
-	id, f, after := r.PathValue("id"), filterOf(r), r.URL.Query().Get("after")
-	job, ok, err := d.findJob(r.Context(), id, f, after)
-	if err != nil {
-		d.queueFailed(w, r, err)
-		return
-	}
+	job, ok := d.job(w, r)
 	if !ok {
-		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("Job %s is not %s any more (or not on the list it was shown on): it may have run, "+
-			"been retried or been deleted.", id, f.State))
 		return
 	}
-	data := jobData{Filter: f, After: after, Job: job, MaskKeys: d.cfg.MaskKeys, Back: r.URL.RequestURI()}
-	if r.URL.Query().Get("payload") == "show" && f.State == queue.StateFailed {
-		p, err := d.payload(r.Context(), job)
-		if err != nil {
-			d.queueFailed(w, r, err)
-			return
-		}
+	q := r.URL.Query()
+	data := jobData{Job: job, List: filter{State: job.State}, MaskKeys: d.cfg.MaskKeys}
+	if state := queue.JobState(q.Get("state")); slices.Contains(jobStates, state) {
+		data.List, data.After = filter{State: state, Queue: q.Get("queue"), Type: q.Get("type")}, q.Get("after")
+	}
+	if q.Get("payload") == "show" {
+		p := d.payloadOf(job)
 		data.Payload = &p
 	}
 	nav := "jobs"
-	if f.State == queue.StateFailed {
+	if job.State == queue.StateFailed {
 		nav = "failed"
 	}
-	d.render(w, r, http.StatusOK, "job.html", d.view(r, "Job "+shortID(id), nav, data))
+	d.render(w, r, http.StatusOK, "job.html", d.view(r, "Job "+shortID(job.ID), nav, data))
 }
 
-// payload is a failed job's payload and meta as shown: masked and
-// indented.
+// jobStates are the states of the lists, in their tabs' order.
+var jobStates = []queue.JobState{queue.StateWaiting, queue.StateDelayed, queue.StateRunning, queue.StateFailed}
+
+// job looks up the job of r's path ([queue.Queue.Job]); a job stored
+// nowhere is answered 404, an error of the queue 500.
+func (d *Dashboard) job(w http.ResponseWriter, r *http.Request) (queue.JobDetail, bool) {
+	id := r.PathValue("id")
+	job, err := d.q.Job(r.Context(), id)
+	if errors.Is(err, queue.ErrNoJob) {
+		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no job %s: it has succeeded or been deleted (the queue keeps no finished job), "+
+			"or it never was.", id))
+		return queue.JobDetail{}, false
+	}
+	if err != nil {
+		d.queueFailed(w, r, err)
+		return queue.JobDetail{}, false
+	}
+	return job, true
+}
+
+// payload is a job's payload and meta as shown: masked and indented.
 type payload struct {
-	Found   bool
 	Payload string
 	Meta    string
 	Invalid bool // not JSON the dashboard can mask: not shown
 }
 
-// payload finds the payload of the failed job j. Only failed jobs come
-// with their payloads ([queue.Queue.Failed]), and Failed pages by the
-// time jobs failed: the dashboard starts the page just before j's.
-func (d *Dashboard) payload(ctx context.Context, j queue.JobInfo) (payload, error) {
-	failedAt := j.FailedAt.UnixMilli()
-	page := queue.FailedQuery{After: strconv.FormatInt(failedAt-1, 10) + "_ffffffff-ffff-ffff-ffff-ffffffffffff", Limit: 100}
-	for range 10 { // up to 1,000 jobs that failed in the same millisecond
-		jobs, next, err := d.q.Failed(ctx, page)
-		if err != nil {
-			return payload{}, err
-		}
-		for _, f := range jobs {
-			if f.FailedAt.UnixMilli() > failedAt {
-				return payload{}, nil
-			}
-			if f.ID != j.ID {
-				continue
-			}
-			p := payload{Found: true}
-			if p.Payload, err = maskJSON(f.Payload, d.mask); err != nil {
-				return payload{Found: true, Invalid: true}, nil
-			}
-			if len(f.Meta) > 0 {
-				if p.Meta, err = maskJSON(f.Meta, d.mask); err != nil {
-					return payload{Found: true, Invalid: true}, nil
-				}
-			}
-			return p, nil
-		}
-		if next == "" {
-			break
-		}
-		page.After = next
+// payloadOf is j's payload and meta, masked.
+func (d *Dashboard) payloadOf(j queue.JobDetail) payload {
+	var p payload
+	var err error
+	if p.Payload, err = maskJSON(j.Payload, d.mask); err != nil {
+		return payload{Invalid: true}
 	}
-	return payload{}, nil
+	if len(j.Meta) > 0 {
+		if p.Meta, err = maskJSON(j.Meta, d.mask); err != nil {
+			return payload{Invalid: true}
+		}
+	}
+	return p
 }
 
-// payloadPartial is the payload of a failed job, which the job's page
-// fetches when asked.
+// payloadPartial is the payload of a job, which the job's page fetches
+// when asked.
 func (d *Dashboard) payloadPartial(w http.ResponseWriter, r *http.Request) {
-	id, f, after := r.PathValue("id"), filterOf(r), r.URL.Query().Get("after")
-	if f.State != queue.StateFailed {
-		d.fail(w, r, http.StatusBadRequest, "Only a failed job's payload can be shown: the queue gives no other.")
+	job, ok := d.job(w, r)
+	if !ok {
 		return
 	}
-	job, ok, err := d.findJob(r.Context(), id, f, after)
-	if err != nil {
-		d.queueFailed(w, r, err)
-		return
-	}
-	var p payload
-	if ok {
-		if p, err = d.payload(r.Context(), job); err != nil {
-			d.queueFailed(w, r, err)
-			return
-		}
-	}
-	if !p.Found {
-		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("Job %s is not failed any more.", id))
-		return
-	}
-	d.render(w, r, http.StatusOK, "payload", d.view(r, "", "jobs", p))
+	d.render(w, r, http.StatusOK, "payload", d.view(r, "", "jobs", d.payloadOf(job)))
 }
 
 // action is what an operator may do to a job, one or all matching.

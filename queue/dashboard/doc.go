@@ -29,10 +29,12 @@
 // for a waiting, delayed or running job; the failed page is its failed
 // state, with Retry and Delete. "Retry all matching…", "Delete all
 // matching…" and "Cancel all matching…" act on every job of the list's
-// filter, after a confirmation page. A job's page shows its attempts and
-// last error; a failed job's payload is shown when asked for, with the
-// values of the keys of [Config.MaskKeys] masked at any depth. The
-// queues page pauses and resumes queues ([queue.Queue.Pause]).
+// filter, after a confirmation page. A job's page finds the job by its
+// id, in whichever state it is now ([queue.Queue.Job]), and shows its
+// options, times and last error, with the buttons of its state; its
+// payload and meta are shown when asked for, with the values of the keys
+// of [Config.MaskKeys] masked at any depth. The queues page pauses and
+// resumes queues ([queue.Queue.Pause]).
 //
 // # Access
 //

@@ -54,6 +54,34 @@ func TestCountShowsTheLimit(t *testing.T) {
 	}
 }
 
+func TestBackoffAndTimeoutInWords(t *testing.T) {
+	backoffs := []struct{ give, want string }{
+		{"exponential:1000:300000", "exponential, 1s doubling up to 5m"},
+		{"exponential:500:90000", "exponential, 500ms doubling up to 1m30s"},
+		{"fixed:30000", "fixed 30s"},
+		{"fixed:7200000", "fixed 2h"},
+		{"fixed:0", "fixed 0s"},
+		{"exponential:1500:3600000", "exponential, 1.5s doubling up to 1h"},
+		{"fixed:soon", `"fixed:soon" (not a backoff the queue can read: a failed attempt fails the job for good)`},
+		{"", `"" (not a backoff the queue can read: a failed attempt fails the job for good)`},
+		{"fixed:1:2", `"fixed:1:2" (not a backoff the queue can read: a failed attempt fails the job for good)`},
+	}
+	for _, tt := range backoffs {
+		if got := backoffText(tt.give); got != tt.want {
+			t.Errorf("backoffText(%q) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+	timeouts := []struct {
+		give time.Duration
+		want string
+	}{{0, "no limit"}, {queue.DefaultTimeout, "1m"}, {150 * time.Second, "2m30s"}, {90 * time.Minute, "1h30m"}, {1500 * time.Millisecond, "1.5s"}}
+	for _, tt := range timeouts {
+		if got := timeoutText(tt.give); got != tt.want {
+			t.Errorf("timeoutText(%v) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}
+
 func TestPerMinute(t *testing.T) {
 	tests := []struct {
 		give float64

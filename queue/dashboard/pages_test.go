@@ -189,6 +189,29 @@ func TestEverythingShownIsEscaped(t *testing.T) {
 	}
 }
 
+// facts is the text of a job page's facts.
+func facts(body string) string {
+	return text(regexp.MustCompile(`(?s)<dl class="job" id="job">.*?</dl>`).FindString(body))
+}
+
+// buttons are the ids of the action buttons of a job's page.
+func buttons(body string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`<button type="submit"[^>]*\bid="([^"]*)"`).FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// backs are the back fields of a page's forms.
+func backs(body string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="back" value="([^"]*)">`).FindAllStringSubmatch(body, -1) {
+		out = append(out, html.UnescapeString(m[1]))
+	}
+	return out
+}
+
 func TestJobPageShowsAttemptsAndError(t *testing.T) {
 	t.Parallel()
 	f := operatorSetup(t)
@@ -200,11 +223,10 @@ func TestJobPageShowsAttemptsAndError(t *testing.T) {
 	if href != "/navree/queue/jobs/"+ids[0]+"?state=failed" {
 		t.Errorf("the list links to %s", href)
 	}
-	body := f.get(t, "viewer", strings.TrimPrefix(href, "/navree/queue"), http.StatusOK)
-	got := text(regexp.MustCompile(`(?s)<dl class="job" id="job">.*?</dl>`).FindString(body))
-	want := "Type contacts.export State failed Queue exports Attempts 1 of 1 Dispatched 2026-03-02 09:30:00Z " +
-		"Failed 2026-03-02 09:30:00Z Payload 126 bytes"
-	if got != want {
+	body := f.get(t, "operator", strings.TrimPrefix(href, "/navree/queue"), http.StatusOK)
+	want := "Type contacts.export State failed Queue exports Attempts 1 of 1 Backoff exponential, 1s doubling up to 5m Timeout 1m " +
+		"Unique no: a failed job holds no unique key Dispatched 2026-03-02 09:30:00Z Failed 2026-03-02 09:30:00Z Payload 126 bytes"
+	if got := facts(body); got != want {
 		t.Errorf("the job's facts:\n%s\nwant\n%s", got, want)
 	}
 	if !strings.Contains(body, `<pre class="err" id="job-error">the export server said no</pre>`) {
@@ -213,21 +235,153 @@ func TestJobPageShowsAttemptsAndError(t *testing.T) {
 	if strings.Contains(body, "company_id") || strings.Contains(body, "hunter2") {
 		t.Errorf("the payload is shown before it is asked for:\n%s", body)
 	}
-
-	body = f.get(t, "viewer", "/jobs/"+reminder+"?state=waiting", http.StatusOK)
-	if !strings.Contains(body, "The queue gives the payload of failed jobs only.") || !strings.Contains(text(body), "Attempts 0 of 3") {
-		t.Errorf("a waiting job's page:\n%s", body)
+	if got := buttons(body); !slices.Equal(got, []string{"retry", "delete"}) {
+		t.Errorf("a failed job's buttons: %v, want retry and delete", got)
 	}
-	f.get(t, "viewer", "/jobs/"+reminder+"/payload?state=waiting", http.StatusBadRequest)
+	if got := link(t, body, "back"); got != "/navree/queue/jobs?state=failed" {
+		t.Errorf("the back link goes to %s", got)
+	}
 
-	// A job that moved on is not found where the list saw it.
-	f.get(t, "viewer", "/jobs/"+reminder+"?state=failed", http.StatusNotFound)
-	if _, err := f.q.Retry(ctx, ids[0]); err != nil {
+	// Without the list's query, the page is the same, and goes back to
+	// the list of the job's state.
+	body = f.get(t, "operator", "/jobs/"+reminder, http.StatusOK)
+	want = "Type crm.send_reminder State waiting Queue default Attempts 0 of 3 Backoff exponential, 1s doubling up to 5m Timeout 1m " +
+		"Unique no Dispatched 2026-03-02 09:30:01Z Due 2026-03-02 09:30:01Z Payload 7 bytes"
+	if got := facts(body); got != want {
+		t.Errorf("a waiting job's facts:\n%s\nwant\n%s", got, want)
+	}
+	if got := buttons(body); !slices.Equal(got, []string{"cancel"}) {
+		t.Errorf("a waiting job's buttons: %v, want cancel", got)
+	}
+	if got := link(t, body, "back"); got != "/navree/queue/jobs?state=waiting" {
+		t.Errorf("the back link goes to %s", got)
+	}
+	if got := link(t, body, "show-payload"); got != "/navree/queue/jobs/"+reminder+"?payload=show&state=waiting" {
+		t.Errorf("a waiting job's Show payload links to %q", got)
+	}
+	if body := f.get(t, "viewer", "/jobs/"+reminder, http.StatusOK); len(buttons(body)) != 0 {
+		t.Errorf("a viewer is shown buttons on a job's page:\n%s", body)
+	}
+}
+
+// A job's page shows the options the job was dispatched with.
+func TestJobPageShowsItsOptions(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	e, err := queue.EnvelopeOf(Reminder{N: 1})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if body := f.get(t, "viewer", "/jobs/"+ids[0]+"?state=failed", http.StatusNotFound); !strings.Contains(body, "is not failed any more") {
-		t.Errorf("a retried job's old page:\n%s", body)
+	e.Options = queue.Options{MaxAttempts: 5, Backoff: queue.Fixed(30 * time.Second), Timeout: queue.NoTimeout, UniqueFor: time.Hour}
+	e.Delay, e.Meta = 90*time.Minute, []byte(`{"trace_id":"t-1"}`)
+	id, err := f.q.Push(ctx, e)
+	if err != nil {
+		t.Fatal(err)
 	}
+	body := f.get(t, "operator", "/jobs/"+id+"?state=delayed&queue=default", http.StatusOK)
+	want := "Type crm.send_reminder State delayed Queue default Attempts 0 of 5 Backoff fixed 30s Timeout no limit " +
+		"Unique yes: it holds its unique key (no job of the same key is stored beside it) " +
+		"Dispatched 2026-03-02 09:30:00Z Due 2026-03-02 11:00:00Z Payload 7 bytes, with meta"
+	if got := facts(body); got != want {
+		t.Errorf("the job's facts:\n%s\nwant\n%s", got, want)
+	}
+	if got := buttons(body); !slices.Equal(got, []string{"cancel"}) {
+		t.Errorf("a delayed job's buttons: %v, want cancel", got)
+	}
+	if got := backs(body); !slices.Equal(got, []string{"/navree/queue/jobs?queue=default&state=delayed"}) {
+		t.Errorf("Cancel goes back to %v", got)
+	}
+}
+
+// The page looks the job up by its id, wherever it is now: one that
+// failed after the list showed it opens as failed, with a failed job's
+// buttons, and its back link still goes to the list it was opened from.
+func TestJobThatFailedAfterItsListOpensAsFailed(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
+		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
+		id, err := f.q.Dispatch(ctx, Export{CompanyID: "c1", Reason: "the export server said no"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		list := f.get(t, "operator", "/jobs?state=waiting&queue=exports", http.StatusOK)
+		m := regexp.MustCompile(`<a href="/navree/queue(/jobs/` + id + `[^"]*)"`).FindStringSubmatch(list)
+		if m == nil {
+			t.Fatalf("the waiting list links to no job %s:\n%s", id, list)
+		}
+		page := html.UnescapeString(m[1])
+		if want := "/jobs/" + id + "?queue=exports&state=waiting"; page != want {
+			t.Errorf("the list links to %s, want %s", page, want)
+		}
+		if body := f.get(t, "operator", page, http.StatusOK); !strings.Contains(facts(body), "State waiting") ||
+			!slices.Equal(buttons(body), []string{"cancel"}) {
+			t.Errorf("the waiting job's page:\n%s", body)
+		}
+
+		if s, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"exports"}, Once: true}); err != nil || s.Failed != 1 {
+			t.Fatalf("Work = %+v, %v; want one failed", s, err)
+		}
+		body := f.get(t, "operator", page, http.StatusOK)
+		if got := facts(body); !strings.Contains(got, "State failed Queue exports Attempts 1 of 1") || !strings.Contains(got, "Failed 2026-03-02 09:30:00Z") {
+			t.Errorf("the job's page after it failed:\n%s", got)
+		}
+		if !strings.Contains(body, `<pre class="err" id="job-error">the export server said no</pre>`) {
+			t.Errorf("the failed job's page shows no error:\n%s", body)
+		}
+		if got := buttons(body); !slices.Equal(got, []string{"retry", "delete"}) {
+			t.Errorf("the failed job's buttons: %v, want retry and delete", got)
+		}
+		if !strings.Contains(body, `href="/navree/queue/failed" aria-current="page"`) {
+			t.Errorf("the failed job's page is not under Failed in the navigation:\n%s", body)
+		}
+		if got := link(t, body, "back"); got != "/navree/queue/jobs?queue=exports&state=waiting" {
+			t.Errorf("the back link goes to %s, want the list the job was opened from", got)
+		}
+
+		if _, err := f.q.Retry(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if body := f.get(t, "operator", page, http.StatusOK); !strings.Contains(facts(body), "State waiting") ||
+			!slices.Equal(buttons(body), []string{"cancel"}) {
+			t.Errorf("the retried job's page:\n%s", facts(body))
+		}
+	})
+}
+
+// A job stored nowhere (it succeeded, was deleted, or never was) is 404,
+// saying so, whatever list the URL names.
+func TestJobPageOfNoJobIsNotFound(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	succeeded := f.reminders(t, 1)[0]
+	if s, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"default"}, Once: true}); err != nil || s.Succeeded != 1 {
+		t.Fatalf("Work = %+v, %v; want one succeeded", s, err)
+	}
+	deleted := f.failed(t, "boom")[0]
+	if err := f.q.DeleteFailed(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{succeeded, deleted, "0190c0de-0000-7000-8000-000000000000", "not-an-id"} {
+		for _, path := range []string{"/jobs/" + id, "/jobs/" + id + "?state=failed&payload=show", "/jobs/" + id + "/payload"} {
+			body := f.get(t, "viewer", path, http.StatusNotFound)
+			want := "There is no job " + id + ": it has succeeded or been deleted (the queue keeps no finished job), or it never was."
+			if got := text(regexp.MustCompile(`(?s)<p class="error" id="error">.*?</p>`).FindString(body)); got != want {
+				t.Errorf("GET %s says %q, want %q", path, got, want)
+			}
+		}
+	}
+}
+
+// payloadOf is the payload a page or partial shows, and its meta.
+func payloadOf(body string) (payload, meta string) {
+	if m := regexp.MustCompile(`(?s)<pre class="json" id="payload-json">(.*?)</pre>`).FindStringSubmatch(body); m != nil {
+		payload = html.UnescapeString(m[1])
+	}
+	if m := regexp.MustCompile(`(?s)<pre class="json" id="meta-json">(.*?)</pre>`).FindStringSubmatch(body); m != nil {
+		meta = html.UnescapeString(m[1])
+	}
+	return payload, meta
 }
 
 func TestPayloadIsShownWhenAskedWithKeysMasked(t *testing.T) {
@@ -265,17 +419,74 @@ func TestPayloadIsShownWhenAskedWithKeysMasked(t *testing.T) {
 			if got := link(t, page, "show-payload"); got != "/navree/queue/jobs/"+ids[0]+"?payload=show&state=failed" {
 				t.Errorf("Show payload links to %q", got)
 			}
-			if !strings.Contains(page, `hx-get="/navree/queue/jobs/`+ids[0]+`/payload?state=failed"`) {
+			if !strings.Contains(page, `hx-get="/navree/queue/jobs/`+ids[0]+`/payload"`) {
 				t.Errorf("Show payload fetches no partial:\n%s", page)
 			}
-			for _, path := range []string{"/jobs/" + ids[0] + "/payload?state=failed", "/jobs/" + ids[0] + "?state=failed&payload=show"} {
-				body := f.get(t, "viewer", path, http.StatusOK)
-				m := regexp.MustCompile(`(?s)<pre class="json" id="payload-json">(.*?)</pre>`).FindStringSubmatch(body)
-				if m == nil || html.UnescapeString(m[1]) != tt.want {
-					t.Errorf("GET %s: payload\n%v\nwant\n%s", path, m, tt.want)
+			for _, path := range []string{"/jobs/" + ids[0] + "/payload", "/jobs/" + ids[0] + "?state=failed&payload=show", "/jobs/" + ids[0] + "?payload=show"} {
+				if got, _ := payloadOf(f.get(t, "viewer", path, http.StatusOK)); got != tt.want {
+					t.Errorf("GET %s: payload\n%s\nwant\n%s", path, got, tt.want)
 				}
 			}
 		})
+	}
+}
+
+// The payload and meta of a job that has not failed are shown too, when
+// asked for, masked: a waiting, a delayed and a running job.
+func TestPayloadOfAWaitingJobIsShownMasked(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	e, err := queue.EnvelopeOf(Export{CompanyID: "c1", Reason: "boom", Password: "hunter2", Settings: &ExportSettings{Format: "csv", Token: "tok-secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Meta = []byte(`{"trace_id":"t-1","token":"meta-secret"}`)
+	waiting, err := f.q.Push(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Delay = time.Hour
+	delayed, err := f.q.Push(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPayload := `{
+  "company_id": "c1",
+  "reason": "boom",
+  "password": "[masked]",
+  "settings": {
+    "format": "csv",
+    "Token": "[masked]"
+  }
+}`
+	wantMeta := `{
+  "trace_id": "t-1",
+  "token": "[masked]"
+}`
+	for _, id := range []string{waiting, delayed} {
+		page := f.get(t, "viewer", "/jobs/"+id, http.StatusOK)
+		if strings.Contains(page, "hunter2") || strings.Contains(page, "company_id") || strings.Contains(page, "trace_id") {
+			t.Errorf("the payload is shown before it is asked for:\n%s", page)
+		}
+		if got := link(t, page, "show-payload"); !strings.HasPrefix(got, "/navree/queue/jobs/"+id+"?payload=show&state=") {
+			t.Errorf("Show payload links to %q", got)
+		}
+		for _, path := range []string{"/jobs/" + id + "/payload", "/jobs/" + id + "?payload=show", "/jobs/" + id + "?state=waiting&payload=show"} {
+			body := f.get(t, "viewer", path, http.StatusOK)
+			if got, meta := payloadOf(body); got != wantPayload || meta != wantMeta {
+				t.Errorf("GET %s: payload\n%s\nmeta\n%s\nwant\n%s\n%s", path, got, meta, wantPayload, wantMeta)
+			}
+			if strings.Contains(body, "hunter2") || strings.Contains(body, "tok-secret") || strings.Contains(body, "meta-secret") {
+				t.Errorf("GET %s shows a masked value:\n%s", path, body)
+			}
+		}
+	}
+
+	running, _ := f.running(t)
+	if body := f.get(t, "viewer", "/jobs/"+running+"?payload=show", http.StatusOK); !strings.Contains(facts(body), "State running") {
+		t.Errorf("a running job's page:\n%s", body)
+	} else if got, _ := payloadOf(body); got != "{}" {
+		t.Errorf("a running job's payload: %q, want {}", got)
 	}
 }
 
@@ -296,7 +507,7 @@ func TestPayloadOfJobsThatFailedTogether(t *testing.T) {
 		t.Fatalf("Work = %+v, %v", s, err)
 	}
 	for i, id := range ids {
-		body := text(f.get(t, "viewer", "/jobs/"+id+"/payload?state=failed", http.StatusOK))
+		body := text(f.get(t, "viewer", "/jobs/"+id+"/payload", http.StatusOK))
 		if want := `"company_id": "` + []string{"a", "b", "c"}[i] + `"`; !strings.Contains(body, want) {
 			t.Errorf("payload of job %d:\n%s\nwant %s", i, body, want)
 		}

@@ -47,6 +47,8 @@ var funcs = template.FuncMap{
 	"time":     timeOf,
 	"short":    shortID,
 	"perMin":   perMinute,
+	"backoff":  backoffText,
+	"timeout":  timeoutText,
 	"query":    query,
 	"withData": func(v view, data any) view { v.Data = data; return v },
 	"cut": func(s string, n int) string {
@@ -87,6 +89,50 @@ func timeOf(t time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// span is a duration without its zero units: "5m", "1h30m", "1.5s".
+func span(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// backoffText is a backoff as the queue stores it, in words:
+// "exponential:1000:300000" is "exponential, 1s doubling up to 5m",
+// "fixed:30000" is "fixed 30s". One the queue cannot read is shown as
+// stored, saying so.
+func backoffText(stored string) string {
+	parts := strings.Split(stored, ":")
+	ms := make([]time.Duration, len(parts)-1)
+	for i, p := range parts[1:] {
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || n < 0 {
+			ms = nil
+			break
+		}
+		ms[i] = time.Duration(n) * time.Millisecond
+	}
+	switch {
+	case parts[0] == "fixed" && len(ms) == 1:
+		return "fixed " + span(ms[0])
+	case parts[0] == "exponential" && len(ms) == 2:
+		return "exponential, " + span(ms[0]) + " doubling up to " + span(ms[1])
+	}
+	return fmt.Sprintf("%q (not a backoff the queue can read: a failed attempt fails the job for good)", stored)
+}
+
+// timeoutText is a job's time limit: "10m", or "no limit" for 0.
+func timeoutText(d time.Duration) string {
+	if d <= 0 {
+		return "no limit"
+	}
+	return span(d)
 }
 
 // shortID is the last block of a job's id, enough to tell jobs apart on
