@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +209,48 @@ func TestJobLooksUpAJobInEachState(t *testing.T) {
 			if _, err := f.q.Job(ctx, bad); !errors.Is(err, queue.ErrNoJob) {
 				t.Errorf("Job(%s): %v", bad, err)
 			}
+		}
+	})
+}
+
+// TestThroughputCountsWhatWorkersFinished: each Work call adds what it
+// finished, by queue and minute, when it stops; a later minute is a row
+// of its own; a window outside the bounds is refused.
+func TestThroughputCountsWhatWorkersFinished(t *testing.T) {
+	each(t, func(t *testing.T, f fixture) {
+		f.clock.t = f.clock.Now().Truncate(time.Minute)
+		first := f.clock.Now()
+		if _, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.q.Dispatch(ctx, SyncCalendar{UserID: "u1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"default", "sync"}, StopWhenEmpty: true}); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(time.Minute)
+		for range 2 {
+			f.q.Dispatch(ctx, ExportContacts{CompanyID: "c2"})
+		}
+		if _, err := f.q.RunPending(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.q.Throughput(ctx, 10*time.Minute)
+		want := []queue.Throughput{
+			{Queue: "default", Minute: first.UTC(), Succeeded: 1},
+			{Queue: "default", Minute: first.Add(time.Minute).UTC(), Succeeded: 2},
+			{Queue: "sync", Minute: first.UTC(), Succeeded: 1},
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("Throughput = %+v, %v\nwant %+v", got, err, want)
+		}
+		f.clock.Advance(30 * time.Second) // a window of 10 s reaches back into this minute only
+		if got, _ := f.q.Throughput(ctx, 10*time.Second); len(got) != 1 || got[0].Succeeded != 2 {
+			t.Fatalf("Throughput of the current minute = %+v", got)
+		}
+		if _, err := f.q.Throughput(ctx, 25*time.Hour); !errors.Is(err, queue.ErrInvalidQuery) {
+			t.Fatalf("Throughput(25h): %v", err)
 		}
 	})
 }

@@ -287,3 +287,39 @@ func (q *Queue) Job(ctx context.Context, id string) (JobDetail, error) {
 		PayloadBytes: len(j.Payload)}, State: state, Payload: j.Payload, Meta: j.Meta, Backoff: backoff,
 		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != ""}, nil
 }
+
+// Throughput is what the workers of every process finished of one queue
+// in one minute.
+type Throughput struct {
+	Queue     string
+	Minute    time.Time // its start, UTC
+	Succeeded int
+	Released  int // failed, and put back for a retry
+	Failed    int // failed for good (cancelled ones included)
+}
+
+// MaxThroughputWindow bounds the window of [Queue.Throughput]: the
+// counts of older minutes are deleted.
+const MaxThroughputWindow = 24 * time.Hour
+
+// Throughput returns, by queue and then minute, the attempts the workers
+// of every process finished in the minutes of the last window (up to
+// MaxThroughputWindow), the current minute included. Each worker adds its
+// counts every five seconds and when it stops, so the current minute
+// lags by up to that; a worker killed loses its last five seconds'.
+// Minutes in which a queue finished nothing are left out.
+func (q *Queue) Throughput(ctx context.Context, window time.Duration) ([]Throughput, error) {
+	if window <= 0 || window > MaxThroughputWindow {
+		return nil, fmt.Errorf("queue: throughput: %w: the window is %s; want more than 0, at most %s", ErrInvalidQuery, window, MaxThroughputWindow)
+	}
+	now := q.clock.Now().UnixMilli()
+	rows, err := q.store.Throughput(ctx, (now-window.Milliseconds())/60_000*60_000)
+	if err != nil {
+		return nil, fmt.Errorf("queue: throughput: %w", err)
+	}
+	out := make([]Throughput, len(rows))
+	for i, r := range rows {
+		out[i] = Throughput{Queue: r.Queue, Minute: time.UnixMilli(r.Minute).UTC(), Succeeded: int(r.Succeeded), Released: int(r.Released), Failed: int(r.Failed)}
+	}
+	return out, nil
+}

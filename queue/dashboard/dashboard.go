@@ -38,7 +38,6 @@ type Dashboard struct {
 	mask        map[string]bool
 	pages       map[string]*template.Template
 	assets      map[string]string // file name -> its URL, with a version
-	trend       *trend
 	handler     http.Handler
 }
 
@@ -53,7 +52,7 @@ func New(p Params) (*Dashboard, error) {
 		return nil, errors.New("dashboard: Params.Queue is nil")
 	}
 	d := &Dashboard{cfg: cfg, q: p.Queue, access: p.AccessFunc, development: p.Development, clock: p.Clock, logger: p.Logger,
-		mask: map[string]bool{}, assets: map[string]string{}, trend: &trend{}}
+		mask: map[string]bool{}, assets: map[string]string{}}
 	if d.clock == nil {
 		d.clock = app.SystemClock{}
 	}
@@ -271,10 +270,14 @@ func (d *Dashboard) queuesData(ctx context.Context) (queuesData, error) {
 	if err != nil {
 		return queuesData{}, err
 	}
-	rates := d.trend.observe(d.clock.Now(), stats)
+	done, err := d.q.Throughput(ctx, throughputWindow)
+	if err != nil {
+		return queuesData{}, err
+	}
+	perQueue := rates(done)
 	out := queuesData{AllPaused: all, Back: d.cfg.Prefix + "/"}
 	for _, s := range stats {
-		out.Rows = append(out.Rows, queueRow{QueueStats: s, Trend: rates[s.Queue]})
+		out.Rows = append(out.Rows, queueRow{QueueStats: s, Trend: perQueue[s.Queue]})
 		out.Total.Waiting += s.Waiting
 		out.Total.Delayed += s.Delayed
 		out.Total.Running += s.Running

@@ -19,10 +19,9 @@
 // The queues page shows each queue's waiting, delayed, running and
 // failed jobs ([queue.Queue.Stats]: each count stops at
 // [queue.CountLimit], shown as "100000+"), how long its oldest waiting
-// job has waited, and its trend: how the backlog changed per minute over
-// the last minutes. The queue records no finished jobs, so the trend is
-// derived from the counts the dashboard sampled while a page was open.
-// The table polls for fresh counts (htmx).
+// job has waited, and what the workers of every process finished of it a
+// minute over the last five minutes ([queue.Queue.Throughput]). The table
+// polls for fresh counts (htmx).
 //
 // The jobs page lists the jobs of one state, by queue and type, a page
 // at a time from the queue's cursors ([queue.Queue.Jobs]), with Cancel

@@ -56,12 +56,12 @@ func TestPauseAndResumeQueues(t *testing.T) {
 		if !strings.Contains(body, `<p class="flash" id="flash" role="status">Paused queue default: its workers take none of its jobs until it is resumed.</p>`) {
 			t.Errorf("the page after the pause does not say so:\n%s", body)
 		}
-		want := [][2]string{{"default", "default paused 2 0 0 0 1s … Resume"}, {"exports", "exports 0 0 0 1 — … Pause"}}
+		want := [][2]string{{"default", "default paused 2 0 0 0 1s 0/min Resume"}, {"exports", "exports 0 0 0 1 — 0.2/min 0.2/min failed Pause"}}
 		if got := rows(body, "data-queue"); !slices.Equal(got, want) {
 			t.Errorf("rows:\n%q\nwant\n%q", got, want)
 		}
 		// A viewer sees that it is paused, and no button.
-		if got := rows(f.get(t, "viewer", "/", http.StatusOK), "data-queue"); got[0][1] != "default paused 2 0 0 0 1s …" {
+		if got := rows(f.get(t, "viewer", "/", http.StatusOK), "data-queue"); got[0][1] != "default paused 2 0 0 0 1s 0/min" {
 			t.Errorf("a viewer's row: %q", got[0][1])
 		}
 

@@ -227,6 +227,14 @@ type Driver interface {
 	// none.
 	DeleteFailed(ctx context.Context, id string) error
 
+	// AddThroughput adds counts to those of their queue and minute, and
+	// deletes the counts of minutes before keepFrom.
+	AddThroughput(ctx context.Context, counts []Throughput, keepFrom int64) error
+
+	// Throughput lists the counts of the minutes from since on, by queue,
+	// then minute.
+	Throughput(ctx context.Context, since int64) ([]Throughput, error)
+
 	// Lookup reads the job id, with its payload: from jobs (the Job), or
 	// else from failed_jobs (the FailedJob); ErrNoJob when in neither.
 	Lookup(ctx context.Context, id string) (*Job, *FailedJob, error)
@@ -292,6 +300,14 @@ type Driver interface {
 // AllQueues is the pause of every queue, present and future: not a queue
 // name, which cannot hold '*'.
 const AllQueues = "*"
+
+// Throughput counts the attempts finished on a queue in a minute (Unix
+// milliseconds of its start).
+type Throughput struct {
+	Queue                       string
+	Minute                      int64
+	Succeeded, Released, Failed int64
+}
 
 // Cancelled says what Cancel did.
 type Cancelled int

@@ -99,16 +99,17 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 	if failure.stack != "" {
 		attrs = append(attrs, slog.String("stack", failure.stack))
 	}
-	w.count(count, acted, err)
+	w.count(job, count, acted, err)
 	level, attrs = recorded(level, attrs, acted, err)
 	w.logAttempt(level, attrs)
 }
 
-// count counts an attempt whose outcome was stored as its outcome, and
-// one whose outcome was not as lost.
-func (w *worker) count(outcome *atomic.Int64, stored bool, err error) {
+// count counts an attempt of job whose outcome was stored as its outcome
+// (and in its queue's tally), and one whose outcome was not as lost.
+func (w *worker) count(job *driver.Job, outcome *atomic.Int64, stored bool, err error) {
 	if stored && err == nil {
 		outcome.Add(1)
+		w.tallied(job.Queue, outcome)
 	} else {
 		w.lost.Add(1)
 	}

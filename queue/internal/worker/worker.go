@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: cfg.Log,
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
 		cursor: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)),
-		probes: make(chan probe, 1), probed: make(chan struct{}, 1)}
+		probes: make(chan probe, 1), probed: make(chan struct{}, 1), tallies: newTallies(o.Queues)}
 	w.done = newCompleter(w)
 	stopListening := w.listen(o.Queues)
 	defer stopListening()
@@ -109,12 +109,14 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	}
 	stopWatching := w.watch()
 	stopProbing := w.startProber()
+	stopTallies := w.startTallies()
 	w.fetch(takeCtx)
 	stopProbing()
 	close(w.jobs)
 	w.handlers.Wait()
 	stopWatching()
 	w.done.close()
+	stopTallies()
 	return w.stats(), w.err
 }
 
@@ -158,7 +160,8 @@ type worker struct {
 	probed       chan struct{} // from the prober: it found something
 
 	succeeded, released, failed, lost atomic.Int64
-	listening                         atomic.Bool // for opts.idle
+	tallies                           map[string]*tally // by queue, since last added to the store
+	listening                         atomic.Bool       // for opts.idle
 
 	mu  sync.Mutex
 	err error

@@ -8,6 +8,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,9 +24,10 @@ type Driver struct {
 	lines  map[string]*line  // by queue: waiting and reserved jobs
 	unique map[string]string // unique key -> id of the pending job holding it
 	failed map[string]driver.FailedJob
-	paused map[string]bool // the paused queues, driver.AllQueues among them
-	cancel map[string]bool // the ids of running jobs to cancel
-	start  time.Time       // its clock of reservations: the monotonic time since
+	paused map[string]bool                 // the paused queues, driver.AllQueues among them
+	cancel map[string]bool                 // the ids of running jobs to cancel
+	done   map[[2]string]driver.Throughput // by queue and minute
+	start  time.Time                       // its clock of reservations: the monotonic time since
 }
 
 // New returns an empty memory driver.
@@ -37,6 +39,7 @@ func New() *Driver {
 		failed: map[string]driver.FailedJob{},
 		paused: map[string]bool{},
 		cancel: map[string]bool{},
+		done:   map[[2]string]driver.Throughput{},
 		start:  time.Now(),
 	}
 }
@@ -454,6 +457,41 @@ func (d *Driver) DeleteFailed(ctx context.Context, id string) error {
 	}
 	delete(d.failed, id)
 	return nil
+}
+
+// AddThroughput implements driver.Driver.
+func (d *Driver) AddThroughput(ctx context.Context, counts []driver.Throughput, keepFrom int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range counts {
+		k := [2]string{c.Queue, strconv.FormatInt(c.Minute, 10)}
+		t := d.done[k]
+		t.Queue, t.Minute = c.Queue, c.Minute
+		t.Succeeded, t.Released, t.Failed = t.Succeeded+c.Succeeded, t.Released+c.Released, t.Failed+c.Failed
+		d.done[k] = t
+	}
+	for k, t := range d.done {
+		if t.Minute < keepFrom {
+			delete(d.done, k)
+		}
+	}
+	return nil
+}
+
+// Throughput implements driver.Driver.
+func (d *Driver) Throughput(ctx context.Context, since int64) ([]driver.Throughput, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []driver.Throughput
+	for _, t := range d.done {
+		if t.Minute >= since {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b driver.Throughput) int {
+		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Minute, b.Minute))
+	})
+	return out, nil
 }
 
 // Lookup implements driver.Driver.

@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// tallyEvery is how often a worker adds what it finished to the counts of
+// every process (Store.AddThroughput).
+const tallyEvery = 5 * time.Second
+
+// tally is what a worker finished on one queue since it last added it.
+type tally struct{ succeeded, released, failed atomic.Int64 }
+
+// newTallies makes the tally of each queue; read-only after, so counting
+// takes no lock.
+func newTallies(queues []string) map[string]*tally {
+	t := make(map[string]*tally, len(queues))
+	for _, q := range queues {
+		t[q] = &tally{}
+	}
+	return t
+}
+
+// tallied counts one outcome (one of the worker's counters) on queue.
+func (w *worker) tallied(queue string, outcome *atomic.Int64) {
+	t := w.tallies[queue]
+	switch {
+	case t == nil:
+	case outcome == &w.succeeded:
+		t.succeeded.Add(1)
+	case outcome == &w.released:
+		t.released.Add(1)
+	case outcome == &w.failed:
+		t.failed.Add(1)
+	}
+}
+
+// startTallies adds the tallies to the store every tallyEvery, and once
+// more when stopped: the dashboard's throughput, across processes.
+func (w *worker) startTallies() (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(tallyEvery)
+		defer tick.Stop()
+		failed := false
+		for {
+			var last bool
+			select {
+			case <-tick.C:
+			case <-done:
+				last = true
+			}
+			failed = w.addTallies(failed)
+			if last {
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
+
+// addTallies adds and clears the tallies; it logs a failure once until
+// one succeeds (before migrate the table is missing), and reports whether
+// this one failed. What a failed write held is lost: it is a measure, not
+// a record.
+func (w *worker) addTallies(failedBefore bool) bool {
+	minute := w.cfg.Clock.Now().UnixMilli() / 60_000 * 60_000
+	var counts []driver.Throughput
+	for queue, t := range w.tallies {
+		c := driver.Throughput{Queue: queue, Minute: minute, Succeeded: t.succeeded.Swap(0), Released: t.released.Swap(0), Failed: t.failed.Swap(0)}
+		if c.Succeeded+c.Released+c.Failed > 0 {
+			counts = append(counts, c)
+		}
+	}
+	if len(counts) == 0 {
+		return failedBefore
+	}
+	ctx, cancel := context.WithTimeout(w.jobCtx, 10*time.Second)
+	defer cancel()
+	if err := w.cfg.Store.AddThroughput(ctx, counts, minute-24*time.Hour.Milliseconds()); err != nil {
+		if !failedBefore {
+			w.log.Warn("add the attempts finished to the queue's throughput; counting on", "error", err)
+		}
+		return true
+	}
+	return false
+}
