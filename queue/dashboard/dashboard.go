@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -571,11 +572,16 @@ func (d *Dashboard) done(w http.ResponseWriter, r *http.Request, what string, n 
 }
 
 // backURL is s when it is a page of the dashboard, else the queues page.
+// A page of the dashboard is a path under the prefix once its dot
+// segments are resolved (as http.Redirect and the browser resolve them,
+// encoded or not), so that a back such as /navree/queue/../../evil goes
+// to the queues page rather than to /evil.
 func (d *Dashboard) backURL(s string) *url.URL {
 	u, err := url.Parse(s)
 	home := &url.URL{Path: d.cfg.Prefix + "/"}
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.Contains(s, "\\") || strings.Contains(u.Path, "//") ||
-		!strings.HasPrefix(u.Path, d.cfg.Prefix+"/") {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		strings.Contains(s, "\\") || strings.Contains(u.Path, "\\") ||
+		!strings.HasPrefix(u.Path, d.cfg.Prefix+"/") || cleanPath(u.Path) != u.Path {
 		return home
 	}
 	q := u.Query()
@@ -585,6 +591,16 @@ func (d *Dashboard) backURL(s string) *url.URL {
 		}
 	}
 	return &url.URL{Path: u.Path, RawQuery: q.Encode()}
+}
+
+// cleanPath is p with its dot segments resolved, its trailing slash
+// kept, as http.Redirect cleans a path.
+func cleanPath(p string) string {
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }
 
 // flash is the message of a page an action sent the browser back to.

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"log/slog"
+	"path"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ type Config struct {
 	Enabled bool `koanf:"enabled"`
 	// Prefix is the path the dashboard is served under, such as
 	// "/admin/queue"; default "/navree/queue". It starts with '/' and does
-	// not end with one.
+	// not end with one, and has no "." or ".." segment.
 	Prefix string `koanf:"prefix" validate:"required,max=200"`
 	// MaskKeys are the JSON keys whose values a shown payload hides, at
 	// any depth and in any letter case; default ["password", "secret",
@@ -35,10 +36,11 @@ func DefaultConfig() Config {
 }
 
 // Validate checks the prefix: a path of letters, digits, '-', '_', '.'
-// and '/', starting with '/' and not ending with one.
+// and '/', starting with '/' and not ending with one, with no "." or ".."
+// segment (which a browser would resolve out of the prefix).
 func (c Config) Validate() error {
 	if !validPrefix(c.Prefix) {
-		return config.Invalid("dashboard.prefix", c.Prefix, "a path such as /navree/queue: '/' then letters, digits, '-', '_', '.' or '/', not ending in '/'")
+		return config.Invalid("dashboard.prefix", c.Prefix, "a path such as /navree/queue: '/' then letters, digits, '-', '_', '.' or '/', not ending in '/', with no '.' or '..' segment")
 	}
 	for _, k := range c.MaskKeys {
 		if k == "" {
@@ -49,7 +51,7 @@ func (c Config) Validate() error {
 }
 
 func validPrefix(p string) bool {
-	if len(p) < 2 || p[0] != '/' || p[len(p)-1] == '/' || strings.Contains(p, "//") {
+	if len(p) < 2 || p[0] != '/' || p[len(p)-1] == '/' || path.Clean(p) != p {
 		return false
 	}
 	for i := 1; i < len(p); i++ {

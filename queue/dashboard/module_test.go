@@ -133,4 +133,13 @@ func TestConfigSection(t *testing.T) {
 	if want := `config: invalid value for dashboard.prefix: "admin/queue/" (from overrides); allowed: a path such as /navree/queue`; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("a bad prefix: %v\nwant %s…", err, want)
 	}
+	// A dot segment would take the dashboard's home, and every redirect
+	// to it, out of the prefix.
+	for _, prefix := range []string{"/admin/../queue", "/admin/./queue", "/admin/..", "/.."} {
+		_, err = config.New(config.Sources{Overrides: map[string]any{"dashboard.prefix": prefix}}, def)
+		want := `config: invalid value for dashboard.prefix: "` + prefix + `" (from overrides); allowed: a path such as /navree/queue: '/' then letters, digits, '-', '_', '.' or '/', not ending in '/', with no '.' or '..' segment`
+		if err == nil || err.Error() != want {
+			t.Errorf("prefix %s: %v\nwant %s", prefix, err, want)
+		}
+	}
 }

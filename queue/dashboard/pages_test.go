@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -544,20 +545,69 @@ func TestRetryPutsTheJobBackOnItsQueue(t *testing.T) {
 }
 
 // The page an action sends the browser back to is one of the
-// dashboard's, whatever the form says.
+// dashboard's, whatever the form says: a back that leaves the prefix,
+// once its dot segments are resolved (encoded or not) as the browser
+// resolves them, or that names another host, goes to the queues page.
 func TestActionsGoBackToTheDashboardOnly(t *testing.T) {
 	t.Parallel()
 	f := operatorSetup(t)
-	ids := f.failed(t, "a", "b", "c", "d", "e", "f")
-	for i, back := range []string{"https://evil.example/navree/queue/", "//evil.example/navree/queue/", "/elsewhere", "/navree/queue/..//x",
-		`/navree/queue/\evil`, "/navree/queue/failed?done=deleted&n=9&payload=show"} {
-		r := f.do(t, "operator", "POST", "/failed/"+ids[i]+"/retry", url.Values{"back": {back}})
-		want := "/navree/queue/?done=retried&n=1"
-		if i == 5 {
-			want = "/navree/queue/failed?done=retried&n=1"
+	const home = "/navree/queue/?done=retried&n=1"
+	tests := []struct{ give, want string }{
+		{"https://evil.example/navree/queue/", home},
+		{"//evil.example/navree/queue/", home},
+		{"///evil.example/navree/queue/", home},
+		{"/elsewhere", home},
+		{"/navree/queuex/", home},
+		{"/navree/queue", home},
+		{"/navree/queue/../../evil", home},
+		{"/navree/queue/..", home},
+		{"/navree/queue/failed/../../../evil", home},
+		{"/navree/queue/%2e%2e/%2e%2e/evil", home},
+		{"/navree/queue/%2E%2E/%2E%2E/evil", home},
+		{"/navree/queue/failed/..%2f..%2f..%2fevil", home},
+		{"/navree/queue/..//x", home},
+		{"/navree/queue/./failed", home},
+		{"/navree/queue/%2f%2fevil.example", home},
+		{`/navree/queue/\evil`, home},
+		{`/\evil.example`, home},
+		{`\\evil.example/navree/queue/`, home},
+		{`/navree/queue/..\..\evil`, home},
+		{"/navree/queue/%5c%5cevil.example", home},
+		{"javascript:alert(1)", home},
+		{"mailto:ops@evil.example", home},
+		{"https:/navree/queue/", home},
+		{"/navree/queue/failed?done=deleted&n=9&payload=show", "/navree/queue/failed?done=retried&n=1"},
+		{"/navree/queue/jobs?state=failed&queue=exports", "/navree/queue/jobs?done=retried&n=1&queue=exports&state=failed"},
+	}
+	reasons := make([]string, len(tests))
+	for i := range reasons {
+		reasons[i] = fmt.Sprint("reason ", i)
+	}
+	ids := f.failed(t, reasons...)
+	for i, tt := range tests {
+		r := f.do(t, "operator", "POST", "/failed/"+ids[i]+"/retry", url.Values{"back": {tt.give}})
+		if r.status != http.StatusSeeOther || r.location != tt.want {
+			t.Errorf("back %q: %d to %q, want 303 to %q", tt.give, r.status, r.location, tt.want)
 		}
-		if r.status != http.StatusSeeOther || r.location != want {
-			t.Errorf("back %q: %d to %q, want 303 to %q", back, r.status, r.location, want)
+		// Wherever it goes, as the browser resolves it, it is a page of
+		// the dashboard on the dashboard's host.
+		to, err := url.Parse(f.url + "/failed/" + ids[i] + "/retry")
+		if err != nil {
+			t.Fatal(err)
+		}
+		loc, err := url.Parse(r.location)
+		if err != nil {
+			t.Fatalf("back %q: Location %q: %v", tt.give, r.location, err)
+		}
+		if to = to.ResolveReference(loc); to.Host != strings.TrimPrefix(f.srv.URL, "http://") || !strings.HasPrefix(to.Path, "/navree/queue/") {
+			t.Errorf("back %q: the browser goes to %s, out of the dashboard", tt.give, to)
+		}
+	}
+	// The bulk confirmation page carries the back it will go to.
+	for _, tt := range tests[:len(tests)-2] {
+		body := f.get(t, "operator", "/bulk?"+url.Values{"action": {"retry"}, "back": {tt.give}}.Encode(), http.StatusOK)
+		if got := backs(body); !slices.Equal(got, []string{"/navree/queue/"}) {
+			t.Errorf("bulk confirmation with back %q goes back to %v, want [/navree/queue/]", tt.give, got)
 		}
 	}
 }
