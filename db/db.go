@@ -48,12 +48,11 @@ func DefaultConfig() Config {
 	return Config{URL: "sqlite://var/app.db", SQLiteSynchronous: "normal", BusyTimeoutMs: 5000, MaxOpenConns: 10}
 }
 
-// Validate checks that the URL names a database Navree can open.
+// Validate checks that the URL names a database Navree can open: for
+// PostgreSQL, one that pgx parses, its host and port included.
 func (c Config) Validate() error {
-	if _, _, err := parseURL(c.URL); err != nil {
-		return config.Invalid("database.url", c.URL, err.Error())
-	}
-	return nil
+	_, _, _, err := parseURL(c.URL)
+	return err
 }
 
 // Dialect is the kind of database behind a [DB].
@@ -88,24 +87,31 @@ func (d *DB) String() string { return d.name }
 const allowedURLs = "sqlite://PATH or postgres://USER@HOST:PORT/DATABASE"
 
 // parseURL splits a database URL into its dialect and what the driver
-// opens: a file path for SQLite, the URL itself for PostgreSQL.
-func parseURL(raw string) (Dialect, string, error) {
+// opens: a file path for SQLite, the URL itself and pgx's reading of it
+// for PostgreSQL. A URL it refuses fails as an invalid database.url.
+func parseURL(raw string) (Dialect, string, *pgx.ConnConfig, error) {
+	problem := ""
 	switch {
 	case strings.HasPrefix(raw, "sqlite://"):
 		path := strings.TrimPrefix(raw, "sqlite://")
-		if path == "" || strings.ContainsAny(path, "?#") {
-			return "", "", errors.New(allowedURLs + " (the path must not be empty or hold ? or #)")
+		if path != "" && !strings.ContainsAny(path, "?#") {
+			return SQLite, path, nil, nil
 		}
-		return SQLite, path, nil
+		problem = " (the path must not be empty or hold ? or #)"
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
-		if problem := ambiguous(raw); problem != "" {
-			return "", "", errors.New(allowedURLs + " (" + problem + ")")
+		if p := ambiguous(raw); p != "" {
+			problem = " (" + p + ")"
+			break
 		}
-		return Postgres, raw, nil
+		pc, err := pgx.ParseConfig(raw)
+		if err == nil {
+			return Postgres, raw, pc, nil
+		}
+		problem = " (" + unparsable(err) + ")"
 	case !strings.Contains(raw, "://") && strings.Contains(raw, "="):
-		return "", "", errors.New(allowedURLs + " (a key=value connection string is not accepted: write it as a postgres:// URL)")
+		problem = " (a key=value connection string is not accepted: write it as a postgres:// URL)"
 	}
-	return "", "", errors.New(allowedURLs)
+	return "", "", nil, config.Invalid("database.url", raw, allowedURLs+problem)
 }
 
 // ambiguous says what in a postgres:// URL could make pgx read a part of
@@ -130,29 +136,32 @@ func ambiguous(raw string) string {
 	return ""
 }
 
-// parseError is pgx's error for a URL it cannot parse, said without the
-// URL, which pgx quotes with only what it recognizes as a password masked.
-type parseError struct{ err error }
-
-func (e parseError) Error() string {
-	msg := e.err.Error()
+// unparsable says why pgx cannot parse a URL, without the URL, which pgx
+// quotes with only what it recognizes as a password masked: the port or
+// an IPv6 host in Navree's words, anything else in pgx's.
+func unparsable(err error) string {
+	msg := err.Error()
 	var pe *pgconn.ParseConfigError
-	if i := strings.LastIndex(msg, "`: "); errors.As(e.err, &pe) && i >= 0 {
+	if i := strings.LastIndex(msg, "`: "); errors.As(err, &pe) && i >= 0 {
 		msg = msg[i+len("`: "):] // after "cannot parse `URL`: "
+	}
+	switch {
+	case msg == "invalid port":
+		return "the port must be a number from 1 to 65535"
+	case strings.Contains(msg, "IPv6 host address"), strings.Contains(msg, `(expected ":" or "/")`):
+		return "an IPv6 host must be written in brackets, as in postgres://USER@[::1]:5432/DATABASE"
 	}
 	return config.Redact(msg)
 }
-
-func (e parseError) Unwrap() error { return e.err }
 
 // Open opens the database cfg names. It does no I/O: [DB.Ping] connects,
 // as the module does when the app starts, and creates an SQLite
 // database's folder first.
 func Open(cfg Config) (*DB, error) {
-	if err := cfg.Validate(); err != nil {
+	dialect, target, pc, err := parseURL(cfg.URL)
+	if err != nil {
 		return nil, err
 	}
-	dialect, target, _ := parseURL(cfg.URL)
 	d := &DB{dialect: dialect, name: config.Redact(cfg.URL)}
 	switch dialect {
 	case SQLite:
@@ -165,10 +174,6 @@ func Open(cfg Config) (*DB, error) {
 		d.writeLock = make(chan struct{}, 1)
 		d.busyTimeout = time.Duration(cfg.BusyTimeoutMs) * time.Millisecond
 	case Postgres:
-		pc, err := pgx.ParseConfig(target)
-		if err != nil {
-			return nil, fmt.Errorf("db: open %s: %w", d.name, parseError{err})
-		}
 		d.DB = bun.NewDB(stdlib.OpenDB(*pc), pgdialect.New())
 		d.pgConfig = pc
 	}

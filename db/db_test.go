@@ -153,11 +153,14 @@ func TestUnparsablePostgresURLsShowNoPassword(t *testing.T) {
 		{`host=127.0.0.1 port=1 password='a b\'c' user=bob`,
 			`config: invalid value for database.url: "host=127.0.0.1 port=1 password=xxxxx user=bob"` + allowed +
 				" (a key=value connection string is not accepted: write it as a postgres:// URL)"},
-		{"postgres://bob:S3cret@127.0.0.1:1x/crm", "db: open postgres://bob:xxxxx@127.0.0.1:1x/crm: invalid port"},
+		{"postgres://bob:S3cret@127.0.0.1:1x/crm",
+			`config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:1x/crm"` + allowed + " (the port must be a number from 1 to 65535)"},
 		{"postgres://bob:S3 cret@127.0.0.1:1/crm",
-			"db: open postgres://bob:xxxxx@127.0.0.1:1/crm: failed to parse as URL (unexpected spaces found in password, use percent-encoded spaces (%20) instead)"},
+			`config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:1/crm"` + allowed +
+				" (failed to parse as URL (unexpected spaces found in password, use percent-encoded spaces (%20) instead))"},
 		{"postgres://bob@127.0.0.1:1/crm?password=S3cret&sslmode=bogus",
-			"db: open postgres://bob@127.0.0.1:1/crm?password=xxxxx&sslmode=bogus: failed to configure TLS (sslmode is invalid)"},
+			`config: invalid value for database.url: "postgres://bob@127.0.0.1:1/crm?password=xxxxx&sslmode=bogus"` + allowed +
+				" (failed to configure TLS (sslmode is invalid))"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
@@ -169,6 +172,44 @@ func TestUnparsablePostgresURLsShowNoPassword(t *testing.T) {
 			}
 			noSecret(t, "Open error", err.Error())
 		})
+	}
+}
+
+// TestBadHostsAndPortsFailTheBoot: a postgres:// URL whose port is not
+// one or whose IPv6 host is not closed fails as the configuration is
+// read, as every invalid value does: with the key, where the value came
+// from and what is allowed, and the URL without its password; not later,
+// when the database is opened.
+func TestBadHostsAndPortsFailTheBoot(t *testing.T) {
+	const allowed = " (from env APP_DATABASE__URL); allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE"
+	const port = allowed + " (the port must be a number from 1 to 65535)"
+	const ipv6 = allowed + " (an IPv6 host must be written in brackets, as in postgres://USER@[::1]:5432/DATABASE)"
+	tests := []struct{ give, want string }{
+		{"postgres://bob:S3cret@127.0.0.1:notaport/x", `config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:notaport/x"` + port},
+		{"postgres://bob:S3cret@127.0.0.1:0/x", `config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:0/x"` + port},
+		{"postgres://bob:S3cret@127.0.0.1:65536/x", `config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:65536/x"` + port},
+		{"postgres://bob@127.0.0.1:-1/x?password=S3cret", `config: invalid value for database.url: "postgres://bob@127.0.0.1:-1/x?password=xxxxx"` + port},
+		{"postgres://bob:S3cret@[::1/x", `config: invalid value for database.url: "postgres://bob:xxxxx@[::1/x"` + ipv6},
+		{"postgres://bob:S3cret@[::1:5432/x", `config: invalid value for database.url: "postgres://bob:xxxxx@[::1:5432/x"` + ipv6},
+		{"postgresql://bob:S3cret@[]:5432/x", `config: invalid value for database.url: "postgresql://bob:xxxxx@[]:5432/x"` + ipv6},
+		{"postgres://bob:S3cret@[::1]x:5432/x", `config: invalid value for database.url: "postgres://bob:xxxxx@[::1]x:5432/x"` + ipv6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			_, err := config.New(config.Sources{Environ: []string{"APP_DATABASE__URL=" + tt.give}},
+				config.Definition{Name: "database", Defaults: db.DefaultConfig()})
+			if !errors.Is(err, config.ErrInvalid) || err.Error() != tt.want {
+				t.Fatalf("config error:\n got %v\nwant %s", err, tt.want)
+			}
+			noSecret(t, "config error", err.Error())
+		})
+	}
+	// A good one passes, IPv6 host included.
+	for _, give := range []string{"postgres://bob:S3cret@[::1]:5432/x", "postgres://bob@[::1]/x", "postgres://bob@127.0.0.1:65535/x"} {
+		if _, err := config.New(config.Sources{Environ: []string{"APP_DATABASE__URL=" + give}},
+			config.Definition{Name: "database", Defaults: db.DefaultConfig()}); err != nil {
+			t.Errorf("%s: %v", give, err)
+		}
 	}
 }
 
