@@ -101,36 +101,6 @@ func TestMetaTravelsWithTheJob(t *testing.T) {
 	})
 }
 
-// TestEmptyQueuesMeanTheDefaultQueue: as the spec says, RunPending
-// processes queue.queues or else default_queue: an empty queues setting
-// (from a file, a variable or code) boots and works the default queue.
-func TestEmptyQueuesMeanTheDefaultQueue(t *testing.T) {
-	ran := make(chan string, 1)
-	handler := queue.HandleFunc(func(_ context.Context, j ExportContacts, _ queue.JobContext) error { ran <- j.CompanyID; return nil })
-	for _, empty := range []any{"", []any{}} {
-		_, err := runApp(t, map[string]any{"queue.driver": "memory", "queue.queues": empty, "queue.default_queue": "jobs"}, []string{"use"},
-			queue.Module(), handler, use(func(q *queue.Queue, _ queue.Dispatcher) error {
-				q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
-				stats, err := q.RunPending(ctx)
-				if err == nil && stats.Succeeded != 1 {
-					err = errors.New(stats.String())
-				}
-				return err
-			}))
-		if err != nil {
-			t.Fatalf("queues = %#v: %v", empty, err)
-		}
-		if got := <-ran; got != "c1" {
-			t.Fatalf("ran %q", got)
-		}
-	}
-	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory, DefaultQueue: "mail"}, Handlers: []queue.Registration{reporting(ran)}})
-	q.Dispatch(ctx, ExportContacts{CompanyID: "c2"})
-	if stats, err := q.RunPending(ctx); err != nil || stats.Succeeded != 1 || <-ran != "c2" {
-		t.Fatalf("in code: %+v, %v", stats, err)
-	}
-}
-
 // TestNamedJobTypes: a job type registered by name, for types made at run
 // time, runs with its payload as pushed; a second registration of the
 // name fails naming both; an unregistered name is refused at dispatch.

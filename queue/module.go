@@ -39,7 +39,8 @@ type Config struct {
 	// jobs again; default 1000.
 	PollIntervalMs int `koanf:"poll_interval_ms" validate:"min=1,max=3600000"`
 	// Queues is what queue:work processes, highest priority first; default
-	// ["high", "default"]. Empty (queues = [], APP_QUEUE__QUEUES=, or nil
+	// ["high", "default"], in a file as in code, where a nil Queues takes
+	// it. An empty list (queues = [], APP_QUEUE__QUEUES=, or []string{}
 	// in code) is the default queue alone.
 	Queues []string `koanf:"queues"`
 }
@@ -63,7 +64,8 @@ func (c Config) Validate() error {
 }
 
 // withDefaults fills the zero fields of a Config written in code and
-// checks it.
+// checks it: a nil Queues takes the default, an empty one is the default
+// queue alone.
 func (c Config) withDefaults() (Config, error) {
 	def := DefaultConfig()
 	if c.Driver == "" {
@@ -77,6 +79,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PollIntervalMs == 0 {
 		c.PollIntervalMs = def.PollIntervalMs
+	}
+	if c.Queues == nil {
+		c.Queues = def.Queues
 	}
 	if len(c.Queues) == 0 {
 		c.Queues = []string{c.DefaultQueue}
@@ -96,7 +101,18 @@ func (c Config) withDefaults() (Config, error) {
 // app's [*Queue] and, for code that only dispatches, its [Dispatcher], and
 // adds the migration set "queue" (tables jobs and failed_jobs).
 func Module() fx.Option {
-	return module(config.Section("queue", DefaultConfig()))
+	return module(fx.Options(config.Section("queue", DefaultConfig()), fx.Decorate(fromConfig)))
+}
+
+// fromConfig is the [queue] section as New reads it. The section starts
+// from the defaults, so a nil Queues there is a list the configuration
+// set empty (queues = [], APP_QUEUE__QUEUES=): the default queue alone,
+// not the default list a nil Queues is in code.
+func fromConfig(c Config) Config {
+	if c.Queues == nil {
+		c.Queues = []string{}
+	}
+	return c
 }
 
 // ModuleWith is [Module] configured in code instead: zero fields of cfg

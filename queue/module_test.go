@@ -144,6 +144,92 @@ func TestConfigDefaultsAndEnvLists(t *testing.T) {
 	}
 }
 
+// TestModuleWithTakesTheDefaultQueues: a Config written in code takes
+// every default for its zero fields, the queues included, as a file that
+// names no queues does: the workers process high, then default.
+func TestModuleWithTakesTheDefaultQueues(t *testing.T) {
+	ran := make(chan string, 2)
+	_, err := runApp(t, nil, []string{"use"}, queue.ModuleWith(queue.Config{Driver: queue.Memory}), queue.HandleFunc(func(_ context.Context, j ExportContacts, _ queue.JobContext) error {
+		ran <- j.CompanyID
+		return nil
+	}), use(func(q *queue.Queue, _ queue.Dispatcher) error {
+		for _, name := range []string{"default", "high"} {
+			if _, err := q.Push(ctx, exportOn(name, "on "+name)); err != nil {
+				return err
+			}
+		}
+		stats, err := q.RunPending(ctx)
+		if err == nil && stats.Succeeded != 2 {
+			err = fmt.Errorf("RunPending: %s, want both jobs run", stats)
+		}
+		return err
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{<-ran, <-ran}; got[0] != "on high" || got[1] != "on default" {
+		t.Errorf("ran %q, want high's job, then default's", got)
+	}
+	// So does New.
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{reporting(ran)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Push(ctx, exportOn("high", "c1")); err != nil {
+		t.Fatal(err)
+	}
+	if stats, err := q.RunPending(ctx); err != nil || stats.Succeeded != 1 || <-ran != "c1" {
+		t.Fatalf("New with a zero Config: %+v, %v; want high's job run", stats, err)
+	}
+}
+
+// TestEmptyQueuesMeanTheDefaultQueue: as the spec says, RunPending
+// processes queue.queues or else default_queue: a queues setting left
+// empty in a file, a variable or code boots and works the default queue
+// alone.
+func TestEmptyQueuesMeanTheDefaultQueue(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/app.toml", []byte("[queue]\ndriver = \"memory\"\ndefault_queue = \"jobs\"\nqueues = []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]config.Sources{
+		"queues = []":        {Dir: dir},
+		"APP_QUEUE__QUEUES=": {Environ: []string{"APP_QUEUE__DRIVER=memory", "APP_QUEUE__DEFAULT_QUEUE=jobs", "APP_QUEUE__QUEUES="}},
+	}
+	for name, src := range sources {
+		ran := make(chan string, 2)
+		a := app.New(config.Module(src), queue.Module(), queue.HandleFunc(func(_ context.Context, j ExportContacts, _ queue.JobContext) error {
+			ran <- j.CompanyID
+			return nil
+		}), use(func(q *queue.Queue, _ queue.Dispatcher) error {
+			if _, err := q.Push(ctx, exportOn("high", "on high")); err != nil {
+				return err
+			}
+			if _, err := q.Dispatch(ctx, ExportContacts{CompanyID: "on jobs"}); err != nil {
+				return err
+			}
+			stats, err := q.RunPending(ctx)
+			if err == nil && stats.Succeeded != 1 {
+				err = fmt.Errorf("RunPending: %s, want the default queue's job alone", stats)
+			}
+			return err
+		}))
+		a.Name, a.Stdout, a.Stderr = "crm", io.Discard, io.Discard
+		if err := a.Run(ctx, []string{"use"}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := <-ran; got != "on jobs" {
+			t.Fatalf("%s: ran %q", name, got)
+		}
+	}
+	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory, DefaultQueue: "mail", Queues: []string{}}, Handlers: []queue.Registration{reporting(make(chan string, 2))}})
+	q.Push(ctx, exportOn("high", "c1"))
+	q.Dispatch(ctx, ExportContacts{CompanyID: "c2"})
+	if stats, err := q.RunPending(ctx); err != nil || stats.Succeeded != 1 {
+		t.Fatalf("in code: %+v, %v; want the default queue's job alone", stats, err)
+	}
+}
+
 func TestRegisteringATypeTwiceNamesBoth(t *testing.T) {
 	_, err := runApp(t, nil, []string{"use"}, queue.ModuleWith(queue.Config{Driver: queue.Memory}),
 		queue.HandleFunc(func(ctx context.Context, job ExportContacts, jc queue.JobContext) error { return nil }),
