@@ -174,6 +174,11 @@ func TestAnInvalidMessageFailsTheCall(t *testing.T) {
 			"mail: attachment 1 of 1 needs a Name of one line, without quotes: invalid message"},
 		{"bad content type", func(m *mail.Message) { m.Attachments = []mail.Attachment{{Name: "a.bin", ContentType: "not a type"}} },
 			`mail: attachment a.bin has the content type "not a type", which does not parse (mime: expected slash after first token): invalid message`},
+		{"header line over 998 octets", func(m *mail.Message) { m.Headers = map[string]string{"X-Ref": strings.Repeat("a", 1200)} },
+			"mail: header X-Ref would have a line of 1201 octets, over the 998 a line may hold (RFC 5322): invalid message"},
+		{"inline name not a Content-ID", func(m *mail.Message) {
+			m.Attachments = []mail.Attachment{{Name: "my logo.png", Data: []byte("x"), Inline: true}}
+		}, "mail: inline attachment 1 of 1 is named \"my logo.png\": an inline file's Name is its Content-ID, of ASCII letters, digits and !#$%&'*+-./=?^_`{|}~@ only: invalid message"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -96,7 +96,7 @@ func render(msg Message, from *netmail.Address, now time.Time) (*rendered, error
 	if strings.TrimSpace(msg.Subject) == "" || strings.ContainsAny(msg.Subject, "\r\n") {
 		return nil, invalid("the message needs a Subject of one line")
 	}
-	m.Subject(msg.Subject)
+	m.SetGenHeaderPreformatted(gomail.HeaderSubject, subjectValue(msg.Subject))
 	for name, value := range msg.Headers {
 		if !isToken(name) || strings.ContainsAny(value, "\r\n") {
 			return nil, invalid("header %q is not a header name with a one-line value", name)
@@ -139,16 +139,21 @@ func render(msg Message, from *netmail.Address, now time.Time) (*rendered, error
 		if _, _, err := mime.ParseMediaType(ct); err != nil {
 			return nil, invalid("attachment %s has the content type %q, which does not parse (%v)", a.Name, ct, err)
 		}
-		opts := []gomail.FileOption{gomail.WithFileContentType(gomail.ContentType(ct))}
+		if a.Inline && !isContentID(a.Name) {
+			return nil, invalid("inline attachment %d of %d is named %q: an inline file's Name is its Content-ID, of ASCII letters, digits and !#$%%&'*+-./=?^_`{|}~@ only", i+1, len(msg.Attachments), a.Name)
+		}
 		if a.Inline {
-			m.EmbedReadSeeker(a.Name, bytes.NewReader(a.Data), append(opts, gomail.WithFileContentID(a.Name))...)
+			m.EmbedReadSeeker(a.Name, bytes.NewReader(a.Data), fileHeader(a, ct))
 		} else {
-			m.AttachReadSeeker(a.Name, bytes.NewReader(a.Data), opts...)
+			m.AttachReadSeeker(a.Name, bytes.NewReader(a.Data), fileHeader(a, ct))
 		}
 	}
 	var raw bytes.Buffer
 	if _, err := m.WriteTo(&raw); err != nil {
 		return nil, fmt.Errorf("mail: write the message: %w", err)
+	}
+	if name, n := longestHeaderLine(raw.Bytes()); n > maxLine {
+		return nil, invalid("header %s would have a line of %d octets, over the %d a line may hold (RFC 5322)", name, n, maxLine)
 	}
 	if !utf8.Valid(raw.Bytes()) { // not expected: go-mail encodes bodies as quoted-printable or base64
 		return nil, fmt.Errorf("mail: the rendered message is not valid UTF-8")
@@ -192,4 +197,186 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxLine is the longest line RFC 5322 allows, without its CRLF.
+const maxLine = 998
+
+// foldWidth is the width RFC 5322 asks header lines to keep to.
+const foldWidth = 78
+
+// subjectValue is the Subject header's value for s, which a reader
+// unfolds and decodes to exactly s, in lines of at most 78 octets where
+// it can, 998 at most. Printable ASCII is folded at single spaces, the
+// first word on the Subject line; anything else (a word too long for a
+// line, a space at either end, non-ASCII text, text that reads as an
+// encoded-word) is written as RFC 2047 encoded-words, one a line.
+func subjectValue(s string) string {
+	if folded, ok := foldASCII(s, len("Subject: ")); ok {
+		return folded
+	}
+	return encodedWords(s, len("Subject: "))
+}
+
+// foldASCII folds s, printable ASCII, at single spaces between words, so
+// that lines stay within foldWidth where its words allow, the first after
+// used octets. It reports false for text it cannot write so: not
+// printable ASCII, a space at either end, "=?", or a line over maxLine.
+func foldASCII(s string, used int) (string, bool) {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' || strings.Contains(s, "=?") {
+		return "", false
+	}
+	var b strings.Builder
+	start, fold := 0, -1 // s[start:] is on the current line; fold, a space to fold before
+	for i := range len(s) {
+		if s[i] < ' ' || s[i] > '~' {
+			return "", false
+		}
+		if s[i] == ' ' && s[i-1] != ' ' && s[i+1] != ' ' && i > start {
+			fold = i
+		}
+		if used+i-start+1 > foldWidth && fold > start {
+			if used+fold-start > maxLine {
+				return "", false
+			}
+			b.WriteString(s[start:fold])
+			b.WriteString("\r\n")
+			start, used, fold = fold, 0, -1
+		}
+	}
+	if used+len(s)-start > maxLine {
+		return "", false
+	}
+	b.WriteString(s[start:])
+	return b.String(), true
+}
+
+// encodedWords writes s as RFC 2047 encoded-words in UTF-8 and the Q
+// encoding, each of whole characters, on lines of at most foldWidth
+// octets, the first after used octets. Readers drop the folding between
+// encoded-words, so they decode it to s.
+func encodedWords(s string, used int) string {
+	const open, end = "=?UTF-8?q?", "?="
+	var b, word strings.Builder
+	budget := min(foldWidth-used, 75) - len(open) - len(end) // RFC 2047: 75 octets a word
+	flush := func() {
+		if b.Len() > 0 {
+			b.WriteString("\r\n ")
+		}
+		b.WriteString(open + word.String() + end)
+		word.Reset()
+		budget = min(foldWidth-1, 75) - len(open) - len(end)
+	}
+	for _, r := range s {
+		var q string
+		switch {
+		case r == ' ':
+			q = "_"
+		case r > ' ' && r <= '~' && r != '=' && r != '?' && r != '_':
+			q = string(r)
+		default:
+			for _, c := range []byte(string(r)) {
+				q += fmt.Sprintf("=%02X", c)
+			}
+		}
+		if word.Len()+len(q) > budget {
+			flush()
+		}
+		word.WriteString(q)
+	}
+	flush()
+	return b.String()
+}
+
+// fileHeader writes a's MIME headers: its media type and disposition with
+// its name as a parameter (RFC 2231 when it is not short printable
+// ASCII), and the Content-ID <Name> of an inline file, which the HTML
+// refers to as cid:Name (RFC 2392).
+func fileHeader(a Attachment, ct string) gomail.FileOption {
+	return func(f *gomail.File) {
+		mediaType, params, _ := mime.ParseMediaType(ct) // checked by render
+		delete(params, "name")
+		typ := mime.FormatMediaType(mediaType, params)
+		if typ == "" {
+			typ = mediaType
+		}
+		disposition := "attachment"
+		if a.Inline {
+			disposition = "inline"
+			f.Header.Set("Content-ID", "<"+a.Name+">")
+		}
+		f.Header.Set("Content-Type", typ+";\r\n "+strings.Join(param("name", a.Name), ";\r\n "))
+		f.Header.Set("Content-Disposition", disposition+";\r\n "+strings.Join(param("filename", a.Name), ";\r\n "))
+	}
+}
+
+// param is the MIME parameter name=value: a quoted string for short
+// printable ASCII, else RFC 2231's UTF-8 percent-encoded form, in
+// continuations (name*0*=, name*1*=…) of at most 60 octets of whole
+// characters.
+func param(name, value string) []string {
+	const most = 60
+	ascii := len(value) <= most
+	for i := 0; ascii && i < len(value); i++ {
+		ascii = value[i] >= ' ' && value[i] <= '~'
+	}
+	if ascii {
+		return []string{name + `="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(value) + `"`}
+	}
+	var segments []string
+	var seg strings.Builder
+	for _, r := range value {
+		var enc string
+		for _, c := range []byte(string(r)) {
+			if c < 0x80 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0) {
+				enc += string(rune(c))
+			} else {
+				enc += fmt.Sprintf("%%%02X", c)
+			}
+		}
+		if seg.Len()+len(enc) > most {
+			segments = append(segments, seg.String())
+			seg.Reset()
+		}
+		seg.WriteString(enc)
+	}
+	segments = append(segments, seg.String())
+	if len(segments) == 1 {
+		return []string{name + "*=utf-8''" + segments[0]}
+	}
+	for i, sg := range segments {
+		if i == 0 {
+			sg = "utf-8''" + sg
+		}
+		segments[i] = fmt.Sprintf("%s*%d*=%s", name, i, sg)
+	}
+	return segments
+}
+
+// isContentID reports whether name can be a Content-ID between angle
+// brackets: RFC 5322 atext, dots and an '@'.
+func isContentID(name string) bool {
+	for i := range len(name) {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-./=?^_`{|}~@", c) >= 0) {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// longestHeaderLine returns the longest line of raw's header, without its
+// CRLF, and the field it belongs to.
+func longestHeaderLine(raw []byte) (field string, n int) {
+	header, _, _ := bytes.Cut(raw, []byte("\r\n\r\n"))
+	var current string
+	for _, line := range strings.Split(string(header), "\r\n") {
+		if line != "" && line[0] != ' ' && line[0] != '\t' {
+			current, _, _ = strings.Cut(line, ":")
+		}
+		if len(line) > n {
+			field, n = current, len(line)
+		}
+	}
+	return field, n
 }
