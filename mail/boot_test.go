@@ -60,6 +60,20 @@ func TestInvalidConfigFailsTheBoot(t *testing.T) {
 			`config: unknown key mail.pasword = "xxxxx" (from env APP_MAIL__PASWORD): did you mean password?`},
 		{"password in a bad port", []string{"APP_MAIL__PASSWORD=hunter2", "APP_MAIL__PORT=x"},
 			`config: invalid value for mail.port: "x" (from env APP_MAIL__PORT); allowed: a whole number`},
+		{"send_timeout", []string{"APP_MAIL__SEND_TIMEOUT=-1s"},
+			`config: invalid value for mail.send_timeout: "-1s" (from env APP_MAIL__SEND_TIMEOUT); allowed: a duration above zero, such as 1m`},
+		{"helo", []string{"APP_MAIL__HELO=ws 12"},
+			`config: invalid value for mail.helo: "ws 12" (from env APP_MAIL__HELO); allowed: a fully qualified domain name, such as "crm.example.com", or an address literal, such as "[192.0.2.10]"; empty for the domain of mail.from`},
+		{"tls_ca_file missing", []string{"APP_MAIL__TLS_CA_FILE=/nonexistent/ca.pem"},
+			`config: invalid value for mail.tls_ca_file: "/nonexistent/ca.pem" (from env APP_MAIL__TLS_CA_FILE); allowed: a PEM file of the certificate authority that signed the SMTP server's certificate (open /nonexistent/ca.pem: no such file or directory)`},
+		{"tls_ca_file without a certificate", []string{"APP_MAIL__TLS_CA_FILE=boot_test.go"},
+			`config: invalid value for mail.tls_ca_file: "boot_test.go" (from env APP_MAIL__TLS_CA_FILE); allowed: a PEM file of the certificate authority that signed the SMTP server's certificate (it holds no PEM certificate)`},
+		{"tls_server_name", []string{"APP_MAIL__TLS_SERVER_NAME=smtp internal"},
+			`config: invalid value for mail.tls_server_name: "smtp internal" (from env APP_MAIL__TLS_SERVER_NAME); allowed: a host name the server's certificate holds, such as "smtp.internal"; empty for mail.host`},
+		{"tls_server_name without tls", []string{"APP_MAIL__TLS=none", "APP_MAIL__TLS_SERVER_NAME=smtp.internal"},
+			`config: invalid value for mail.tls: "none" (from env APP_MAIL__TLS); allowed: starttls or tls with mail.tls_ca_file or mail.tls_server_name, which only a TLS connection uses`},
+		{"from domain not a helo name", []string{"APP_MAIL__TRANSPORT=smtp", "APP_MAIL__HOST=smtp.example.com", "APP_MAIL__FROM=noreply@crm_mail.example.com"},
+			`config: invalid value for mail.helo: "" (from default); allowed: a fully qualified domain name, such as "crm.example.com", which the smtp transport needs when the domain of mail.from is not one`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

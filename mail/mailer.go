@@ -84,7 +84,11 @@ func newSender(p senderIn) (*sender, error) {
 	for _, name := range cfg.chain() {
 		switch name {
 		case SMTP:
-			s.chain = append(s.chain, newSMTP(cfg, p.TLSConfig))
+			tc, err := cfg.tlsConfig(p.TLSConfig)
+			if err != nil {
+				return nil, err
+			}
+			s.chain = append(s.chain, newSMTP(cfg, tc))
 		case Log:
 			s.chain = append(s.chain, logTransport{s.logger})
 		case Memory:

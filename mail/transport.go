@@ -2,17 +2,11 @@ package mail
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/textproto"
-	"strconv"
 	"strings"
 	"sync"
-
-	gomail "github.com/wneessen/go-mail"
 )
 
 // Transport delivers rendered messages. Every transport of a mailer is
@@ -50,106 +44,6 @@ func (e *SendError) Error() string {
 func permanent(err error) bool {
 	var se *SendError
 	return errors.As(err, &se) && se.Permanent
-}
-
-// smtpTransport sends through an SMTP server, connecting afresh for each
-// message: no connection outlives the send that opened it.
-type smtpTransport struct {
-	cfg  Config
-	tls  *tls.Config
-	addr string
-}
-
-func newSMTP(cfg Config, tlsConfig *tls.Config) *smtpTransport {
-	if cfg.Port == 0 {
-		cfg.Port = 587
-		if cfg.TLS == TLS {
-			cfg.Port = 465
-		}
-	}
-	return &smtpTransport{cfg: cfg, tls: tlsConfig, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))}
-}
-
-func (t *smtpTransport) String() string { return "smtp " + t.addr }
-
-func (t *smtpTransport) client() (*gomail.Client, error) {
-	opts := []gomail.Option{gomail.WithPort(t.cfg.Port), gomail.WithTimeout(t.cfg.Timeout)}
-	switch t.cfg.TLS {
-	case STARTTLS:
-		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
-	case TLS:
-		opts = append(opts, gomail.WithSSL())
-	default:
-		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
-	}
-	if t.tls != nil {
-		opts = append(opts, gomail.WithTLSConfig(t.tls))
-	}
-	if t.cfg.Username != "" {
-		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
-			gomail.WithUsername(t.cfg.Username), gomail.WithPassword(t.cfg.Password.Reveal()))
-	}
-	return gomail.NewClient(t.cfg.Host, opts...)
-}
-
-// Send dials, says hello, upgrades to TLS and logs in as configured, sends
-// the message and quits. Cancelling ctx closes the connection.
-func (t *smtpTransport) Send(ctx context.Context, env Envelope, raw []byte) error {
-	c, err := t.client()
-	if err != nil {
-		return fmt.Errorf("mail: %s: %w", t, err)
-	}
-	conn, err := c.DialToSMTPClientWithContext(ctx)
-	if err != nil {
-		return fmt.Errorf("mail: %s: connect: %w", t, t.hide(err))
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	if err := conn.Mail("<" + env.From + ">"); err != nil {
-		return t.refused(ctx, "MAIL FROM", err)
-	}
-	for _, to := range env.To {
-		if err := conn.Rcpt("<" + to + ">"); err != nil {
-			return t.refused(ctx, "RCPT TO", err)
-		}
-	}
-	w, err := conn.Data()
-	if err != nil {
-		return t.refused(ctx, "DATA", err)
-	}
-	if _, err := w.Write(raw); err != nil {
-		return t.refused(ctx, "DATA", err)
-	}
-	if err := w.Close(); err != nil {
-		return t.refused(ctx, "DATA", err)
-	}
-	_ = conn.Quit() // the message is accepted; a failed goodbye changes nothing
-	return nil
-}
-
-// refused is the error of a command the server answered with err: a
-// [*SendError] for a 4xx or 5xx reply, else a connection error, or ctx's
-// error when ctx ended the send.
-func (t *smtpTransport) refused(ctx context.Context, command string, err error) error {
-	var reply *textproto.Error
-	if errors.As(err, &reply) && reply.Code >= 400 && reply.Code < 600 {
-		return &SendError{Transport: t.String(), Command: command, Code: reply.Code,
-			Reply: t.hide(errors.New(strings.ReplaceAll(reply.Msg, "\n", " "))).Error(), Permanent: reply.Code >= 500}
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("mail: %s: %s: %w", t, command, context.Cause(ctx))
-	}
-	return fmt.Errorf("mail: %s: %s: %w", t, command, t.hide(err))
-}
-
-// hide removes the password from err's text, should a library or server
-// ever echo it.
-func (t *smtpTransport) hide(err error) error {
-	if pw := t.cfg.Password.Reveal(); pw != "" && strings.Contains(err.Error(), pw) {
-		return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
-	}
-	return err
 }
 
 // logTransport logs one line per message and delivers nothing.
