@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofrs/uuid/v5"
 	"github.com/navree/navree/app"
@@ -28,7 +30,8 @@ type Stored struct {
 
 // ErrInvalidQuery matches (with [errors.Is]) the error of an [Inbox]
 // method given what it cannot take: a [ListQuery] out of bounds, a cursor
-// or an id that is not one, more ids than one call takes. The message says
+// or an id that is not one, more ids than one call takes, a notifiable
+// whose type or id has a NUL byte or is not UTF-8. The message says
 // what is allowed; an HTTP handler answers it with 400 Bad Request.
 var ErrInvalidQuery = errors.New("invalid query")
 
@@ -351,7 +354,9 @@ func (i *Inbox) reader(ctx context.Context) (bun.IDB, error) {
 func (i *Inbox) now() int64 { return i.clock.Now().UnixMilli() }
 
 // notifiableScope returns the type and id that scope a method to n, refusing a
-// notifiable without them, which has no stored notifications.
+// notifiable without them, which has no stored notifications, and one
+// whose type or id no database stores (a NUL byte, invalid UTF-8: on
+// PostgreSQL, an error of the database's own).
 func notifiableScope(what string, n Notifiable) (typ, id string, err error) {
 	if n == nil {
 		return "", "", fmt.Errorf("notify: %s: no notifiable", what)
@@ -359,6 +364,11 @@ func notifiableScope(what string, n Notifiable) (typ, id string, err error) {
 	typ, id = n.NotifiableType(), n.NotifiableID()
 	if typ == "" || id == "" {
 		return "", "", fmt.Errorf("notify: %s: the notifiable %T has no type or id (the database channel stores nothing for an on-demand one)", what, n)
+	}
+	for _, f := range []struct{ name, value string }{{"type", typ}, {"id", id}} {
+		if strings.ContainsRune(f.value, 0) || !utf8.ValidString(f.value) {
+			return "", "", fmt.Errorf("notify: %s: %w: the notifiable %s %q has a NUL byte or is not UTF-8, which no database stores", what, ErrInvalidQuery, f.name, f.value)
+		}
 	}
 	return typ, id, nil
 }

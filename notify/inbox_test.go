@@ -342,6 +342,44 @@ func TestInboxRefusesAQueryOutOfBounds(t *testing.T) {
 	})
 }
 
+// TestInboxRefusesANotifiableNoDatabaseStores: a notifiable id with a NUL
+// byte or invalid UTF-8, as a handler might take from a path
+// (/users/ada%00/notifications), is an invalid query that names it, on
+// both databases, not an error of PostgreSQL's with its SQL.
+func TestInboxRefusesANotifiableNoDatabaseStores(t *testing.T) {
+	eachInboxDB(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		inbox := notify.NewInbox(d, nil)
+		store(t, d, user1, 1)
+		for _, tt := range []struct {
+			who  inboxOwner
+			says string
+		}{
+			{inboxOwner{"user", user1.id + "\x00"}, `the notifiable id "` + user1.id + `\x00" has a NUL byte or is not UTF-8`},
+			{inboxOwner{"user", "\x00"}, `the notifiable id "\x00" has a NUL byte`},
+			{inboxOwner{"user", "ada\xff"}, `the notifiable id "ada\xff" has a NUL byte or is not UTF-8`},
+			{inboxOwner{"us\x00er", user1.id}, `the notifiable type "us\x00er" has a NUL byte or is not UTF-8`},
+		} {
+			calls := map[string]func() error{
+				"list notifications":          func() error { _, _, err := inbox.List(ctx, tt.who, notify.ListQuery{}); return err },
+				"count unread notifications":  func() error { _, err := inbox.UnreadCount(ctx, tt.who); return err },
+				"mark all notifications read": func() error { _, err := inbox.MarkAllRead(ctx, tt.who); return err },
+				"mark notifications read":     func() error { _, err := inbox.MarkRead(ctx, tt.who, inboxID(1)); return err },
+				"delete notifications":        func() error { _, err := inbox.Delete(ctx, tt.who, inboxID(1)); return err },
+			}
+			for what, call := range calls {
+				want := "notify: " + what + ": invalid query: " + tt.says
+				if err := call(); !errors.Is(err, notify.ErrInvalidQuery) || !strings.HasPrefix(err.Error(), want) {
+					t.Errorf("%s of %q: %v\nwant ErrInvalidQuery: %s…", what, tt.who.id, err, want)
+				}
+			}
+		}
+		if n := unreadOf(t, inbox, user1); n != 1 {
+			t.Errorf("after the refusals, %d unread, want the 1 stored", n)
+		}
+	})
+}
+
 // unreadOf returns how many notifications of who are unread.
 func unreadOf(t *testing.T, inbox *notify.Inbox, who notify.Notifiable) int {
 	t.Helper()
