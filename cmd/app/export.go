@@ -28,7 +28,8 @@ import (
 // and tells whoever asked, by mail and in their inbox: a notification
 // whose two deliveries are notify.send jobs. With the default [mail]
 // transport, log, the mail is logged, not sent: set transport = "smtp" to
-// send it. GET /users/ID/notifications lists a user's inbox.
+// send it. GET /notifications lists the signed-in user's inbox (signin.go
+// says who is signed in).
 
 // ExportContacts exports the contacts of a company.
 type ExportContacts struct {
@@ -198,8 +199,14 @@ var exportModule = fx.Module("export",
 	})}),
 )
 
-// newInboxRoute lists a user's notifications, newest first.
-func newInboxRoute(inbox *notify.Inbox) app.Route {
+// notSignedIn is what the inbox answers a request signed in as no one.
+const notSignedIn = "Forbidden: not signed in. The inbox shows the notifications of the signed-in user; " +
+	"this example app signs in only in development, at /dev/sign-in?user=NAME."
+
+// newInboxRoute lists the signed-in user's notifications, newest first.
+// Whose they are comes from the request's identity (signedIn), not from
+// its path: a path names anyone's inbox.
+func newInboxRoute(inbox *notify.Inbox, logger *slog.Logger) app.Route {
 	page := template.Must(template.New("inbox").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Notifications of {{.User}}</title></head>
 <body><h1>Notifications of {{.User}}</h1><p>{{.Unread}} unread</p>
@@ -212,15 +219,20 @@ func newInboxRoute(inbox *notify.Inbox) app.Route {
 		Created string
 		Unread  bool
 	}
-	return app.Route{Pattern: "GET /users/{id}/notifications", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u := user{ID: r.PathValue("id")}
+	return app.Route{Pattern: "GET /notifications", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, ok := signedIn(r.Context())
+		if !ok {
+			http.Error(w, notSignedIn, http.StatusForbidden)
+			return
+		}
 		stored, _, err := inbox.List(r.Context(), u, notify.ListQuery{})
 		var unread int
 		if err == nil {
 			unread, err = inbox.UnreadCount(r.Context(), u)
 		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+		if err != nil { // the database's words stay in the log
+			logger.ErrorContext(r.Context(), "list notifications", "error", err)
+			http.Error(w, "The inbox could not be read; the app's log has the error.", http.StatusInternalServerError)
 			return
 		}
 		var items []item

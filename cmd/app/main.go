@@ -42,6 +42,7 @@ func modules() []fx.Option {
 		visitsModule,
 		demoModule,
 		exportModule,
+		signInModule,
 	}
 }
 
