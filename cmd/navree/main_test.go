@@ -10,6 +10,63 @@ import (
 	"testing"
 )
 
+// runNavreeEnv makes the test binary navree: started with it set, the
+// binary runs main on its arguments (see TestMain).
+const runNavreeEnv = "NAVREE_RUN_NAVREE"
+
+// TestMain lets the tests run navree as a real process.
+func TestMain(m *testing.M) {
+	if os.Getenv(runNavreeEnv) != "" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestAMakeCommandRefusesAModuleDeclaredElsewhere: in a package that
+// declares Module in contacts.go, not in module.go, make:job writes no
+// second Module (the app would no longer build): it exits with status 1,
+// naming the file and what to do, and writes nothing.
+func TestAMakeCommandRefusesAModuleDeclaredElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":               "module example.com/crm\n\ngo 1.24\n",
+		"main.go":              "package main\n\nimport (\n\t\"example.com/crm/contacts\"\n\t\"go.uber.org/fx\"\n)\n\nfunc main() {\n\tfx.New(\n\t\tcontacts.Module,\n\t\t// navree:modules\n\t)\n}\n",
+		"contacts/contacts.go": "package contacts\n\nimport \"go.uber.org/fx\"\n\nvar Module = fx.Module(\"contacts\")\n",
+	}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "make:job", "contacts", "sync_calendar")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), runNavreeEnv+"=1", "GOPROXY=off", "GOSUMDB=off") // a regression tidies offline
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	want := `navree: make:job: contacts/contacts.go declares Module already: move it to contacts/module.go, with the line "// navree:jobs" in its fx.Module to add the job above, then run the command again` + "\n"
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 || stdout.String() != "" || stderr.String() != want {
+		t.Fatalf("navree make:job contacts sync_calendar: %v, printed %q and %q; want status 1 and\n%s", err, stdout.String(), stderr.String(), want)
+	}
+	var found []string
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, path)
+			found = append(found, filepath.ToSlash(rel))
+			if b, _ := os.ReadFile(path); string(b) != files[filepath.ToSlash(rel)] {
+				t.Errorf("a refused make:job changed %s:\n%s", rel, b)
+			}
+		}
+		return nil
+	})
+	if len(found) != len(files) {
+		t.Errorf("after a refused make:job the app holds %v, want only %d files", found, len(files))
+	}
+}
+
 // newApp runs navree new into a temporary folder, offline (GOPROXY=off)
 // against this checkout of the framework, and returns the app's folder
 // and what navree printed.

@@ -109,8 +109,23 @@ func newPlan(cmd, dir, module, name string, example [2]string) (*plan, error) {
 	if p.decls, p.testDecls, err = declarations(dir, module); err != nil {
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
+	// A package that declares Module in another file is a module whose
+	// registrations the commands cannot reach: a second Module, in a new
+	// module.go, would not build.
+	if file, ok := p.decls["Module"]; ok && !p.modExisted {
+		if cmd == "make:module" {
+			return nil, fmt.Errorf("%s: %s declares Module already: the module %s exists (for the make:* commands to add to it, move Module to %s)", cmd, file, module, p.modFile)
+		}
+		return nil, fmt.Errorf("%s: %s declares Module already: move it to %s, with the line %q in its fx.Module to add the %s above, then run the command again",
+			cmd, file, p.modFile, anchorOf[cmd][0], anchorOf[cmd][1])
+	}
 	return p, nil
 }
+
+// anchorOf is the line of module.go each command adds above, and what it
+// adds.
+var anchorOf = map[string][2]string{"make:job": {jobsAnchor, "job"}, "make:listener": {listenersAnchor, "listener"},
+	"make:notification": {notificationsAnchor, "notification"}, "make:mail": {mailAnchor, "mail templates"}}
 
 // free refuses a name the module's package, or with test set its test
 // package, already declares.

@@ -8,7 +8,8 @@ import "fmt"
 // main.go above the line "// navree:modules" (see Hints when main.go has
 // no such line). It writes nothing: see Write. It refuses a name that is
 // not a Go identifier in snake case, is a keyword or would shadow a
-// package the app imports, and a module.go that exists.
+// package the app imports, and a module that exists: its module.go, or
+// a Module declared in another file of the package.
 func MakeModule(dir, name string) ([]Change, error) {
 	p, err := newPlan("make:module", dir, name, "", [2]string{"contacts", ""})
 	if err != nil {

@@ -110,6 +110,10 @@ func TestAModuleWithoutAnAnchorInMainGo(t *testing.T) {
 	}
 }
 
+// contactsGo declares the module contacts in contacts/contacts.go, not
+// in contacts/module.go.
+const contactsGo = "package contacts\n\nimport \"go.uber.org/fx\"\n\nvar Module = fx.Module(\"contacts\")\n"
+
 // TestRefusals: what each generator refuses, with its error, and that it
 // plans nothing then.
 func TestRefusals(t *testing.T) {
@@ -154,6 +158,23 @@ func TestRefusals(t *testing.T) {
 		{"job without the anchor", map[string]string{"hello/module.go": "package hello\n\nvar Module = 1\n"},
 			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "hello", "bye") },
 			`make:job: hello/module.go has no line "// navree:jobs" to add the job above: add queue.Register[Bye](newByeHandler), to its fx.Module by hand, and import "github.com/navree/navree/queue"`},
+		{"job of a module that declares Module in another file", map[string]string{"contacts/contacts.go": contactsGo},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "contacts", "sync_calendar") },
+			`make:job: contacts/contacts.go declares Module already: move it to contacts/module.go, with the line "// navree:jobs" in its fx.Module to add the job above, then run the command again`},
+		{"listener of a module that declares Module in another file", map[string]string{"contacts/contacts.go": contactsGo},
+			listener("contacts", "send_welcome", "contact_created"),
+			`make:listener: contacts/contacts.go declares Module already: move it to contacts/module.go, with the line "// navree:listeners" in its fx.Module to add the listener above, then run the command again`},
+		{"notification of a module that declares Module in another file", map[string]string{"contacts/contacts.go": contactsGo},
+			func(dir string) ([]scaffold.Change, error) {
+				return scaffold.MakeNotification(dir, "contacts", "export_ready")
+			},
+			`make:notification: contacts/contacts.go declares Module already: move it to contacts/module.go, with the line "// navree:notifications" in its fx.Module to add the notification above, then run the command again`},
+		{"mail of a module that declares Module in another file", map[string]string{"contacts/contacts.go": contactsGo},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "contacts", "welcome") },
+			`make:mail: contacts/contacts.go declares Module already: move it to contacts/module.go, with the line "// navree:mail" in its fx.Module to add the mail templates above, then run the command again`},
+		{"module that declares Module in another file", map[string]string{"contacts/contacts.go": contactsGo},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "contacts") },
+			"make:module: contacts/contacts.go declares Module already: the module contacts exists (for the make:* commands to add to it, move Module to contacts/module.go)"},
 		{"a module.go that does not parse", map[string]string{"hello/module.go": "package hello\n\nvar Module = (\n// navree:jobs\n"},
 			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "hello", "bye") },
 			"make:job: hello/module.go does not parse (hello/module.go:4:16: expected operand, found 'EOF'): fix it, then run the command again"},
