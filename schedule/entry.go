@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/navree/navree/queue"
-	cron "github.com/netresearch/go-cron"
 	"go.uber.org/fx"
 )
 
@@ -110,19 +110,11 @@ func caller(skip int) string {
 // entryName is what an entry's name may hold.
 var entryName = regexp.MustCompile(`^[a-z0-9][a-z0-9._:-]{0,99}$`)
 
-// parser reads cron expressions: an optional seconds field, descriptors,
-// and the day fields joined by OR, as POSIX cron does.
-var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor | cron.DowOrDom)
-
 // plan is an entry ready to run: its schedule in its zone.
 type plan struct {
 	Entry
-	loc   *time.Location
-	sched cron.Schedule // nil for Every
-	// byHour is true for a cron entry whose hour field is "*" or "*/N":
-	// on the day the clocks go back it runs at each real instant, where
-	// an entry of fixed hours runs a repeated wall-clock time once.
-	byHour bool
+	loc  *time.Location
+	cron *cronExpr // nil for Every
 }
 
 // compile checks e and reads its expression and zone (defaultZone for
@@ -160,39 +152,30 @@ func compile(e Entry, defaultZone *time.Location) (plan, error) {
 	case strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ="):
 		return fail("%q names its zone in the expression: use the option schedule.In", e.Spec)
 	}
-	sched, err := parser.Parse(e.Spec)
-	if err != nil {
+	c, err := parseCron(e.Spec)
+	switch {
+	case errors.Is(err, errNeverFires):
+		return fail("the cron expression %q never fires (such as the 31st of February)", e.Spec)
+	case err != nil:
 		return fail("the cron expression %q does not parse: %v", e.Spec, err)
 	}
-	p.sched = sched
-	if fields := strings.Fields(e.Spec); len(fields) >= 5 {
-		p.byHour = strings.HasPrefix(fields[len(fields)-4], "*")
-	} else {
-		p.byHour = e.Spec == "@hourly"
-	}
-	probe := time.Date(2026, 1, 1, 0, 0, 0, 0, p.loc)
-	if sched.Next(probe).IsZero() && sched.Next(probe.AddDate(4, 0, 0)).IsZero() {
-		return fail("the cron expression %q never fires (such as the 31st of February)", e.Spec)
-	}
+	p.cron = c
 	return p, nil
 }
 
-// next is the entry's first tick after t.
+// next is the entry's first tick after t: for a cron entry, by the rules
+// of [cronExpr.next].
 func (p plan) next(t time.Time) time.Time {
 	if p.every != 0 {
 		d := p.every.Milliseconds()
 		return time.UnixMilli((t.UnixMilli()/d + 1) * d)
 	}
-	for {
-		n := p.sched.Next(t.In(p.loc))
-		if n.IsZero() || !p.repeat(n) {
-			return n
-		}
-		t = n
-	}
+	return p.cron.next(t, p.loc)
 }
 
 // latest is the entry's latest tick in (after, until], or the zero time.
+// It looks back from until over spans that double, so that a dense entry
+// after a long downtime walks a few of its ticks, not all of them.
 func (p plan) latest(after, until time.Time) time.Time {
 	if p.every != 0 {
 		d := p.every.Milliseconds()
@@ -202,34 +185,17 @@ func (p plan) latest(after, until time.Time) time.Time {
 		}
 		return t
 	}
-	var last time.Time
-	for t := p.next(after); !t.IsZero() && !t.After(until); t = p.next(t) {
-		last = t
-	}
-	return last
-}
-
-// repeat reports whether the cron tick t repeats, on the day the clocks
-// go back, the wall-clock time of a tick half an hour to two hours before
-// it (the 01:30 that comes twice): an entry of fixed hours runs each
-// wall-clock time once, at its first occurrence. An entry whose hour
-// field is "*" or "*/N" runs at each real instant (an hourly entry runs
-// 25 times that day).
-func (p plan) repeat(t time.Time) bool {
-	if p.byHour {
-		return false
-	}
-	for back := 30 * time.Minute; back <= 2*time.Hour; back += 30 * time.Minute {
-		prev := t.Add(-back).In(p.loc)
-		if sameWallClock(prev, t.In(p.loc)) && p.sched.Next(prev.Add(-time.Second)).Equal(prev) {
-			return true
+	for span := time.Minute; ; span *= 2 {
+		from := until.Add(-span)
+		if !from.After(after) {
+			from = after
+		}
+		var last time.Time
+		for t := p.next(from); !t.After(until); t = p.next(t) {
+			last = t
+		}
+		if !last.IsZero() || from.Equal(after) {
+			return last
 		}
 	}
-	return false
-}
-
-func sameWallClock(a, b time.Time) bool {
-	ay, am, ad := a.Date()
-	by, bm, bd := b.Date()
-	return ay == by && am == bm && ad == bd && a.Hour() == b.Hour() && a.Minute() == b.Minute() && a.Second() == b.Second()
 }

@@ -42,10 +42,10 @@ func TestDaylightSavingDays(t *testing.T) {
 		day        string // the local date the clocks change
 		want       []string
 	}{
-		{"America/New_York", "30 2 * * *", "2026-03-08", []string{"2026-03-08 03:30 EDT"}},
+		{"America/New_York", "30 2 * * *", "2026-03-08", []string{"2026-03-08 03:00 EDT"}},
 		{"America/New_York", "30 1 * * *", "2026-11-01", []string{"2026-11-01 01:30 EDT"}},
 		{"America/New_York", "0 3 * * *", "2026-11-01", []string{"2026-11-01 03:00 EST"}},
-		{"Europe/Berlin", "30 2 * * *", "2026-03-29", []string{"2026-03-29 03:30 CEST"}},
+		{"Europe/Berlin", "30 2 * * *", "2026-03-29", []string{"2026-03-29 03:00 CEST"}},
 		{"Europe/Berlin", "30 2 * * *", "2026-10-25", []string{"2026-10-25 02:30 CEST"}},
 		{"America/New_York", "*/30 1 * * *", "2026-11-01", []string{"2026-11-01 01:00 EDT", "2026-11-01 01:30 EDT"}},
 		{"America/New_York", "*/30 1 * * *", "2026-03-08", nil}, // 01:00 and 01:30 EST exist; checked below

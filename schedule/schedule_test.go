@@ -272,8 +272,10 @@ func TestBadEntriesFailTheBoot(t *testing.T) {
 		entry fx.Option
 		want  string
 	}{
-		{schedule.Cron("reports.nightly", "0 3 * *", Report{}), `the cron expression "0 3 * *" does not parse: `},
-		{schedule.Cron("reports.nightly", "61 * * * *", Report{}), `the cron expression "61 * * * *" does not parse: `},
+		{schedule.Cron("reports.nightly", "0 3 * *", Report{}), `the cron expression "0 3 * *" does not parse: it has 4 fields, where cron takes 5 (minute hour day-of-month month day-of-week), 6 with seconds first, or a descriptor such as @daily`},
+		{schedule.Cron("reports.nightly", "61 * * * *", Report{}), `the cron expression "61 * * * *" does not parse: minute 61 is above 59 (minute takes 0-59)`},
+		{schedule.Cron("reports.nightly", "0 22-2 * * *", Report{}), `the cron expression "0 22-2 * * *" does not parse: hour range 22-2 runs backwards: write 22-23,0-2`},
+		{schedule.Cron("reports.nightly", "0 0 * * 5#2", Report{}), `the cron expression "0 0 * * 5#2" does not parse: day of week "5#2": "#" is not supported here; `},
 		{schedule.Cron("reports.nightly", "0 0 31 2 *", Report{}), `the cron expression "0 0 31 2 *" never fires (such as the 31st of February)`},
 		{schedule.Cron("reports.nightly", "0 3 * * *", Report{}, schedule.In("Europe/Berln")), `unknown time zone "Europe/Berln" (a name of the IANA database, such as Europe/Berlin)`},
 		{schedule.Cron("Reports Nightly", "0 3 * * *", Report{}), `the name must be 1 to 100 of a-z, 0-9, '.', '_', ':' and '-'`},
