@@ -138,13 +138,20 @@ func (s *Scheduler) RunDue(ctx context.Context) ([]Dispatched, error) {
 const grace = time.Minute
 
 func (s *Scheduler) runDue(ctx context.Context, p plan, now time.Time) (*Dispatched, error) {
-	last, err := s.lastTick(ctx, p.Name)
+	last, err := s.lastTick(ctx, p.Name, now.Add(grace))
 	if err != nil {
 		return nil, err
 	}
 	from := now.Add(-max(p.CatchUp, grace))
-	if first := s.started.Add(-grace); last.IsZero() && from.Before(first) {
-		from = first // a new entry: no tick from well before this scheduler started (schedule:run from cron starts just after its tick)
+	// A new entry: no tick from well before this scheduler started
+	// (schedule:run from cron starts just after its tick), nor, after the
+	// clock stepped back, from well before now.
+	first := s.started
+	if now.Before(first) {
+		first = now
+	}
+	if first = first.Add(-grace); last.IsZero() && from.Before(first) {
+		from = first
 	}
 	if !last.IsZero() && !from.After(last) {
 		from = last
@@ -156,10 +163,14 @@ func (s *Scheduler) runDue(ctx context.Context, p plan, now time.Time) (*Dispatc
 	return s.claim(ctx, p, tick)
 }
 
-// lastTick is the latest tick claimed for the entry name; zero for none.
-func (s *Scheduler) lastTick(ctx context.Context, name string) (time.Time, error) {
+// lastTick is the latest tick claimed for the entry name up to until;
+// zero for none. A claim later than that was made by a clock ahead of
+// this one (this scheduler's, before it stepped back, or another
+// server's): the scheduler goes on from its own time, and the claim only
+// keeps its own tick from being dispatched again.
+func (s *Scheduler) lastTick(ctx context.Context, name string, until time.Time) (time.Time, error) {
 	var ms sql.NullInt64
-	if err := s.db.NewRaw("SELECT MAX(tick_at) FROM schedule_ticks WHERE name = ?", name).Scan(ctx, &ms); err != nil {
+	if err := s.db.NewRaw("SELECT MAX(tick_at) FROM schedule_ticks WHERE name = ? AND tick_at <= ?", name, until.UnixMilli()).Scan(ctx, &ms); err != nil {
 		return time.Time{}, fmt.Errorf("schedule: read the ticks of %s: %w", name, err)
 	}
 	if !ms.Valid {
