@@ -143,8 +143,9 @@ func TestNextHasNoSearchHorizon(t *testing.T) {
 	}
 }
 
-// TestTheIssuesCases: the cases the parser library got wrong, by name.
-func TestTheIssuesCases(t *testing.T) {
+// TestShiftsOfAnySize: the days the clocks change by 30 minutes, an hour
+// or two, each rule by name (the parser library had these wrong).
+func TestShiftsOfAnySize(t *testing.T) {
 	tests := []struct {
 		zone, spec, start string
 		want              []string
