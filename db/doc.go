@@ -25,4 +25,12 @@
 // ([UnitOfWork.Tx], [DB.Querier]), and [UnitOfWork.AfterCommit] hooks run
 // only once it has committed. [Middleware] gives each HTTP request a unit
 // of work that commits when the response status is below 400.
+//
+// # Lost commits
+//
+// On PostgreSQL a connection can break after a COMMIT was sent and before
+// its answer came back ([ConnectionLost]). A unit of work that knows its
+// transaction ([UnitOfWork.Track], as the queue's dispatch records it)
+// then asks the server whether it committed; one that does not fails
+// with an error wrapping [ErrOutcomeUnknown].
 package db

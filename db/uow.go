@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 )
 
@@ -35,6 +36,7 @@ type UnitOfWork struct {
 	hooks  []func(context.Context)
 	state  uowState
 	locked bool
+	track  Tracking // PostgreSQL: what the unit knows of its transaction
 }
 
 type uowState int
@@ -80,6 +82,46 @@ func (u *UnitOfWork) Tx(ctx context.Context) (bun.Tx, error) {
 	return tx, nil
 }
 
+// Tracking is what a unit of work knows of its transaction on
+// PostgreSQL, to learn whether it committed when the connection is lost
+// during its COMMIT. See [UnitOfWork.Track].
+type Tracking struct {
+	// Xact and ServerStart are the transaction's id and the start time of
+	// its server, as a statement of the transaction returned them by
+	// selecting [TxColumns].
+	Xact, ServerStart string
+	// Proof, if not empty, is a query (placeholders $1, $2…, with Args)
+	// that returns a row only if the transaction committed, such as one
+	// that looks for a row the transaction inserted. After the server
+	// crashed, it tells the transaction's commit from that of another
+	// given the same id since.
+	Proof string
+	Args  []any
+}
+
+// Track records, on PostgreSQL, which transaction the unit's is. (The
+// queue's dispatch does, in the statement that inserts the job.)
+//
+// When the connection is then lost while the transaction commits
+// ([ConnectionLost]), the unit asks the server on a new connection
+// whether it committed, waiting while it is in progress, for up to 30
+// seconds or until the context given to [DB.Transaction] ends: committed,
+// the commit returns nil and the hooks run; rolled back, the commit's
+// error; else an error that wraps [ErrOutcomeUnknown]. An untracked unit
+// whose commit lost its connection returns that last error at once.
+func (u *UnitOfWork) Track(t Tracking) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.track = t
+}
+
+// Tracked reports whether [UnitOfWork.Track] was called.
+func (u *UnitOfWork) Tracked() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.track.Xact != ""
+}
+
 // holdsLock reports whether the unit's transaction holds the process's
 // SQLite write lock.
 func (u *UnitOfWork) holdsLock() bool {
@@ -121,7 +163,7 @@ func (u *UnitOfWork) end(commit bool) error {
 	var err error
 	if tx != nil {
 		if commit {
-			err = tx.Commit()
+			err = u.commit(tx)
 		} else if err = tx.Rollback(); errors.Is(err, sql.ErrTxDone) {
 			err = nil // database/sql rolled back already, when the context ended
 		}
@@ -144,6 +186,27 @@ func (u *UnitOfWork) end(commit bool) error {
 		for _, fn := range hooks {
 			fn(u.ctx)
 		}
+	}
+	return nil
+}
+
+// commit commits tx and, when the connection was lost meanwhile, learns
+// whether it committed (see [UnitOfWork.Track]).
+func (u *UnitOfWork) commit(tx *bun.Tx) error {
+	err := tx.Commit()
+	if !ConnectionLost(err) && !errors.Is(err, pgconn.ErrConnClosed) {
+		return err
+	}
+	lost := lostCommit{err}
+	if u.track.Xact == "" {
+		return fmt.Errorf("%w: %w", lost, ErrOutcomeUnknown)
+	}
+	ok, askErr := u.db.committed(u.ctx, u.track)
+	switch {
+	case askErr != nil:
+		return fmt.Errorf("%w: %w: asking the server: %v", lost, ErrOutcomeUnknown, askErr)
+	case !ok:
+		return fmt.Errorf("%w; the server says the transaction did not commit", lost)
 	}
 	return nil
 }
