@@ -42,6 +42,13 @@ type base struct {
 	// bulk stores jobs without unique keys outside a unit of work, all or
 	// none.
 	bulk func(ctx context.Context, jobs []*driver.Job) error
+	// again stores jobs again, outside a unit of work, after a first try
+	// lost its connection (db.ConnectionLost): what it stored is stored
+	// once. Nil on SQLite, where no commit is left without an answer.
+	again func(ctx context.Context, jobs []*driver.Job, now int64, first error) ([]string, error)
+	// track says the dispatches in a unit of work tell it which
+	// transaction it is (PostgreSQL).
+	track bool
 }
 
 func newBase(d *db.DB, q statements) *base {

@@ -5,12 +5,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
@@ -39,7 +41,68 @@ func newPostgres(d *db.DB) *postgresDriver {
 		return err
 	}
 	p.bulk = p.copyJobs
+	p.again = p.storeAgain
+	p.track = true
 	return p
+}
+
+// againFor bounds how long storeAgain tries, when its context allows
+// longer.
+const againFor = 30 * time.Second
+
+// storeAgain stores jobs whose first try lost its connection after it
+// sent its statements: the server may have committed them, or not, and
+// the answer was lost. It tries again on a new connection, in a
+// transaction of its own, until one commits or the server refuses it,
+// for up to againFor or until ctx ends. What the first try stored it
+// finds and keeps, what it did not it stores: either way the jobs are
+// stored once. (A job stored by the first try that ran and finished
+// before this one looked is stored again, and runs again, as at least
+// once allows.)
+func (p *postgresDriver) storeAgain(ctx context.Context, jobs []*driver.Job, now int64, first error) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, againFor)
+	defer cancel()
+	pause := 5 * time.Millisecond
+	for {
+		ids, err := p.tryAgain(ctx, jobs, now)
+		if err == nil {
+			return ids, nil
+		}
+		if !refused(err) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+				pause = min(2*pause, 200*time.Millisecond)
+				continue
+			}
+		}
+		return nil, fmt.Errorf("lost the connection (%w): %w; storing the jobs again: %v", first, db.ErrOutcomeUnknown, err)
+	}
+}
+
+// tryAgain is one try of storeAgain, in a transaction that joins no unit
+// of work: the first try's outcome is what it learns, not its own, and
+// it can always try again.
+func (p *postgresDriver) tryAgain(ctx context.Context, jobs []*driver.Job, now int64) ([]string, error) {
+	tx, err := p.sqldb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	ids, err := p.insertAll(ctx, tx, nil, jobs, now, true)
+	if err != nil {
+		return nil, err
+	}
+	return ids, tx.Commit()
+}
+
+// refused reports whether err is the server's error for a statement,
+// such as a constraint or a missing privilege, rather than a failure of
+// the connection or of connecting.
+func refused(err error) bool {
+	var connect *pgconn.ConnectError
+	var server *pgconn.PgError
+	return !errors.As(err, &connect) && errors.As(err, &server) && !db.ConnectionLost(err)
 }
 
 // copyColumns are the columns COPY fills; the others take their

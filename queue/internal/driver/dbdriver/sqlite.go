@@ -25,7 +25,7 @@ func newSQLite(d *db.DB) *sqliteDriver {
 	s.at = s.reservedAt
 	s.alone = s.insertGrouped
 	s.bulk = func(ctx context.Context, jobs []*driver.Job) error {
-		return s.inTx(ctx, nil, func(tx *sql.Tx) error { return s.insertChunks(ctx, tx, jobs) })
+		return s.inTx(ctx, nil, func(tx *sql.Tx) error { return s.insertChunks(ctx, tx, nil, jobs, false) })
 	}
 	return s
 }
@@ -109,7 +109,7 @@ func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) 
 		return err
 	}
 	defer tx.Rollback()
-	if err := s.insertChunks(ctx, tx, jobs); err != nil {
+	if err := s.insertChunks(ctx, tx, nil, jobs, false); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -15,8 +15,9 @@ type statements struct {
 	complete, release                              string
 	failed, failedPayloads, flush, pending, purge  string
 
-	insertFull string           // the multi-row insert of a full chunk
-	insertRows func(int) string // the multi-row insert of n rows
+	insertFull string              // the multi-row insert of a full chunk
+	insertRows func(int) string    // the multi-row insert of n rows
+	words      func(string) string // rewrites a statement's placeholders
 }
 
 const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta"
@@ -120,6 +121,7 @@ func common(at, skipLocked, reserve, complete string, words func(string) string)
 		},
 	}
 	q.insertFull = q.insertRows(rowsPerInsert)
+	q.words = words
 	return q
 }
 
