@@ -357,3 +357,25 @@ func sources(t *testing.T, env, file string) (config.Sources, string) {
 	}
 	return src, dir
 }
+
+// TestAnEmptyListIsEmptyNotUnset: a list key set to [] in a file, or to
+// "" in the environment, decodes to an empty list, which a module can
+// tell from a key left unset (its default).
+func TestAnEmptyListIsEmptyNotUnset(t *testing.T) {
+	type section struct {
+		Keys []string `koanf:"keys"`
+	}
+	def := config.Definition{Name: "mask", Defaults: section{Keys: []string{"password"}}}
+	dir := t.TempDir()
+	write(t, dir, "app.toml", "[mask]\nkeys = []\n")
+	for _, src := range []config.Sources{{Dir: dir}, {Environ: []string{"APP_MASK__KEYS="}}} {
+		c, err := config.New(src, def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := config.Get[section](c, "mask")
+		if err != nil || got.Keys == nil || len(got.Keys) != 0 {
+			t.Errorf("%+v: keys = %#v, %v; want an empty, non-nil list", src, got.Keys, err)
+		}
+	}
+}

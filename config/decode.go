@@ -203,7 +203,7 @@ func set(field reflect.Value, raw any) error {
 		}
 		field.SetFloat(f)
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
-		var list []string
+		list := []string{} // a key set to an empty list is empty, not unset (nil)
 		switch x := raw.(type) {
 		case string: // from the environment: "" is the empty list
 			if strings.TrimSpace(x) == "" {

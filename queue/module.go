@@ -101,18 +101,7 @@ func (c Config) withDefaults() (Config, error) {
 // app's [*Queue] and, for code that only dispatches, its [Dispatcher], and
 // adds the migration set "queue" (tables jobs and failed_jobs).
 func Module() fx.Option {
-	return module(fx.Options(config.Section("queue", DefaultConfig()), fx.Decorate(fromConfig)))
-}
-
-// fromConfig is the [queue] section as New reads it. The section starts
-// from the defaults, so a nil Queues there is a list the configuration
-// set empty (queues = [], APP_QUEUE__QUEUES=): the default queue alone,
-// not the default list a nil Queues is in code.
-func fromConfig(c Config) Config {
-	if c.Queues == nil {
-		c.Queues = []string{}
-	}
-	return c
+	return module(config.Section("queue", DefaultConfig()))
 }
 
 // ModuleWith is [Module] configured in code instead: zero fields of cfg
