@@ -243,7 +243,8 @@ func TestDatabasePasswordsNeverPrinted(t *testing.T) {
 		{"postgres://bob:p%40ss%3Aw%2Frd%3F%23%25@127.0.0.1:1/crm", "db: connect to postgres://bob:xxxxx@127.0.0.1:1/crm" + refused},
 		{"postgres://bob:p@ss:w/rd?#%@127.0.0.1:1/crm", `config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:1/crm" (from env APP_DATABASE__URL)` +
 			allowed + " (percent-encode each @ and / of the user name and password, as %40 and %2F)"},
-		{"postgres://bob:S3cret@127.0.0.1:1x/crm", "db: open postgres://bob:xxxxx@127.0.0.1:1x/crm: invalid port"},
+		{"postgres://bob:S3cret@127.0.0.1:1x/crm", `config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:1x/crm" (from env APP_DATABASE__URL)` +
+			allowed + " (the port must be a number from 1 to 65535)"},
 		{`host=127.0.0.1 port=1 user=bob password='S3cret \'x'`,
 			`config: invalid value for database.url: "host=127.0.0.1 port=1 user=bob password=xxxxx" (from env APP_DATABASE__URL)` +
 				allowed + " (a key=value connection string is not accepted: write it as a postgres:// URL)"},
