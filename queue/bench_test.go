@@ -73,6 +73,34 @@ func BenchmarkWork(b *testing.B) {
 // benchQueue is a queue on a fresh, migrated database, with the real
 // clock and no logging.
 func benchQueue(b *testing.B, drv queue.Driver, url string) *queue.Queue {
+	q, _ := benchQueueOn(b, drv, url)
+	return q
+}
+
+// BenchmarkDispatchInAUnitOfWork measures a unit of work that dispatches
+// one job and commits, as a request that queues a job does. On
+// PostgreSQL that dispatch also learns the transaction's id, so that a
+// COMMIT whose answer is lost can be resolved.
+func BenchmarkDispatchInAUnitOfWork(b *testing.B) {
+	for _, bk := range backends[1:] {
+		b.Run(bk.name, func(b *testing.B) {
+			q, d := benchQueueOn(b, bk.driver, bk.url(b))
+			job := ExportContacts{CompanyID: "0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23", RequestedBy: "ada@example.com"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := d.Transaction(context.Background(), func(ctx context.Context) error {
+					_, err := q.Dispatch(ctx, job)
+					return err
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "units/s")
+		})
+	}
+}
+
+func benchQueueOn(b *testing.B, drv queue.Driver, url string) (*queue.Queue, *db.DB) {
 	d := dbtest.Open(b, url)
 	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
 		b.Fatal(err)
@@ -82,5 +110,5 @@ func benchQueue(b *testing.B, drv queue.Driver, url string) *queue.Queue {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return q
+	return q, d
 }

@@ -98,25 +98,37 @@ const onConflictID = " ON CONFLICT (id) DO NOTHING"
 
 // execIn runs a statement that stores jobs in tx, the transaction of uow
 // (nil: of the driver's own), and returns how many it stored. On
-// PostgreSQL the first in the caller's unit of work also tells the unit
-// which transaction it is, in the same round trip, so that its commit can
-// be resolved if the connection is lost (db.UnitOfWork.Track): with, as
-// proof of the commit, the first job, if the statement stored them all.
-// (A transaction of the driver's own needs none: storeAgain resolves it.
-// Returning values costs a dispatch 20 to 30 µs more than executing.)
+// PostgreSQL the first in the caller's unit of work that stores a job
+// also tells the unit which transaction it is, in the rows it returns,
+// so that its commit can be resolved if the connection is lost
+// (db.UnitOfWork.Track): with, as proof of the commit, the first job, if
+// the statement stored them all. (A transaction of the driver's own
+// needs none: storeAgain resolves it.)
 func (b *base) execIn(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs []*driver.Job, query string, args ...any) (int64, error) {
 	if b.track && uow != nil && !uow.Tracked() {
-		var n int64
-		t := db.Tracking{}
-		err := tx.QueryRowContext(ctx, "WITH stored AS ("+query+" RETURNING 1) SELECT (SELECT count(*) FROM stored), "+db.TxColumns, args...).
-			Scan(&n, &t.Xact, &t.ServerStart)
+		rows, err := tx.QueryContext(ctx, query+" RETURNING "+db.TxColumns, args...)
 		if err != nil {
 			return 0, err
 		}
-		if n == int64(len(jobs)) {
-			t.Proof, t.Args = proof, []any{jobs[0].ID}
+		defer rows.Close()
+		var n int64
+		var t db.Tracking
+		for ; rows.Next(); n++ {
+			if n == 0 {
+				if err := rows.Scan(&t.Xact, &t.ServerStart); err != nil {
+					return 0, err
+				}
+			}
 		}
-		uow.Track(t)
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		if n > 0 { // none stored (a unique key held): a later dispatch may track the unit
+			if n == int64(len(jobs)) {
+				t.Proof, t.Args = proof, []any{jobs[0].ID}
+			}
+			uow.Track(t)
+		}
 		return n, nil
 	}
 	res, err := tx.ExecContext(ctx, query, args...)
