@@ -24,23 +24,29 @@ func marked(n int, mark string) *driver.Job {
 // storedOf returns which of ids are in jobs.
 func storedOf(t *testing.T, d *db.DB, ids []string) []string {
 	t.Helper()
-	var stored []string
-	rows, err := d.DB.DB.QueryContext(context.Background(), "SELECT id::text FROM jobs WHERE id::text = ANY($1) ORDER BY id", ids)
+	return column(t, d, "SELECT id::text FROM jobs WHERE id::text = ANY($1) ORDER BY id", ids)
+}
+
+// column is the first column of the rows of query.
+func column(t *testing.T, d *db.DB, query string, args ...any) []string {
+	t.Helper()
+	var out []string
+	rows, err := d.DB.DB.QueryContext(context.Background(), query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			t.Fatal(err)
 		}
-		stored = append(stored, id)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return stored
+	return out
 }
 
 // TestALostAnswerIsResolved cuts the connection to PostgreSQL, through a

@@ -156,20 +156,8 @@ func TestDispatchesTellTheTruthAcrossServerCrashes(t *testing.T) {
 	wg.Wait()
 
 	stored := map[string]bool{}
-	rows, err := d.DB.DB.QueryContext(ctx, "SELECT id::text FROM jobs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range column(t, d, "SELECT id::text FROM jobs") {
 		stored[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	var failed, unknown int
 	for _, a := range attempts {
