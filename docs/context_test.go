@@ -1,0 +1,304 @@
+package docs
+
+// pageContext holds, by page, what its snippets leave to the reader's
+// app: its own types, functions and values, which a page names but does
+// not show (a CRM's export, its calendar sync, its users). A snippet that
+// declares one of these names itself uses its own.
+var pageContext = map[string]string{
+	"README.md": `
+type exportHandler struct{}
+
+func buildExport(ctx context.Context, companyID string) error { return nil }
+`,
+
+	"docs/dashboard.md": `
+func access(r *http.Request) dashboard.Role { return dashboard.Viewer }
+
+type user struct{ Admin bool }
+
+func currentUser(r *http.Request) (user, bool) { return user{}, false }
+`,
+
+	"docs/events.md": `
+type ExportContacts struct{ CompanyID string }
+
+func (ExportContacts) JobName() string { return "contacts.export" }
+
+type ContactsExported struct {
+	CompanyID string
+	Rows      int
+}
+
+func (ContactsExported) EventName() string { return "contacts.exported" }
+
+type ContactsImported struct {
+	CompanyID string
+	Rows      int
+}
+
+func (ContactsImported) EventName() string { return "contacts.imported" }
+
+type ExportFailed struct{}
+
+func (ExportFailed) EventName() string { return "contacts.export_failed" }
+
+type exportHandler struct {
+	db  *db.DB
+	bus *events.Bus
+}
+
+type importHandler struct{ bus *events.Bus }
+
+type ownerNotifier struct {
+	mailer *mail.Mailer
+	db     *db.DB
+}
+
+func (*ownerNotifier) Handle(context.Context, ContactsExported, queue.JobContext) error { return nil }
+
+var (
+	id, n  = "c1", 2
+	qcfg   queue.Config
+	logger *slog.Logger
+)
+
+func buildExport(context.Context, *db.DB, string) (int, error)        { return 0, nil }
+func countExport(context.Context, string, int) error                   { return nil }
+func touchCompany(context.Context, string) error                       { return nil }
+func callWebhook(context.Context, ContactsExported) error              { return nil }
+func recordExport(context.Context, ContactsExported) error             { return nil }
+`,
+
+	"docs/getting-started.md": `
+type Exports struct{}
+
+func (*Exports) Build(ctx context.Context, companyID string) error { return nil }
+
+type Importer struct{}
+
+func NewImporter() *Importer                                            { return &Importer{} }
+func (*Importer) Import(ctx context.Context, file string) (int, error) { return 0, nil }
+
+func exportAll(context.Context, *db.DB, *queue.Queue) error { return nil }
+
+var csvColumns = []string{"name", "email"}
+
+var healthz http.HandlerFunc
+
+func newCreateHandler(*db.DB) http.Handler { return nil }
+
+var myFixedClock = apptest.FixedClock(time.Now())
+
+type Exporter struct{ bucket string }
+
+type cache struct{}
+
+func (cache) Forget(int64) {}
+
+type Contacts struct {
+	db    *db.DB
+	cache cache
+}
+`,
+
+	"docs/mail.md": `
+type ExportContacts struct {
+	CompanyID   string
+	RequestedBy string
+}
+
+func (ExportContacts) JobName() string { return "contacts.export" }
+
+func buildExport(context.Context, string) (string, error) { return "", nil }
+
+var (
+	cfg, mcfg     mail.Config
+	qcfg          queue.Config
+	mailTemplates fs.FS
+	csv, logo     []byte
+	url           string
+	msg           mail.Mail
+	err           error
+)
+`,
+
+	"docs/notifications.md": `
+type ExportReady struct {
+	Company string
+	Rows    int
+	URL     string
+}
+
+func (ExportReady) NotificationType() string       { return "contacts.export_ready" }
+func (ExportReady) Via(notify.Notifiable) []string { return []string{notify.Mail, notify.Database} }
+
+type TrialEnding struct {
+	Plan string
+	Days int
+}
+
+func (TrialEnding) NotificationType() string       { return "billing.trial_ending" }
+func (TrialEnding) Via(notify.Notifiable) []string { return []string{notify.Mail, notify.Database} }
+
+type ExportFailed struct{}
+
+func (ExportFailed) NotificationType() string       { return "contacts.export_failed" }
+func (ExportFailed) Via(notify.Notifiable) []string { return nil }
+
+type OpsAlert struct{ Text string }
+
+func (OpsAlert) NotificationType() string       { return "ops.alert" }
+func (OpsAlert) Via(notify.Notifiable) []string { return []string{notify.Mail, notify.Log, "sms"} }
+
+type PasswordReset struct{}
+
+type VerificationCode struct{}
+
+func (VerificationCode) NotificationType() string       { return "auth.verification_code" }
+func (VerificationCode) Via(notify.Notifiable) []string { return []string{"sms"} }
+
+type ContactsExported struct {
+	Company, File string
+	Rows          int
+}
+
+func (ContactsExported) EventName() string { return "contacts.exported" }
+
+type textGateway struct{}
+
+func newTextGateway() *textGateway                                   { return &textGateway{} }
+func (*textGateway) SendText(ctx context.Context, to, text string) error { return nil }
+
+type recipient struct{ id string }
+
+func (r recipient) NotifiableType() string { return "member" }
+func (r recipient) NotifiableID() string   { return r.id }
+func (r recipient) RouteFor(string) string { return "" }
+
+// As package notify declares them, for the page's excerpt of it.
+type (
+	Notifiable   = notify.Notifiable
+	Notification = notify.Notification
+)
+
+type exportJob struct {
+	RequestedBy recipient
+	Company     string
+}
+
+type exportHandler struct {
+	db       *db.DB
+	notifier *notify.Notifier
+	bus      *events.Bus
+}
+
+type item struct {
+	ExportReady
+	Created string
+	Unread  bool
+}
+
+type userKey struct{}
+
+var (
+	ada, grace, user, u notify.Notifiable = recipient{"ada"}, recipient{"grace"}, recipient{"ada"}, recipient{"ada"}
+	id1, id2            string
+	upgraded            map[string]bool
+	h                   exportHandler
+	job                 exportJob
+	name                string
+	ready               ExportReady
+	items               []item
+	next                http.Handler
+	err                 error
+	logger              *slog.Logger
+	mailTemplates       fs.FS
+	mcfg                mail.Config
+	qcfg                queue.Config
+)
+
+const notSignedIn = "Forbidden: not signed in."
+
+func userOf(*http.Request) (notify.Notifiable, bool)          { return nil, false }
+func signedIn(context.Context) (notify.Notifiable, bool)      { return nil, false }
+`,
+
+	"docs/queues.md": `
+type ExportContacts struct {
+	CompanyID   uuid.UUID
+	RequestedBy string
+}
+
+func (ExportContacts) JobName() string { return "contacts.export" }
+
+type Export = ExportContacts
+
+type SyncCalendar struct{ UserID string }
+
+func (SyncCalendar) JobName() string { return "calendar.sync" }
+
+type UserSignedUp struct{}
+
+type exportHandler struct {
+	db     *db.DB
+	mailer *mail.Mailer
+}
+
+func (*exportHandler) Handle(context.Context, ExportContacts, queue.JobContext) error { return nil }
+
+type rowsOf struct{}
+
+func (rowsOf) Next() bool { return false }
+
+var (
+	h             exportHandler
+	job           queue.Job
+	id            string
+	first, second uuid.UUID
+	payload       []byte
+	rows          rowsOf
+)
+
+func buildExport(context.Context, *db.DB, uuid.UUID) (string, error) { return "", nil }
+func exportReady(to, url string) mail.Message                         { return mail.Message{} }
+func syncCalendar(context.Context, string) error                      { return nil }
+func sendWelcome(context.Context, UserSignedUp) error                 { return nil }
+`,
+
+	"docs/scheduling.md": `
+type NightlyReport struct{}
+
+func (NightlyReport) JobName() string { return "reports.nightly" }
+
+type SyncContacts struct{}
+
+func (SyncContacts) JobName() string { return "contacts.sync" }
+
+type MorningReminders struct{}
+
+func (MorningReminders) JobName() string { return "crm.morning_reminders" }
+
+type DailyDigest struct{ Day string }
+
+func (DailyDigest) JobName() string { return "crm.daily_digest" }
+
+var holidays map[string]bool
+
+func sendNightlyReport(context.Context, NightlyReport, queue.JobContext) error { return nil }
+func syncContacts(context.Context, SyncContacts, queue.JobContext) error       { return nil }
+`,
+
+	"docs/testing.md": `
+type SendReminder struct{ ID int }
+
+func (SendReminder) JobName() string { return "crm.send_reminder" }
+
+type SyncCalendar struct{ UserID string }
+
+func (SyncCalendar) JobName() string { return "calendar.sync" }
+
+type ExportContacts struct{}
+
+func (ExportContacts) JobName() string { return "contacts.export" }
+`,
+}
