@@ -102,7 +102,7 @@ func TestAClockStepForwardTakesNoRunningJobOver(t *testing.T) {
 				t.Fatalf("a server whose clock runs ahead ran %+v, %v", stats, err)
 			}
 			close(a.finish)
-			if stats := <-done; stats != (queue.WorkStats{Processed: 1, Succeeded: 1}) {
+			if stats := <-done; counted(stats) != (counts{Processed: 1, Succeeded: 1}) {
 				t.Fatalf("the worker ran %+v", stats)
 			}
 			if a.seen[0] != 1 || len(a.seen) != 1 {
@@ -137,7 +137,7 @@ func TestStaleReservationsAreTakenOverOnTheClockOfReservations(t *testing.T) {
 			if jobs, err := f.store.Reserve(ctx, driver.Reservation{Queue: "default", Now: now(), At: 1, Limit: 1}); err != nil || len(jobs) != 1 || jobs[0].ID != old {
 				t.Fatalf("reserved %v, %v", jobs, err)
 			}
-			if stats, err := q.RunPending(ctx); err != nil || stats != (queue.WorkStats{Processed: 1, Succeeded: 1}) {
+			if stats, err := q.RunPending(ctx); err != nil || counted(stats) != (counts{Processed: 1, Succeeded: 1}) {
 				t.Fatalf("the stale reservation: %+v, %v", stats, err)
 			}
 			if len(a.seen) != 1 || a.seen[0] != 2 {

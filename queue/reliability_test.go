@@ -107,7 +107,7 @@ func TestUnstorableErrorsAreStoredCleanAndFail(t *testing.T) {
 			total.Lost += stats.Lost
 			f.clock.Advance(25 * time.Hour) // past any backoff and any takeover
 		}
-		if runs != 3 || total != (queue.WorkStats{Processed: 3, Released: 2, Failed: 1}) {
+		if runs != 3 || counted(total) != (counts{Processed: 3, Released: 2, Failed: 1}) {
 			t.Fatalf("the handler ran %d times, %+v; want 3 attempts: 2 released, 1 failed", runs, total)
 		}
 		failed := f.failed(t)
@@ -140,7 +140,7 @@ func TestAJobTakenOverAfterItsLastAttemptFails(t *testing.T) {
 			t.Fatal("nothing to reserve") // by a worker that then dies
 		}
 		f.clock.Advance(91 * time.Second) // its timeout plus 30 s
-		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Failed: 1}) {
+		if stats := f.runPending(t); counted(stats) != (counts{Processed: 1, Failed: 1}) {
 			t.Fatalf("the takeover %+v; want 1 failed", stats)
 		}
 		if ran {
@@ -220,7 +220,7 @@ func TestCorruptRowsFailAndHoldNoneBack(t *testing.T) {
 				want[insertRow(t, f, "contacts.export", "lots", "fixed:1000", 60000, t0.Add(-time.Hour).UnixMilli(), 1)] = `the stored job does not read: column max_attempts holds "lots", not a whole number`
 			}
 			stats, err := f.q.Work(ctx, queue.WorkOptions{Workers: 10, StopWhenEmpty: true})
-			if err != nil || stats != (queue.WorkStats{Processed: len(good) + len(want), Succeeded: len(good), Failed: len(want)}) {
+			if err != nil || counted(stats) != (counts{Processed: len(good) + len(want), Succeeded: len(good), Failed: len(want)}) {
 				t.Fatalf("%+v, %v; want %d succeeded, %d failed", stats, err, len(good), len(want))
 			}
 			failed := f.failed(t)
@@ -401,7 +401,7 @@ func TestPermanentErrorsFailAtOnce(t *testing.T) {
 		e, _ := queue.EnvelopeOf(Refused{})
 		e.Options.MaxAttempts = 5
 		id, _ := f.q.Push(ctx, e)
-		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Failed: 1}) {
+		if stats := f.runPending(t); counted(stats) != (counts{Processed: 1, Failed: 1}) {
 			t.Fatalf("%+v; want the first attempt failed for good", stats)
 		}
 		failed := f.failed(t)

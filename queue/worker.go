@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/navree/navree/app/term"
@@ -48,11 +50,59 @@ type WorkStats struct {
 	// database could not store it. Their jobs run again (or, after their
 	// last attempt, fail).
 	Lost int
+	// Errors are the first [MaxWorkErrors] failed attempts, in the order
+	// they ended, each with its error: what a test that runs jobs shows
+	// when one fails. Work's Progress is given the counts alone.
+	Errors []AttemptError
 }
 
-// String is the summary queue:work prints; the lost attempts appear only
-// when there are some.
-func (s WorkStats) String() string { return s.summary(io.Discard) }
+// MaxWorkErrors bounds [WorkStats.Errors]: a worker that runs for days
+// keeps the first failures, not every one (the log has every one).
+const MaxWorkErrors = 10
+
+// AttemptError is an attempt of a job that failed.
+type AttemptError struct {
+	JobID       string
+	Name        string // the job type
+	Queue       string
+	Attempt     int // 1 for the first
+	MaxAttempts int
+	// Retried says that the job went back on its queue for another
+	// attempt; false, that it failed for good (moved to the failed jobs).
+	Retried bool
+	// Error is the error kept with the job: the handler's error text, or
+	// "panic: …", "timed out after …: …", "cancelled", "no handler for
+	// job type …", at most [MaxErrorLen] bytes.
+	Error string
+}
+
+// String reads "contacts.export job ID, attempt 1 of 3, released for a
+// retry: ERROR" (or "…, failed: ERROR" when it failed for good).
+func (e AttemptError) String() string {
+	outcome := "failed"
+	if e.Retried {
+		outcome = "released for a retry"
+	}
+	return fmt.Sprintf("%s job %s, attempt %d of %d, %s: %s", e.Name, e.JobID, e.Attempt, e.MaxAttempts, outcome, e.Error)
+}
+
+// String is the summary queue:work prints, then each of the Errors on a
+// line of its own; the lost attempts appear only when there are some.
+// A test that prints the stats of a run with %v shows why jobs failed.
+func (s WorkStats) String() string { return s.summary(io.Discard) + s.errorLines() }
+
+// errorLines are the Errors, each on a line of its own after a newline,
+// with a last line saying that more failed when the kept ones are all.
+func (s WorkStats) errorLines() string {
+	var b strings.Builder
+	for _, e := range s.Errors {
+		b.WriteString("\n" + e.String())
+	}
+	if len(s.Errors) == MaxWorkErrors && s.Released+s.Failed+s.Lost > MaxWorkErrors {
+		fmt.Fprintf(&b, "\n(the first %d failed attempts; the log has every one)", MaxWorkErrors)
+	}
+	return b.String()
+}
 
 // summary is String, coloured for w where it may be (term.Color): the
 // failures red, the releases yellow, when there are some.
@@ -97,19 +147,11 @@ func (q *Queue) RunPending(ctx context.Context) (WorkStats, error) {
 // Errors of the database are logged and retried after the poll interval;
 // with StopWhenEmpty (and so RunPending) Work returns them instead.
 func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
-	if len(o.Queues) == 0 {
-		o.Queues = q.cfg.Queues
-	}
+	o = q.workOptions(o)
 	for _, name := range o.Queues {
 		if err := checkQueue(name); err != nil {
 			return WorkStats{}, err
 		}
-	}
-	if o.Workers == 0 {
-		o.Workers = q.cfg.Workers
-	}
-	if o.Once {
-		o.Workers, o.MaxJobs, o.StopWhenEmpty = 1, 1, true
 	}
 	if o.Workers < 0 || o.MaxJobs < 0 || o.MaxTime < 0 {
 		return WorkStats{}, fmt.Errorf("queue: workers (%d), max jobs (%d) and max time (%s) must not be negative", o.Workers, o.MaxJobs, o.MaxTime)
@@ -121,7 +163,36 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 	if o.Progress != nil {
 		wo.Counted = func(s worker.Stats) { o.Progress(workStats(s)) }
 	}
-	return q.work(ctx, wo)
+	var mu sync.Mutex
+	var failed []AttemptError
+	wo.Failed = func(job *driver.Job, retry bool, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(failed) < MaxWorkErrors {
+			failed = append(failed, AttemptError{JobID: job.ID, Name: job.Name, Queue: job.Queue, Attempt: job.Attempts,
+				MaxAttempts: job.MaxAttempts, Retried: retry, Error: msg})
+		}
+	}
+	stats, err := q.work(ctx, wo)
+	mu.Lock() // Run has returned: every attempt is recorded, the watchdog's too
+	defer mu.Unlock()
+	stats.Errors = failed
+	return stats, err
+}
+
+// workOptions are o with the defaults of q's configuration: its queues,
+// its workers, and one worker for one job with Once.
+func (q *Queue) workOptions(o WorkOptions) WorkOptions {
+	if len(o.Queues) == 0 {
+		o.Queues = q.cfg.Queues
+	}
+	if o.Workers == 0 {
+		o.Workers = q.cfg.Workers
+	}
+	if o.Once {
+		o.Workers, o.MaxJobs, o.StopWhenEmpty = 1, 1, true
+	}
+	return o
 }
 
 // workStats are the engine's counts as WorkStats.

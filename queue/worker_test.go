@@ -126,6 +126,14 @@ func (f fixture) runPending(t *testing.T) queue.WorkStats {
 	return stats
 }
 
+// counts are the counts of a queue.WorkStats, without its Errors, to
+// compare.
+type counts struct{ Processed, Succeeded, Released, Failed, Lost int }
+
+func counted(s queue.WorkStats) counts {
+	return counts{s.Processed, s.Succeeded, s.Released, s.Failed, s.Lost}
+}
+
 func TestRunPendingRunsWhatIsAvailable(t *testing.T) {
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		first, _ := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
@@ -133,7 +141,7 @@ func TestRunPendingRunsWhatIsAvailable(t *testing.T) {
 		f.q.Later(ctx, ExportContacts{CompanyID: "later"}, time.Minute)
 		f.q.Dispatch(ctx, SyncCalendar{UserID: "u1"}) // queue "sync" is not a worker queue
 		stats := f.runPending(t)
-		if stats != (queue.WorkStats{Processed: 2, Succeeded: 2}) {
+		if counted(stats) != (counts{Processed: 2, Succeeded: 2}) {
 			t.Fatalf("stats %+v", stats)
 		}
 		if got := fmt.Sprint(rec.list()); got != "[export c1 contacts.export default 1 export c2 contacts.export default 1]" {
@@ -177,7 +185,7 @@ func TestQueuesRunInPriorityOrder(t *testing.T) {
 func TestRetriesBackOffThenFail(t *testing.T) {
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		id, _ := f.q.Dispatch(ctx, Flaky{FailTimes: 9}) // default options: 3 attempts, 1 s then 2 s
-		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Released: 1}) {
+		if stats := f.runPending(t); counted(stats) != (counts{Processed: 1, Released: 1}) {
 			t.Fatalf("attempt 1: %+v", stats)
 		}
 		f.clock.Advance(999 * time.Millisecond)
@@ -185,7 +193,7 @@ func TestRetriesBackOffThenFail(t *testing.T) {
 			t.Fatal("retried before the 1 s backoff")
 		}
 		f.clock.Advance(time.Millisecond)
-		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Released: 1}) {
+		if stats := f.runPending(t); counted(stats) != (counts{Processed: 1, Released: 1}) {
 			t.Fatalf("attempt 2: %+v", stats)
 		}
 		f.clock.Advance(1999 * time.Millisecond)
@@ -193,7 +201,7 @@ func TestRetriesBackOffThenFail(t *testing.T) {
 			t.Fatal("retried before the 2 s backoff")
 		}
 		f.clock.Advance(time.Millisecond)
-		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Failed: 1}) {
+		if stats := f.runPending(t); counted(stats) != (counts{Processed: 1, Failed: 1}) {
 			t.Fatalf("attempt 3: %+v", stats)
 		}
 		if f.pending(t, "default") != 0 {
@@ -228,7 +236,7 @@ func TestPanicsAndTimeoutsAreFailedAttempts(t *testing.T) {
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		f.q.Dispatch(ctx, Panicky{})
 		f.q.Dispatch(ctx, Slow{})
-		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 2, Failed: 2}) {
+		if stats := f.runPending(t); counted(stats) != (counts{Processed: 2, Failed: 2}) {
 			t.Fatalf("stats %+v", stats)
 		}
 		failed := f.failed(t)
@@ -250,13 +258,48 @@ func TestPanicsAndTimeoutsAreFailedAttempts(t *testing.T) {
 	})
 }
 
+// TestAFailedAttemptShowsItsError: the stats of a run keep each failed
+// attempt's error, the first MaxWorkErrors of them, and print them after
+// the summary, so that a test that prints them says why a job failed.
+func TestAFailedAttemptShowsItsError(t *testing.T) {
+	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
+		flaky, _ := f.q.Dispatch(ctx, Flaky{FailTimes: 9})
+		panicky, _ := f.q.Dispatch(ctx, Panicky{})
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
+		stats := f.runPending(t)
+		want := []queue.AttemptError{
+			{JobID: flaky, Name: "test.flaky", Queue: "default", Attempt: 1, MaxAttempts: 3, Retried: true, Error: "attempt 1 failed"},
+			{JobID: panicky, Name: "test.panicky", Queue: "default", Attempt: 1, MaxAttempts: 1, Error: "panic: handler bug"},
+		}
+		if !slices.Equal(stats.Errors, want) {
+			t.Fatalf("Errors = %+v\nwant %+v", stats.Errors, want)
+		}
+		if got := fmt.Sprintf("%v", stats); got != "Processed 3 job attempt(s): 1 succeeded, 1 released for retry, 1 failed.\n"+
+			"test.flaky job "+flaky+", attempt 1 of 3, released for a retry: attempt 1 failed\n"+
+			"test.panicky job "+panicky+", attempt 1 of 1, failed: panic: handler bug" {
+			t.Fatalf("the stats print as:\n%s", got)
+		}
+
+		// A run keeps the first MaxWorkErrors, and says there were more.
+		for range queue.MaxWorkErrors + 2 {
+			f.q.Dispatch(ctx, Panicky{})
+		}
+		stats = f.runPending(t)
+		lines := strings.Split(stats.String(), "\n")
+		if len(stats.Errors) != queue.MaxWorkErrors || stats.Failed != queue.MaxWorkErrors+2 || len(lines) != queue.MaxWorkErrors+2 ||
+			lines[len(lines)-1] != "(the first 10 failed attempts; the log has every one)" {
+			t.Fatalf("%d errors kept of %d failures, printed:\n%s", len(stats.Errors), stats.Failed, stats)
+		}
+	})
+}
+
 func TestAHandlerThatIgnoresItsTimeoutIsAbandoned(t *testing.T) {
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		f.q.Dispatch(ctx, Stubborn{})
 		f.q.Dispatch(ctx, ExportContacts{CompanyID: "next"})
 		// One handler: the job after the abandoned one runs in the slot
 		// that took its place.
-		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 2, Succeeded: 1, Failed: 1}) {
+		if stats := f.runPending(t); counted(stats) != (counts{Processed: 2, Succeeded: 1, Failed: 1}) {
 			t.Fatalf("stats %+v", stats)
 		}
 		if seen := rec.list(); len(seen) != 1 || !strings.Contains(seen[0], "next") {
@@ -285,7 +328,7 @@ func TestUnknownTypesAndBadPayloadsFailAtOnce(t *testing.T) {
 		store("01900000-0000-7000-8000-000000000001", "gone.job", `{}`)
 		store("01900000-0000-7000-8000-000000000002", "contacts.export", `{"company_id": 5}`)
 		store("01900000-0000-7000-8000-000000000003", "contacts.export", `{not json`)
-		if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 3, Failed: 3}) {
+		if stats := f.runPending(t); counted(stats) != (counts{Processed: 3, Failed: 3}) {
 			t.Fatalf("stats %+v: want each failed at once, without retries", stats)
 		}
 		failed := f.failed(t)
@@ -363,12 +406,12 @@ func TestATakenOverJobIsFenced(t *testing.T) {
 			<-firstRunning
 
 			f.clock.Advance(60*time.Second + 30*time.Second) // the job's timeout plus 30 s
-			if stats := f.runPending(t); stats != (queue.WorkStats{Processed: 1, Released: 1}) {
+			if stats := f.runPending(t); counted(stats) != (counts{Processed: 1, Released: 1}) {
 				t.Fatalf("the takeover ran %+v", stats)
 			}
 			close(finishFirst)
 			// The first worker kept no outcome, and says so.
-			if stats := <-first; stats != (queue.WorkStats{Processed: 1, Lost: 1}) ||
+			if stats := <-first; counted(stats) != (counts{Processed: 1, Lost: 1}) ||
 				stats.String() != "Processed 1 job attempt(s): 0 succeeded, 0 released for retry, 0 failed, 1 lost its reservation." {
 				t.Fatalf("the fenced-out worker counted %+v: %s", stats, stats)
 			}
@@ -700,7 +743,7 @@ func TestStoppingWaitsForRunningJobs(t *testing.T) {
 		<-running
 		stop()
 		close(finish)
-		if stats := <-done; stats != (queue.WorkStats{Processed: 1, Succeeded: 1}) {
+		if stats := <-done; counted(stats) != (counts{Processed: 1, Succeeded: 1}) {
 			t.Fatalf("stats %+v: want the running job finished and no new one taken", stats)
 		}
 		if f.pending(t, "default") != 1 {
@@ -762,7 +805,7 @@ func TestStopWhenEmptyWaitsForImmediateRetries(t *testing.T) {
 					q.Dispatch(ctx, RetryNow{Kind: kind})
 				}
 				stats, err := q.Work(ctx, queue.WorkOptions{Workers: 4, StopWhenEmpty: true})
-				if err != nil || stats != (queue.WorkStats{Processed: 8, Succeeded: 6, Released: 2}) {
+				if err != nil || counted(stats) != (counts{Processed: 8, Succeeded: 6, Released: 2}) {
 					t.Fatalf("round %d: %+v, %v", round, stats, err)
 				}
 			}

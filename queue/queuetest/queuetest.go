@@ -205,3 +205,27 @@ func (f *Fake) describe() string {
 	}
 	return b.String()
 }
+
+// RunPending runs every job that is available now on the real queue q,
+// one at a time, as q.RunPending does (on the named queues instead of
+// queue.queues when some are given), and fails t at once unless every
+// attempt succeeded, naming each failed attempt and its error:
+//
+//	queuetest: not every job attempt succeeded: Processed 1 job attempt(s): 0 succeeded, 1 released for retry, 0 failed.
+//		contacts.export job 0199c1d2-…, attempt 1 of 3, released for a retry: smtp refused the message
+//
+// The jobs those jobs dispatch (an event's queued listeners, a
+// notification's deliveries) run too when they are available now. It
+// returns what ran. A test that expects a failure calls q.RunPending and
+// reads its [queue.WorkStats] instead.
+func RunPending(t testing.TB, q *queue.Queue, queues ...string) queue.WorkStats {
+	t.Helper()
+	stats, err := q.Work(t.Context(), queue.WorkOptions{Queues: queues, Workers: 1, StopWhenEmpty: true})
+	if err != nil {
+		t.Fatalf("queuetest: run the pending jobs: %v", err)
+	}
+	if stats.Succeeded != stats.Processed {
+		t.Fatalf("queuetest: not every job attempt succeeded: %s", strings.ReplaceAll(stats.String(), "\n", "\n\t"))
+	}
+	return stats
+}

@@ -141,7 +141,7 @@ func TestRecordsEnvelopesAndRunsNothing(t *testing.T) {
 		t.Errorf("Dispatched = %+v", got)
 	}
 	stats, err := q.RunPending(ctx)
-	if err != nil || stats != (queue.WorkStats{}) {
+	if err != nil || stats.Processed != 0 || stats.Errors != nil {
 		t.Fatalf("the fake ran something: %+v, %v", stats, err)
 	}
 	fake.Clear()
@@ -256,5 +256,43 @@ func TestTheRealQueueRefusesWhatTheFakeAccepts(t *testing.T) {
 	}
 	if _, err := queuetest.NewFake().Queue().Dispatch(ctx, Unregistered{}); err != nil {
 		t.Fatalf("the fake: %v", err)
+	}
+}
+
+// TestRunPendingFailsWithTheHandlersError: queuetest.RunPending passes
+// when every attempt succeeds, and otherwise fails the test with each
+// failed attempt's error, on the queues named or queue.queues.
+func TestRunPendingFailsWithTheHandlersError(t *testing.T) {
+	for _, database := range []struct {
+		name string
+		opt  fx.Option
+	}{{"sqlite", apptest.TempDatabase()}, {"postgres", apptest.Postgres()}} {
+		t.Run(database.name, func(t *testing.T) {
+			var q *queue.Queue
+			failing := queue.HandleFunc(func(context.Context, SyncCalendar, queue.JobContext) error {
+				return errors.New("the calendar API refused the token")
+			})
+			apptest.New(t, database.opt, db.Module(), queue.Module(), failing,
+				queue.HandleFunc(func(context.Context, ExportContacts, queue.JobContext) error { return nil }), fx.Populate(&q))
+			q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
+			if stats := queuetest.RunPending(t, q); stats.Succeeded != 1 || stats.Processed != 1 {
+				t.Fatalf("RunPending = %v, want the export run", stats)
+			}
+			id, _ := q.Dispatch(ctx, SyncCalendar{UserID: "u1"}) // on the queue sync
+			rt := &recordingT{TB: t}
+			done := make(chan queue.WorkStats)
+			go func() {
+				defer close(done)
+				done <- queuetest.RunPending(rt, q, "sync")
+			}()
+			if _, returned := <-done; returned || len(rt.errors) != 1 {
+				t.Fatalf("RunPending of a failing job returned, or failed the test %d times: %q", len(rt.errors), rt.errors)
+			}
+			want := "queuetest: not every job attempt succeeded: Processed 1 job attempt(s): 0 succeeded, 1 released for retry, 0 failed.\n" +
+				"\tactivities.sync_calendar job " + id + ", attempt 1 of 3, released for a retry: the calendar API refused the token"
+			if rt.errors[0] != want {
+				t.Fatalf("RunPending failed the test with:\n%s\nwant:\n%s", rt.errors[0], want)
+			}
+		})
 	}
 }

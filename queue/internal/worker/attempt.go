@@ -99,6 +99,9 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 	if failure.stack != "" {
 		attrs = append(attrs, slog.String("stack", failure.stack))
 	}
+	if w.opts.Failed != nil {
+		w.opts.Failed(job, retry, storable(failure.msg))
+	}
 	w.count(job, count, acted, err)
 	level, attrs = recorded(level, attrs, acted, err)
 	w.logAttempt(level, attrs)

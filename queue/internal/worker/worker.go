@@ -77,6 +77,11 @@ type Options struct {
 	// attempt's outcome is counted, from several goroutines at once
 	// (queue:work's status line).
 	Counted func(Stats)
+	// Failed, when set, is called with each attempt that failed, before
+	// it is counted, from the goroutine that recorded it: its job, whether
+	// the job goes back for a retry, and the error kept with it
+	// (queue.Work's WorkStats.Errors).
+	Failed func(job *driver.Job, retry bool, msg string)
 }
 
 // Stats counts the attempts a worker ran, by outcome.
