@@ -9,6 +9,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -24,9 +25,9 @@ type Change struct {
 	Edited  bool // an existing file, edited
 }
 
-// The anchors: the line of main.go above which the make:* commands add a
-// new module, and the line of a module.go above which make:job adds its
-// registrations (each generator has its own).
+// The anchors: the line of modules/modules.go above which the make:*
+// commands add a new module, and the line of a module.go above which
+// make:job adds its registrations (each generator has its own).
 const (
 	modulesAnchor = "// navree:modules"
 	jobsAnchor    = "// navree:jobs"
@@ -35,17 +36,17 @@ const (
 const (
 	framework   = "github.com/navree/navree"
 	queuePkg    = framework + "/queue"
-	mainGo      = "main.go"
+	modulesGo   = "modules/modules.go" // the app's list of modules, which main.go and the tests build
 	moduleGoTpl = "templates/module/module.go.tmpl"
 )
 
 var snake = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
-// taken are the names a new module may not have: the packages main.go
-// and the generated code import by these names, which the module's
-// would shadow, and main.
-var taken = []string{"app", "apptest", "config", "context", "db", "embed", "events", "eventstest", "fx",
-	"mail", "mailtest", "main", "notify", "notifytest", "queue", "queuetest", "schedule", "testing"}
+// taken are the names a new module may not have: the packages main.go,
+// modules/modules.go and the generated code import by these names, which
+// the module's would shadow, and main.
+var taken = []string{"app", "apptest", "config", "context", "dashboard", "db", "embed", "errors", "events", "eventstest", "fx",
+	"mail", "mailtest", "main", "modules", "notify", "notifytest", "queue", "queuetest", "schedule", "testing"}
 
 // checkName refuses what is not a Go identifier in lower snake case, or
 // is a keyword. what is "module" or "name", example a name that is one.
@@ -95,7 +96,11 @@ func newPlan(cmd, dir, module, name string, example [2]string) (*plan, error) {
 		p.modExisted, p.modOrig = true, p.modSrc
 	case errors.Is(err, os.ErrNotExist):
 		if slices.Contains(taken, module) {
-			return nil, fmt.Errorf("%s: a module named %s would shadow the package %s that main.go or the generated code imports: choose another name, such as %ss", cmd, module, module, module)
+			other := module + "s"
+			if strings.HasSuffix(module, "s") {
+				other = "app_" + module
+			}
+			return nil, fmt.Errorf("%s: a module named %s would shadow the package %s that the app or the generated code imports: choose another name, such as %s", cmd, module, module, other)
 		}
 		// gofmt'ed with the insertions, by done. The module's name is on
 		// a line of its own: gofmt would move the anchors out of a call
@@ -125,7 +130,7 @@ func newPlan(cmd, dir, module, name string, example [2]string) (*plan, error) {
 // anchorOf is the line of module.go each command adds above, and what it
 // adds.
 var anchorOf = map[string][2]string{"make:job": {jobsAnchor, "job"}, "make:listener": {listenersAnchor, "listener"},
-	"make:notification": {notificationsAnchor, "notification"}, "make:mail": {mailAnchor, "mail templates"}}
+	"make:notification": {notificationsAnchor, "notification"}, "make:mail": {mailAnchor, "mail templates and preview"}}
 
 // free refuses a name the module's package, or with test set its test
 // package, already declares.
@@ -141,6 +146,10 @@ func (p *plan) free(test bool, names ...string) error {
 	}
 	return nil
 }
+
+// modulesImport is the import path of the app's package modules, which
+// the generated tests build the app of.
+func (p *plan) modulesImport() string { return p.app + "/" + path.Dir(modulesGo) }
 
 // create plans the file rel, rendered from tmpl with data (gofmt'ed if a
 // Go file), refusing a file that exists.
@@ -188,9 +197,10 @@ func (p *plan) register(anchor, line, what string, importPaths ...string) error 
 	return nil
 }
 
-// done returns the changes: the files created, module.go, and main.go
-// when the module is new and main.go has the line to add it above.
-// Without the line, the module is left for Hints to tell about.
+// done returns the changes: the files created, module.go, and
+// modules/modules.go when the module is new and modules.go has the line
+// to add it above. Without the line, the module is left for Hints to
+// tell about.
 func (p *plan) done() ([]Change, error) {
 	mod, err := format.Source(p.modSrc)
 	if err != nil {
@@ -204,7 +214,7 @@ func (p *plan) done() ([]Change, error) {
 		return changes, nil
 	}
 	changes = append(changes, Change{Path: p.modFile, Content: mod})
-	src, err := os.ReadFile(filepath.Join(p.dir, mainGo))
+	src, err := os.ReadFile(filepath.Join(p.dir, filepath.FromSlash(modulesGo)))
 	if err != nil {
 		return changes, nil
 	}
@@ -216,18 +226,18 @@ func (p *plan) done() ([]Change, error) {
 		edited, err = format.Source(edited)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: main.go: %w", p.cmd, err)
+		return nil, fmt.Errorf("%s: %s: %w", p.cmd, modulesGo, err)
 	}
-	return append(changes, Change{Path: mainGo, Content: edited, Edited: true}), nil
+	return append(changes, Change{Path: modulesGo, Content: edited, Edited: true}), nil
 }
 
 // Hints are what is left to do by hand once changes are written into the
-// app at dir: a module made without main.go registering it (main.go has
+// app at dir: a module made without modules/modules.go listing it (it has
 // no line "// navree:modules") is to be added to the app's modules.
 func Hints(dir string, changes []Change) []string {
 	var hints []string
 	for _, c := range changes {
-		if c.Path == mainGo {
+		if c.Path == modulesGo {
 			return nil
 		}
 	}
@@ -240,9 +250,9 @@ func Hints(dir string, changes []Change) []string {
 		if err != nil {
 			app = "YOUR_MODULE_PATH"
 		}
-		where := fmt.Sprintf("main.go has no line %q to add the module above", modulesAnchor)
-		if !fileExists(filepath.Join(dir, mainGo)) {
-			where = "this app has no main.go to add the module to"
+		where := fmt.Sprintf("%s has no line %q to add the module above", modulesGo, modulesAnchor)
+		if !fileExists(filepath.Join(dir, filepath.FromSlash(modulesGo))) {
+			where = "this app has no " + modulesGo + " to add the module to"
 		}
 		hints = append(hints, fmt.Sprintf("The module %s is new, and %s: add %s.Module to the app's modules by hand, and import %q.", module, where, module, app+"/"+module))
 	}

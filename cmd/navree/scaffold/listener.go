@@ -23,7 +23,7 @@ const eventsPkg = framework + "/events"
 // events.MODULE.NAME) and MODULE/NAME_test.go (it dispatches the event on
 // the real bus and runs the listener on the real queue), and the
 // registration in MODULE/module.go above the line "// navree:listeners"
-// (module.go made when missing, and then added to main.go). It writes
+// (module.go made when missing, and then added to modules/modules.go). It writes
 // nothing: see Write. Besides make:job's refusals, it refuses a type of
 // the event's name that has no EventName method, a module OTHER that
 // does not exist, and one that imports MODULE (an import cycle).
@@ -47,7 +47,7 @@ func MakeListener(dir, module, name, event string) ([]Change, error) {
 	data := map[string]string{"Package": module, "Type": typ, "Listener": lowerFirst(typ) + "Listener",
 		"Name": module + "." + name, "JobName": "events." + module + "." + name, "Import": p.app + "/" + module,
 		"Event": evType, "EventType": module + "." + evType, "EventName": evModule + "." + evName, "EventImport": "",
-		"Test": "Test" + typ + "ListensTo" + evType}
+		"Test": "Test" + typ + "ListensTo" + evType, "Modules": p.modulesImport()}
 	if evModule != module {
 		data["Event"], data["EventType"], data["EventImport"] = evModule+"."+evType, evModule+"."+evType, p.app+"/"+evModule
 		if st, err := os.Stat(filepath.Join(dir, evModule)); err != nil || !st.IsDir() {

@@ -17,13 +17,15 @@ const mailPkg = framework + "/mail"
 // at dir, named "mail/NAME" as mail.Template takes it: its bodies
 // MODULE/mail/NAME.html.tmpl and MODULE/mail/NAME.txt.tmpl,
 // MODULE/NAME_mail.go (the data the templates render, camel(NAME)+"Data",
-// and camel(NAME)+"Mail", which builds the message) and
-// MODULE/NAME_mail_test.go (it sends the mail through the memory
-// transport). When no Go file of the module calls mail.Templates, it
-// also plans MODULE/mail_templates.go, an embed.FS of MODULE/mail, and
-// mail.Templates of it in MODULE/module.go above the line "// navree:mail"
-// (module.go made when missing, and then added to main.go). It writes
-// nothing: see Write. Besides MakeJob's refusals, it refuses a name whose
+// camel(NAME)+"Mail", which builds the message, and its preview NAME,
+// lowerCamel(NAME)+"Preview") and MODULE/NAME_mail_test.go (it sends the
+// mail through the memory transport, and renders the preview), and
+// mail.Previews of the preview in MODULE/module.go above the line
+// "// navree:mail", so that mail:preview NAME shows it. When no Go file
+// of the module calls mail.Templates, it also plans
+// MODULE/mail_templates.go, an embed.FS of MODULE/mail, and
+// mail.Templates of it above the same line (module.go made when missing,
+// and then added to modules/modules.go). It writes nothing: see Write. Besides MakeJob's refusals, it refuses a name whose
 // templates another module has: the app's template names are one set.
 func MakeMail(dir, module, name string) ([]Change, error) {
 	const cmd = "make:mail"
@@ -32,8 +34,9 @@ func MakeMail(dir, module, name string) ([]Change, error) {
 		return nil, err
 	}
 	typ := camel(name)
-	data := map[string]string{"Package": module, "Func": typ + "Mail", "Data": typ + "Data", "Test": "Test" + typ + "MailRenders",
-		"Template": "mail/" + name, "Files": "mail/" + name + ".html.tmpl and .txt.tmpl", "Subject": human(name), "Import": p.app + "/" + module}
+	data := map[string]string{"Package": module, "Name": name, "Func": typ + "Mail", "Data": typ + "Data", "Preview": lowerFirst(typ) + "Preview",
+		"Test": "Test" + typ + "MailRenders", "Template": "mail/" + name, "Files": "mail/" + name + ".html.tmpl and .txt.tmpl",
+		"Subject": human(name), "Import": p.app + "/" + module, "Modules": p.modulesImport()}
 	others, _ := filepath.Glob(filepath.Join(dir, "*", "mail", name+".*.tmpl"))
 	for _, other := range others {
 		if r, _ := filepath.Rel(dir, other); !strings.HasPrefix(filepath.ToSlash(r), module+"/") {
@@ -46,7 +49,7 @@ func MakeMail(dir, module, name string) ([]Change, error) {
 			return nil, err
 		}
 	}
-	if err := p.free(false, data["Func"], data["Data"]); err != nil {
+	if err := p.free(false, data["Func"], data["Data"], data["Preview"]); err != nil {
 		return nil, err
 	}
 	if err := p.free(true, data["Test"]); err != nil {
@@ -62,6 +65,9 @@ func MakeMail(dir, module, name string) ([]Change, error) {
 		if err := p.register(mailAnchor, "mail.Templates(mailTemplates),", "mail templates", mailPkg); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.register(mailAnchor, "mail.Previews("+data["Preview"]+"),", "mail preview", mailPkg); err != nil {
+		return nil, err
 	}
 	return p.done()
 }

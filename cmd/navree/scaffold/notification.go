@@ -19,7 +19,7 @@ const notifyPkg = framework + "/notify"
 // with notifytest's fake, one through the real notifier and queue) and
 // notify.Register in MODULE/module.go above the line
 // "// navree:notifications" (module.go made when missing, and then added
-// to main.go). It writes nothing: see Write. It refuses what MakeJob
+// to modules/modules.go). It writes nothing: see Write. It refuses what MakeJob
 // refuses.
 func MakeNotification(dir, module, name string) ([]Change, error) {
 	const cmd = "make:notification"
@@ -29,7 +29,7 @@ func MakeNotification(dir, module, name string) ([]Change, error) {
 	}
 	typ := camel(name)
 	data := map[string]string{"Package": module, "Type": typ, "NotificationType": module + "." + name,
-		"Subject": human(name), "Recipient": lowerFirst(typ) + "Recipient", "Import": p.app + "/" + module}
+		"Subject": human(name), "Recipient": lowerFirst(typ) + "Recipient", "Import": p.app + "/" + module, "Modules": p.modulesImport()}
 	for _, f := range [][2]string{{name + ".go", "templates/notification/notification.go.tmpl"}, {name + "_test.go", "templates/notification/notification_test.go.tmpl"}} {
 		if err := p.create(module+"/"+f[0], f[1], data); err != nil {
 			return nil, err

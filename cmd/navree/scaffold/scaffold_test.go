@@ -23,12 +23,26 @@ func newApp(t *testing.T) string {
 	return dir
 }
 
-// TestGenerators runs each generator in turn on a new app, writing what
-// it plans, and compares its files with testdata/STEP/PATH.golden and the
-// list of its changes with testdata/STEP/changes.golden. go test -update
-// rewrites them.
+// TestGenerators writes a new app, comparing its Go files and README
+// with testdata/new/PATH.golden, then runs each generator in turn on it,
+// writing what it plans, and compares its files with
+// testdata/STEP/PATH.golden and the list of its changes with
+// testdata/STEP/changes.golden. go test -update rewrites them.
 func TestGenerators(t *testing.T) {
-	dir := newApp(t)
+	dir := filepath.Join(t.TempDir(), "crm")
+	written, err := scaffold.New(dir, scaffold.App{Module: "example.com/crm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range written {
+		if strings.HasSuffix(file, ".go") || file == "README.md" { // config/app.toml has its own tests
+			content, err := os.ReadFile(filepath.Join(dir, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join("new", file+".golden"), content)
+		}
+	}
 	steps := []struct {
 		name string
 		make func() ([]scaffold.Change, error)
@@ -86,13 +100,14 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// TestAModuleWithoutAnAnchorInMainGo: when main.go has no line to add a
-// new module above, the module is made and Hints says what to add.
-func TestAModuleWithoutAnAnchorInMainGo(t *testing.T) {
+// TestAModuleWithoutAnAnchorInModulesGo: when modules/modules.go has no
+// line to add a new module above, the module is made and Hints says what
+// to add.
+func TestAModuleWithoutAnAnchorInModulesGo(t *testing.T) {
 	dir := newApp(t)
-	main := filepath.Join(dir, "main.go")
-	src, _ := os.ReadFile(main)
-	if err := os.WriteFile(main, []byte(strings.Replace(string(src), "// navree:modules", "// the modules", 1)), 0o644); err != nil {
+	list := filepath.Join(dir, "modules", "modules.go")
+	src, _ := os.ReadFile(list)
+	if err := os.WriteFile(list, []byte(strings.Replace(string(src), "// navree:modules", "// the modules", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	changes, err := scaffold.MakeModule(dir, "contacts")
@@ -100,13 +115,13 @@ func TestAModuleWithoutAnAnchorInMainGo(t *testing.T) {
 		t.Fatalf("MakeModule = %v, %v", changes, err)
 	}
 	hints := scaffold.Hints(dir, changes)
-	want := `The module contacts is new, and main.go has no line "// navree:modules" to add the module above: add contacts.Module to the app's modules by hand, and import "example.com/crm/contacts".`
+	want := `The module contacts is new, and modules/modules.go has no line "// navree:modules" to add the module above: add contacts.Module to the app's modules by hand, and import "example.com/crm/contacts".`
 	if len(hints) != 1 || hints[0] != want {
 		t.Fatalf("Hints = %q, want %q", hints, want)
 	}
 	changes, _ = scaffold.MakeModule(newApp(t), "contacts")
 	if hints := scaffold.Hints(dir, changes); hints != nil {
-		t.Fatalf("Hints of a module added to main.go = %q", hints)
+		t.Fatalf("Hints of a module added to modules/modules.go = %q", hints)
 	}
 }
 
@@ -144,9 +159,11 @@ func TestRefusals(t *testing.T) {
 		{"module name a keyword", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "select") },
 			`make:module: the module "select" must be a Go identifier in lower snake case, not a keyword, such as contacts`},
 		{"module shadows an import", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "mail") },
-			"make:module: a module named mail would shadow the package mail that main.go or the generated code imports: choose another name, such as mails"},
+			"make:module: a module named mail would shadow the package mail that the app or the generated code imports: choose another name, such as mails"},
+		{"module shadows the app's modules", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "modules") },
+			"make:module: a module named modules would shadow the package modules that the app or the generated code imports: choose another name, such as app_modules"},
 		{"job of a new module that shadows an import", nil, func(dir string) ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "queue", "export") },
-			"make:job: a module named queue would shadow the package queue that main.go or the generated code imports: choose another name, such as queues"},
+			"make:job: a module named queue would shadow the package queue that the app or the generated code imports: choose another name, such as queues"},
 		{"no app", nil, func(dir string) ([]scaffold.Change, error) {
 			return scaffold.MakeNotification(filepath.Join(dir, "hello"), "billing", "invoice_paid")
 		}, "make:notification: this folder holds no app (no go.mod): run it in an app, or make one with navree new"},
@@ -171,7 +188,7 @@ func TestRefusals(t *testing.T) {
 			`make:notification: contacts/contacts.go declares Module already: move it to contacts/module.go, with the line "// navree:notifications" in its fx.Module to add the notification above, then run the command again`},
 		{"mail of a module that declares Module in another file", map[string]string{"contacts/contacts.go": contactsGo},
 			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "contacts", "welcome") },
-			`make:mail: contacts/contacts.go declares Module already: move it to contacts/module.go, with the line "// navree:mail" in its fx.Module to add the mail templates above, then run the command again`},
+			`make:mail: contacts/contacts.go declares Module already: move it to contacts/module.go, with the line "// navree:mail" in its fx.Module to add the mail templates and preview above, then run the command again`},
 		{"module that declares Module in another file", map[string]string{"contacts/contacts.go": contactsGo},
 			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeModule(dir, "contacts") },
 			"make:module: contacts/contacts.go declares Module already: the module contacts exists (for the make:* commands to add to it, move Module to contacts/module.go)"},
@@ -219,6 +236,12 @@ func TestRefusals(t *testing.T) {
 		{"mail name declared", map[string]string{"hello/data.go": "package hello\n\nvar WelcomeData = 1\n"},
 			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "hello", "welcome") },
 			"make:mail: hello/data.go declares WelcomeData already: choose another name, or rename it there"},
+		{"mail preview name declared", map[string]string{"hello/data.go": "package hello\n\nvar welcomePreview = 1\n"},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "hello", "welcome") },
+			"make:mail: hello/data.go declares welcomePreview already: choose another name, or rename it there"},
+		{"mail preview without the anchor", map[string]string{"hello/module.go": "package hello\n\nimport (\n\t\"github.com/navree/navree/mail\"\n\t\"go.uber.org/fx\"\n)\n\nvar Module = fx.Module(\"hello\", mail.Templates(nil))\n"},
+			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "hello", "welcome") },
+			`make:mail: hello/module.go has no line "// navree:mail" to add the mail preview above: add mail.Previews(welcomePreview), to its fx.Module by hand`},
 		{"mail without the anchor", map[string]string{"hello/module.go": "package hello\n\nimport \"go.uber.org/fx\"\n\nvar Module = fx.Module(\"hello\")\n"},
 			func(dir string) ([]scaffold.Change, error) { return scaffold.MakeMail(dir, "hello", "welcome") },
 			`make:mail: hello/module.go has no line "// navree:mail" to add the mail templates above: add mail.Templates(mailTemplates), to its fx.Module by hand, and import "github.com/navree/navree/mail"`},
