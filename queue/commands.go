@@ -64,6 +64,7 @@ func commands() []app.Command {
 						return fmt.Errorf("queue:work: --queue: %w", err)
 					}
 				}
+				fmt.Fprintln(c.App.ErrWriter, q.startLine(o))
 				done := make(chan struct{})
 				defer close(done)
 				go func() {
@@ -199,6 +200,9 @@ func commands() []app.Command {
 					when = ", due in " + e.Delay.String()
 				}
 				fmt.Fprintf(c.App.Writer, "Queued %s on %s%s: job %s\n", e.Name, o.Queue, when, id)
+				if left := q.unworked([]string{o.Queue}); left != nil {
+					fmt.Fprintln(c.App.ErrWriter, "Warning: "+q.leftOut(left))
+				}
 				return nil
 			}),
 		},
@@ -237,6 +241,15 @@ func commands() []app.Command {
 					}
 					if err := printStatus(c.App.Writer, stats, all, c.Bool("json")); err != nil {
 						return err
+					}
+					var left []string
+					for _, s := range stats {
+						if s.Unworked {
+							left = append(left, s.Queue)
+						}
+					}
+					if left != nil && !c.Bool("json") {
+						fmt.Fprintln(c.App.Writer, q.leftOut(left))
 					}
 					if every == 0 {
 						return nil
@@ -285,11 +298,15 @@ func commands() []app.Command {
 					return fmt.Errorf("queue:retry takes one argument, a failed job's id or all")
 				}
 				var n int
+				var queues []string // of the jobs retried, as far as known
 				var err error
-				if c.Args().First() != "all" {
-					n, err = q.Retry(c.Context, c.Args().First())
+				if id := c.Args().First(); id != "all" {
+					if j, err := q.Job(c.Context, id); err == nil {
+						queues = []string{j.Queue}
+					}
+					n, err = q.Retry(c.Context, id)
 				} else {
-					n, err = retryAll(c, q)
+					n, queues, err = retryAll(c, q)
 				}
 				if err != nil {
 					return err
@@ -297,10 +314,14 @@ func commands() []app.Command {
 				switch {
 				case n == 0:
 					fmt.Fprintln(c.App.Writer, "There are no failed jobs to retry.")
+					return nil
 				case n == 1:
-					fmt.Fprintln(c.App.Writer, "Put 1 failed job back on its queue.")
+					fmt.Fprintln(c.App.Writer, "Put 1 failed job back on its queue: it runs when a worker takes it (start queue:work if none is running).")
 				default:
-					fmt.Fprintf(c.App.Writer, "Put %d failed jobs back on their queues.\n", n)
+					fmt.Fprintf(c.App.Writer, "Put %d failed jobs back on their queues: they run when a worker takes them (start queue:work if none is running).\n", n)
+				}
+				if left := q.unworked(queues); left != nil {
+					fmt.Fprintln(c.App.Writer, q.leftOut(left))
 				}
 				return nil
 			}),
@@ -423,6 +444,22 @@ func commands() []app.Command {
 	}
 }
 
+// startLine is what queue:work says when it starts: the queues it works,
+// its workers, its driver and, for the database driver, the database
+// (its URL without the password).
+func (q *Queue) startLine(o WorkOptions) string {
+	o = q.workOptions(o)
+	workers := "1 worker"
+	if o.Workers != 1 {
+		workers = strconv.Itoa(o.Workers) + " workers"
+	}
+	where := string(q.cfg.Driver) + " driver"
+	if q.cfg.Driver == Database && q.db != nil {
+		where += ", " + q.db.String()
+	}
+	return fmt.Sprintf("Working queues %s with %s (%s).", strings.Join(o.Queues, ", "), workers, where)
+}
+
 // printStatus writes the stats as a table, or as JSON; all says that
 // every queue is paused.
 func printStatus(w io.Writer, stats []QueueStats, all, asJSON bool) error {
@@ -436,10 +473,11 @@ func printStatus(w io.Writer, stats []QueueStats, all, asJSON bool) error {
 			Failed           int     `json:"failed"`
 			OldestWaitingSec float64 `json:"oldest_waiting_secs"`
 			Paused           bool    `json:"paused"`
+			Unworked         bool    `json:"unworked"`
 		}
 		rows := make([]row, len(stats))
 		for i, s := range stats {
-			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused}
+			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused, s.Unworked}
 		}
 		return json.NewEncoder(w).Encode(rows)
 	}
@@ -457,29 +495,42 @@ func printStatus(w io.Writer, stats []QueueStats, all, asJSON bool) error {
 		if s.OldestWaiting > 0 {
 			oldest = s.OldestWaiting.Round(time.Second).String()
 		}
-		name := s.Queue
+		var marks []string
 		if s.Paused && !all {
-			name += " (paused)"
+			marks = append(marks, "paused")
+		}
+		if s.Unworked {
+			marks = append(marks, "no worker")
+		}
+		name := s.Queue
+		if marks != nil {
+			name += " (" + strings.Join(marks, ", ") + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, count(s.Waiting), count(s.Delayed), count(s.Running), count(s.Stale), count(s.Failed), oldest)
 	}
 	return tw.Flush()
 }
 
-// retryAll retries every failed job, with a progress line on a terminal.
-func retryAll(c *cli.Context, q *Queue) (int, error) {
-	total := 0 // not known when a count of Stats stopped at its limit
+// retryAll retries every failed job, with a progress line on a terminal,
+// and returns how many and the queues that had failed jobs.
+func retryAll(c *cli.Context, q *Queue) (int, []string, error) {
+	total, known := 0, true // not known when a count of Stats stopped at its limit
+	var queues []string
 	if stats, err := q.Stats(c.Context); err == nil {
 		for _, s := range stats {
-			if total += s.Failed; s.Failed > CountLimit {
-				total = 0
-				break
+			if s.Failed > 0 {
+				queues = append(queues, s.Queue)
 			}
+			total, known = total+s.Failed, known && s.Failed <= CountLimit
 		}
+	}
+	if !known {
+		total = 0
 	}
 	progress := term.NewProgress(c.App.ErrWriter, "Retrying failed jobs", total)
 	defer progress.Done()
-	return q.RetryAll(c.Context, progress.Set)
+	n, err := q.RetryAll(c.Context, progress.Set)
+	return n, queues, err
 }
 
 // count is a count of Stats as a person reads it: past CountLimit,

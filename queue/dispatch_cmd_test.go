@@ -3,6 +3,8 @@ package queue_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -36,7 +38,8 @@ func TestDispatchAndStatusCommands(t *testing.T) {
 			t.Fatalf("queue:dispatch: %q %v", out, err)
 		}
 		if out, err := run("queue:dispatch", "activities.sync_calendar", `{"user_id": "u1"}`, "--delay", "10m"); err != nil ||
-			id.ReplaceAllString(out, "ID") != "Queued activities.sync_calendar on sync, due in 10m0s: job ID\n" {
+			id.ReplaceAllString(out, "ID") != "Queued activities.sync_calendar on sync, due in 10m0s: job ID\n"+
+				"Warning: sync is not in queue.queues (high, default), so queue:work leaves it alone: run queue:work --queue sync, or add sync to queue.queues.\n" {
 			t.Fatalf("queue:dispatch --delay: %q %v", out, err)
 		}
 		if out, err := run("queue:dispatch", "contacts.export", "--queue", "high"); err != nil || !strings.HasPrefix(out, "Queued contacts.export on high: job ") {
@@ -78,6 +81,122 @@ sync     0        1        0        0      0       -
 		if out, err := run("queue:work", "--queue", " ", "--stop-when-empty"); err == nil ||
 			err.Error() != `queue:work: --queue: queue: invalid queue name "": use 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'` || strings.Contains(out, "Processed") {
 			t.Fatalf("queue:work --queue ' ': %q, %v", out, err)
+		}
+	})
+}
+
+// TestQueueWorkSaysWhatItWorks: queue:work starts with a line naming its
+// queues, its workers, its driver and its database, the password of the
+// database's URL masked.
+func TestQueueWorkSaysWhatItWorks(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		shown := url
+		if strings.HasPrefix(url, "postgres://") { // trust authentication accepts any password
+			user, _, _ := strings.Cut(strings.TrimPrefix(url, "postgres://"), "@")
+			url = strings.Replace(url, user+"@", user+":hunter2@", 1)
+			shown = strings.Replace(url, ":hunter2@", ":xxxxx@", 1)
+		}
+		summary := "Processed 0 job attempt(s): 0 succeeded, 0 released for retry, 0 failed.\n"
+		for _, tt := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--stop-when-empty"}, "Working queues high, default with 4 workers (database driver, " + shown + ").\n"},
+			{[]string{"--queue", "exports", "--workers", "1", "--stop-when-empty"}, "Working queues exports with 1 worker (database driver, " + shown + ").\n"},
+			{[]string{"--queue", "mail,default", "--once"}, "Working queues mail, default with 1 worker (database driver, " + shown + ").\n"},
+		} {
+			out, err := runApp(t, map[string]any{"database.url": url}, append([]string{"queue:work"}, tt.args...), db.Module(), queue.Module())
+			if err != nil || out != tt.want+summary || strings.Contains(out, "hunter2") {
+				t.Errorf("queue:work %v printed:\n%s(%v)\nwant:\n%s%s", tt.args, out, err, tt.want, summary)
+			}
+		}
+	})
+	out, err := runApp(t, map[string]any{"queue.driver": "memory", "queue.workers": 10}, []string{"queue:work", "--stop-when-empty"}, queue.Module())
+	if want := "Working queues high, default with 10 workers (memory driver).\n"; err != nil || !strings.HasPrefix(out, want) {
+		t.Errorf("queue:work on the memory driver printed:\n%s(%v)\nwant it to start with %q", out, err, want)
+	}
+}
+
+// TestAQueueNoWorkerTakesIsFlagged: a job queued on a queue that
+// queue.queues leaves out waits for a worker started with --queue:
+// queue:dispatch warns of it, queue:status marks the queue while jobs
+// wait on it and none runs, and queue:retry says so of the jobs it puts
+// back there.
+func TestAQueueNoWorkerTakesIsFlagged(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		failing := queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error {
+			return queue.Permanent(errors.New("no such company"))
+		})
+		run := func(overrides map[string]any, args ...string) string {
+			t.Helper()
+			overrides["database.url"] = url
+			out, err := runApp(t, overrides, args, db.Module(), queue.Module(), failing)
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, out)
+			}
+			return regexp.MustCompile(`[0-9a-f-]{36}`).ReplaceAllString(out, "ID")
+		}
+		for _, tt := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"contacts.export"}, "Queued contacts.export on default: job ID\n"},
+			{[]string{"contacts.export", "--queue", "exports"}, "Queued contacts.export on exports: job ID\n" +
+				"Warning: exports is not in queue.queues (high, default), so queue:work leaves it alone: run queue:work --queue exports, or add exports to queue.queues.\n"},
+			{[]string{"contacts.export", "--queue", "reports"}, "Queued contacts.export on reports: job ID\n" +
+				"Warning: reports is not in queue.queues (high, default), so queue:work leaves it alone: run queue:work --queue reports, or add reports to queue.queues.\n"},
+			{[]string{"contacts.export", "--queue", "later", "--delay", "1h"}, "Queued contacts.export on later, due in 1h0m0s: job ID\n" +
+				"Warning: later is not in queue.queues (high, default), so queue:work leaves it alone: run queue:work --queue later, or add later to queue.queues.\n"},
+		} {
+			if out := run(map[string]any{}, append([]string{"queue:dispatch"}, tt.args...)...); out != tt.want {
+				t.Errorf("queue:dispatch %v printed:\n%s\nwant:\n%s", tt.args, out, tt.want)
+			}
+		}
+		// A queue with jobs waiting is marked; one whose jobs are all
+		// delayed is not yet.
+		status := `QUEUE                WAITING  DELAYED  RUNNING  STALE  FAILED  OLDEST WAITING
+default              1        0        0        0      0       0s
+exports (no worker)  1        0        0        0      0       0s
+later                0        1        0        0      0       -
+reports (no worker)  1        0        0        0      0       0s
+exports and reports are not in queue.queues (high, default), so queue:work leaves them alone: run queue:work --queue exports,reports, or add them to queue.queues.
+`
+		if out := run(map[string]any{}, "queue:status"); regexp.MustCompile(`\d+s\n`).ReplaceAllString(out, "0s\n") != status {
+			t.Fatalf("queue:status printed:\n%s\nwant:\n%s", out, status)
+		}
+		var rows []struct {
+			Queue    string `json:"queue"`
+			Unworked bool   `json:"unworked"`
+		}
+		if err := json.Unmarshal([]byte(run(map[string]any{}, "queue:status", "--json")), &rows); err != nil ||
+			fmt.Sprint(rows) != "[{default false} {exports true} {later false} {reports true}]" {
+			t.Fatalf("queue:status --json: %v, %v", rows, err)
+		}
+		// Listed in queue.queues, the queue is worked: no warning, no mark.
+		with := map[string]any{"queue.queues": []string{"high", "default", "exports"}}
+		if out := run(with, "queue:dispatch", "contacts.export", "--queue", "exports"); out != "Queued contacts.export on exports: job ID\n" {
+			t.Errorf("queue:dispatch to a worker queue printed:\n%s", out)
+		}
+		if out := run(with, "queue:status"); !regexp.MustCompile(`\nexports +2 `).MatchString(out) || !strings.Contains(out, "\nreports (no worker)  1 ") ||
+			!strings.HasSuffix(out, "\nreports is not in queue.queues (high, default, exports), so queue:work leaves it alone: run queue:work --queue reports, or add reports to queue.queues.\n") {
+			t.Errorf("queue:status with exports in queue.queues printed:\n%s", out)
+		}
+		// Worked with --queue, its jobs fail; put back, they wait again.
+		run(map[string]any{}, "queue:work", "--queue", "exports,reports", "--stop-when-empty")
+		if out := run(map[string]any{}, "queue:retry", "all"); out != "Put 3 failed jobs back on their queues: they run when a worker takes them (start queue:work if none is running).\n"+
+			"exports and reports are not in queue.queues (high, default), so queue:work leaves them alone: run queue:work --queue exports,reports, or add them to queue.queues.\n" {
+			t.Errorf("queue:retry all printed:\n%s", out)
+		}
+		run(map[string]any{}, "queue:work", "--queue", "reports", "--stop-when-empty")
+		failed, err := runApp(t, map[string]any{"database.url": url}, []string{"queue:failed"}, db.Module(), queue.Module(), failing)
+		if err != nil || len(strings.Fields(failed)) == 0 {
+			t.Fatalf("queue:failed: %q, %v", failed, err)
+		}
+		if out := run(map[string]any{}, "queue:retry", strings.Fields(failed)[0]); out != "Put 1 failed job back on its queue: it runs when a worker takes it (start queue:work if none is running).\n"+
+			"reports is not in queue.queues (high, default), so queue:work leaves it alone: run queue:work --queue reports, or add reports to queue.queues.\n" {
+			t.Errorf("queue:retry ID printed:\n%s", out)
 		}
 	})
 }

@@ -211,7 +211,7 @@ func TestPauseAndResumeCommands(t *testing.T) {
 			{[]string{"queue:resume", "mail"}, "The queue mail was not paused.\n"},
 			{[]string{"queue:pause", "all"}, "Paused every queue: workers take no new jobs; the running ones finish. queue:resume all resumes them.\n"},
 			{[]string{"queue:status"}, "Every queue is paused: queue:resume all resumes them.\nQUEUE    WAITING  DELAYED  RUNNING  STALE  FAILED  OLDEST WAITING\ndefault  1        0        0        0      0       0s\n"},
-			{[]string{"queue:work", "--stop-when-empty"}, "level=INFO msg=\"every queue paused\" logger=navree.job\nProcessed 0 job attempt(s): 0 succeeded, 0 released for retry, 0 failed.\n"},
+			{[]string{"queue:work", "--stop-when-empty"}, "Working queues high, default with 4 workers (database driver, " + url + ").\nlevel=INFO msg=\"every queue paused\" logger=navree.job\nProcessed 0 job attempt(s): 0 succeeded, 0 released for retry, 0 failed.\n"},
 			{[]string{"queue:resume", "all"}, "Resumed every queue.\n"},
 			{[]string{"queue:resume", "all"}, "No queue was paused.\n"},
 		} {

@@ -265,7 +265,7 @@ func TestFailedJobCommands(t *testing.T) {
 				t.Fatalf("queue:retry %s: %v", bad, err)
 			}
 		}
-		if out := mustRun("queue:retry", failing); out != "Put 1 failed job back on its queue.\n" {
+		if out := mustRun("queue:retry", failing); out != "Put 1 failed job back on its queue: it runs when a worker takes it (start queue:work if none is running).\n" {
 			t.Fatalf("queue:retry printed %q", out)
 		}
 		if out := mustRun("queue:failed"); out != "No failed jobs.\n" {
@@ -274,7 +274,7 @@ func TestFailedJobCommands(t *testing.T) {
 		if out := mustRun("queue:work", "--queue=default", "--once"); !strings.HasSuffix(out, "Processed 1 job attempt(s): 0 succeeded, 0 released for retry, 1 failed.\n") {
 			t.Fatalf("queue:work --once printed %q", out)
 		}
-		if out := mustRun("queue:retry", "all"); out != "Put 1 failed job back on its queue.\n" {
+		if out := mustRun("queue:retry", "all"); out != "Put 1 failed job back on its queue: it runs when a worker takes it (start queue:work if none is running).\n" {
 			t.Fatalf("queue:retry all printed %q", out)
 		}
 		mustRun("queue:work", "--max-jobs=1")

@@ -37,6 +37,12 @@ type QueueStats struct {
 	// Paused says that workers take no jobs of the queue (see
 	// [Queue.Pause]): it is paused, or every queue is.
 	Paused bool
+	// Unworked says that jobs wait on the queue, none runs, and it is not
+	// one of the worker queues (queue.queues, [Config.Queues]): a
+	// queue:work without --queue leaves them alone, so they wait until a
+	// worker is started with --queue NAME or the queue is added to
+	// queue.queues.
+	Unworked bool
 }
 
 // Stats counts the jobs of every queue that has one, failed jobs
@@ -63,7 +69,8 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	out := make([]QueueStats, len(rows))
 	for i, r := range rows {
 		out[i] = QueueStats{Queue: r.Queue, Waiting: limit(r.Waiting), Delayed: limit(r.Delayed), Running: limit(r.Running),
-			Stale: limit(r.Stale), Failed: limit(r.Failed), Paused: all || slices.Contains(paused, r.Queue)}
+			Stale: limit(r.Stale), Failed: limit(r.Failed), Paused: all || slices.Contains(paused, r.Queue),
+			Unworked: r.Waiting > 0 && r.Running == 0 && !slices.Contains(q.cfg.Queues, r.Queue)}
 		if r.Waiting > 0 {
 			out[i].OldestWaiting = time.Duration(max(now-r.OldestAvailableAt, 0)) * time.Millisecond
 		}
@@ -76,6 +83,30 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	}
 	slices.SortFunc(out, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
 	return out, nil
+}
+
+// unworked are those of names that queue.queues leaves out, each once.
+func (q *Queue) unworked(names []string) []string {
+	var out []string
+	for _, name := range names {
+		if !slices.Contains(q.cfg.Queues, name) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// leftOut says that queue:work leaves the queues names alone, and what
+// to do: "exports is not in queue.queues (high, default), so queue:work
+// leaves it alone: run queue:work --queue exports, or add exports to
+// queue.queues."
+func (q *Queue) leftOut(names []string) string {
+	worked := "(" + strings.Join(q.cfg.Queues, ", ") + ")"
+	if len(names) == 1 {
+		return fmt.Sprintf("%s is not in queue.queues %s, so queue:work leaves it alone: run queue:work --queue %[1]s, or add %[1]s to queue.queues.", names[0], worked)
+	}
+	return fmt.Sprintf("%s are not in queue.queues %s, so queue:work leaves them alone: run queue:work --queue %s, or add them to queue.queues.",
+		strings.Join(names[:len(names)-1], ", ")+" and "+names[len(names)-1], worked, strings.Join(names, ","))
 }
 
 // EveryQueuePaused reports whether every queue is paused

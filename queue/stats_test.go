@@ -63,7 +63,7 @@ func TestStatsCountsEachQueue(t *testing.T) {
 			return []queue.QueueStats{
 				{Queue: "default", Waiting: 3, Delayed: 1, Running: 1, Stale: stale, OldestWaiting: behind},
 				{Queue: "mail", Failed: 1},
-				{Queue: "sync", Waiting: 1, Failed: 1, OldestWaiting: behind},
+				{Queue: "sync", Waiting: 1, Failed: 1, OldestWaiting: behind, Unworked: true}, // not in queue.queues
 			}
 		}
 		if got := f.stats(t); !slices.Equal(got, want(0, 0)) {
@@ -80,6 +80,11 @@ func TestStatsCountsEachQueue(t *testing.T) {
 		f.clock.Advance(10 * time.Minute) // the delayed job is due
 		if got := f.stats(t)[0]; got.Waiting != 4 || got.Delayed != 0 || got.OldestWaiting != 11*time.Minute+30*time.Second {
 			t.Fatalf("once the delayed job is due: %+v, want 4 waiting, the oldest for 11m30s", got)
+		}
+		// A job of sync runs: a worker started with --queue takes it.
+		f.reserve(t, "sync")
+		if got := f.stats(t)[2]; got.Running != 1 || got.Unworked {
+			t.Fatalf("with a job of sync running: %+v, want it not marked unworked", got)
 		}
 	})
 }

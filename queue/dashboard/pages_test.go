@@ -64,6 +64,35 @@ func TestQueuesPageCountsEachQueue(t *testing.T) {
 	})
 }
 
+// TestQueuesPageMarksAQueueNoWorkerTakes: a queue with jobs waiting,
+// none running, that queue.queues leaves out is marked "no worker",
+// with what to do.
+func TestQueuesPageMarksAQueueNoWorkerTakes(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
+		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader}) // queue.queues: default, exports
+		f.reminders(t, 1)
+		e, err := queue.EnvelopeOf(Reminder{N: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Options.Queue = "reports"
+		if _, err := f.q.Push(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(time.Minute)
+		body := f.get(t, "viewer", "/", http.StatusOK)
+		want := [][2]string{{"default", "default 1 0 0 0 1m0s 0/min"}, {"reports", "reports no worker 1 0 0 0 1m0s 0/min"}}
+		if got := rows(body, "data-queue"); !slices.Equal(got, want) {
+			t.Errorf("rows of the queues page:\n%q\nwant\n%q", got, want)
+		}
+		if mark := `<span class="paused" title="reports is not in queue.queues, so queue:work leaves it alone: run queue:work --queue reports, or add reports to queue.queues.">no worker</span>`; !strings.Contains(body, mark) {
+			t.Errorf("the queues page lacks %s:\n%s", mark, body)
+		}
+	})
+}
+
 // TestDoneComesFromTheWorkers: the queues page shows what the workers
 // finished a minute over the last five minutes (Queue.Throughput), and
 // of it what failed for good.
