@@ -29,7 +29,8 @@
 //
 // "smtp" sends through an SMTP server, connecting afresh for each
 // message; "log" logs one line per message and sends nothing (the
-// default); "memory" keeps messages for tests. A failover list names
+// default; in development the line holds the recipients and the text
+// body too); "memory" keeps messages for tests. A failover list names
 // transports to try when one cannot send. Each transport is handed the
 // same bytes, rendered once.
 //

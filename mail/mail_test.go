@@ -1,6 +1,7 @@
 package mail_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +19,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/mail"
 	"github.com/navree/navree/mail/mailtest"
@@ -418,32 +423,74 @@ func TestImplicitTLS(t *testing.T) {
 	}
 }
 
-func TestTheLogTransportLogsOneLineAndNoBody(t *testing.T) {
+// TestTheLogTransportShowsTheMailInDevelopment: in development (as in
+// apptest) the log transport's one line per message holds its
+// recipients and its text body, decoded, as the worker sends it queued;
+// never its attachments.
+func TestTheLogTransportShowsTheMailInDevelopment(t *testing.T) {
 	a := newApp(t, apptest.TempDatabase(), map[string]any{"transport": "log"})
 	if _, err := a.Mailer.Queue(context.Background(), exportReady()); err != nil {
 		t.Fatal(err)
 	}
 	if stats := run(t, a.Queue); stats.Succeeded != 1 {
-		t.Fatalf("RunPending = %+v", stats)
+		t.Fatalf("RunPending = %v", stats)
 	}
-	var lines []string
-	for _, line := range strings.Split(a.Logs(), "\n") {
-		if strings.Contains(line, "logger=navree.mail") {
-			lines = append(lines, line)
-		}
-	}
+	lines := mailLines(a.Logs())
 	if len(lines) != 1 {
 		t.Fatalf("the log transport wrote %d lines, want 1:\n%s", len(lines), a.Logs())
 	}
-	line := lines[0]
-	for _, want := range []string{`msg="mail not sent: the log transport logs it instead"`, "recipients=3", `subject="Your export is ready"`, "bytes=", "message_id=<"} {
-		if !strings.Contains(line, want) {
-			t.Errorf("the line lacks %s: %s", want, line)
+	line := regexp.MustCompile(`bytes=\d+ message_id=<[^>]+>`).ReplaceAllString(lines[0], "bytes=N message_id=<ID>")
+	want := `level=INFO msg="mail not sent: the log transport logs it instead" logger=navree.mail recipients=3 subject="Your export is ready" bytes=N message_id=<ID>` +
+		` to="ada@example.com, grace@example.com, audit@example.com" text="Your export is ready: https://crm.example.com/exports/42.csv\n\n-- \nThe CRM team\n"`
+	if line != want {
+		t.Fatalf("the log transport wrote\n%s\nwant\n%s", line, want)
+	}
+	if strings.Contains(a.Logs(), "Ada,") {
+		t.Errorf("the logs show the attachment:\n%s", a.Logs())
+	}
+}
+
+// mailLines are the lines of logs logged by mail, without their time.
+func mailLines(logs string) []string {
+	var lines []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "logger=navree.mail") {
+			lines = append(lines, regexp.MustCompile(`^time=\S+ `).ReplaceAllString(line, ""))
 		}
 	}
-	for _, secret := range []string{"exports/42.csv", "ada@example.com", "Ada,"} {
-		if strings.Contains(a.Logs(), secret) {
-			t.Errorf("the logs show %q:\n%s", secret, a.Logs())
+	return lines
+}
+
+// TestTheLogTransportKeepsCountsOutsideDevelopment: with APP_ENV naming
+// another environment, or no config to tell, the log transport logs the
+// recipient count, subject, size and Message-ID, never an address or the
+// body; with no APP_ENV or APP_ENV=development, the recipients and the
+// text body too.
+func TestTheLogTransportKeepsCountsOutsideDevelopment(t *testing.T) {
+	dir := t.TempDir()
+	for _, env := range []string{"production", "staging", "development", "", "no config"} {
+		if env != "" && env != "no config" {
+			if err := os.WriteFile(filepath.Join(dir, "app."+env+".toml"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		opts := []fx.Option{config.Module(config.Sources{Dir: dir, Env: env}), queue.ModuleWith(queue.Config{Driver: queue.Memory}), mail.Module()}
+		if env == "no config" {
+			opts = []fx.Option{queue.ModuleWith(queue.Config{Driver: queue.Memory}), mail.ModuleWith(mail.Config{})}
+		}
+		var out bytes.Buffer
+		a := app.New(opts...)
+		a.Name, a.Stdout, a.Stderr = "crm", &out, &out
+		if err := a.Run(context.Background(), []string{"mail:test", "ada@example.com"}); err != nil {
+			t.Fatalf("APP_ENV=%s: %v\n%s", env, err, out.String())
+		}
+		lines := mailLines(out.String())
+		want := `level=INFO msg="mail not sent: the log transport logs it instead" logger=navree.mail recipients=1 subject="Test message from crm" bytes=N message_id=<ID>`
+		if env == "development" || env == "" {
+			want += ` to=ada@example.com text="This is a test message from crm, sent by mail:test.\n\nIf you can read it, mail works.\n"`
+		}
+		if len(lines) != 1 || regexp.MustCompile(`bytes=\d+ message_id=<[^>]+>`).ReplaceAllString(lines[0], "bytes=N message_id=<ID>") != want {
+			t.Errorf("APP_ENV=%s: the log transport wrote\n%s\nwant\n%s", env, strings.Join(lines, "\n"), want)
 		}
 	}
 }

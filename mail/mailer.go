@@ -41,7 +41,7 @@ type sender struct {
 // Built without fx, an app registers the job that sends queued mail with
 // the queue itself: [Mailer.Handler].
 func New(p Params) (*Mailer, error) {
-	s, err := newSender(senderIn{Config: p.Config, Clock: p.Clock, Logger: p.Logger, Templates: p.Templates, TLSConfig: p.TLSConfig})
+	s, err := newSender(senderIn{Config: p.Config, Clock: p.Clock, Logger: p.Logger, Templates: p.Templates, TLSConfig: p.TLSConfig}, p.Development)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func newMailer(s *sender, d queue.Dispatcher, previews []Preview) (*Mailer, erro
 	return m, nil
 }
 
-func newSender(p senderIn) (*sender, error) {
+func newSender(p senderIn, development bool) (*sender, error) {
 	cfg, err := p.Config.withDefaults()
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func newSender(p senderIn) (*sender, error) {
 			}
 			s.chain = append(s.chain, newSMTP(cfg, tc))
 		case Log:
-			s.chain = append(s.chain, logTransport{s.logger})
+			s.chain = append(s.chain, logTransport{s.logger, development})
 		case Memory:
 			s.memory = &MemoryTransport{}
 			s.chain = append(s.chain, s.memory)

@@ -25,7 +25,8 @@ const (
 	// SMTP sends through the SMTP server of [Config.Host].
 	SMTP = "smtp"
 	// Log sends nothing: it logs one line per message (its recipient
-	// count, subject, size and Message-ID, never its body or addresses).
+	// count, subject, size and Message-ID; in development only, see
+	// [Params].Development, its recipients' addresses and text body too).
 	Log = "log"
 	// Memory keeps messages in the process for tests: see [Mailer.Memory]
 	// and package mailtest.
@@ -288,6 +289,11 @@ type Params struct {
 	// it named "mail.tls". [Config.TLSCAFile] and [Config.TLSServerName],
 	// when set, apply over it.
 	TLSConfig *tls.Config
+	// Development makes the log transport log each message's recipients
+	// and its text body (up to 4 KiB), not only their count; default
+	// false. [Module] sets it in development: no APP_ENV, or
+	// APP_ENV=development, and never in an app without config.Module.
+	Development bool
 }
 
 // senderIn is what the sender needs: not the queue, which needs the
@@ -295,10 +301,11 @@ type Params struct {
 type senderIn struct {
 	fx.In
 	Config    Config
-	Clock     app.Clock    `optional:"true"`
-	Logger    *slog.Logger `optional:"true"`
-	Templates []fs.FS      `group:"mail.templates"`
-	TLSConfig *tls.Config  `name:"mail.tls" optional:"true"`
+	AppConfig *config.Config `optional:"true"` // its environment says whether this is development
+	Clock     app.Clock      `optional:"true"`
+	Logger    *slog.Logger   `optional:"true"`
+	Templates []fs.FS        `group:"mail.templates"`
+	TLSConfig *tls.Config    `name:"mail.tls" optional:"true"`
 }
 
 type mailerIn struct {
@@ -323,12 +330,19 @@ func ModuleWith(cfg Config) fx.Option { return module(fx.Supply(cfg)) }
 func module(cfg fx.Option) fx.Option {
 	return fx.Module("mail",
 		cfg,
-		fx.Provide(fx.Private, newSender),
+		fx.Provide(fx.Private, func(p senderIn) (*sender, error) { return newSender(p, development(p.AppConfig)) }),
 		fx.Provide(func(s *sender, p mailerIn) (*Mailer, error) { return newMailer(s, p.Dispatcher, p.Previews) }),
 		queue.Register[SendJob](func(s *sender) queue.Handler[SendJob] { return sendHandler{s} }),
 		fx.Provide(fx.Annotate(previewRoutes, fx.ResultTags(`group:"app.routes,flatten"`))),
 		app.Commands(commands()...),
 	)
+}
+
+// development reports whether the app runs in development: its config
+// names no environment, or "development". Without a config it is unknown,
+// and taken as not.
+func development(c *config.Config) bool {
+	return c != nil && (c.Env() == "" || c.Env() == "development")
 }
 
 // Templates adds the template mail of fsys, such as an embed.FS holding

@@ -1,10 +1,18 @@
 package mail
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	netmail "net/mail"
+	"net/textproto"
 	"strings"
 	"sync"
 )
@@ -46,15 +54,86 @@ func permanent(err error) bool {
 	return errors.As(err, &se) && se.Permanent
 }
 
-// logTransport logs one line per message and delivers nothing.
-type logTransport struct{ logger *slog.Logger }
+// logTransport logs one line per message and delivers nothing. In
+// development it adds the recipients' addresses and the text body.
+type logTransport struct {
+	logger      *slog.Logger
+	development bool
+}
 
 func (logTransport) String() string { return Log }
 
 func (t logTransport) Send(ctx context.Context, env Envelope, raw []byte) error {
-	t.logger.InfoContext(ctx, "mail not sent: the log transport logs it instead",
-		"recipients", len(env.To), "subject", env.Subject, "bytes", len(raw), "message_id", env.MessageID)
+	attrs := []any{"recipients", len(env.To), "subject", env.Subject, "bytes", len(raw), "message_id", env.MessageID}
+	if t.development {
+		attrs = append(attrs, "to", strings.Join(env.To, ", "))
+		if text, ok := textBody(raw); ok {
+			attrs = append(attrs, "text", text)
+		}
+	}
+	t.logger.InfoContext(ctx, "mail not sent: the log transport logs it instead", attrs...)
 	return nil
+}
+
+// maxLoggedText bounds the text body the log transport logs; a longer
+// one is cut and ends in "…".
+const maxLoggedText = 4 << 10
+
+// textBody is the plain-text body of raw, a message as render writes it,
+// decoded, with CRLF line ends as "\n", cut at maxLoggedText bytes; false
+// when it has none (an HTML-only message).
+func textBody(raw []byte) (string, bool) {
+	m, err := netmail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		return "", false
+	}
+	return textPart(textproto.MIMEHeader(m.Header), m.Body, 0)
+}
+
+// textPart finds the first text/plain part of a body with header h that
+// is not an attachment, in multiparts nested up to 5 deep.
+func textPart(h textproto.MIMEHeader, body io.Reader, depth int) (string, bool) {
+	media, params, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if h.Get("Content-Type") == "" {
+		media, err = "text/plain", nil // RFC 2045's default
+	}
+	if disposition, _, _ := mime.ParseMediaType(h.Get("Content-Disposition")); err != nil || disposition == "attachment" {
+		return "", false
+	}
+	switch {
+	case strings.HasPrefix(media, "multipart/") && depth < 5:
+		parts := multipart.NewReader(body, params["boundary"])
+		for {
+			p, err := parts.NextRawPart()
+			if err != nil {
+				return "", false
+			}
+			if text, ok := textPart(p.Header, p, depth+1); ok {
+				return text, true
+			}
+		}
+	case media == "text/plain":
+		switch strings.ToLower(h.Get("Content-Transfer-Encoding")) {
+		case "quoted-printable":
+			body = quotedprintable.NewReader(body)
+		case "base64":
+			body = base64.NewDecoder(base64.StdEncoding, body) // it skips line breaks
+		}
+		b, err := io.ReadAll(io.LimitReader(body, maxLoggedText+1))
+		if err != nil {
+			return "", false
+		}
+		cut := len(b) > maxLoggedText
+		if cut {
+			b = b[:maxLoggedText-len("…")]
+		}
+		text := strings.ToValidUTF8(strings.ReplaceAll(string(b), "\r\n", "\n"), "") // the cut may split a character
+		if cut {
+			text += "…"
+		}
+		return text, true
+	}
+	return "", false
 }
 
 // Sent is a message the memory transport received.
