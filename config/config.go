@@ -25,6 +25,10 @@ const EnvPrefix = "APP_"
 
 // Sources says where a [Config] reads its values from.
 type Sources struct {
+	// Root is the app folder: the folder the relative paths of values, such
+	// as an sqlite:// database's, are relative to ([Config.Root]). Empty:
+	// the working directory.
+	Root string
 	// Dir holds app.toml and app.<Env>.toml. Empty: no files are read.
 	Dir string
 	// Env is the app environment (APP_ENV), such as "production", whose
@@ -37,17 +41,23 @@ type Sources struct {
 	// Overrides sets keys ("queue.workers") above every other source.
 	// Tests use it.
 	Overrides map[string]any
+
+	rootErr error // Defaults found no app folder: Load fails with it
 }
 
-// Defaults returns the sources of a process: the config folder of the
-// working directory, APP_ENV and the process environment.
+// Defaults returns the sources of a process: the app folder ([FindRoot])
+// and its config folder, APP_ENV and the process environment. When there
+// is no app folder, [Load] fails saying so: a binary run from another
+// folder must not boot on the defaults and create a database there.
 func Defaults() Sources {
-	return Sources{Dir: "config", Env: os.Getenv("APP_ENV"), Environ: os.Environ()}
+	root, err := FindRoot()
+	return Sources{Root: root, Dir: filepath.Join(root, "config"), Env: os.Getenv("APP_ENV"), Environ: os.Environ(), rootErr: err}
 }
 
 // Config holds the merged values of every source and the decoded sections.
 type Config struct {
 	k        *koanf.Koanf
+	root     string            // Sources.Root
 	env      string            // Sources.Env
 	origin   map[string]string // flattened key -> where its value came from
 	sections map[string]any    // section name -> decoded value (T)
@@ -58,7 +68,10 @@ var envName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 // Load reads every source and merges them. It decodes no section: see
 // [New] for that.
 func Load(src Sources) (*Config, error) {
-	c := &Config{k: koanf.New("."), env: src.Env, origin: map[string]string{}, sections: map[string]any{}}
+	if src.rootErr != nil {
+		return nil, src.rootErr
+	}
+	c := &Config{k: koanf.New("."), root: src.Root, env: src.Env, origin: map[string]string{}, sections: map[string]any{}}
 	if src.Dir != "" {
 		files := []string{filepath.Join(src.Dir, "app.toml")}
 		if src.Env != "" {
@@ -282,6 +295,11 @@ func distance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Root is the app folder the config was read for ([Sources.Root]): the
+// folder relative paths of values are relative to; "" for the working
+// directory.
+func (c *Config) Root() string { return c.root }
 
 // Env is the app environment the config was read for (APP_ENV, such as
 // "production"); empty when none was named, as in development.

@@ -6,7 +6,7 @@
 // Values come from four sources; a later one overrides an earlier one:
 //
 //  1. the defaults each section declares in Go ([Section]);
-//  2. config/app.toml, if present;
+//  2. config/app.toml of the app folder, if present;
 //  3. config/app.$APP_ENV.toml, if APP_ENV is set;
 //  4. environment variables named APP_SECTION__KEY, for example
 //     APP_QUEUE__WORKERS=8. A list is one comma-separated string:
@@ -20,6 +20,17 @@
 //
 // [Defaults] describes those sources for a process; tests build their own
 // [Sources] (a temporary folder, a fixed environment, overrides).
+//
+// # The app folder
+//
+// The config folder is config/ in the app folder, the app's root
+// ([FindRoot]): the folder APP_ROOT names, else the working directory when
+// it holds config/ or go.mod, else the running binary's folder when it
+// does. Relative paths of values (the SQLite default sqlite://var/app.db)
+// are relative to it too ([Config.Root]), so a binary run from another
+// folder reads the app's configuration and opens the app's database.
+// Without an app folder the boot fails, saying to run the app from its
+// folder or to set APP_ROOT.
 //
 // # Sections
 //

@@ -27,9 +27,9 @@ import (
 
 // Config is the [database] section of the configuration.
 type Config struct {
-	// URL says which database to use: sqlite://PATH (relative to the
-	// working directory, or sqlite:///abs/path) or postgres://… (also
-	// postgresql://…). Default "sqlite://var/app.db".
+	// URL says which database to use: sqlite://PATH (relative to the app
+	// root, see config.FindRoot, or sqlite:///abs/path) or postgres://…
+	// (also postgresql://…). Default "sqlite://var/app.db".
 	URL string `koanf:"url" validate:"required"`
 	// SQLiteSynchronous is SQLite's synchronous level, "normal" (the
 	// default: a commit survives a crash of the process, the last commits
@@ -154,9 +154,10 @@ func unparsable(err error) string {
 	return config.Redact(msg)
 }
 
-// Open opens the database cfg names. It does no I/O: [DB.Ping] connects,
-// as the module does when the app starts, and creates an SQLite
-// database's folder first.
+// Open opens the database cfg names; a relative SQLite path is relative
+// to the working directory ([Module] makes it relative to the app folder).
+// It does no I/O: [DB.Ping] connects, as the module does when the app
+// starts, and creates an SQLite database's folder first.
 func Open(cfg Config) (*DB, error) {
 	dialect, target, pc, err := parseURL(cfg.URL)
 	if err != nil {
@@ -165,6 +166,11 @@ func Open(cfg Config) (*DB, error) {
 	d := &DB{dialect: dialect, name: config.Redact(cfg.URL)}
 	switch dialect {
 	case SQLite:
+		// Errors and logs name the file itself, wherever the process runs.
+		if target, err = filepath.Abs(target); err != nil {
+			return nil, fmt.Errorf("db: open %s: %w", d.name, err)
+		}
+		d.name = "sqlite://" + target
 		d.folder = filepath.Dir(target)
 		sqldb, err := sql.Open("sqlite", sqliteDSN(target, cfg))
 		if err != nil {
@@ -307,18 +313,29 @@ type moduleIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
 	Config    Config
+	Sources   *config.Config
 	Logger    *slog.Logger
 }
 
+// inRoot returns cfg with a relative SQLite path made relative to root,
+// the app folder ("" leaves it relative to the working directory).
+func (c Config) inRoot(root string) Config {
+	if path, ok := strings.CutPrefix(c.URL, "sqlite://"); ok && root != "" && path != "" && !filepath.IsAbs(path) {
+		c.URL = "sqlite://" + filepath.Join(root, path)
+	}
+	return c
+}
+
 // Module provides the app's [*DB] from the [database] section, connects
-// it when the app starts and closes it when the app stops. It also adds
+// it when the app starts and closes it when the app stops. A relative
+// SQLite path is relative to the app folder (config.Config.Root). It also adds
 // the migrate commands, the [*Migrator] and, to serve, the middleware that
 // runs each request in a unit of work ([Middleware]).
 func Module() fx.Option {
 	return fx.Module("db",
 		config.Section("database", DefaultConfig()),
 		fx.Provide(func(p moduleIn) (*DB, error) {
-			d, err := Open(p.Config)
+			d, err := Open(p.Config.inRoot(p.Sources.Root()))
 			if err != nil {
 				return nil, err
 			}

@@ -5,8 +5,8 @@
 // # Databases
 //
 // The [database] url chooses the database. sqlite://var/app.db, the
-// default, is a file relative to the working directory (its folder is
-// created); every connection runs in WAL mode with a busy timeout, foreign
+// default, is a file relative to the app folder, see config.FindRoot (its
+// folder is created); every connection runs in WAL mode with a busy timeout, foreign
 // keys on and BEGIN IMMEDIATE transactions, and this process runs one
 // write transaction at a time. postgres://user@host:5432/app uses
 // PostgreSQL through pgx; [DB.Connect] opens a connection outside the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/events"
 	"github.com/navree/navree/mail"
@@ -75,13 +76,15 @@ func (ExportContacts) JobName() string { return "contacts.export" }
 //go:embed mail
 var mailTemplates embed.FS
 
-// exportsDir is where exports are written, beside the SQLite default.
-const exportsDir = "var/exports"
+// exportsDir is where exports are written: var/exports of the app folder,
+// beside the SQLite default.
+func exportsDir(c *config.Config) string { return filepath.Join(c.Root(), "var", "exports") }
 
 // demoContacts are the contacts every demo company has.
 var demoContacts = [][]string{{"name", "email"}, {"Ada Lovelace", "ada@example.com"}, {"Grace Hopper", "grace@example.com"}}
 
 type exportHandler struct {
+	dir      string // exportsDir
 	db       *db.DB
 	notifier *notify.Notifier
 	bus      *events.Bus
@@ -99,11 +102,11 @@ func (ContactsExported) EventName() string { return "contacts.exported" }
 
 // Handle writes var/exports/JOB_ID.csv and notifies the user who asked.
 func (h exportHandler) Handle(ctx context.Context, job ExportContacts, jc queue.JobContext) error {
-	if err := os.MkdirAll(exportsDir, 0o755); err != nil {
+	if err := os.MkdirAll(h.dir, 0o755); err != nil {
 		return err
 	}
 	name := jc.JobID + ".csv"
-	f, err := os.Create(filepath.Join(exportsDir, name))
+	f, err := os.Create(filepath.Join(h.dir, name))
 	if err != nil {
 		return err
 	}
@@ -133,9 +136,9 @@ const pruneAfter = 7 * 24 * time.Hour
 
 // pruneExports deletes the exports older than pruneAfter: a queued
 // listener of contacts.exported, so an export never waits for it.
-func pruneExports(clock app.Clock) events.Handler[ContactsExported] {
+func pruneExports(clock app.Clock, c *config.Config) events.Handler[ContactsExported] {
 	return events.HandlerFunc[ContactsExported](func(ctx context.Context, e ContactsExported, jc queue.JobContext) error {
-		return prune(clock.Now())
+		return prune(exportsDir(c), clock.Now())
 	})
 }
 
@@ -144,9 +147,9 @@ type PruneExports struct{}
 
 func (PruneExports) JobName() string { return "exports.prune" }
 
-// prune deletes the exports older than pruneAfter at now.
-func prune(now time.Time) error {
-	entries, err := os.ReadDir(exportsDir)
+// prune deletes the exports in dir older than pruneAfter at now.
+func prune(dir string, now time.Time) error {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -156,7 +159,7 @@ func prune(now time.Time) error {
 	for _, entry := range entries {
 		info, err := entry.Info()
 		if err == nil && now.Sub(info.ModTime()) > pruneAfter {
-			if err := os.Remove(filepath.Join(exportsDir, entry.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(filepath.Join(dir, entry.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 		}
@@ -165,8 +168,8 @@ func prune(now time.Time) error {
 }
 
 var exportModule = fx.Module("export",
-	queue.Register[ExportContacts](func(d *db.DB, n *notify.Notifier, b *events.Bus, c app.HTTPConfig) queue.Handler[ExportContacts] {
-		return exportHandler{db: d, notifier: n, bus: b, http: c}
+	queue.Register[ExportContacts](func(d *db.DB, n *notify.Notifier, b *events.Bus, h app.HTTPConfig, c *config.Config) queue.Handler[ExportContacts] {
+		return exportHandler{dir: exportsDir(c), db: d, notifier: n, bus: b, http: h}
 	}),
 	notify.Register[ExportReady](),
 	fx.Provide(app.AsRoute(newInboxRoute)),
@@ -179,8 +182,10 @@ var exportModule = fx.Module("export",
 	}),
 	events.Listen[ContactsExported]("exports.prune", pruneExports),
 	// Nightly too, for exports no new export's event prunes.
-	queue.Register[PruneExports](func(clock app.Clock) queue.Handler[PruneExports] {
-		return queue.HandlerFunc[PruneExports](func(ctx context.Context, _ PruneExports, _ queue.JobContext) error { return prune(clock.Now()) })
+	queue.Register[PruneExports](func(clock app.Clock, c *config.Config) queue.Handler[PruneExports] {
+		return queue.HandlerFunc[PruneExports](func(ctx context.Context, _ PruneExports, _ queue.JobContext) error {
+			return prune(exportsDir(c), clock.Now())
+		})
 	}),
 	schedule.Cron("exports.prune", "0 3 * * *", PruneExports{}),
 	// The framework's housekeeping, each a job of its module.
@@ -192,11 +197,14 @@ var exportModule = fx.Module("export",
 			"Company": "Acme", "Rows": 2, "URL": "http://127.0.0.1:8080/exports/0190f1e2-demo.csv",
 		}), nil
 	}}),
-	app.Routes(app.Route{Pattern: "GET /exports/{file}", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		file := filepath.Base(r.PathValue("file")) // no way out of the folder
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-		http.ServeFile(w, r, filepath.Join(exportsDir, file))
-	})}),
+	fx.Provide(app.AsRoute(func(c *config.Config) app.Route {
+		dir := exportsDir(c)
+		return app.Route{Pattern: "GET /exports/{file}", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			file := filepath.Base(r.PathValue("file")) // no way out of the folder
+			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+			http.ServeFile(w, r, filepath.Join(dir, file))
+		})}
+	})),
 )
 
 // notSignedIn is what the inbox answers a request signed in as no one.

@@ -75,7 +75,7 @@ func TestExportNotifiesTheRequester(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		exports, _ := os.ReadDir(exportsDir)
+		exports, _ := os.ReadDir(filepath.Join("var", "exports"))
 		if len(exports) != 1 {
 			t.Fatalf("exports %v", exports)
 		}

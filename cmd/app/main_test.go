@@ -32,12 +32,12 @@ func TestMain(m *testing.M) {
 	os.Exit(dbtest.Main(m))
 }
 
-// command returns the example app as a process in dir, on the database at
-// url ("" for the SQLite default).
+// command returns the example app as a process in dir, its app folder, on
+// the database at url ("" for the SQLite default).
 func command(dir, url string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), runAppEnv+"=1", "APP_HTTP__ADDR=127.0.0.1:0")
+	cmd.Env = append(os.Environ(), runAppEnv+"=1", "APP_ROOT="+dir, "APP_HTTP__ADDR=127.0.0.1:0")
 	if url != "" {
 		cmd.Env = append(cmd.Env, "APP_DATABASE__URL="+url)
 	}
@@ -222,11 +222,11 @@ func TestATypoFailsTheBoot(t *testing.T) {
 		{name: "section in a variable", env: "APP_DATABSE__URL=postgres://crm:hunter2@db/crm",
 			want: "app: config: unknown section [databse] (from env APP_DATABSE__URL): did you mean [database]?\n"},
 		{name: "section in the file", file: "[databse]\nurl = \"postgres://crm:hunter2@db/crm\"\n",
-			want: "app: config: unknown section [databse] (from config/app.toml): did you mean [database]?\n"},
+			want: "app: config: unknown section [databse] (from DIR/config/app.toml): did you mean [database]?\n"},
 		{name: "key in a variable", env: "APP_DATABASE__URLL=postgres://crm:hunter2@db/crm",
 			want: `app: config: unknown key database.urll = "postgres://crm:xxxxx@db/crm" (from env APP_DATABASE__URLL): did you mean url?` + "\n"},
 		{name: "key in the file", file: "[queue]\nwokers = 8\n",
-			want: `app: config: unknown key queue.wokers = "8" (from config/app.toml): did you mean workers?` + "\n"},
+			want: `app: config: unknown key queue.wokers = "8" (from DIR/config/app.toml): did you mean workers?` + "\n"},
 		{name: "section of no module", env: "APP_REDIS__URL=redis://:hunter2@cache",
 			want: "app: config: unknown section [redis] (from env APP_REDIS__URL): no module of this app reads it; the sections are [dashboard], [database], [http], [log], [mail], [queue], [schedule]\n"},
 	}
@@ -251,8 +251,8 @@ func TestATypoFailsTheBoot(t *testing.T) {
 			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
 				t.Fatalf("exit %v, want status 1; printed %q %q", err, stdout.String(), stderr.String())
 			}
-			if stdout.String() != "" || stderr.String() != tt.want {
-				t.Errorf("stdout %q, stderr\n%q\nwant stderr\n%q", stdout.String(), stderr.String(), tt.want)
+			if want := strings.ReplaceAll(tt.want, "DIR", dir); stdout.String() != "" || stderr.String() != want {
+				t.Errorf("stdout %q, stderr\n%q\nwant stderr\n%q", stdout.String(), stderr.String(), want)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "var")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the app made var/ (%v): it opened the default database", err)
@@ -280,7 +280,7 @@ func TestAppEnvNeedsItsFile(t *testing.T) {
 	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
 		t.Fatalf("APP_ENV=prodution: exit %v, want status 1; printed %q %q", err, stdout.String(), stderr.String())
 	}
-	want := `app: config: no file config/app.prodution.toml for APP_ENV "prodution" (from env APP_ENV); the environments with a file are production` +
+	want := `app: config: no file ` + filepath.Join(dir, "config", "app.prodution.toml") + ` for APP_ENV "prodution" (from env APP_ENV); the environments with a file are production` +
 		" (to run an environment on variables alone, create its file empty)\n"
 	if stdout.String() != "" || stderr.String() != want {
 		t.Errorf("APP_ENV=prodution: stdout %q, stderr\n%q\nwant stderr\n%q", stdout.String(), stderr.String(), want)
