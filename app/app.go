@@ -305,11 +305,60 @@ func (a *App) runCommand(c *cli.Context, cmd Command) (err error) {
 }
 
 // bootError trims fx's account of how it got to a failing constructor down
-// to the error the constructor returned.
+// to the error the constructor returned. A type the app's modules do not
+// provide, but a module of the framework does, gets the module to add.
 func bootError(err error) error {
 	root := dig.RootCause(err)
 	if root == nil || errors.Is(root, context.Canceled) {
 		return err
 	}
+	if modules := providers(root.Error()); len(modules) > 0 {
+		return fmt.Errorf("%w (add %s to the app's modules)", root, andList(modules))
+	}
 	return root
+}
+
+// frameworkModule returns the module of the framework's package pkg,
+// which provides its types (*events.Bus, queue.Dispatcher…).
+func frameworkModule(pkg string) (string, bool) {
+	switch pkg {
+	case "config":
+		return "config.Module(config.Defaults())", true
+	case "db", "queue", "dashboard", "mail", "events", "notify", "schedule":
+		return pkg + ".Module()", true
+	}
+	return "", false
+}
+
+// providers returns the framework modules that provide the types of
+// dig's "missing type: *events.Bus" or "missing types: *events.Bus;
+// *notify.Notifier (did you mean …?)", in order, each once.
+func providers(msg string) []string {
+	list, ok := strings.CutPrefix(msg, "missing type: ")
+	if !ok {
+		if list, ok = strings.CutPrefix(msg, "missing types: "); !ok {
+			return nil
+		}
+	}
+	var modules []string
+	for item := range strings.SplitSeq(list, "; ") {
+		typ, _, _ := strings.Cut(item, " ")
+		typ = strings.TrimLeft(typ, "*[]")
+		if strings.ContainsAny(typ, "[]") { // named, in a group, or generic: no module provides it
+			continue
+		}
+		pkg, _, _ := strings.Cut(typ, ".")
+		if m, ok := frameworkModule(pkg); ok && !slices.Contains(modules, m) {
+			modules = append(modules, m)
+		}
+	}
+	return modules
+}
+
+// andList joins items as a sentence does: "a", "a and b", "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }

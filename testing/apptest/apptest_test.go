@@ -14,6 +14,8 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/events"
+	"github.com/navree/navree/notify"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/testing/apptest"
 	"github.com/urfave/cli/v2"
@@ -258,6 +260,8 @@ func TestAFailedStartFailsTheTestWithTheRealError(t *testing.T) {
 			lc.Append(fx.Hook{OnStart: func(context.Context) error { return errors.New("the mail server is down") }})
 		}), "apptest: start the app: the mail server is down"},
 		{fx.Invoke(func(*strings.Builder) {}), "apptest: build the app: missing type: *strings.Builder"},
+		{fx.Options(db.Module(), queue.Module(), fx.Invoke(func(*events.Bus, *notify.Notifier) {})),
+			"apptest: build the app: missing types: *events.Bus; *notify.Notifier (add events.Module() and notify.Module() to the app's modules)"},
 		{fx.Options(queue.Module(), apptest.Config(map[string]any{"queue.driver": "redis"})),
 			`apptest: build the app: config: invalid value for queue.driver: "redis" (from overrides); allowed: one of database, memory`},
 		{fx.Options(queue.Module(), apptest.Config("[queues]\ndriver = \"memory\"\n")),
