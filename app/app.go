@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -134,10 +133,7 @@ func (a *App) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := a.helpOfUnknown(cmds, args); err != nil {
-		return err
-	}
-	return a.cli(cmds, a.runCommand).RunContext(ctx, append([]string{a.Name}, flagsFirst(cmds, args)...))
+	return a.runLine(ctx, cmds, a.runCommand, args)
 }
 
 // errListed stops the graph of [App.commands] once it has the commands.
@@ -181,16 +177,19 @@ func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.Ap
 		// Logs and errors, below the status line of a long command.
 		ErrWriter:      term.NewWriter(a.Stderr),
 		ExitErrHandler: func(*cli.Context, error) {}, // Run returns errors; Main exits
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return fmt.Errorf("%s (%s --help lists the commands and flags)", usageError(err, c.App.Flags), a.Name)
+		},
 	}
-	names := make([]string, len(cmds))
-	for i, cmd := range cmds {
-		names[i] = cmd.Name
-	}
-	cliApp.Action = func(c *cli.Context) error { // no command, or one the app does not have
+	// No command, a prefix alone (queue), or a command the app does not have.
+	cliApp.Action = func(c *cli.Context) error {
 		if !c.Args().Present() {
 			return cli.ShowAppHelp(c)
 		}
-		return a.unknownCommand(c.Args().First(), names)
+		if a.listPrefix(c.Args().First(), cmds) {
+			return nil
+		}
+		return a.unknownCommand(c.Args().First(), cmds)
 	}
 	// Help lists the commands by name, grouped by what comes before their
 	// colon (queue:work under queue): fx gives them in no set order.
@@ -212,38 +211,11 @@ func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.Ap
 			// A bad flag is one error, naming the flag as it is written,
 			// not the error and then the whole help page.
 			OnUsageError: func(c *cli.Context, err error, _ bool) error {
-				msg := regexp.MustCompile(`flag -(\w)`).ReplaceAllString(err.Error(), "flag --$1")
-				return fmt.Errorf("%s: %s (%s %s --help lists its flags)", cmd.Name, msg, a.Name, cmd.Name)
+				return fmt.Errorf("%s: %s (%s %s --help lists its flags)", cmd.Name, usageError(err, c.Command.Flags), a.Name, cmd.Name)
 			},
 		})
 	}
 	return cliApp
-}
-
-// unknownCommand is the error of a command line that names no command
-// of the app: it names the nearest.
-func (a *App) unknownCommand(name string, names []string) error {
-	msg := fmt.Sprintf("unknown command %q", name)
-	if near, ok := config.Nearest(name, names); ok {
-		msg += "; did you mean " + near + "?"
-	}
-	return fmt.Errorf("%s (%s --help lists the commands)", msg, a.Name)
-}
-
-// helpOfUnknown is the error of "help NAME" for a NAME that is no
-// command, which urfave/cli answers "No help topic for 'NAME'".
-func (a *App) helpOfUnknown(cmds []Command, args []string) error {
-	if len(args) != 2 || (args[0] != "help" && args[0] != "h") {
-		return nil
-	}
-	names := make([]string, len(cmds))
-	for i, cmd := range cmds {
-		if cmd.Name == args[1] {
-			return nil
-		}
-		names[i] = cmd.Name
-	}
-	return a.unknownCommand(args[1], names)
 }
 
 // bootCheck makes every command validate the configuration, even one that

@@ -75,7 +75,7 @@ func TestListingTheCommandsBuildsNothing(t *testing.T) {
 		{args: []string{}, want: []string{"COMMANDS:"}},
 		{args: []string{"migrate", "--help"}, want: []string{"crm migrate - Apply every pending migration"}},
 		{args: []string{"help", "export"}, want: []string{"crm export - Export the contacts"}},
-		{args: []string{"--version"}, want: []string{"crm version 1.2.3"}},
+		{args: []string{"--version"}, want: []string{"1.2.3"}},
 		{args: []string{"exprot"}, wantErr: `unknown command "exprot"; did you mean export? (crm --help lists the commands)`},
 		{args: []string{"mgrate:status"}, wantErr: `unknown command "mgrate:status"; did you mean migrate:status? (crm --help lists the commands)`},
 		{args: []string{"deploy"}, wantErr: `unknown command "deploy" (crm --help lists the commands)`},
@@ -538,7 +538,7 @@ func TestTheCommandLineAsANewcomerMeetsIt(t *testing.T) {
 	}
 	out.Reset()
 	err = newApp(&out, nil, cmds).Run(context.Background(), []string{"queue:work", "--workers", "many"})
-	if err == nil || err.Error() != `queue:work: invalid value "many" for flag --workers: parse error (crm queue:work --help lists its flags)` || out.Len() != 0 {
+	if err == nil || err.Error() != `queue:work: invalid value "many" for flag --workers: want a whole number (crm queue:work --help lists its flags)` || out.Len() != 0 {
 		t.Fatalf("a bad flag value: %v, and printed %q", err, out.String())
 	}
 	out.Reset()

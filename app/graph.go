@@ -53,10 +53,7 @@ func (g *Graph) Stop(ctx context.Context) error { return g.fx.Stop(ctx) }
 // Run runs the command line args (without the program's name) on the
 // built app, printing to the App's Stdout and Stderr as they are now.
 func (g *Graph) Run(ctx context.Context, args []string) error {
-	if err := g.app.helpOfUnknown(g.cmds, args); err != nil {
-		return err
-	}
-	return g.app.cli(g.cmds, func(c *cli.Context, cmd Command) error {
+	return g.app.runLine(ctx, g.cmds, func(c *cli.Context, cmd Command) error {
 		return g.runs[cmd.Name](c)
-	}).RunContext(ctx, append([]string{g.app.Name}, flagsFirst(g.cmds, args)...))
+	}, args)
 }
