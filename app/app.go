@@ -111,7 +111,8 @@ func (a *App) base(stderr io.Writer) fx.Option {
 		fx.Provide(func(p loggerIn) *slog.Logger { return newLogger(stderr, p.Config) }),
 		config.Section("http", HTTPConfig{Addr: "127.0.0.1:8080", ShutdownTimeoutMs: 10_000}),
 		config.Section("log", LogConfig{Level: "info", Format: "text"}),
-		Commands(serveCommand()),
+		fx.Provide(a.newHandler),
+		Commands(a.serveCommand()),
 		fx.Options(a.options...),
 	)
 }

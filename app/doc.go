@@ -42,7 +42,10 @@
 //
 // Every app has the serve command: an HTTP server on [http] addr
 // (default 127.0.0.1:8080) running the [Route] values that modules
-// contribute, wrapped in their [Middleware], and shut down gracefully.
+// contribute, wrapped in their [Middleware], and shut down gracefully. In
+// development (no APP_ENV, or APP_ENV=development), while no route serves
+// /, it answers GET / with a welcome page linking the app's pages (its GET
+// routes without a wildcard), and prints them when it starts.
 //
 // # Time
 //

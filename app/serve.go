@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/navree/navree/config"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
 )
@@ -73,6 +74,15 @@ func NewHandler(routes []Route, middleware []Middleware) (h Handler, err error) 
 	return Handler{handler}, nil
 }
 
+// browsable is addr as a browser on this machine reaches it: 127.0.0.1
+// for an address of every interface (0.0.0.0, ::).
+func browsable(addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok && (tcp.IP == nil || tcp.IP.IsUnspecified()) {
+		return net.JoinHostPort("127.0.0.1", fmt.Sprint(tcp.Port))
+	}
+	return addr.String()
+}
+
 // handle registers r, turning ServeMux's panic on a bad or duplicate
 // pattern into an error.
 func handle(mux *http.ServeMux, r Route) (err error) {
@@ -87,28 +97,32 @@ func handle(mux *http.ServeMux, r Route) (err error) {
 
 type serveIn struct {
 	fx.In
-	Routes     []Route      `group:"app.routes"`
-	Middleware []Middleware `group:"app.middleware"`
-	Config     HTTPConfig
-	Logger     *slog.Logger
+	Handler   Handler
+	Routes    []Route        `group:"app.routes"`
+	AppConfig *config.Config `optional:"true"`
+	Config    HTTPConfig
+	Logger    *slog.Logger
 }
 
-func serveCommand() Command {
+func (a *App) serveCommand() Command {
 	return Command{
 		Name:  "serve",
 		Usage: "Serve the app over HTTP",
 		Action: Uses(func(c *cli.Context, p serveIn) error {
-			handler, err := NewHandler(p.Routes, p.Middleware)
-			if err != nil {
-				return err
-			}
 			ln, err := net.Listen("tcp", p.Config.Addr)
 			if err != nil {
 				return fmt.Errorf("serve: listen on %s (http.addr): %w", p.Config.Addr, err)
 			}
-			srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+			srv := &http.Server{Handler: p.Handler, ReadHeaderTimeout: 10 * time.Second,
 				ErrorLog: slog.NewLogLogger(p.Logger.Handler(), slog.LevelError)}
 			fmt.Fprintf(c.App.Writer, "Serving HTTP on http://%s (Ctrl-C to stop)\n", ln.Addr())
+			if _, welcome := a.withWelcome(p.Routes, p.AppConfig); welcome {
+				base := "http://" + browsable(ln.Addr())
+				fmt.Fprintf(c.App.Writer, "Welcome page (development): %s/\n", base)
+				for _, page := range pagesOf(p.Routes) {
+					fmt.Fprintf(c.App.Writer, "  %s%s\n", base, page)
+				}
+			}
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 			select {

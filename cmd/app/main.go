@@ -1,6 +1,6 @@
 // Command app is Navree's example app: every module the framework has so
-// far, wired in one binary, demo jobs, and a small page that counts its
-// visits.
+// far, wired in one binary, demo jobs, an export that lands in its
+// requester's inbox, and a small page that counts its visits.
 //
 //	go run ./cmd/app migrate                     # create the tables in var/app.db
 //	go run ./cmd/app demo                        # queue a batch of demo jobs
@@ -9,7 +9,8 @@
 //	go run ./cmd/app mail:preview export-ready   # the export's mail
 //	go run ./cmd/app schedule:list               # the scheduled entries
 //	go run ./cmd/app schedule:work               # dispatch them at their ticks
-//	go run ./cmd/app serve                       # http://127.0.0.1:8080
+//	go run ./cmd/app serve                       # http://127.0.0.1:8080 links every page
+//	go run ./cmd/app dev                         # serve, a worker and the scheduler at once
 //	go run ./cmd/app --help                      # every command
 //
 // The same binary is what you deploy: set APP_DATABASE__URL to a

@@ -95,8 +95,30 @@ func TestMigrateThenServe(t *testing.T) {
 		if !ok {
 			t.Fatalf("serve printed %q", first)
 		}
+		// In development, the welcome page at / links the example's pages,
+		// its inbox among them, and serve prints them.
+		for _, page := range []string{"/", "/dev/sign-in", "/healthz", "/mail/previews", "/notifications", "/visits"} {
+			want := "  " + base + page + "\n"
+			if page == "/" {
+				want = "Welcome page (development): " + base + "/\n"
+			}
+			if line, _ := lines.ReadString('\n'); line != want {
+				t.Fatalf("serve printed %q, want %q", line, want)
+			}
+		}
+		resp, err := http.Get(base + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		welcome, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, link := range []string{`<a href="/notifications">/notifications</a>`, `<a href="/mail/previews">/mail/previews</a>`, `<a href="/visits">/visits</a>`} {
+			if resp.StatusCode != 200 || !strings.Contains(string(welcome), link) {
+				t.Fatalf("GET / = %d, want a link %s:\n%s", resp.StatusCode, link, welcome)
+			}
+		}
 		for i, want := range []string{"1 visit(s)", "2 visit(s)"} {
-			resp, err := http.Get(base + "/")
+			resp, err := http.Get(base + "/visits")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,11 +14,12 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// visitsModule counts the visits of the home page: a migration set, and a
-// route that writes through the request's unit of work.
+// visitsModule counts the visits of the page /visits: a migration set,
+// and a route that writes through the request's unit of work. The app
+// leaves / to the welcome page, which serve shows in development.
 var visitsModule = fx.Module("visits",
 	db.Migrations("example", mustSub(migrationFiles, "migrations")),
-	fx.Provide(app.AsRoute(newHomeRoute)),
+	fx.Provide(app.AsRoute(newVisitsRoute)),
 	app.Routes(app.Route{Pattern: "GET /healthz", Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})}),
@@ -32,11 +33,11 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 	return sub
 }
 
-// newHomeRoute records each visit and shows how many there have been. The
-// request's unit of work (db.Middleware) commits the insert with the
+// newVisitsRoute records each visit and shows how many there have been.
+// The request's unit of work (db.Middleware) commits the insert with the
 // response.
-func newHomeRoute(d *db.DB, clock app.Clock) app.Route {
-	return app.Route{Pattern: "GET /{$}", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func newVisitsRoute(d *db.DB, clock app.Clock) app.Route {
+	return app.Route{Pattern: "GET /visits", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		q, err := d.Querier(ctx)
 		if err == nil {

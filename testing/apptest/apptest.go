@@ -137,7 +137,6 @@ func New(t testing.TB, opts ...fx.Option) *App {
 	graph, err := a.app.Build(
 		fx.Supply(fx.Annotate(t, fx.As(new(testing.TB)))),
 		fx.Provide(newConfig),
-		fx.Provide(fx.Annotate(app.NewHandler, fx.ParamTags(`group:"app.routes"`, `group:"app.middleware"`))),
 		fx.Populate(&a.handler),
 	)
 	if err != nil {
