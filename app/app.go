@@ -112,7 +112,7 @@ func (a *App) base(stderr io.Writer) fx.Option {
 		config.Section("http", HTTPConfig{Addr: "127.0.0.1:8080", ShutdownTimeoutMs: 10_000}),
 		config.Section("log", LogConfig{Level: "info", Format: "text"}),
 		fx.Provide(a.newHandler),
-		Commands(a.serveCommand()),
+		Commands(a.serveCommand(), a.devCommand()),
 		fx.Options(a.options...),
 	)
 }

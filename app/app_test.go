@@ -442,10 +442,46 @@ func TestServeReportsABadRouteAndABusyAddress(t *testing.T) {
 
 const childEnv = "NAVREE_APP_TEST_CHILD"
 
+// TestMain lets the tests run an app as a real process: the test binary
+// started with NAVREE_APP_TEST_CHILD=1 is the app of childApp, its
+// arguments the command line.
 func TestMain(m *testing.M) {
-	if command := os.Getenv(childEnv); command != "" {
-		os.Args = []string{os.Args[0], command}
-		a := app.New(app.Commands(
+	if os.Getenv(childEnv) != "" {
+		childApp().Main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type queueSection struct {
+	Driver string `koanf:"driver" validate:"oneof=database memory"`
+}
+
+// childApp is the app the tests run as a process: wait and fail, and
+// stand-ins for queue:work and schedule:work that say they are ready
+// (their pid, and the queue driver they got), then wait to be stopped.
+// DEV_TEST_FAIL=NAME makes NAME fail once ready; DEV_TEST_HANG=1 makes
+// them never stop gracefully.
+func childApp() *app.App {
+	part := func(name string) app.Command {
+		return app.Command{Name: name, Action: app.Uses(func(c *cli.Context, q queueSection) error {
+			fmt.Fprintf(c.App.Writer, "ready pid=%d driver=%s\n", os.Getpid(), q.Driver)
+			if os.Getenv("DEV_TEST_FAIL") == name {
+				return errors.New("it broke")
+			}
+			<-c.Context.Done()
+			fmt.Fprintln(c.App.Writer, "stopping")
+			if os.Getenv("DEV_TEST_HANG") != "" {
+				time.Sleep(time.Hour)
+			}
+			fmt.Fprintln(c.App.Writer, "stopped")
+			return nil
+		})}
+	}
+	a := app.New(
+		config.Module(config.Sources{Env: os.Getenv("APP_ENV"), Environ: os.Environ()}),
+		config.Section("queue", queueSection{Driver: "database"}),
+		app.Commands(
 			app.Command{Name: "wait", Action: app.ActionFunc(func(c *cli.Context) error {
 				fmt.Fprintln(c.App.Writer, "ready")
 				<-c.Context.Done()
@@ -453,18 +489,18 @@ func TestMain(m *testing.M) {
 				return nil
 			})},
 			app.Command{Name: "fail", Action: app.ActionFunc(func(c *cli.Context) error { return errors.New("it broke") })},
-		))
-		a.Name = "crm"
-		a.Main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+			part("queue:work"),
+			part("schedule:work"),
+		),
+	)
+	a.Name = "crm"
+	return a
 }
 
 func child(t *testing.T, command string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childEnv+"="+command)
+	cmd := exec.Command(os.Args[0], command)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -498,8 +534,8 @@ func TestSignalsCancelTheCommand(t *testing.T) {
 }
 
 func TestMainExitsNonZeroOnError(t *testing.T) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childEnv+"=fail")
+	cmd := exec.Command(os.Args[0], "fail")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {

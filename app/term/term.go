@@ -34,10 +34,13 @@ type Style string
 
 // The styles, as ANSI SGR codes.
 const (
-	Red    Style = "31"
-	Green  Style = "32"
-	Yellow Style = "33"
-	Bold   Style = "1"
+	Red     Style = "31"
+	Green   Style = "32"
+	Yellow  Style = "33"
+	Blue    Style = "34"
+	Magenta Style = "35"
+	Cyan    Style = "36"
+	Bold    Style = "1"
 )
 
 // Paint returns s in style for w: coloured when [Color] says w may be,

@@ -171,6 +171,12 @@ func TestTwoProcessesMigrateAtOnce(t *testing.T) {
 func TestHelpWithAnUnreachableDatabase(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"migrate", "--help"}, {"--version"}} {
 		out := run(t, t.TempDir(), "postgres://app:hunter2@203.0.113.1:5432/crm?connect_timeout=1", args...)
+		if args[0] == "--version" {
+			if out != "dev\n" {
+				t.Fatalf("--version printed %q, want the version alone", out)
+			}
+			continue
+		}
 		if !strings.Contains(out, "app") {
 			t.Fatalf("%v printed %q", args, out)
 		}
