@@ -1,13 +1,15 @@
 // Command navree makes and runs Navree apps.
 //
-//	go install github.com/navree/navree/cmd/navree@latest
-//	navree new crm --module github.com/acme/crm   # a new app in ./crm
+//	go mod download && go install ./cmd/navree    # in a clone of the framework
+//	navree new ../crm --module github.com/acme/crm # a new app in ../crm, built against the clone
 //	cd crm && navree make:module contacts         # contacts/module.go, added to the app in main.go
 //	navree make:job contacts export                # contacts/export.go, its test, registered in contacts/module.go
 //	navree make:listener contacts send_welcome --event contact_created
 //	navree make:notification contacts export_ready # by mail and in the inbox
 //	navree make:mail contacts welcome              # contacts/mail/welcome.html.tmpl and .txt.tmpl, and WelcomeMail
-//	navree queue:work                              # any other command runs the app here: go run . queue:work
+//	navree make:migration contacts create_contacts # contacts/migrations/0001_create_contacts.*.sql
+//	navree make:command contacts import            # contacts/import_command.go: the command contacts:import
+//	navree queue:work                              # any other command builds the app here and runs it: queue:work
 package main
 
 import (
@@ -18,7 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -30,15 +32,29 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	var exit *exec.ExitError
+	var status exitStatus
+	var sig killedBy
 	switch {
-	case errors.As(err, &exit):
-		os.Exit(exit.ExitCode()) // the app said why
+	case errors.As(err, &sig): // the app was; so is navree, for whoever runs it to see
+		reraise(sig.Signal)
+	case errors.As(err, &status):
+		os.Exit(int(status)) // the app, or go build, said why
 	case err != nil:
 		fmt.Fprintf(os.Stderr, "navree: %v\n", err)
 		os.Exit(1)
 	}
 }
+
+// exitStatus is the error of a process navree ran that exited with this
+// status, having said why itself: navree adds nothing, and exits with it.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
+// killedBy is the error of an app a signal ended.
+type killedBy struct{ os.Signal }
+
+func (k killedBy) Error() string { return "killed by " + k.Signal.String() }
 
 // run runs the navree command line args.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,40 +64,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Writer:         stdout,
 		ErrWriter:      stderr,
 		ExitErrHandler: func(*cli.Context, error) {},
+		Flags:          []cli.Flag{&cli.BoolFlag{Name: "version", Usage: "print navree's version"}},
 		Commands: []*cli.Command{{
 			Name:      "new",
 			Usage:     "Write a new app into DIR",
 			ArgsUsage: "DIR",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "module", Usage: "the app's module path, such as github.com/acme/crm", DefaultText: "DIR's name"},
-				&cli.StringFlag{Name: "framework-path", Usage: "build against this checkout of the framework (a replace directive; works offline)"},
+				&cli.StringFlag{Name: "framework-path", Usage: "build against this clone of the framework (a replace directive), offline",
+					DefaultText: "the clone navree was built from; else the version it was installed at, or the latest"},
+				&cli.BoolFlag{Name: "no-git", Usage: "do not run git init in DIR"},
 			},
-			Action: func(c *cli.Context) error {
-				if c.NArg() != 1 {
-					return errors.New("new takes one argument, the folder to write the app into: navree new crm")
-				}
-				dir := c.Args().First()
-				module := c.String("module")
-				if module == "" {
-					module = filepath.Base(filepath.Clean(dir))
-				}
-				files, err := scaffold.New(dir, scaffold.App{Module: module, FrameworkPath: c.String("framework-path")})
-				if err != nil {
-					return err
-				}
-				for _, f := range files {
-					fmt.Fprintf(c.App.Writer, "  wrote %s\n", f)
-				}
-				tidy := exec.CommandContext(c.Context, "go", "mod", "tidy")
-				tidy.Dir, tidy.Stdout, tidy.Stderr = dir, c.App.ErrWriter, c.App.ErrWriter
-				if err := tidy.Run(); err != nil {
-					return fmt.Errorf("new: go mod tidy in %s: %w (run it there once the network or module cache has the framework's modules)", dir, err)
-				}
-				fmt.Fprintf(c.App.Writer, "Wrote the app %s in %s. Next:\n  cd %s\n  go run . migrate && go run . queue:dispatch hello.greet '{\"name\": \"Ada\"}' && go run . queue:work --stop-when-empty\n", module, dir, dir)
-				return nil
-			},
+			Action: newAction,
 		},
-			makeCommand("make:module", "Write the module NAME, and add it to the app's modules in main.go", "NAME",
+			makeCommand("make:module", "Write the module NAME, and add it to the app's modules in modules/modules.go", "NAME",
 				"make:module takes the module's name, such as: navree make:module contacts", nil,
 				func(c *cli.Context) ([]scaffold.Change, error) { return scaffold.MakeModule(".", c.Args().Get(0)) }),
 			makeCommand("make:job", "Write a job of MODULE and its test, and register it in MODULE/module.go", "MODULE NAME",
@@ -105,18 +101,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				func(c *cli.Context) ([]scaffold.Change, error) {
 					return scaffold.MakeMail(".", c.Args().Get(0), c.Args().Get(1))
 				}),
+			makeCommand("make:migration", "Write a migration of MODULE, up and down, into its migration set, and add the set to MODULE/module.go when new", "MODULE NAME",
+				"make:migration takes a module and a migration name, such as: navree make:migration contacts create_contacts", nil,
+				func(c *cli.Context) ([]scaffold.Change, error) {
+					return scaffold.MakeMigration(".", c.Args().Get(0), c.Args().Get(1))
+				}),
+			makeCommand("make:command", "Write the command MODULE:NAME of the app and its test, and register it in MODULE/module.go", "MODULE NAME",
+				"make:command takes a module and a command name, such as: navree make:command contacts import", nil,
+				func(c *cli.Context) ([]scaffold.Change, error) {
+					return scaffold.MakeCommand(".", c.Args().Get(0), c.Args().Get(1))
+				}),
 		},
 		// Any other command runs the app in the working directory.
 		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				fmt.Fprintln(c.App.Writer, version())
+				return nil
+			}
 			if !c.Args().Present() {
 				return cli.ShowAppHelp(c)
 			}
-			if _, err := os.Stat("go.mod"); err != nil {
-				return fmt.Errorf("%q is not a navree command, and this folder holds no app (no go.mod) to run it: cd into an app, or make one with navree new", c.Args().First())
+			name := c.Args().First()
+			if strings.HasPrefix(name, "make:") {
+				return unknownMake(c.App, name)
 			}
-			app := exec.CommandContext(c.Context, "go", append([]string{"run", "."}, c.Args().Slice()...)...)
-			app.Stdin, app.Stdout, app.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
-			return app.Run()
+			if _, err := os.Stat("go.mod"); err != nil {
+				return fmt.Errorf("%q is not a navree command, and this folder holds no app (no go.mod) to run it: cd into an app, or make one with navree new", name)
+			}
+			return runApp(c.Context, c.Args().Slice(), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 	if len(args) > 0 && (args[0] == "new" || strings.HasPrefix(args[0], "make:")) { // their flags may follow their arguments
@@ -136,13 +148,69 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return c.RunContext(ctx, append([]string{"navree"}, args...))
 }
 
+// version is navree's version: the module's version it was installed at
+// (go install …@v0.1.0), else what go build stamped from the clone's
+// version control, else "dev".
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}
+
+// unknownMake is the error of the make: command name, which navree does
+// not have: it suggests the nearest one.
+func unknownMake(c *cli.App, name string) error {
+	var makes []string
+	best, bestDist := "", len(name)
+	for _, cmd := range c.Commands {
+		if !strings.HasPrefix(cmd.Name, "make:") {
+			continue
+		}
+		makes = append(makes, cmd.Name)
+		if d := distance(name, cmd.Name); d < bestDist {
+			best, bestDist = cmd.Name, d
+		}
+	}
+	if bestDist <= 3 {
+		return fmt.Errorf("%q is not a navree command: did you mean %s? (navree --help lists them)", name, best)
+	}
+	return fmt.Errorf("%q is not a navree command: the make: commands are %s", name, strings.Join(makes, ", "))
+}
+
+// distance is the edit distance of a and b: the insertions, deletions,
+// substitutions and swaps of neighbours that make one the other.
+func distance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
 // valued are the flags of new and make:* that take a value.
 var valued = map[string]bool{"module": true, "framework-path": true, "event": true}
 
 // makeCommand is a make:* command: it runs generate, whose arguments
 // argsUsage names (usageErr is the error for another count of them),
-// writes its changes and runs go mod tidy for their imports, or with
-// --dry-run says what it would write.
+// writes its changes and, when go.mod lacks a module their imports need,
+// runs go mod tidy; or with --dry-run says what it would write.
 func makeCommand(name, usage, argsUsage, usageErr string, flags []cli.Flag, generate func(*cli.Context) ([]scaffold.Change, error)) *cli.Command {
 	nargs := len(strings.Fields(strings.Split(argsUsage, " --")[0]))
 	return &cli.Command{
@@ -174,7 +242,12 @@ func makeCommand(name, usage, argsUsage, usageErr string, flags []cli.Flag, gene
 				return nil
 			}
 			// The new files may import packages of the framework whose
-			// modules go.mod does not list yet.
+			// modules go.mod does not list yet. go mod tidy, which reads
+			// every module's go.mod (those of the framework's tests too),
+			// runs only then: the app builds offline until it is needed.
+			if complete(c.Context) {
+				return nil
+			}
 			tidy := exec.CommandContext(c.Context, "go", "mod", "tidy")
 			tidy.Stdout, tidy.Stderr = c.App.ErrWriter, c.App.ErrWriter
 			if err := tidy.Run(); err != nil {
@@ -183,4 +256,10 @@ func makeCommand(name, usage, argsUsage, usageErr string, flags []cli.Flag, gene
 			return nil
 		},
 	}
+}
+
+// complete reports whether the go.mod of the app in the working
+// directory provides every package its packages and tests import.
+func complete(ctx context.Context) bool {
+	return exec.CommandContext(ctx, "go", "list", "-mod=readonly", "-deps", "-test", "./...").Run() == nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,13 +15,25 @@ import (
 // binary runs main on its arguments (see TestMain).
 const runNavreeEnv = "NAVREE_RUN_NAVREE"
 
-// TestMain lets the tests run navree as a real process.
+// pkgTmp is a folder of the package run's, removed when it ends: the
+// binaries the tests build or install once.
+var pkgTmp string
+
+// TestMain lets the tests run navree as a real process: the test binary,
+// started with runNavreeEnv set, is navree.
 func TestMain(m *testing.M) {
 	if os.Getenv(runNavreeEnv) != "" {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	var err error
+	if pkgTmp, err = os.MkdirTemp("", "navree-test-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(pkgTmp)
+	os.Exit(code)
 }
 
 // TestAMakeCommandRefusesAModuleDeclaredElsewhere: in a package that
@@ -67,24 +80,18 @@ func TestAMakeCommandRefusesAModuleDeclaredElsewhere(t *testing.T) {
 	}
 }
 
-// newApp runs navree new into a temporary folder, offline (GOPROXY=off)
-// against this checkout of the framework, and returns the app's folder
-// and what navree printed.
+// newApp runs navree new into a temporary folder, in this process,
+// offline with the modules the README's install command fetched (so it
+// builds against this checkout, the clone the test binary was built
+// from), and returns the app's folder and what navree printed.
 func newApp(t *testing.T) (dir, printed string) {
 	t.Helper()
-	framework, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GOFLAGS", "-mod=mod")
-	t.Setenv("GOPROXY", "off") // offline: every module comes from the cache
-	t.Setenv("GOSUMDB", "off")
+	installed(t).setenv(t)
 	dir = filepath.Join(t.TempDir(), "crm")
 	var out, errs bytes.Buffer
-	if err := run(context.Background(), []string{"new", dir, "--module", "example.com/crm", "--framework-path", framework}, &out, &errs); err != nil {
+	if err := run(context.Background(), []string{"new", dir, "--module", "example.com/crm"}, &out, &errs); err != nil {
 		t.Fatalf("navree new: %v\n%s%s", err, out.String(), errs.String())
 	}
-	t.Setenv("GOFLAGS", "")
 	return dir, out.String()
 }
 
@@ -96,36 +103,6 @@ func goChecks(t *testing.T, dir, after string) {
 		cmd.Dir = dir
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %s %s: %v\n%s", strings.Join(args, " "), after, err, b)
-		}
-	}
-}
-
-// TestANewAppBuildsVetsAndPassesItsTests: navree new writes an app that
-// builds, vets and passes its own tests at once, offline, against this
-// checkout of the framework.
-func TestANewAppBuildsVetsAndPassesItsTests(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and tests a generated app (about 30 s)")
-	}
-	dir, out := newApp(t)
-	for _, want := range []string{"  wrote .gitignore\n", "  wrote README.md\n", "  wrote config/app.toml\n", "  wrote go.mod\n", "  wrote hello/greet.go\n",
-		"  wrote hello/greet_test.go\n", "  wrote hello/module.go\n", "  wrote main.go\n", "  wrote main_test.go\n", "  wrote go.sum\n",
-		"Wrote the app example.com/crm in " + dir + ". Next:\n"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("navree new did not print %q:\n%s", want, out)
-		}
-	}
-	goChecks(t, dir, "in the new app")
-	// Its README's first command works.
-	for _, args := range [][]string{{"run", ".", "migrate"}, {"run", ".", "queue:dispatch", "hello.greet", `{"name": "Ada"}`}, {"run", ".", "queue:work", "--stop-when-empty"}} {
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		b, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
-		}
-		if args[2] == "queue:work" && !strings.Contains(string(b), `msg="hello, Ada"`) {
-			t.Fatalf("the worker did not run the greeting:\n%s", b)
 		}
 	}
 }
@@ -156,6 +133,34 @@ func TestNewRefusesWhatItCannotWrite(t *testing.T) {
 	}
 }
 
+// TestAnUnknownMakeCommandGetsASuggestion: a make: command navree does
+// not have is not handed to the app, whose answer would be another
+// unknown command: navree suggests the nearest, or lists them.
+func TestAnUnknownMakeCommandGetsASuggestion(t *testing.T) {
+	tests := []struct{ give, want string }{
+		{"make:jbo", `"make:jbo" is not a navree command: did you mean make:job? (navree --help lists them)`},
+		{"make:migrate", `"make:migrate" is not a navree command: did you mean make:migration? (navree --help lists them)`},
+		{"make:controller", `"make:controller" is not a navree command: the make: commands are make:module, make:job, make:listener, make:notification, make:mail, make:migration, make:command`},
+	}
+	for _, tt := range tests {
+		var out, errs bytes.Buffer
+		if err := run(context.Background(), []string{tt.give, "contacts", "x"}, &out, &errs); err == nil || err.Error() != tt.want {
+			t.Errorf("navree %s: %v\nwant %s", tt.give, err, tt.want)
+		}
+	}
+}
+
+// TestVersion: navree --version prints the version alone.
+func TestVersion(t *testing.T) {
+	var out, errs bytes.Buffer
+	if err := run(context.Background(), []string{"--version"}, &out, &errs); err != nil || out.String() != version()+"\n" || errs.Len() > 0 {
+		t.Fatalf("navree --version: %v, printed %q and %q, want %q", err, out.String(), errs.String(), version()+"\n")
+	}
+	if v := version(); v != "dev" && !strings.HasPrefix(v, "v") {
+		t.Fatalf("version() = %q, want dev or a module version", v)
+	}
+}
+
 func TestAnotherCommandNeedsAnApp(t *testing.T) {
 	t.Chdir(t.TempDir())
 	var out, errs bytes.Buffer
@@ -166,13 +171,22 @@ func TestAnotherCommandNeedsAnApp(t *testing.T) {
 }
 
 // TestMakeCommands: each make:* command writes into a new app, which
-// then still builds, vets and passes its tests, the generated ones too.
-// One app for every command: each build of one takes a while.
+// then still builds, vets and passes its tests, the generated ones too,
+// offline: make:* runs no go mod tidy while go.mod has what the new
+// imports need. One app for every command: each build of one takes a
+// while.
 func TestMakeCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a generated app")
 	}
-	dir, _ := newApp(t)
+	dir, out := newApp(t)
+	for _, want := range []string{"  wrote .gitignore\n", "  wrote README.md\n", "  wrote config/app.toml\n", "  wrote go.mod\n", "  wrote hello/greet.go\n",
+		"  wrote hello/greet_test.go\n", "  wrote hello/module.go\n", "  wrote main.go\n", "  wrote main_test.go\n", "  wrote modules/modules.go\n", "  wrote go.sum\n",
+		"  ran git init\n", "Wrote the app example.com/crm in " + dir + ", built against the framework's clone " + repoRoot() + ". Next:\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("navree new did not print %q:\n%s", want, out)
+		}
+	}
 	t.Chdir(dir)
 	navree := func(args ...string) (string, error) {
 		var out, errs bytes.Buffer
@@ -185,9 +199,9 @@ func TestMakeCommands(t *testing.T) {
 	}{
 		{[]string{"make:job", "hello", "wave", "--dry-run"}, "  would create hello/wave.go\n  would create hello/wave_test.go\n  would edit hello/module.go\n"},
 		{[]string{"make:job", "hello", "wave"}, "  created hello/wave.go\n  created hello/wave_test.go\n  edited hello/module.go\n"},
-		{[]string{"make:job", "contacts", "sync_calendar"}, "  created contacts/sync_calendar.go\n  created contacts/sync_calendar_test.go\n  created contacts/module.go\n  edited main.go\n"},
-		{[]string{"make:module", "billing", "--dry-run"}, "  would create billing/module.go\n  would edit main.go\n"},
-		{[]string{"make:module", "billing"}, "  created billing/module.go\n  edited main.go\n"},
+		{[]string{"make:job", "contacts", "sync_calendar"}, "  created contacts/sync_calendar.go\n  created contacts/sync_calendar_test.go\n  created contacts/module.go\n  edited modules/modules.go\n"},
+		{[]string{"make:module", "billing", "--dry-run"}, "  would create billing/module.go\n  would edit modules/modules.go\n"},
+		{[]string{"make:module", "billing"}, "  created billing/module.go\n  edited modules/modules.go\n"},
 		{[]string{"make:listener", "contacts", "send_welcome", "--event", "contact_created", "--dry-run"},
 			"  would create contacts/contact_created.go\n  would create contacts/send_welcome.go\n  would create contacts/send_welcome_test.go\n  would edit contacts/module.go\n"},
 		{[]string{"make:listener", "contacts", "send_welcome", "--event", "contact_created"},
@@ -203,8 +217,18 @@ func TestMakeCommands(t *testing.T) {
 		{[]string{"make:mail", "contacts", "welcome"},
 			"  created contacts/mail/welcome.html.tmpl\n  created contacts/mail/welcome.txt.tmpl\n  created contacts/welcome_mail.go\n  created contacts/welcome_mail_test.go\n  created contacts/mail_templates.go\n  edited contacts/module.go\n"},
 		{[]string{"make:mail", "contacts", "password_reset"},
-			"  created contacts/mail/password_reset.html.tmpl\n  created contacts/mail/password_reset.txt.tmpl\n  created contacts/password_reset_mail.go\n  created contacts/password_reset_mail_test.go\n"},
-		{[]string{"make:notification", "reports", "export_ready"}, "  created reports/export_ready.go\n  created reports/export_ready_test.go\n  created reports/module.go\n  edited main.go\n"},
+			"  created contacts/mail/password_reset.html.tmpl\n  created contacts/mail/password_reset.txt.tmpl\n  created contacts/password_reset_mail.go\n  created contacts/password_reset_mail_test.go\n  edited contacts/module.go\n"},
+		{[]string{"make:notification", "reports", "export_ready"}, "  created reports/export_ready.go\n  created reports/export_ready_test.go\n  created reports/module.go\n  edited modules/modules.go\n"},
+		{[]string{"make:migration", "contacts", "create_contacts", "--dry-run"},
+			"  would create contacts/migrations/0001_create_contacts.up.postgres.sql\n  would create contacts/migrations/0001_create_contacts.up.sqlite.sql\n  would create contacts/migrations/0001_create_contacts.down.sql\n  would create contacts/migrations.go\n  would create contacts/migrations_test.go\n  would edit contacts/module.go\n"},
+		{[]string{"make:migration", "contacts", "create_contacts"},
+			"  created contacts/migrations/0001_create_contacts.up.postgres.sql\n  created contacts/migrations/0001_create_contacts.up.sqlite.sql\n  created contacts/migrations/0001_create_contacts.down.sql\n  created contacts/migrations.go\n  created contacts/migrations_test.go\n  edited contacts/module.go\n"},
+		{[]string{"make:migration", "contacts", "add_phone"}, "  created contacts/migrations/0002_add_phone.up.sql\n  created contacts/migrations/0002_add_phone.down.sql\n"},
+		{[]string{"make:migration", "ledger", "create_entries"},
+			"  created ledger/migrations/0001_create_entries.up.postgres.sql\n  created ledger/migrations/0001_create_entries.up.sqlite.sql\n  created ledger/migrations/0001_create_entries.down.sql\n  created ledger/migrations.go\n  created ledger/migrations_test.go\n  created ledger/module.go\n  edited modules/modules.go\n"},
+		{[]string{"make:command", "contacts", "import", "--dry-run"}, "  would create contacts/import_command.go\n  would create contacts/import_command_test.go\n  would edit contacts/module.go\n"},
+		{[]string{"make:command", "contacts", "import"}, "  created contacts/import_command.go\n  created contacts/import_command_test.go\n  edited contacts/module.go\n"},
+		{[]string{"make:command", "ledger", "close_month"}, "  created ledger/close_month_command.go\n  created ledger/close_month_command_test.go\n  edited ledger/module.go\n"},
 	} {
 		if got, err := navree(tt.args...); err != nil || got != tt.want {
 			t.Fatalf("navree %s:\n%s%v\nwant:\n%s", strings.Join(tt.args, " "), got, err, tt.want)
@@ -214,10 +238,10 @@ func TestMakeCommands(t *testing.T) {
 	if !strings.Contains(string(mod), "\tqueue.Register[Greet](newGreetHandler),\n\tqueue.Register[Wave](newWaveHandler),\n\t// navree:jobs") {
 		t.Fatalf("hello/module.go:\n%s", mod)
 	}
-	main, _ := os.ReadFile("main.go")
-	if !strings.Contains(string(main), "\t\thello.Module,\n\t\tcontacts.Module,\n\t\tbilling.Module,\n\t\treports.Module,\n\t\t// navree:modules") ||
-		!strings.Contains(string(main), "\t\"example.com/crm/billing\"\n\t\"example.com/crm/contacts\"\n\t\"example.com/crm/hello\"\n\t\"example.com/crm/reports\"\n)") {
-		t.Fatalf("main.go:\n%s", main)
+	modules, _ := os.ReadFile("modules/modules.go")
+	if !strings.Contains(string(modules), "\t\thello.Module,\n\t\tcontacts.Module,\n\t\tbilling.Module,\n\t\treports.Module,\n\t\tledger.Module,\n\t\t// navree:modules") ||
+		!strings.Contains(string(modules), "\t\"example.com/crm/billing\"\n\t\"example.com/crm/contacts\"\n\t\"example.com/crm/hello\"\n\t\"example.com/crm/ledger\"\n\t\"example.com/crm/reports\"\n)") {
+		t.Fatalf("modules/modules.go:\n%s", modules)
 	}
 	job, _ := os.ReadFile("contacts/sync_calendar.go")
 	if !strings.Contains(string(job), `func (SyncCalendar) JobName() string { return "contacts.sync_calendar" }`) {
@@ -241,6 +265,13 @@ func TestMakeCommands(t *testing.T) {
 		{[]string{"make:notification", "billing", "invoice_paid"}, "make:notification: billing/invoice_paid.go exists: choose another name, or remove it"},
 		{[]string{"make:mail", "contacts"}, "make:mail takes a module and a mail name, such as: navree make:mail contacts welcome"},
 		{[]string{"make:mail", "billing", "welcome"}, "make:mail: contacts/mail/welcome.html.tmpl is a template mail/welcome too, and the app's modules share one set of template names (two of one name fail the boot): choose another name"},
+		{[]string{"make:migration", "contacts"}, "make:migration takes a module and a migration name, such as: navree make:migration contacts create_contacts"},
+		{[]string{"make:migration", "contacts", "create_contacts"}, "make:migration: contacts/migrations/0001_create_contacts.down.sql is a migration create_contacts already: choose another name"},
+		{[]string{"make:migration", "contacts", "AddPhone"}, `make:migration: the name "AddPhone" must be in lower snake case, such as create_contacts`},
+		{[]string{"make:migration", "notifications", "create_digests"}, "make:migration: the framework has a migration set named notifications, the name of notifications's set (migrate refuses two sets of one name): put the migration in a module of another name"},
+		{[]string{"make:command", "contacts"}, "make:command takes a module and a command name, such as: navree make:command contacts import"},
+		{[]string{"make:command", "contacts", "import"}, "make:command: contacts/import_command.go has a command contacts:import already: choose another name"},
+		{[]string{"make:command", "Contacts", "import"}, `make:command: the module "Contacts" must be a Go identifier in lower snake case, not a keyword, such as contacts`},
 	} {
 		if _, err := navree(tt.args...); err == nil || err.Error() != tt.want {
 			t.Errorf("navree %s: %v\nwant %s", strings.Join(tt.args, " "), err, tt.want)
@@ -252,8 +283,16 @@ func TestMakeCommands(t *testing.T) {
 	if _, err := navree("make:job", "hello", "bye"); err == nil || err.Error() != `make:job: hello/module.go has no line "// navree:jobs" to add the job above: add queue.Register[Bye](newByeHandler), to its fx.Module by hand, and import "github.com/navree/navree/queue"` {
 		t.Fatalf("a module.go without the anchor: %v", err)
 	}
-	if _, err := os.Stat("hello/bye.go"); err == nil {
-		t.Fatal("a refused make:job wrote hello/bye.go")
+	if _, err := navree("make:command", "hello", "bye"); err == nil || err.Error() != `make:command: hello/module.go declares no var Module = fx.Module(…) to add the command to: add app.Commands(byeCommand) to its Module by hand, and import "github.com/navree/navree/app"` {
+		t.Fatalf("a module.go without fx.Module: %v", err)
+	}
+	if _, err := navree("make:migration", "hello", "create_byes"); err == nil || err.Error() != `make:migration: hello/module.go declares no var Module = fx.Module(…) to add the migration set to: add db.Migrations("hello", migrations()) to its Module by hand, and import "github.com/navree/navree/db"` {
+		t.Fatalf("a module.go without fx.Module: %v", err)
+	}
+	for _, f := range []string{"hello/bye.go", "hello/bye_command.go", "hello/migrations"} {
+		if _, err := os.Stat(f); err == nil {
+			t.Fatalf("a refused make:* wrote %s", f)
+		}
 	}
 	os.WriteFile("hello/module.go", mod, 0o644)
 	goChecks(t, ".", "after the make:* commands")
