@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -181,6 +182,14 @@ func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.Ap
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return fmt.Errorf("%s (%s --help lists the commands and flags)", usageError(err, c.App.Flags), a.Name)
 		},
+		// urfave/cli's own help and version flags are package variables
+		// that parsing writes to: two apps of one process (tests run in
+		// parallel) would race on them. Each command line has its own.
+		HideHelp:    true,
+		HideVersion: true,
+		Flags:       []cli.Flag{helpFlag(), versionFlag()},
+		// The help shows the version all the same.
+		CustomAppHelpTemplate: strings.ReplaceAll(cli.AppHelpTemplate, "{{if not .HideVersion}}", "{{if true}}"),
 	}
 	// No command, a prefix alone (queue), or a command the app does not have.
 	cliApp.Action = func(c *cli.Context) error {
@@ -207,7 +216,8 @@ func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.Ap
 			ArgsUsage:   cmd.ArgsUsage,
 			Description: cmd.Description,
 			Category:    category,
-			Flags:       cmd.Flags,
+			Flags:       append(copyFlags(cmd.Flags), helpFlag()),
+			HideHelp:    true, // its own help flag, above
 			Action:      func(c *cli.Context) error { return run(c, cmd) },
 			// A bad flag is one error, naming the flag as it is written,
 			// not the error and then the whole help page.
@@ -216,7 +226,52 @@ func (a *App) cli(cmds []Command, run func(*cli.Context, Command) error) *cli.Ap
 			},
 		})
 	}
+	cliApp.Commands = append(cliApp.Commands, helpCommand())
 	return cliApp
+}
+
+// helpFlag, versionFlag and helpCommand are urfave/cli's own, made anew
+// for each command line (see [App.cli]).
+func helpFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
+}
+
+func versionFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version", DisableDefaultText: true}
+}
+
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Aliases:   []string{"h"},
+		Usage:     "Shows a list of commands or help for one command",
+		ArgsUsage: "[command]",
+		HideHelp:  true,
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return cli.ShowCommandHelp(c, c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+	}
+}
+
+// copyFlags copies each flag of flags, so that parsing a command line,
+// which writes to its flags, writes to its own: a module's commands, in
+// a package variable, are shared by every app of the process.
+func copyFlags(flags []cli.Flag) []cli.Flag {
+	out := make([]cli.Flag, len(flags))
+	for i, f := range flags {
+		v := reflect.ValueOf(f)
+		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+			out[i] = f
+			continue
+		}
+		c := reflect.New(v.Elem().Type())
+		c.Elem().Set(v.Elem())
+		out[i] = c.Interface().(cli.Flag)
+	}
+	return out
 }
 
 // bootCheck makes every command validate the configuration, even one that

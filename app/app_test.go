@@ -125,6 +125,46 @@ func TestFlagsMayFollowArguments(t *testing.T) {
 	}
 }
 
+// sharedModule is a module in a package variable, as apps write them:
+// every app of a process that has it shares its commands and their flags.
+var sharedModule = app.Commands(app.Command{Name: "export",
+	Flags: []cli.Flag{&cli.StringFlag{Name: "format", Value: "csv"}, &cli.BoolFlag{Name: "zip"}},
+	Action: app.ActionFunc(func(c *cli.Context) error {
+		fmt.Fprintf(c.App.Writer, "%s %v %s", c.String("format"), c.Bool("zip"), c.Args().First())
+		return nil
+	})})
+
+// TestAppsRunCommandLinesAtOnce: apps of one process (tests run in
+// parallel) run command lines at once, each reading its own flags: under
+// -race, parsing wrote to flags they shared (urfave/cli's help and
+// version flags, and the module's own).
+func TestAppsRunCommandLinesAtOnce(t *testing.T) {
+	for i := range 8 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			for _, tt := range []struct {
+				args []string
+				want string // in what it printed
+			}{
+				{[]string{"export", "acme", "--format", fmt.Sprint("f", i)}, fmt.Sprintf("f%d false acme", i)},
+				{[]string{"export", "--zip", "globex"}, "csv true globex"},
+				{[]string{"--help"}, "--help, -h"},
+				{[]string{"export", "--help"}, "--format value"},
+				{[]string{"help", "export"}, "--format value"},
+			} {
+				args, want := tt.args, tt.want
+				var out bytes.Buffer
+				if err := newApp(&out, nil, sharedModule).Run(context.Background(), args); err != nil {
+					t.Fatalf("%v: %v", args, err)
+				}
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("%v printed %q, want %q in it", args, out.String(), want)
+				}
+			}
+		})
+	}
+}
+
 func TestEachCommandRunBuildsOnce(t *testing.T) {
 	var builds int
 	var events []string
