@@ -17,6 +17,7 @@ import (
 // figures, or JSON; it logs only failed attempts unless --log-jobs; it
 // cleans up its own queue and leaves the app's jobs alone.
 func TestBenchCommand(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			var q *queue.Queue

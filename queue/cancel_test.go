@@ -18,6 +18,7 @@ import (
 // queue:retry puts back and DeleteFailed deletes; an id that is no job is
 // a clear error.
 func TestCancelAWaitingJob(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		id, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
 		if err != nil {
@@ -62,6 +63,7 @@ func TestCancelAWaitingJob(t *testing.T) {
 // cause ErrCancelled; the handler's error then fails the job as
 // "cancelled", its attempts left unused.
 func TestCancelARunningJob(t *testing.T) {
+	t.Parallel()
 	started, causes := make(chan string, 1), make(chan error, 1)
 	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, _ ExportContacts, jc queue.JobContext) error {
 		started <- jc.JobID
@@ -103,6 +105,7 @@ func TestCancelARunningJob(t *testing.T) {
 // once-a-second look), cancels the attempt's context with ErrCancelled,
 // and the job fails as cancelled.
 func TestCancelAJobRunningInAnotherProcess(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		q := localQueue(t, url, &clock{t: time.Now()}, noop[Cancellable]())
@@ -136,6 +139,7 @@ func TestCancelAJobRunningInAnotherProcess(t *testing.T) {
 
 // TestCancelCommand: what queue:cancel and queue:forget print, and refuse.
 func TestCancelCommand(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		run := func(args ...string) (string, error) {
@@ -172,6 +176,7 @@ func TestCancelCommand(t *testing.T) {
 // waiting, delayed, running and failed; an id that is no job stored is a
 // NoJobError.
 func TestJobLooksUpAJobInEachState(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		waiting, _ := f.q.Dispatch(ctx, SyncCalendar{UserID: "u1"}) // unique, on sync, 5 attempts, fixed 30 s
 		delayed, _ := f.q.Later(ctx, ExportContacts{CompanyID: "later"}, time.Hour)
@@ -217,6 +222,7 @@ func TestJobLooksUpAJobInEachState(t *testing.T) {
 // finished, by queue and minute, when it stops; a later minute is a row
 // of its own; a window outside the bounds is refused.
 func TestThroughputCountsWhatWorkersFinished(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		f.clock.t = f.clock.Now().Truncate(time.Minute)
 		first := f.clock.Now()

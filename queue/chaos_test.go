@@ -24,6 +24,7 @@ import (
 // TestSIGTERMUnderLoad stops a worker while 100 jobs run: every one
 // finishes, none runs again, and the worker exits 0.
 func TestSIGTERMUnderLoad(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		q := localQueue(t, url, &clock{t: time.Now()}, noop[Block]())
@@ -84,6 +85,7 @@ type run struct {
 // may run beside itself, and a job may run twice only when its earlier
 // attempt's process was killed.
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	if testing.Short() || raceEnabled {
 		t.Skip("the chaos test's worker processes need full speed: run it without -race and -short")
 	}

@@ -73,6 +73,7 @@ func (l looks) Stale(ctx context.Context, queue string, now int64) (bool, error)
 // judged on the clock of reservations, which no system clock's step or
 // skew moves. On every driver.
 func TestAClockStepForwardTakesNoRunningJobOver(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b.driver, b.url(t), queue.Config{}, nil)
@@ -117,6 +118,7 @@ func TestAClockStepForwardTakesNoRunningJobOver(t *testing.T) {
 // reservations is taken over, and one that is fresh there is not,
 // whatever the worker's wall clock says.
 func TestStaleReservationsAreTakenOverOnTheClockOfReservations(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b.driver, b.url(t), queue.Config{}, nil)
@@ -152,6 +154,7 @@ func TestStaleReservationsAreTakenOverOnTheClockOfReservations(t *testing.T) {
 // clock never catches up with the times the worker saw before the step:
 // with the system clock, and with a clock of the app's own.
 func TestAClockStepBackDelaysNoNewJob(t *testing.T) {
+	t.Parallel()
 	for _, step := range []time.Duration{30 * time.Second, time.Hour} {
 		for _, b := range backends {
 			for _, system := range []bool{true, false} {

@@ -19,6 +19,7 @@ import (
 // from JSON, refusing what does not fit its type and queueing nothing;
 // queue:status counts the jobs of each queue.
 func TestDispatchAndStatusCommands(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		overrides := map[string]any{"database.url": url}
@@ -89,6 +90,7 @@ sync     0        1        0        0      0       -
 // queues, its workers, its driver and its database, the password of the
 // database's URL masked.
 func TestQueueWorkSaysWhatItWorks(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		shown := url
@@ -124,6 +126,7 @@ func TestQueueWorkSaysWhatItWorks(t *testing.T) {
 // wait on it and none runs, and queue:retry says so of the jobs it puts
 // back there.
 func TestAQueueNoWorkerTakesIsFlagged(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		failing := queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error {

@@ -15,6 +15,7 @@ import (
 // sets a job's queue, delay and unique key per dispatch, alone or many
 // at once (all or none).
 func TestPushThroughTheDispatcher(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		var d queue.Dispatcher = f.q
 		e, _ := queue.EnvelopeOf(ExportContacts{CompanyID: "c1"})
@@ -61,6 +62,7 @@ func (Traced) JobName() string { return "test.traced" }
 // JobContext, is kept with the failed job and comes back with a retry;
 // it is never logged; a Meta that is not a JSON object is refused.
 func TestMetaTravelsWithTheJob(t *testing.T) {
+	t.Parallel()
 	var seen []string
 	regs := map[string]queue.Registration{"test.traced": queue.HandlerOf[Traced](queue.HandlerFunc[Traced](func(_ context.Context, _ Traced, jc queue.JobContext) error {
 		seen = append(seen, string(jc.Meta))
@@ -105,6 +107,7 @@ func TestMetaTravelsWithTheJob(t *testing.T) {
 // time, runs with its payload as pushed; a second registration of the
 // name fails naming both; an unregistered name is refused at dispatch.
 func TestNamedJobTypes(t *testing.T) {
+	t.Parallel()
 	var got []string
 	welcome := queue.NamedHandler("events.send_welcome", func(_ context.Context, payload json.RawMessage, jc queue.JobContext) error {
 		got = append(got, jc.Name+" "+string(payload))

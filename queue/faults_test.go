@@ -53,6 +53,7 @@ func named(t *testing.T, schemaURL string) (target, name string) {
 // says so to its caller; every job whose dispatch succeeded runs; the
 // worker logs the errors and goes on.
 func TestPostgresConnectionsKilled(t *testing.T) {
+	t.Parallel()
 	base := dbtest.PostgresURL(t)
 	target, name := named(t, base)
 	migrate(t, target)
@@ -133,6 +134,7 @@ func TestPostgresConnectionsKilled(t *testing.T) {
 // each, one transaction at a time, while they work; no "database is
 // locked" reaches a caller or fails a job.
 func TestSQLiteFourProcessesDispatchAndWork(t *testing.T) {
+	t.Parallel()
 	dbURL := dbtest.SQLiteURL(t)
 	migrate(t, dbURL)
 	d := dbtest.Open(t, dbURL)

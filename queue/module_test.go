@@ -57,6 +57,7 @@ func use(f func(q *queue.Queue, d queue.Dispatcher) error) fx.Option {
 }
 
 func TestModuleMigratesAndDispatches(t *testing.T) {
+	t.Parallel()
 	url := dbtest.SQLiteURL(t)
 	overrides := map[string]any{"database.url": url}
 	out, err := runApp(t, overrides, []string{"migrate"}, db.Module(), queue.Module(), contactsModule)
@@ -91,6 +92,7 @@ func TestModuleMigratesAndDispatches(t *testing.T) {
 }
 
 func TestModuleWithMemoryNeedsNoDatabase(t *testing.T) {
+	t.Parallel()
 	_, err := runApp(t, nil, []string{"use"}, queue.ModuleWith(queue.Config{Driver: queue.Memory}),
 		queue.HandleFunc(func(ctx context.Context, job ExportContacts, jc queue.JobContext) error { return nil }),
 		use(func(q *queue.Queue, _ queue.Dispatcher) error {
@@ -107,6 +109,7 @@ func TestModuleWithMemoryNeedsNoDatabase(t *testing.T) {
 }
 
 func TestInvalidQueueConfigFailsTheBoot(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		key   string
 		value any
@@ -130,6 +133,7 @@ func TestInvalidQueueConfigFailsTheBoot(t *testing.T) {
 }
 
 func TestConfigDefaultsAndEnvLists(t *testing.T) {
+	t.Parallel()
 	c, err := config.New(config.Sources{Environ: []string{"APP_QUEUE__QUEUES=mail, default", "APP_QUEUE__DRIVER=memory", "APP_QUEUE__WORKERS=8"}},
 		config.Definition{Name: "queue", Defaults: queue.DefaultConfig()})
 	if err != nil {
@@ -148,6 +152,7 @@ func TestConfigDefaultsAndEnvLists(t *testing.T) {
 // every default for its zero fields, the queues included, as a file that
 // names no queues does: the workers process high, then default.
 func TestModuleWithTakesTheDefaultQueues(t *testing.T) {
+	t.Parallel()
 	ran := make(chan string, 2)
 	_, err := runApp(t, nil, []string{"use"}, queue.ModuleWith(queue.Config{Driver: queue.Memory}), queue.HandleFunc(func(_ context.Context, j ExportContacts, _ queue.JobContext) error {
 		ran <- j.CompanyID
@@ -188,6 +193,7 @@ func TestModuleWithTakesTheDefaultQueues(t *testing.T) {
 // empty in a file, a variable or code boots and works the default queue
 // alone.
 func TestEmptyQueuesMeanTheDefaultQueue(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(dir+"/app.toml", []byte("[queue]\ndriver = \"memory\"\ndefault_queue = \"jobs\"\nqueues = []\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -231,6 +237,7 @@ func TestEmptyQueuesMeanTheDefaultQueue(t *testing.T) {
 }
 
 func TestRegisteringATypeTwiceNamesBoth(t *testing.T) {
+	t.Parallel()
 	_, err := runApp(t, nil, []string{"use"}, queue.ModuleWith(queue.Config{Driver: queue.Memory}),
 		queue.HandleFunc(func(ctx context.Context, job ExportContacts, jc queue.JobContext) error { return nil }),
 		queue.HandleFunc(func(ctx context.Context, job ExportContacts, jc queue.JobContext) error { return nil }),
@@ -262,6 +269,7 @@ func (followUp) JobName() string { return "contacts.follow_up" }
 // Mailer that queues through the Dispatcher) without a dependency cycle,
 // and code that only dispatches builds no handler.
 func TestAHandlerMayNeedWhatNeedsTheDispatcher(t *testing.T) {
+	t.Parallel()
 	var builds int
 	var handled []string
 	module := fx.Options(queue.ModuleWith(queue.Config{Driver: queue.Memory}),
@@ -364,6 +372,7 @@ func runChildApp(url string) (string, error) {
 // TestUniqueAcrossProcesses: two processes, each dispatching the same
 // unique job from 8 goroutines at once, make exactly one job.
 func TestUniqueAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		if _, err := runApp(t, map[string]any{"database.url": url}, []string{"migrate"}, db.Module(), queue.Module()); err != nil {
 			t.Fatal(err)
@@ -403,6 +412,7 @@ func TestUniqueAcrossProcesses(t *testing.T) {
 // TestRegisterNamed: a job type made at run time, with a handler fx
 // builds from what it needs.
 func TestRegisterNamed(t *testing.T) {
+	t.Parallel()
 	var got []string
 	module := fx.Options(queue.ModuleWith(queue.Config{Driver: queue.Memory}),
 		fx.Provide(func(d queue.Dispatcher) *notifier { return &notifier{d} }),

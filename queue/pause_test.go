@@ -27,6 +27,7 @@ func exportOn(queueName, company string) queue.Envelope {
 // pause or the resume can wake it (an hour between polls). Stats shows the
 // pause.
 func TestAPausedQueueKeepsItsJobsUntilResumed(t *testing.T) {
+	t.Parallel()
 	ran := make(chan string, 4)
 	eachWith(t, queue.Config{PollIntervalMs: 3_600_000, Workers: 2}, map[string]queue.Registration{"contacts.export": reporting(ran)}, func(t *testing.T, f fixture) {
 		if err := f.q.Pause(ctx, "default"); err != nil {
@@ -78,6 +79,7 @@ func TestAPausedQueueKeepsItsJobsUntilResumed(t *testing.T) {
 // resumes those paused one by one too. Stats lists a paused queue with no
 // jobs.
 func TestPauseAll(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		if err := f.q.Pause(ctx, "mail"); err != nil {
 			t.Fatal(err)
@@ -123,6 +125,7 @@ func TestPauseAll(t *testing.T) {
 // queue, though they take those of another queue dispatched after it;
 // both hear of the resume and run them.
 func TestAPauseHoldsAcrossWorkerProcesses(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		d := dbtest.Open(t, url)
@@ -195,6 +198,7 @@ func eventually(t *testing.T, what string, ok func() bool) {
 // TestPauseAndResumeCommands: what queue:pause, queue:resume and
 // queue:status print, and what they refuse.
 func TestPauseAndResumeCommands(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		run := func(args ...string) (string, error) {

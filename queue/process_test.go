@@ -225,6 +225,7 @@ func migrate(t *testing.T, url string) {
 }
 
 func TestFailedJobCommands(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		overrides := map[string]any{"database.url": url}
@@ -307,6 +308,7 @@ func TestFailedJobCommands(t *testing.T) {
 // the middle of a job; another worker, its clock past the job's timeout
 // plus 30 s, runs it as attempt 2.
 func TestAKilledWorkersJobIsTakenOver(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		start := time.Now()
@@ -347,6 +349,7 @@ func TestAKilledWorkersJobIsTakenOver(t *testing.T) {
 // a job runs: it takes no new job, the running one finishes, and it prints
 // its summary and exits 0.
 func TestSIGTERMFinishesTheRunningJob(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		q := localQueue(t, url, &clock{t: time.Now()}, noop[Block](), noop[ExportContacts]())
@@ -377,6 +380,7 @@ func TestSIGTERMFinishesTheRunningJob(t *testing.T) {
 // 2,000 jobs on one database; each job runs exactly once and no process
 // fails.
 func TestSeveralWorkerProcessesRunEachJobOnce(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		d := dbtest.Open(t, url)

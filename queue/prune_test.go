@@ -38,6 +38,7 @@ func failAt(t *testing.T, f fixture, n int, step time.Duration) []string {
 // age go, PruneBatch to a transaction, reported after each; the newer
 // ones stay; a stop midway keeps what it has not reached.
 func TestPruneFailedDeletesTheOldInBatches(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		failAt(t, f, queue.PruneBatch+500, 10*24*time.Hour) // 10 days ago
 		recent := failAt(t, f, 3, time.Hour)                // an hour ago
@@ -74,6 +75,7 @@ func TestPruneFailedDeletesTheOldInBatches(t *testing.T) {
 
 // TestPruneFailedCommand: what queue:prune-failed prints, and refuses.
 func TestPruneFailedCommand(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		run := func(args ...string) (string, error) {

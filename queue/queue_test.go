@@ -171,6 +171,7 @@ func (f fixture) pending(t *testing.T, queueName string) int {
 }
 
 func TestDispatchStoresTheJobWithItsOptions(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		id, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1", RequestedBy: "ada@example.com"})
 		if err != nil {
@@ -202,6 +203,7 @@ func TestDispatchStoresTheJobWithItsOptions(t *testing.T) {
 }
 
 func TestUnknownAndUnencodableJobsFailAtOnce(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		_, err := f.q.Dispatch(ctx, Unregistered{})
 		if !errors.Is(err, queue.ErrUnknownJob) || !strings.Contains(err.Error(), `"nobody.handles"`) {
@@ -226,6 +228,7 @@ func TestUnknownAndUnencodableJobsFailAtOnce(t *testing.T) {
 }
 
 func TestBadOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		tests := []struct {
 			give queue.Options
@@ -259,6 +262,7 @@ func TestBadOptionsAreRefused(t *testing.T) {
 }
 
 func TestDelays(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		later, err := f.q.Later(ctx, ExportContacts{CompanyID: "later"}, 1500*time.Millisecond)
 		if err != nil {
@@ -290,6 +294,7 @@ func TestDelays(t *testing.T) {
 }
 
 func TestUniqueJobs(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		first, _ := f.q.Dispatch(ctx, SyncCalendar{UserID: "u1"})
 		again, _ := f.q.Dispatch(ctx, SyncCalendar{UserID: "u1"})
@@ -350,6 +355,7 @@ func TestUniqueJobs(t *testing.T) {
 }
 
 func TestDispatchJoinsTheUnitOfWork(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		boom := errors.New("rolled back")
 		var d queue.Dispatcher = f.q
@@ -400,6 +406,7 @@ func TestDispatchJoinsTheUnitOfWork(t *testing.T) {
 // TestRequestQueuesOnlyBelow400 sends real HTTP requests through
 // db.Middleware to a handler that dispatches a job.
 func TestRequestQueuesOnlyBelow400(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if _, err := f.q.Dispatch(r.Context(), ExportContacts{CompanyID: r.URL.RawQuery}); err != nil {
@@ -436,6 +443,7 @@ func TestRequestQueuesOnlyBelow400(t *testing.T) {
 }
 
 func TestFailedJobs(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		fail := func(queueName, msg string) string {
 			t.Helper()
@@ -506,6 +514,7 @@ func TestFailedJobs(t *testing.T) {
 func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func TestDispatchMany(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		var jobs []queue.Job
 		for i := range 1234 {
@@ -572,6 +581,7 @@ func (f fixture) failed(t *testing.T) []queue.FailedJob {
 // stopped midway, what it moved is back on its queue, the rest is still
 // failed, and a second call retries the rest.
 func TestRetryAllPutsBackABatchAtATime(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		const failures = 2*queue.RetryBatch + 100
 		jobs := make([]queue.Job, failures)

@@ -33,6 +33,7 @@ func (Verbose) JobName() string           { return "test.verbose" }
 func (Verbose) JobOptions() queue.Options { return queue.Options{MaxAttempts: 1} }
 
 func TestPayloadSizeLimit(t *testing.T) {
+	t.Parallel()
 	var got int
 	regs := map[string]queue.Registration{"test.blob": queue.HandlerOf[Blob](queue.HandlerFunc[Blob](func(ctx context.Context, j Blob, jc queue.JobContext) error {
 		got = len(j.Data)
@@ -62,6 +63,7 @@ func TestPayloadSizeLimit(t *testing.T) {
 }
 
 func TestStoredErrorsAreBounded(t *testing.T) {
+	t.Parallel()
 	regs := map[string]queue.Registration{"test.verbose": queue.HandlerOf[Verbose](queue.HandlerFunc[Verbose](func(context.Context, Verbose, queue.JobContext) error {
 		return errors.New(strings.Repeat("é", 20_000)) // 40 KB of two-byte runes
 	}))}
@@ -90,6 +92,7 @@ func (Binary) JobName() string { return "test.binary" }
 // released and retried like any other and fails after its attempts,
 // instead of staying reserved and coming back forever.
 func TestUnstorableErrorsAreStoredCleanAndFail(t *testing.T) {
+	t.Parallel()
 	runs := 0
 	regs := map[string]queue.Registration{"test.binary": queue.HandlerOf[Binary](queue.HandlerFunc[Binary](func(context.Context, Binary, queue.JobContext) error {
 		runs++
@@ -128,6 +131,7 @@ func TestUnstorableErrorsAreStoredCleanAndFail(t *testing.T) {
 // outcome the database would not take) is not run past its attempts when
 // it is taken over: it fails, saying why.
 func TestAJobTakenOverAfterItsLastAttemptFails(t *testing.T) {
+	t.Parallel()
 	ran := false
 	regs := map[string]queue.Registration{"test.verbose": queue.HandlerOf[Verbose](queue.HandlerFunc[Verbose](func(context.Context, Verbose, queue.JobContext) error {
 		ran = true
@@ -157,6 +161,7 @@ func TestAJobTakenOverAfterItsLastAttemptFails(t *testing.T) {
 // TestQueueNamesAreRestricted: a queue name is letters, digits and - _ . :
 // so that every queue can be named with queue:work --queue.
 func TestQueueNamesAreRestricted(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		for _, name := range []string{"mail,sms", " mail", "mail ", "", "caf\u00e9", "a/b", strings.Repeat("q", queue.MaxQueueNameLen+1)} {
 			e, _ := queue.EnvelopeOf(ExportContacts{})
@@ -199,6 +204,7 @@ func insertRow(t *testing.T, f fixture, name string, maxAttempts, backoff, timeo
 // with an error naming the column, and the good jobs reserved in the same
 // batch run at once; so does one taken over.
 func TestCorruptRowsFailAndHoldNoneBack(t *testing.T) {
+	t.Parallel()
 	regs := map[string]queue.Registration{"test.binary": queue.HandlerOf[Binary](queue.HandlerFunc[Binary](func(context.Context, Binary, queue.JobContext) error {
 		return errors.New("it failed")
 	}))}
@@ -243,6 +249,7 @@ func TestCorruptRowsFailAndHoldNoneBack(t *testing.T) {
 // is (queue.workers: 1 to 10,000), and so is Work in code: a worker never
 // starts a hundred million goroutines.
 func TestFlagsHaveTheBoundsOfTheirSettings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -270,6 +277,7 @@ func TestFlagsHaveTheBoundsOfTheirSettings(t *testing.T) {
 // next; queue:failed lists every failed job, oldest failure first, a page
 // at a time.
 func TestFailedJobsComeInPages(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		q := localQueue(t, url, &clock{t: t0}, noop[ExportContacts]())
@@ -353,6 +361,7 @@ func (Control) JobName() string { return "test.\x00control" }
 // over their bounds) are refused when they come, naming what and why,
 // rather than failing in the database or later.
 func TestTextsFromOutsideAreCheckedWhenTheyCome(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		e, _ := queue.EnvelopeOf(ExportContacts{})
 		e.Payload = []byte("{\"company_id\":\"\xff\"}")
@@ -391,6 +400,7 @@ func (Refused) JobName() string { return "test.refused" }
 // the error's text; the handler's own error is still the one errors.Is
 // finds.
 func TestPermanentErrorsFailAtOnce(t *testing.T) {
+	t.Parallel()
 	cause := errors.New("550 mailbox unavailable")
 	var returned error
 	regs := map[string]queue.Registration{"test.refused": queue.HandlerOf[Refused](queue.HandlerFunc[Refused](func(context.Context, Refused, queue.JobContext) error {

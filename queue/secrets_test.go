@@ -50,6 +50,7 @@ func noTime(_ []string, a slog.Attr) slog.Attr {
 // of db.Connect, names the host and not the password, whatever form the
 // password takes in the URL.
 func TestListenerWarningShowsNoPassword(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ give, wantName string }{
 		{"postgres://bob:S3cret@127.0.0.1:1/crm", "postgres://bob:xxxxx@127.0.0.1:1/crm"},
 		{"postgres://bob@127.0.0.1:1/crm?password=S3cret", "postgres://bob@127.0.0.1:1/crm?password=xxxxx"},

@@ -40,6 +40,7 @@ func (f fixture) dispatch(t *testing.T, job queue.Job, delay time.Duration) stri
 }
 
 func TestStatsCountsEachQueue(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		if got := f.stats(t); len(got) != 0 {
 			t.Fatalf("Stats with no jobs = %+v", got)
@@ -115,6 +116,7 @@ func (f fixture) jobs(t *testing.T, query queue.JobsQuery) [][]string {
 // TestJobsPagesWaitingJobsInRunOrder: 120 waiting jobs, due at 40
 // different times, come 50 at a time in the order the workers take them.
 func TestJobsPagesWaitingJobsInRunOrder(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		for i := range 120 {
 			f.dispatch(t, ExportContacts{CompanyID: fmt.Sprint(i)}, time.Duration(39-i%40)*time.Second)
@@ -149,6 +151,7 @@ func lens(pages [][]string) []int {
 // TestJobsOfEachState: what a page says of a job in each state, and the
 // filters by queue and by type.
 func TestJobsOfEachState(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		running := f.dispatch(t, ExportContacts{CompanyID: "c1"}, 0)
 		f.clock.Advance(time.Second)
@@ -203,6 +206,7 @@ func TestJobsOfEachState(t *testing.T) {
 // TestJobsRefusesWhatIsNotAQuery: an unknown state, a cursor that is not
 // one, a limit out of bounds, filters no job can match, each named.
 func TestJobsRefusesWhatIsNotAQuery(t *testing.T) {
+	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		for i := range 60 {
 			f.dispatch(t, ExportContacts{CompanyID: fmt.Sprint(i)}, 0)

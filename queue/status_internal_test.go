@@ -10,6 +10,7 @@ import (
 // Stats stopped at as "100000+", in its column; --json gives the number
 // Stats gave, CountLimit+1.
 func TestStatusShowsACountPastTheLimitAsAtLeast(t *testing.T) {
+	t.Parallel()
 	stats := []QueueStats{
 		{Queue: "default", Waiting: CountLimit + 1, Delayed: CountLimit, Failed: CountLimit + 1, OldestWaiting: 90 * time.Second},
 		{Queue: "mail", Waiting: 3},

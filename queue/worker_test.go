@@ -135,6 +135,7 @@ func counted(s queue.WorkStats) counts {
 }
 
 func TestRunPendingRunsWhatIsAvailable(t *testing.T) {
+	t.Parallel()
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		first, _ := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
 		f.q.Dispatch(ctx, ExportContacts{CompanyID: "c2"})
@@ -168,6 +169,7 @@ func TestRunPendingRunsWhatIsAvailable(t *testing.T) {
 }
 
 func TestQueuesRunInPriorityOrder(t *testing.T) {
+	t.Parallel()
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		for i, q := range []string{"default", "low", "default", "high", "high"} {
 			f.q.Dispatch(ctx, Prioritised{Queue: q, N: i})
@@ -183,6 +185,7 @@ func TestQueuesRunInPriorityOrder(t *testing.T) {
 }
 
 func TestRetriesBackOffThenFail(t *testing.T) {
+	t.Parallel()
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		id, _ := f.q.Dispatch(ctx, Flaky{FailTimes: 9}) // default options: 3 attempts, 1 s then 2 s
 		if stats := f.runPending(t); counted(stats) != (counts{Processed: 1, Released: 1}) {
@@ -233,6 +236,7 @@ func TestRetriesBackOffThenFail(t *testing.T) {
 }
 
 func TestPanicsAndTimeoutsAreFailedAttempts(t *testing.T) {
+	t.Parallel()
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		f.q.Dispatch(ctx, Panicky{})
 		f.q.Dispatch(ctx, Slow{})
@@ -262,6 +266,7 @@ func TestPanicsAndTimeoutsAreFailedAttempts(t *testing.T) {
 // attempt's error, the first MaxWorkErrors of them, and print them after
 // the summary, so that a test that prints them says why a job failed.
 func TestAFailedAttemptShowsItsError(t *testing.T) {
+	t.Parallel()
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		flaky, _ := f.q.Dispatch(ctx, Flaky{FailTimes: 9})
 		panicky, _ := f.q.Dispatch(ctx, Panicky{})
@@ -294,6 +299,7 @@ func TestAFailedAttemptShowsItsError(t *testing.T) {
 }
 
 func TestAHandlerThatIgnoresItsTimeoutIsAbandoned(t *testing.T) {
+	t.Parallel()
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		f.q.Dispatch(ctx, Stubborn{})
 		f.q.Dispatch(ctx, ExportContacts{CompanyID: "next"})
@@ -316,6 +322,7 @@ func TestAHandlerThatIgnoresItsTimeoutIsAbandoned(t *testing.T) {
 }
 
 func TestUnknownTypesAndBadPayloadsFailAtOnce(t *testing.T) {
+	t.Parallel()
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		now := t0.UnixMilli()
 		store := func(id, name, payload string) {
@@ -346,6 +353,7 @@ func TestUnknownTypesAndBadPayloadsFailAtOnce(t *testing.T) {
 }
 
 func TestOneLogRecordPerAttemptWithoutPayloads(t *testing.T) {
+	t.Parallel()
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		const marker = "MARKER-7f3a-do-not-log"
 		id, _ := f.q.Dispatch(ctx, Flaky{FailTimes: 1, Secret: marker})
@@ -386,6 +394,7 @@ func TestOneLogRecordPerAttemptWithoutPayloads(t *testing.T) {
 // runs: the first attempt's late success changes nothing, and the second
 // attempt's outcome is the one recorded.
 func TestATakenOverJobIsFenced(t *testing.T) {
+	t.Parallel()
 	firstRunning := make(chan struct{})
 	finishFirst := make(chan struct{})
 	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
@@ -433,6 +442,7 @@ func TestATakenOverJobIsFenced(t *testing.T) {
 }
 
 func TestWorkLimits(t *testing.T) {
+	t.Parallel()
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		for i := range 5 {
 			f.q.Dispatch(ctx, ExportContacts{CompanyID: fmt.Sprint(i)})
@@ -470,6 +480,7 @@ func reporting(ran chan<- string) queue.Registration {
 // TestAnIdleWorkerWakesAtADispatch: with an hour between polls, only the
 // dispatch's signal can start the job.
 func TestAnIdleWorkerWakesAtADispatch(t *testing.T) {
+	t.Parallel()
 	ran := make(chan string, 1)
 	handler := reporting(ran)
 	eachWith(t, queue.Config{PollIntervalMs: 3_600_000, Workers: 2}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
@@ -504,6 +515,7 @@ func TestAnIdleWorkerWakesAtADispatch(t *testing.T) {
 // process's clock lags) is not lost: the full search, once a second by the
 // queue's clock, takes it.
 func TestAJobBehindTheCursorRunsAtTheNextFullSearch(t *testing.T) {
+	t.Parallel()
 	ran := make(chan string, 1)
 	handler := reporting(ran)
 	eachWith(t, queue.Config{PollIntervalMs: 5, Workers: 1}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
@@ -540,6 +552,7 @@ func TestAJobBehindTheCursorRunsAtTheNextFullSearch(t *testing.T) {
 // behind by a worker told to stop once the queue is empty: its last
 // search before stopping is a full one.
 func TestAWorkerThatStopsWhenEmptySearchesInFullFirst(t *testing.T) {
+	t.Parallel()
 	var store driver.Driver
 	var clk *clock
 	late := func() error {
@@ -574,6 +587,7 @@ func TestAWorkerThatStopsWhenEmptySearchesInFullFirst(t *testing.T) {
 // (its prober looks for such reservations once a second, beside the
 // fetcher), not only when it starts.
 func TestARunningWorkerTakesOverAStaleReservation(t *testing.T) {
+	t.Parallel()
 	ran := make(chan string, 1)
 	eachWith(t, queue.Config{PollIntervalMs: 5, Workers: 1}, map[string]queue.Registration{"contacts.export": reporting(ran)}, func(t *testing.T, f fixture) {
 		f.q.Dispatch(ctx, ExportContacts{CompanyID: "orphan"})
@@ -662,6 +676,7 @@ func searchingWorker(f fixture, store func(searches) driver.Driver) (from <-chan
 // done). Time passing brings no full search by itself: only a job found
 // behind the cursor does.
 func TestASearchThatFindsTheQueueEmptyMovesTheCursor(t *testing.T) {
+	t.Parallel()
 	eachWith(t, queue.Config{PollIntervalMs: 1, Workers: 1}, nil, func(t *testing.T, f fixture) {
 		searches, stop := searchingWorker(f, nil)
 		defer stop()
@@ -704,6 +719,7 @@ func (blindLooks) Stale(context.Context, string, int64) (bool, error) {
 // cursor, the worker searches the queue in full rather than trust it
 // (where its own error, if it lasts, is reported).
 func TestALookThatFailsCountsAsFound(t *testing.T) {
+	t.Parallel()
 	eachWith(t, queue.Config{PollIntervalMs: 1, Workers: 1}, nil, func(t *testing.T, f fixture) {
 		searches, stop := searchingWorker(f, func(s searches) driver.Driver { return blindLooks{s} })
 		defer stop()
@@ -726,6 +742,7 @@ func TestALookThatFailsCountsAsFound(t *testing.T) {
 // TestStoppingWaitsForRunningJobs: cancelling Work's context takes no new
 // job, and the running one finishes.
 func TestStoppingWaitsForRunningJobs(t *testing.T) {
+	t.Parallel()
 	running := make(chan struct{}, 1)
 	finish := make(chan struct{})
 	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
@@ -766,6 +783,7 @@ func (RetryNow) JobOptions() queue.Options { return queue.Options{Backoff: queue
 // before the retry was stored used to miss it and stop, leaving it to the
 // slow loop.)
 func TestStopWhenEmptyWaitsForImmediateRetries(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			var mu sync.Mutex
@@ -818,6 +836,7 @@ func TestStopWhenEmptyWaitsForImmediateRetries(t *testing.T) {
 // another process would) at once, and still does after its listening
 // connection is killed and comes back.
 func TestWorkersHearDispatchesOfOtherProcesses(t *testing.T) {
+	t.Parallel()
 	url := dbtest.PostgresURL(t)
 	workerURL, name := named(t, url)
 	ran := make(chan string, 1)
@@ -866,6 +885,7 @@ func TestWorkersHearDispatchesOfOtherProcesses(t *testing.T) {
 // TestAllStaleJobsAreTakenOverAtOnce: a dead worker's many jobs come back
 // together, not one a second.
 func TestAllStaleJobsAreTakenOverAtOnce(t *testing.T) {
+	t.Parallel()
 	eachWorker(t, func(t *testing.T, f fixture, rec *recorder) {
 		for i := range 5 {
 			f.q.Dispatch(ctx, ExportContacts{CompanyID: fmt.Sprint(i)})
@@ -905,6 +925,7 @@ func (c *calls) Sync(ctx context.Context) error {
 // waiting for the disk, so when Work returns it has made them durable;
 // a worker that completed nothing has nothing to sync.
 func TestAStoppingWorkerSyncsItsCompletions(t *testing.T) {
+	t.Parallel()
 	eachWith(t, queue.Config{}, nil, func(t *testing.T, f fixture) {
 		c := &calls{}
 		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { c.Driver = d; return c })
@@ -948,6 +969,7 @@ func (r *reserves) Reserve(ctx context.Context, res driver.Reservation) ([]*driv
 // no job due; the worker waits for the next dispatch instead of searching
 // again (at low load that search found nothing, once per job).
 func TestAFreedHandlerDoesNotSearchADrainedQueue(t *testing.T) {
+	t.Parallel()
 	ran := make(chan string, 2)
 	// Three handlers, so that no search fills its limit with one job: a
 	// handler reports before its slot is free, and a search that takes as
