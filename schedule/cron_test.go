@@ -146,6 +146,7 @@ func TestNextHasNoSearchHorizon(t *testing.T) {
 // TestShiftsOfAnySize: the days the clocks change by 30 minutes, an hour
 // or two, each rule by name (the parser library had these wrong).
 func TestShiftsOfAnySize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		zone, spec, start string
 		want              []string
@@ -197,6 +198,7 @@ func TestShiftsOfAnySize(t *testing.T) {
 // parse is refused naming the field and what it takes, in words of its
 // own; reversed ranges are refused with the ranges to write.
 func TestInvalidExpressionsNameTheirField(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ spec, want string }{
 		{"61 * * * *", "minute 61 is above 59 (minute takes 0-59)"},
 		{"0 24 * * *", "hour 24 is above 23 (hour takes 0-23)"},
@@ -255,6 +257,7 @@ func TestInvalidExpressionsNameTheirField(t *testing.T) {
 // (anything but "*", "*/2" included), a day matching either runs; with
 // one of them "*", the other decides.
 func TestTheDayFieldsJoinAsPOSIXCronDoes(t *testing.T) {
+	t.Parallel()
 	days := func(spec string) []int {
 		p := mustPlan(t, spec, "UTC")
 		var out []int

@@ -37,6 +37,7 @@ func mustPlan(t *testing.T, spec, zone string) plan {
 // exist, at the first when it comes twice), and an hourly one at each
 // real hour.
 func TestDaylightSavingDays(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		zone, spec string
 		day        string // the local date the clocks change
@@ -85,6 +86,7 @@ func TestDaylightSavingDays(t *testing.T) {
 }
 
 func TestEveryIsAlignedToTheEpoch(t *testing.T) {
+	t.Parallel()
 	p, err := compile(Entry{Name: "sync", every: 15 * time.Minute, job: noJob}, time.UTC)
 	if err != nil {
 		t.Fatal(err)

@@ -289,6 +289,7 @@ func ExampleOptions() {
 // TestDocsTesting is the test docs/scheduling.md shows under "Testing":
 // an app with a fixed clock, moved to the tick.
 func TestDocsTesting(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var s *schedule.Scheduler
 	var q *queue.Queue

@@ -86,6 +86,7 @@ func runDueSpecs() []string {
 // wakes each minute, for clock steps; the loop here goes straight to the
 // next tick.)
 func TestRunDueDispatchesTheReferencesTicksAtTheirTime(t *testing.T) {
+	t.Parallel()
 	specs := runDueSpecs()
 	eachDB(t, func(t *testing.T, database fx.Option) {
 		ctx := context.Background()
@@ -135,6 +136,7 @@ func TestRunDueDispatchesTheReferencesTicksAtTheirTime(t *testing.T) {
 // the last one claimed, if it is within the entry's catch-up window (90
 // minutes here), and no other.
 func TestRunDueCatchesUpAsTheReferenceSays(t *testing.T) {
+	t.Parallel()
 	specs := runDueSpecs()
 	from, to := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2028, 1, 1, 0, 0, 0, 0, time.UTC)
 	rng := rand.New(rand.NewPCG(25, 6))
@@ -193,6 +195,7 @@ func TestRunDueCatchesUpAsTheReferenceSays(t *testing.T) {
 // Next and schedule:list say tomorrow 02:30, and RunDue dispatches no
 // other tick today.
 func TestNextNamesTheTickRunDueDispatches(t *testing.T) {
+	t.Parallel()
 	ny := loadZone(t, "America/New_York")
 	a := newTestApp(t, apptest.TempDatabase(), time.Date(2026, 3, 8, 1, 0, 0, 0, ny))
 	s := a.scheduler(t, "America/New_York", []string{"30 2 * * *"})
@@ -221,6 +224,7 @@ func TestNextNamesTheTickRunDueDispatches(t *testing.T) {
 // claimed, and dispatches none of those claimed ahead again; a new entry
 // after a step back is not silent either.
 func TestAClockStepDoesNotSilenceTheSchedule(t *testing.T) {
+	t.Parallel()
 	eachDB(t, func(t *testing.T, database fx.Option) {
 		ctx := context.Background()
 		at := func(hhmm string) time.Time {

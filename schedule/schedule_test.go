@@ -98,6 +98,7 @@ var twoEntries = fx.Options(
 )
 
 func TestTwoSchedulersDispatchEachTickOnce(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, database fx.Option) {
 		a := newApp(t, database, at("09:59:30"), twoEntries)
 		b := a.another(t)
@@ -139,6 +140,7 @@ func TestTwoSchedulersDispatchEachTickOnce(t *testing.T) {
 }
 
 func TestCatchUpRunsTheLatestMissedTickOnce(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, database fx.Option) {
 		a := newApp(t, database, at("08:59:59"), schedule.Cron("reports.nightly", "0 * * * *", Report{}))
 		a.Clock.Set(at("09:00:00"))
@@ -169,6 +171,7 @@ func TestCatchUpRunsTheLatestMissedTickOnce(t *testing.T) {
 }
 
 func TestWithoutOverlappingSkipsWhileTheLastRunIsPending(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, database fx.Option) {
 		a := newApp(t, database, at("09:59:59"), schedule.Every("crm.sync", 15*time.Minute, Sync{}, schedule.WithoutOverlapping()))
 		ctx := context.Background()
@@ -197,6 +200,7 @@ func TestWithoutOverlappingSkipsWhileTheLastRunIsPending(t *testing.T) {
 }
 
 func TestCommands(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, apptest.TempDatabase(), at("09:59:00"), twoEntries,
 		schedule.Cron("crm.digest", "30 7 * * 1-5", Report{}, schedule.In("Europe/Berlin"), schedule.Options(queue.Options{Queue: "mail"})))
 	out, err := a.RunCommand("schedule:list")
@@ -234,6 +238,7 @@ reports.nightly  0 * * * *     UTC            2026-12-03 10:00:00 UTC (in 1m)   
 }
 
 func TestScheduleWorkStopsAtOnceWhenCancelled(t *testing.T) {
+	t.Parallel()
 	r, w := io.Pipe()
 	a := app.New(config.Module(config.Sources{Overrides: map[string]any{"database.url": "sqlite://" + t.TempDir() + "/app.db"}}),
 		db.Module(), queue.Module(), schedule.Module(), handlers, schedule.Cron("reports.nightly", "0 3 * * *", Report{}))
@@ -262,6 +267,7 @@ func TestScheduleWorkStopsAtOnceWhenCancelled(t *testing.T) {
 }
 
 func TestBadEntriesFailTheBoot(t *testing.T) {
+	t.Parallel()
 	build := func(opts ...fx.Option) error {
 		a := app.New(append([]fx.Option{config.Module(config.Sources{Overrides: map[string]any{"database.url": "sqlite://" + t.TempDir() + "/app.db"}}),
 			db.Module(), queue.Module(), schedule.Module(), handlers, fx.Populate(new(*schedule.Scheduler))}, opts...)...)
@@ -297,6 +303,7 @@ func TestBadEntriesFailTheBoot(t *testing.T) {
 }
 
 func TestPruneKeepsEachEntrysLatestTick(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, apptest.TempDatabase(), at("07:59:59"), schedule.Cron("reports.nightly", "0 * * * *", Report{}))
 	ctx := context.Background()
 	for _, hour := range []string{"08:00:00", "09:00:00", "10:00:00"} {
@@ -317,6 +324,7 @@ func TestPruneKeepsEachEntrysLatestTick(t *testing.T) {
 // TestPruneDeletesInBatches: more claims than a batch go, a batch to a
 // transaction, each entry's latest kept.
 func TestPruneDeletesInBatches(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, database fx.Option) {
 		a := newApp(t, database, at("07:59:59"))
 		ctx := context.Background()
@@ -345,6 +353,7 @@ func TestPruneDeletesInBatches(t *testing.T) {
 
 // TestWithoutFx: entries made with CronEntry and EveryEntry, given to New.
 func TestWithoutFx(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, apptest.TempDatabase(), at("09:59:59"))
 	s, err := schedule.New(schedule.Params{DB: a.DB, Dispatcher: a.Q, Clock: a.Clock, Entries: []schedule.Entry{
 		schedule.EveryEntry("crm.sync", 15*time.Minute, Sync{}),

@@ -38,6 +38,7 @@ const (
 // example app as its own help gives them, so the page cannot drift from
 // the code.
 func TestCLIReference(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join("..", "..", "docs", "cli.md")
 	doc, err := os.ReadFile(path)
 	if err != nil {

@@ -61,6 +61,7 @@ func eachDatabase(t *testing.T, f func(t *testing.T, dir, url string)) {
 }
 
 func TestMigrateThenServe(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, dir, url string) {
 		if got := run(t, dir, url, "migrate"); got != "Migrated example/0001_create_visits\nMigrated notifications/0001_create_table\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated queue/0005_create_queue_pauses\nMigrated queue/0006_create_queue_cancels\nMigrated queue/0007_create_queue_throughput\nMigrated schedule/0001_create_ticks\n" {
 			t.Fatalf("migrate printed %q", got)
@@ -148,6 +149,7 @@ func TestMigrateThenServe(t *testing.T) {
 // TestTwoProcessesMigrateAtOnce: one applies the set, the other finds it
 // applied; neither fails.
 func TestTwoProcessesMigrateAtOnce(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, dir, url string) {
 		var wg sync.WaitGroup
 		outs := make([]string, 2)
@@ -169,6 +171,7 @@ func TestTwoProcessesMigrateAtOnce(t *testing.T) {
 }
 
 func TestHelpWithAnUnreachableDatabase(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"migrate", "--help"}, {"--version"}} {
 		out := run(t, t.TempDir(), "postgres://app:hunter2@203.0.113.1:5432/crm?connect_timeout=1", args...)
 		if args[0] == "--version" {
@@ -186,6 +189,7 @@ func TestHelpWithAnUnreachableDatabase(t *testing.T) {
 // TestHelpCreatesNothing: listing the commands builds no module, so the
 // SQLite default's folder is not made.
 func TestHelpCreatesNothing(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"--version"}, {"demo", "--help"}} {
 		dir := t.TempDir()
 		out := run(t, dir, "", args...)
@@ -203,6 +207,7 @@ func TestHelpCreatesNothing(t *testing.T) {
 }
 
 func TestBadConfigExitsNonZero(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		env  string
 		want string
@@ -241,6 +246,7 @@ func TestBadConfigExitsNonZero(t *testing.T) {
 // stderr, instead of booting on the defaults (which would migrate the
 // default SQLite file).
 func TestATypoFailsTheBoot(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  string // a variable
@@ -293,6 +299,7 @@ func TestATypoFailsTheBoot(t *testing.T) {
 // stops the app with status 1, naming the file and the environments there
 // are; an empty file lets the environment run on variables alone.
 func TestAppEnvNeedsItsFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "config"), 0o755); err != nil {
 		t.Fatal(err)
@@ -322,6 +329,7 @@ func TestAppEnvNeedsItsFile(t *testing.T) {
 }
 
 func TestUnreachablePostgresNamesTheHost(t *testing.T) {
+	t.Parallel()
 	cmd := command(t.TempDir(), "postgres://app:hunter2@127.0.0.1:1/crm", "migrate")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "127.0.0.1:1") || strings.Contains(string(out), "hunter2") {
@@ -332,6 +340,7 @@ func TestUnreachablePostgresNamesTheHost(t *testing.T) {
 // TestDemo is the README's first command: migrate, queue the demo batch,
 // work it until nothing is available, then list the failed job.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, dir, url string) {
 		run(t, dir, url, "migrate")
 		if got := run(t, dir, url, "demo"); !strings.HasPrefix(got, "Queued 7 demo jobs.") {
@@ -384,6 +393,7 @@ func TestDemo(t *testing.T) {
 // TestExportMailPreview: the export's mail renders from the app's
 // embedded templates, with their layout.
 func TestExportMailPreview(t *testing.T) {
+	t.Parallel()
 	out := run(t, t.TempDir(), "", "mail:preview", "export-ready")
 	for _, want := range []string{"To:         ada@example.com\nSubject:    Your export is ready\n",
 		"--- text ---\nThe export of the contacts of Acme is ready: 2 contact(s).\n\nDownload it from http://127.0.0.1:8080/exports/0190f1e2-demo.csv\n\n-- \nSent by the Navree example app.\n",
@@ -397,6 +407,7 @@ func TestExportMailPreview(t *testing.T) {
 // TestAMissingTableSaysToMigrate: a command on a database that was never
 // migrated says what to do.
 func TestAMissingTableSaysToMigrate(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, dir, url string) {
 		out, err := command(dir, url, "queue:status").CombinedOutput()
 		if err == nil || !strings.HasSuffix(string(out), ` (a table is missing: run "app migrate" first)`+"\n") {
@@ -408,6 +419,7 @@ func TestAMissingTableSaysToMigrate(t *testing.T) {
 // TestScheduleList: the example app's nightly and frequent entries, and
 // the framework's housekeeping.
 func TestScheduleList(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	run(t, dir, "", "migrate")
 	out := run(t, dir, "", "schedule:list")
@@ -426,6 +438,7 @@ func TestScheduleList(t *testing.T) {
 // job whose payload holds a marker: neither appears in anything printed
 // or logged.
 func TestNoSecretsInOutput(t *testing.T) {
+	t.Parallel()
 	forms := map[string]func(u *neturl.URL){
 		"userinfo": func(u *neturl.URL) { u.User = neturl.UserPassword(u.User.Username(), "hunter2-secret") },
 		"password parameter": func(u *neturl.URL) {
@@ -472,6 +485,7 @@ func TestNoSecretsInOutput(t *testing.T) {
 // immutable, which binds root too) fails the command with a clear error
 // and leaves the file as it was.
 func TestReadOnlyDatabaseFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	run(t, dir, "", "migrate")
 	run(t, dir, "", "demo")
@@ -506,6 +520,7 @@ func TestReadOnlyDatabaseFile(t *testing.T) {
 // never answers) ends the process by SIGTERM, as a process manager expects
 // of a stop, not with "context canceled" and status 1.
 func TestAStopSignalWhileStartingEndsLikeTheSignal(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

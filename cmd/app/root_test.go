@@ -41,6 +41,7 @@ func binaryIn(t *testing.T, dir string) string {
 // and migrates the database there; with no root it fails, saying what to
 // do, and creates nothing where it runs.
 func TestTheAppRootFromAnotherFolder(t *testing.T) {
+	t.Parallel()
 	root, elsewhere := t.TempDir(), t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, "config"), 0o755); err != nil {
 		t.Fatal(err)

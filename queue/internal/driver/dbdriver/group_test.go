@@ -48,6 +48,7 @@ func count(t *testing.T, d *db.DB) int {
 // for the write lock are stored together; each caller returns once its
 // own job is committed.
 func TestConcurrentInsertsShareCommits(t *testing.T) {
+	t.Parallel()
 	drv, d := openSQLite(t)
 	ctx := context.Background()
 	const goroutines, each = 8, 100
@@ -79,6 +80,7 @@ func TestConcurrentInsertsShareCommits(t *testing.T) {
 // waits for the write lock returns the context's error, and its job is
 // not stored later by another's group.
 func TestAnInsertGivenUpIsNotStored(t *testing.T) {
+	t.Parallel()
 	drv, d := openSQLite(t)
 	ctx := context.Background()
 	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
@@ -124,6 +126,7 @@ func TestAnInsertGivenUpIsNotStored(t *testing.T) {
 // TestAnInsertOnAClosedDatabaseFails: the group's error reaches its
 // caller; nothing waits for a write that failed.
 func TestAnInsertOnAClosedDatabaseFails(t *testing.T) {
+	t.Parallel()
 	drv, d := openSQLite(t)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)

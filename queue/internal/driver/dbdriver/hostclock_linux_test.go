@@ -10,6 +10,7 @@ import (
 // TestTheHostHasABootAndAMonotonicClock: on Linux the clock of
 // reservations reads the real boot id and CLOCK_MONOTONIC.
 func TestTheHostHasABootAndAMonotonicClock(t *testing.T) {
+	t.Parallel()
 	since := sinceBoot()
 	before := since()
 	if id := bootID(); len(id) != 36 || before <= 0 {

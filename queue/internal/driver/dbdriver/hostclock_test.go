@@ -29,6 +29,7 @@ func (h *host) process(wall time.Time) *hostClock {
 // it moves only with the monotonic clock; after a reboot it starts anew
 // from the wall clock.
 func TestTheHostClockIsSharedAndStepFree(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	drv, d := openSQLite(t)
 	h := &host{boot: "boot-1"}

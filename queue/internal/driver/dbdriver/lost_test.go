@@ -59,6 +59,7 @@ func column(t *testing.T, d *db.DB, query string, args ...any) []string {
 // connection and returns their ids; one in the caller's unit of work
 // fails the unit's commit, saying it did not commit, and stores nothing.
 func TestALostAnswerIsResolved(t *testing.T) {
+	t.Parallel()
 	base := dbtest.PostgresURL(t)
 	cut, proxied := newCutter(t, base)
 	d := migrated(t, proxied)
@@ -179,6 +180,7 @@ func TestALostAnswerIsResolved(t *testing.T) {
 // learn its transaction's id (no dispatch ran in it) and whose commit
 // lost its answer says that its outcome is unknown.
 func TestALostCommitOfAnUntrackedUnitIsUnknown(t *testing.T) {
+	t.Parallel()
 	base := dbtest.PostgresURL(t)
 	cut, proxied := newCutter(t, base)
 	d := dbtest.Open(t, proxied)
@@ -209,6 +211,7 @@ func TestALostCommitOfAnUntrackedUnitIsUnknown(t *testing.T) {
 // whose server does not come back within its context fails with an error
 // saying that whether its job is stored is unknown.
 func TestAnAnswerLostForGoodIsUnknown(t *testing.T) {
+	t.Parallel()
 	base := dbtest.PostgresURL(t)
 	cut, proxied := newCutter(t, base)
 	d := migrated(t, proxied)

@@ -17,6 +17,7 @@ import (
 // waiting rows, reservation scans every row (about 12 jobs/s on a large
 // table, measured).
 func TestReservationUsesTheWaitingIndex(t *testing.T) {
+	t.Parallel()
 	d := migrated(t, dbtest.SQLiteURL(t))
 	q := sqliteStatements()
 	for name, stmt := range map[string]string{"reserve": q.reserve, "find unique": q.findUnique} {
@@ -50,6 +51,7 @@ func unvacuumed(t *testing.T) *db.DB {
 // search from the worker's cursor skips them; a full search reads them
 // all. Measured in buffers read, which do not depend on the machine.
 func TestReservationStartsPastReservedRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := unvacuumed(t)
 	drv := newPostgres(d)
@@ -132,6 +134,7 @@ func TestReservationStartsPastReservedRows(t *testing.T) {
 // they used to be planned with, each read every row (a second apiece with
 // 100k jobs waiting, measured). Measured in buffers read.
 func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := unvacuumed(t)
 	const n = 20_000

@@ -23,6 +23,7 @@ import (
 // error stored none: no job is stored behind an error (and run), none is
 // missing behind an id.
 func TestDispatchesTellTheTruthAcrossServerCrashes(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	d := migrated(t, c.URL)
 	drv := newPostgres(d)
@@ -191,6 +192,7 @@ func TestDispatchesTellTheTruthAcrossServerCrashes(t *testing.T) {
 // returns nil and the job is stored. Had the COMMIT never reached the
 // server, the unit learns that it did not.
 func TestACrashAfterALostCommitIsResolved(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	cut, proxied := newCutter(t, c.URL)
 	d := migrated(t, proxied)
@@ -232,6 +234,7 @@ func TestACrashAfterALostCommitIsResolved(t *testing.T) {
 // it did not commit, and no job is stored. (The server is set so that
 // nothing writes the unit's changes to disk before the crash.)
 func TestAnIDGivenAgainAfterACrashIsNotTakenForOurs(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, "-c wal_writer_delay=10s", "-c bgwriter_lru_maxpages=0", "-c autovacuum=off")
 	d := migrated(t, c.URL)
 	drv := newPostgres(d)

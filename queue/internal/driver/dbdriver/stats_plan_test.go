@@ -95,6 +95,7 @@ var bigTables = []string{
 // index that orders its state. Measured in buffers, which do not depend
 // on the machine; the bounds are loose, as other tests share the server.
 func TestReadSideUsesTheIndexesOnPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := migrated(t, dbtest.PostgresURL(t))
 	for _, stmt := range bigTables {
@@ -248,6 +249,7 @@ func sqlitePlan(t *testing.T, d *db.DB, stmt string, args ...any) string {
 // on the index of its state, without statistics (as an app's database
 // is) and with them.
 func TestReadSideUsesTheIndexesOnSQLite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := migrated(t, dbtest.SQLiteURL(t))
 	if _, err := d.DB.DB.ExecContext(ctx, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) "+
