@@ -44,7 +44,7 @@ func skipNote(n int64, first bool) string {
 	var b strings.Builder
 	if first {
 		fmt.Fprintf(&b, "dbtest: %s is not set, so the PostgreSQL tests skip. To run them, set it to a server's URL, such as\n"+
-			"dbtest:   %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable go test -race ./...\n", PostgresEnv, PostgresEnv)
+			"dbtest:   %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable go test ./...\n", PostgresEnv, PostgresEnv)
 	}
 	fmt.Fprintf(&b, "dbtest: %d PostgreSQL test(s) of %s skipped\n", n, packageName())
 	return b.String()
