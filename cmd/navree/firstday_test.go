@@ -59,9 +59,16 @@ func TestTheDocsFirstCommandsWork(t *testing.T) {
 	if ran != 1 {
 		t.Fatalf("getting-started's step 1 has no navree new:\n%s", step1)
 	}
+	// The replace is relative when the app and the checkout share a top
+	// folder (both in /tmp), else absolute: either way, this checkout.
 	mod, _ := os.ReadFile(filepath.Join(app, "go.mod"))
-	if !strings.Contains(string(mod), "\nreplace github.com/navree/navree => "+repoRoot()+"\n") {
-		t.Errorf("the new app's go.mod does not replace the framework with this checkout:\n%s", mod)
+	_, replaced, _ := strings.Cut(string(mod), "\nreplace github.com/navree/navree => ")
+	replaced, _, _ = strings.Cut(replaced, "\n")
+	if !filepath.IsAbs(replaced) {
+		replaced = filepath.Join(app, replaced)
+	}
+	if replaced != repoRoot() {
+		t.Errorf("the new app's go.mod does not replace the framework with this checkout, %s:\n%s", repoRoot(), mod)
 	}
 	if _, err := os.Stat(filepath.Join(app, ".git")); err != nil {
 		t.Errorf("navree new ran no git init: %v", err)
