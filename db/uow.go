@@ -55,6 +55,18 @@ func UnitOfWorkFrom(ctx context.Context) *UnitOfWork {
 	return u
 }
 
+// WithoutUnitOfWork returns ctx outside the unit of work it is in, if
+// any: what runs with it commits in transactions of its own, while ctx's
+// other values (a trace, a request id) and its deadline and cancellation
+// stay. A handler that must commit as it goes, whatever becomes of the
+// request, uses it.
+func WithoutUnitOfWork(ctx context.Context) context.Context {
+	if UnitOfWorkFrom(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, uowKey{}, (*UnitOfWork)(nil))
+}
+
 // DB returns the database the unit of work belongs to.
 func (u *UnitOfWork) DB() *DB { return u.db }
 

@@ -199,3 +199,51 @@ func TestWriteTakesTurnsWithTransactions(t *testing.T) {
 		}
 	})
 }
+
+type traceKey struct{}
+
+// TestWithoutUnitOfWork: what runs with db.WithoutUnitOfWork(ctx) commits
+// on its own though the unit of work rolls back, and keeps ctx's other
+// values and its cancellation.
+func TestWithoutUnitOfWork(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		d := dbtest.Open(t, url)
+		createNotes(t, d)
+		ctx, cancel := context.WithCancel(context.WithValue(context.Background(), traceKey{}, "trace-1"))
+		defer cancel()
+		if got := db.WithoutUnitOfWork(ctx); got != ctx {
+			t.Fatal("outside a unit of work, WithoutUnitOfWork made a new context")
+		}
+		boom := errors.New("boom")
+		err := d.Transaction(ctx, func(ctx context.Context) error {
+			out := db.WithoutUnitOfWork(ctx)
+			if db.UnitOfWorkFrom(out) != nil {
+				t.Error("WithoutUnitOfWork kept the unit of work")
+			}
+			if db.UnitOfWorkFrom(ctx) == nil {
+				t.Error("WithoutUnitOfWork took the unit of work from its parent")
+			}
+			if out.Value(traceKey{}) != "trace-1" {
+				t.Errorf("WithoutUnitOfWork dropped the trace: %v", out.Value(traceKey{}))
+			}
+			if err := addNote(out, d, "on its own"); err != nil {
+				return err
+			}
+			if n := countNotes(t, d); n != 1 {
+				t.Errorf("a note written without the unit of work is not committed: %d notes", n)
+			}
+			cancel()
+			if out.Err() == nil {
+				t.Error("WithoutUnitOfWork does not end with its parent")
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("Transaction: %v, want boom", err)
+		}
+		if n := countNotes(t, d); n != 1 {
+			t.Fatalf("after the rollback %d notes, want the one written on its own", n)
+		}
+	})
+}
