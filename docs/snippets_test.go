@@ -106,7 +106,7 @@ var Module = fx.Module("reports")
 // the code around it would have (a test's t, a handler's ctx, the app's
 // services it was given).
 const bodyParams = `ctx context.Context, t *testing.T, w http.ResponseWriter, r *http.Request, c *cli.Context,
-	q *queue.Queue, d *db.DB, mailer *mail.Mailer, notifier *notify.Notifier, inbox *notify.Inbox, bus *events.Bus,
+	q *queue.Queue, in *queue.Inspector, d *db.DB, mailer *mail.Mailer, notifier *notify.Notifier, inbox *notify.Inbox, bus *events.Bus,
 	s *schedule.Scheduler, a *apptest.App, clock *apptest.Clock, uow *db.UnitOfWork`
 
 // TestEverySnippetCompiles builds each snippet as a package of its own:

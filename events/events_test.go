@@ -142,7 +142,7 @@ func drain(t *testing.T, q *queue.Queue) int {
 
 func pending(t *testing.T, q *queue.Queue) int {
 	t.Helper()
-	n, err := q.PendingCount(context.Background(), "default")
+	n, err := q.Inspector().PendingCount(context.Background(), "default")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestEachQueuedListenerRunsAndIsRetriedAlone(t *testing.T) {
 		if n := pending(t, a.Queue); n != 3 {
 			t.Fatalf("%d jobs queued, want one per listener", n)
 		}
-		jobs, _, err := a.Queue.Jobs(context.Background(), queue.JobsQuery{State: "waiting"})
+		jobs, _, err := a.Queue.Inspector().Jobs(context.Background(), queue.JobsQuery{State: "waiting"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -282,7 +282,7 @@ func TestFailoverToTheNextTransport(t *testing.T) {
 		if stats := run(t, a.Queue); stats.Succeeded != 1 {
 			t.Fatalf("RunPending = %+v, want the mail sent through the failover", stats)
 		}
-		if n, err := a.Queue.PendingCount(context.Background(), "default"); err != nil || n != 0 {
+		if n, err := a.Queue.Inspector().PendingCount(context.Background(), "default"); err != nil || n != 0 {
 			t.Fatalf("%d jobs left (%v), want none", n, err)
 		}
 		sent := a.Mailer.Memory().Sent()
@@ -351,7 +351,7 @@ func TestRolledBackWorkSendsNothing(t *testing.T) {
 		if stats := run(t, a.Queue); stats.Processed != 0 {
 			t.Fatalf("RunPending = %+v: a rolled-back unit of work queued mail", stats)
 		}
-		if n, err := a.Queue.PendingCount(context.Background(), "default"); err != nil || n != 0 || len(srv.Received()) != 0 {
+		if n, err := a.Queue.Inspector().PendingCount(context.Background(), "default"); err != nil || n != 0 || len(srv.Received()) != 0 {
 			t.Fatalf("%d jobs pending, %d messages received; want none", n, len(srv.Received()))
 		}
 	})

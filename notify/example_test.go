@@ -143,7 +143,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	pending, _ := q.PendingCount(ctx, "default")
+	pending, _ := q.Inspector().PendingCount(ctx, "default")
 	fmt.Println(len(ids), "id,", pending, "notify.send jobs")
 
 	stats, err := q.RunPending(ctx) // what a worker does
@@ -421,7 +421,7 @@ func Example_mailChannel() {
 	}
 	stats, _ = q.RunPending(ctx)
 	fmt.Printf("refused for good: %d failed\n", stats.Failed)
-	failed, _, _ := q.Failed(ctx, queue.FailedQuery{})
+	failed, _, _ := q.Inspector().Failed(ctx, queue.FailedQuery{})
 	for _, f := range failed {
 		var job notify.SendJob
 		json.Unmarshal(f.Payload, &job)

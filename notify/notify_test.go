@@ -103,7 +103,7 @@ func run(t *testing.T, q *queue.Queue) queue.WorkStats {
 
 func pending(t *testing.T, q *queue.Queue) int {
 	t.Helper()
-	n, err := q.PendingCount(context.Background(), "default")
+	n, err := q.Inspector().PendingCount(context.Background(), "default")
 	if err != nil {
 		t.Fatal(err)
 	}

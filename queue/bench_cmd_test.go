@@ -87,7 +87,7 @@ $`)
 
 			// Its own queue is empty, the app's job still waits.
 			for queueName, want := range map[string]int{"navree-bench": 0, "default": 1} {
-				if n, err := q.PendingCount(context.Background(), queueName); err != nil || n != want {
+				if n, err := q.Inspector().PendingCount(context.Background(), queueName); err != nil || n != want {
 					t.Fatalf("%s: %d pending (%v), want %d", queueName, n, err, want)
 				}
 			}

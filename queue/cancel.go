@@ -12,14 +12,14 @@ import (
 
 // ErrCancelled is the cause of a cancelled attempt's context: a handler
 // that checks sees ctx.Err() == context.Canceled and
-// context.Cause(ctx) == ErrCancelled. See [Queue.Cancel].
+// context.Cause(ctx) == ErrCancelled. See [Inspector.Cancel].
 var ErrCancelled = worker.ErrCancelled
 
-// ErrNoJob is matched (errors.Is) by the error of [Queue.Cancel] for an
+// ErrNoJob is matched (errors.Is) by the error of [Inspector.Cancel] for an
 // id that is no job waiting, delayed or running.
 var ErrNoJob = errors.New("there is no job with that id")
 
-// NoJobError is the error of [Queue.Cancel] for an id that is no job
+// NoJobError is the error of [Inspector.Cancel] for an id that is no job
 // waiting, delayed or running: it has finished, failed, or never was.
 type NoJobError struct{ ID string }
 
@@ -31,7 +31,7 @@ func (e *NoJobError) Error() string {
 // Is reports whether target is [ErrNoJob].
 func (e *NoJobError) Is(target error) bool { return target == ErrNoJob }
 
-// Cancellation is what [Queue.Cancel] did.
+// Cancellation is what [Inspector.Cancel] did.
 type Cancellation int
 
 // What Cancel did.
@@ -53,7 +53,8 @@ const (
 // job waiting, delayed or running gives a [*NoJobError]. A completion that
 // races the cancel wins: the job has then succeeded, and Cancel reports it
 // as not found.
-func (q *Queue) Cancel(ctx context.Context, id string) error {
+func (i *Inspector) Cancel(ctx context.Context, id string) error {
+	q := i.q
 	_, err := q.cancel(ctx, id)
 	return err
 }

@@ -24,7 +24,7 @@ func TestCancelAWaitingJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.q.Cancel(ctx, id); err != nil {
+		if err := f.q.Inspector().Cancel(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		if s, err := f.q.RunPending(ctx); s.Processed != 0 || err != nil {
@@ -35,22 +35,22 @@ func TestCancelAWaitingJob(t *testing.T) {
 			t.Fatalf("failed jobs = %+v, want the cancelled one", failed)
 		}
 		for _, bad := range []string{id, "0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23", "nope"} {
-			err := f.q.Cancel(ctx, bad)
+			err := f.q.Inspector().Cancel(ctx, bad)
 			if !errors.Is(err, queue.ErrNoJob) || err.Error() != "there is no waiting, delayed or running job with id "+bad+" (queue:failed lists the failed ones)" {
 				t.Fatalf("Cancel(%s) = %v", bad, err)
 			}
 		}
-		if n, err := f.q.Retry(ctx, id); n != 1 || err != nil {
+		if n, err := f.q.Inspector().Retry(ctx, id); n != 1 || err != nil {
 			t.Fatalf("Retry of the cancelled job = %d, %v", n, err)
 		}
-		if err := f.q.Cancel(ctx, id); err != nil {
+		if err := f.q.Inspector().Cancel(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		// DeleteFailed deletes it for good; once.
-		if err := f.q.DeleteFailed(ctx, id); err != nil {
+		if err := f.q.Inspector().DeleteFailed(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.q.DeleteFailed(ctx, id); !errors.Is(err, queue.ErrNoFailedJob) || err.Error() != "there is no failed job with id "+id {
+		if err := f.q.Inspector().DeleteFailed(ctx, id); !errors.Is(err, queue.ErrNoFailedJob) || err.Error() != "there is no failed job with id "+id {
 			t.Fatalf("DeleteFailed again: %v", err)
 		}
 		if len(f.failed(t)) != 0 || f.pending(t, "default") != 0 {
@@ -78,7 +78,7 @@ func TestCancelARunningJob(t *testing.T) {
 		done := make(chan queue.WorkStats)
 		go func() { s, _ := f.q.RunPending(ctx); done <- s }()
 		id := <-started
-		if err := f.q.Cancel(ctx, id); err != nil {
+		if err := f.q.Inspector().Cancel(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		if cause := <-causes; cause != queue.ErrCancelled {
@@ -94,7 +94,7 @@ func TestCancelARunningJob(t *testing.T) {
 		if logs := f.logs.String(); !strings.Contains(logs, `"msg":"cancelling a running job"`) || !strings.Contains(logs, `"outcome":"cancelled"`) {
 			t.Errorf("the cancel is not logged:\n%s", logs)
 		}
-		if err := f.q.Cancel(ctx, id); !errors.Is(err, queue.ErrNoJob) {
+		if err := f.q.Inspector().Cancel(ctx, id); !errors.Is(err, queue.ErrNoJob) {
 			t.Fatalf("Cancel of the failed job: %v", err)
 		}
 	})
@@ -117,7 +117,7 @@ func TestCancelAJobRunningInAnotherProcess(t *testing.T) {
 		if line, err := stdout.ReadString('\n'); err != nil || line != "started "+id+" 1\n" {
 			t.Fatalf("the worker printed %q, %v\n%s", line, err, stderr)
 		}
-		if err := q.Cancel(ctx, id); err != nil {
+		if err := q.Inspector().Cancel(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		if line, err := stdout.ReadString('\n'); err != nil || line != "stopped: job cancelled\n" {
@@ -130,7 +130,7 @@ func TestCancelAJobRunningInAnotherProcess(t *testing.T) {
 			!strings.Contains(stderr.String(), "outcome=cancelled error=cancelled") {
 			t.Errorf("the worker logged:\n%s", stderr)
 		}
-		failed, _, err := q.Failed(ctx, queue.FailedQuery{})
+		failed, _, err := q.Inspector().Failed(ctx, queue.FailedQuery{})
 		if err != nil || len(failed) != 1 || failed[0].ID != id || failed[0].Error != "cancelled" || failed[0].Attempts != 1 {
 			t.Fatalf("failed jobs = %+v, %v", failed, err)
 		}
@@ -183,7 +183,7 @@ func TestJobLooksUpAJobInEachState(t *testing.T) {
 		running, _ := f.q.Dispatch(ctx, ExportContacts{CompanyID: "now"})
 		f.reserve(t, "default")
 		failedID, _ := f.q.Dispatch(ctx, ExportContacts{CompanyID: "bad"})
-		if err := f.q.Cancel(ctx, failedID); err != nil {
+		if err := f.q.Inspector().Cancel(ctx, failedID); err != nil {
 			t.Fatal(err)
 		}
 		for _, tt := range []struct {
@@ -198,20 +198,20 @@ func TestJobLooksUpAJobInEachState(t *testing.T) {
 			{running, queue.StateRunning, `{"company_id":"now","requested_by":""}`, "exponential:1000:300000", false},
 			{failedID, queue.StateFailed, `{"company_id":"bad","requested_by":""}`, "exponential:1000:300000", false},
 		} {
-			j, err := f.q.Job(ctx, tt.id)
+			j, err := f.q.Inspector().Job(ctx, tt.id)
 			if err != nil || j.ID != tt.id || j.State != tt.state || string(j.Payload) != tt.payload || j.PayloadBytes != len(tt.payload) ||
 				j.Backoff != tt.backoff || j.Unique != tt.unique || j.Timeout != time.Minute {
 				t.Errorf("Job(%s) = %+v, %v; want %s with %s, backoff %s, unique %v, timeout 1m", tt.id, j, err, tt.state, tt.payload, tt.backoff, tt.unique)
 			}
 		}
-		if j, _ := f.q.Job(ctx, failedID); j.LastError != "cancelled" || j.FailedAt.IsZero() {
+		if j, _ := f.q.Inspector().Job(ctx, failedID); j.LastError != "cancelled" || j.FailedAt.IsZero() {
 			t.Errorf("the failed job's error and time: %+v", j)
 		}
-		if j, _ := f.q.Job(ctx, running); j.ReservedAt.IsZero() || j.Attempts != 1 {
+		if j, _ := f.q.Inspector().Job(ctx, running); j.ReservedAt.IsZero() || j.Attempts != 1 {
 			t.Errorf("the running job's reservation: %+v", j)
 		}
 		for _, bad := range []string{"0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23", "nope"} {
-			if _, err := f.q.Job(ctx, bad); !errors.Is(err, queue.ErrNoJob) {
+			if _, err := f.q.Inspector().Job(ctx, bad); !errors.Is(err, queue.ErrNoJob) {
 				t.Errorf("Job(%s): %v", bad, err)
 			}
 		}
@@ -242,7 +242,7 @@ func TestThroughputCountsWhatWorkersFinished(t *testing.T) {
 		if _, err := f.q.RunPending(ctx); err != nil {
 			t.Fatal(err)
 		}
-		got, err := f.q.Throughput(ctx, 10*time.Minute)
+		got, err := f.q.Inspector().Throughput(ctx, 10*time.Minute)
 		want := []queue.Throughput{
 			{Queue: "default", Minute: first.UTC(), Succeeded: 1},
 			{Queue: "default", Minute: first.Add(time.Minute).UTC(), Succeeded: 2},
@@ -252,10 +252,10 @@ func TestThroughputCountsWhatWorkersFinished(t *testing.T) {
 			t.Fatalf("Throughput = %+v, %v\nwant %+v", got, err, want)
 		}
 		f.clock.Advance(30 * time.Second) // a window of 10 s reaches back into this minute only
-		if got, _ := f.q.Throughput(ctx, 10*time.Second); len(got) != 1 || got[0].Succeeded != 2 {
+		if got, _ := f.q.Inspector().Throughput(ctx, 10*time.Second); len(got) != 1 || got[0].Succeeded != 2 {
 			t.Fatalf("Throughput of the current minute = %+v", got)
 		}
-		if _, err := f.q.Throughput(ctx, 25*time.Hour); !errors.Is(err, queue.ErrInvalidQuery) {
+		if _, err := f.q.Inspector().Throughput(ctx, 25*time.Hour); !errors.Is(err, queue.ErrInvalidQuery) {
 			t.Fatalf("Throughput(25h): %v", err)
 		}
 	})

@@ -55,7 +55,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 		if string(rest) != "Processed 100 job attempt(s): 100 succeeded, 0 released for retry, 0 failed.\n" {
 			t.Fatalf("the worker printed %q", rest)
 		}
-		if n, _ := q.PendingCount(ctx, "default"); n != 0 {
+		if n, _ := q.Inspector().PendingCount(ctx, "default"); n != 0 {
 			t.Fatalf("%d jobs left: a finished job's completion was lost at shutdown", n)
 		}
 	})

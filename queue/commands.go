@@ -216,18 +216,19 @@ func commands() []app.Command {
 				&cli.DurationFlag{Name: "watch", Usage: "print it again every `D`, such as 2s, until stopped (on a terminal: redrawn in place)", DefaultText: "once"},
 				&cli.BoolFlag{Name: "json", Usage: "print it as JSON"},
 			},
-			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+				q := i.q
 				every := c.Duration("watch")
 				if c.IsSet("watch") && every < 100*time.Millisecond {
 					return fmt.Errorf("queue:status: --watch must be 100ms or more, not %s", every)
 				}
 				terminal := term.IsTerminal(c.App.Writer)
 				for first := true; ; first = false {
-					stats, err := q.Stats(c.Context)
+					stats, err := i.Stats(c.Context)
 					if err != nil {
 						return err
 					}
-					all, err := q.EveryQueuePaused(c.Context)
+					all, err := i.EveryQueuePaused(c.Context)
 					if err != nil {
 						return err
 					}
@@ -267,7 +268,8 @@ func commands() []app.Command {
 			Usage: "List the failed jobs",
 			Description: "Prints one line per failed job, oldest failure first: its id, queue, type, attempts,\n" +
 				"when it failed (UTC) and the first line of its error. It reads them a page at a time.",
-			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+				q := i.q
 				page := FailedQuery{Limit: failedPage}
 				for listed := 0; ; {
 					jobs, next, err := q.failed(c.Context, page, false)
@@ -293,7 +295,8 @@ func commands() []app.Command {
 			Name:      "queue:retry",
 			Usage:     "Put a failed job, or every failed job, back on its queue",
 			ArgsUsage: "ID|all",
-			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+				q := i.q
 				if c.NArg() != 1 {
 					return fmt.Errorf("queue:retry takes one argument, a failed job's id or all")
 				}
@@ -301,12 +304,12 @@ func commands() []app.Command {
 				var queues []string // of the jobs retried, as far as known
 				var err error
 				if id := c.Args().First(); id != "all" {
-					if j, err := q.Job(c.Context, id); err == nil {
+					if j, err := i.Job(c.Context, id); err == nil {
 						queues = []string{j.Queue}
 					}
-					n, err = q.Retry(c.Context, id)
+					n, err = i.Retry(c.Context, id)
 				} else {
-					n, queues, err = retryAll(c, q)
+					n, queues, err = retryAll(c, i)
 				}
 				if err != nil {
 					return err
@@ -332,12 +335,12 @@ func commands() []app.Command {
 			ArgsUsage: "QUEUE|all",
 			Description: "Dispatches are still stored and the running jobs finish; no worker of any process takes another job\n" +
 				"of the queue until it is resumed. Workers on PostgreSQL hear of it at once, on SQLite by their next poll.",
-			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, i *Inspector) error {
 				if c.NArg() != 1 {
 					return fmt.Errorf("queue:pause takes one argument, a queue name or all, such as: queue:pause mail")
 				}
 				name := c.Args().First()
-				if err := q.Pause(c.Context, name); err != nil {
+				if err := i.Pause(c.Context, name); err != nil {
 					return err
 				}
 				if name == AllQueues {
@@ -352,7 +355,8 @@ func commands() []app.Command {
 			Name:      "queue:resume",
 			Usage:     "Let workers take the jobs of a paused queue, or of every queue, again",
 			ArgsUsage: "QUEUE|all",
-			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+				q := i.q
 				if c.NArg() != 1 {
 					return fmt.Errorf("queue:resume takes one argument, a queue name or all, such as: queue:resume mail")
 				}
@@ -380,7 +384,8 @@ func commands() []app.Command {
 			Description: "A waiting or delayed job moves to the failed jobs with the error \"cancelled\" (queue:retry ID runs it after all).\n" +
 				"A running job's attempt has its context cancelled within a second; if its handler then returns an error,\n" +
 				"the job fails as \"cancelled\" and is not retried.",
-			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+				q := i.q
 				if c.NArg() != 1 {
 					return fmt.Errorf("queue:cancel takes one argument, a job's id (queue:status counts the jobs; queue:failed lists the failed ones)")
 				}
@@ -401,11 +406,11 @@ func commands() []app.Command {
 			Name:      "queue:forget",
 			Usage:     "Delete a failed job",
 			ArgsUsage: "ID",
-			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, i *Inspector) error {
 				if c.NArg() != 1 {
 					return fmt.Errorf("queue:forget takes one argument, a failed job's id (queue:failed lists them)")
 				}
-				if err := q.DeleteFailed(c.Context, c.Args().First()); err != nil {
+				if err := i.DeleteFailed(c.Context, c.Args().First()); err != nil {
 					return err
 				}
 				fmt.Fprintf(c.App.Writer, "Deleted the failed job %s.\n", c.Args().First())
@@ -418,9 +423,9 @@ func commands() []app.Command {
 			Description: "Deletes them 1,000 to a transaction, oldest first. To prune on a schedule, dispatch the job\n" +
 				"queue.prune_failed from an entry: schedule.Cron(\"queue.prune_failed\", \"0 3 * * *\", queue.PruneFailedJob{OlderThanHours: 168}).",
 			Flags: []cli.Flag{&cli.DurationFlag{Name: "older-than", Value: 7 * 24 * time.Hour, Usage: "delete those that failed more than `D` ago, such as 72h"}},
-			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, i *Inspector) error {
 				progress := term.NewProgress(c.App.ErrWriter, "Deleting failed jobs", 0)
-				n, err := q.PruneFailed(c.Context, c.Duration("older-than"), progress.Set)
+				n, err := i.PruneFailed(c.Context, c.Duration("older-than"), progress.Set)
 				progress.Done()
 				if err != nil {
 					return err
@@ -432,8 +437,8 @@ func commands() []app.Command {
 		{
 			Name:  "queue:flush",
 			Usage: "Delete every failed job",
-			Action: app.Uses(func(c *cli.Context, q *Queue) error {
-				n, err := q.FlushFailed(c.Context)
+			Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+				n, err := i.FlushFailed(c.Context)
 				if err != nil {
 					return err
 				}
@@ -513,10 +518,10 @@ func printStatus(w io.Writer, stats []QueueStats, all, asJSON bool) error {
 
 // retryAll retries every failed job, with a progress line on a terminal,
 // and returns how many and the queues that had failed jobs.
-func retryAll(c *cli.Context, q *Queue) (int, []string, error) {
+func retryAll(c *cli.Context, i *Inspector) (int, []string, error) {
 	total, known := 0, true // not known when a count of Stats stopped at its limit
 	var queues []string
-	if stats, err := q.Stats(c.Context); err == nil {
+	if stats, err := i.Stats(c.Context); err == nil {
 		for _, s := range stats {
 			if s.Failed > 0 {
 				queues = append(queues, s.Queue)
@@ -529,7 +534,7 @@ func retryAll(c *cli.Context, q *Queue) (int, []string, error) {
 	}
 	progress := term.NewProgress(c.App.ErrWriter, "Retrying failed jobs", total)
 	defer progress.Done()
-	n, err := q.RetryAll(c.Context, progress.Set)
+	n, err := i.RetryAll(c.Context, progress.Set)
 	return n, queues, err
 }
 

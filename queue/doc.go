@@ -37,15 +37,15 @@
 //
 // # Reading the queue
 //
-// [Queue.Stats] counts each queue's jobs by state, and [Queue.Jobs] lists
+// [Inspector.Stats] counts each queue's jobs by state, and [Inspector.Jobs] lists
 // the jobs of one state a page at a time, from the indexes the workers
 // use: what a status command or a dashboard shows, without SQL of its
 // own.
 //
 // # Failed jobs
 //
-// A job that used up its attempts is kept until [Queue.Retry] puts it
-// back or [Queue.FlushFailed] deletes it; [Queue.Failed] lists them, a
+// A job that used up its attempts is kept until [Inspector.Retry] puts it
+// back or [Inspector.FlushFailed] deletes it; [Inspector.Failed] lists them, a
 // page at a time ([FailedQuery]).
 //
 // See docs/queues.md for the whole guide.

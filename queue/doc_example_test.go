@@ -119,7 +119,7 @@ func Example_docs() {
 	stats, _ := q.Work(ctx, queue.WorkOptions{Queues: []string{"default", "sync"}, StopWhenEmpty: true})
 	fmt.Println(len(id) == 36, first == again, stats, mailer.sent)
 
-	_, err = q.Retry(ctx, "0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23")
+	_, err = q.Inspector().Retry(ctx, "0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23")
 	fmt.Println(err, errors.Is(err, queue.ErrNoFailedJob))
 	// Output:
 	// true true Processed 4 job attempt(s): 4 succeeded, 0 released for retry, 0 failed. [ada@example.com: Your export of acme is ready]

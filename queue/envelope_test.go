@@ -84,7 +84,7 @@ func TestMetaTravelsWithTheJob(t *testing.T) {
 		if len(failed) != 1 || string(failed[0].Meta) != string(e.Meta) {
 			t.Fatalf("failed jobs %+v, want the meta kept", failed)
 		}
-		if _, err := f.q.Retry(ctx, id); err != nil {
+		if _, err := f.q.Inspector().Retry(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		f.runPending(t)

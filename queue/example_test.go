@@ -42,7 +42,7 @@ func Example() {
 	again, _ := q.Dispatch(ctx, SendInvoice{InvoiceID: 42}) // unique for an hour: the same job
 	q.Later(ctx, SendInvoice{InvoiceID: 43}, 10*time.Minute)
 
-	n, _ := q.PendingCount(ctx, "mail")
+	n, _ := q.Inspector().PendingCount(ctx, "mail")
 	fmt.Println(first == again, n)
 
 	_, err = q.Dispatch(ctx, Unregistered{})
@@ -62,7 +62,7 @@ func (Bounce) JobOptions() queue.Options { return queue.Options{MaxAttempts: 1} 
 
 // Failed returns a page of the failed jobs and the cursor of the next;
 // an admin screen shows a page and links to the next.
-func ExampleQueue_Failed() {
+func ExampleInspector_Failed() {
 	q, _ := queue.New(queue.Params{
 		Config: queue.Config{Driver: queue.Memory},
 		Handlers: []queue.Registration{queue.HandlerOf[Bounce](queue.HandlerFunc[Bounce](
@@ -78,7 +78,7 @@ func ExampleQueue_Failed() {
 
 	page := queue.FailedQuery{Limit: 2}
 	for {
-		jobs, next, err := q.Failed(ctx, page)
+		jobs, next, err := q.Inspector().Failed(ctx, page)
 		if err != nil {
 			panic(err)
 		}

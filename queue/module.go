@@ -98,8 +98,9 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // Module is the queue, configured by the [queue] section. It provides the
-// app's [*Queue] and, for code that only dispatches, its [Dispatcher], and
-// adds the migration set "queue" (tables jobs and failed_jobs).
+// app's [*Queue], which runs jobs; for code that only dispatches, its
+// [Dispatcher]; for code that reads and administers it, its [*Inspector];
+// and adds the migration set "queue" (tables jobs and failed_jobs).
 func Module() fx.Option {
 	return module(config.Section("queue", DefaultConfig()))
 }
@@ -121,6 +122,9 @@ func module(cfg fx.Option) fx.Option {
 		fx.Provide(fx.Private, func(p Params) (dispatching, error) { q, err := New(p); return dispatching{q}, err }),
 		fx.Provide(func(d dispatching) Dispatcher { return d.q }),
 		fx.Provide(func(d dispatching, b builtIn) *Queue { return d.q.bind(b.Handlers) }),
+		// The Inspector, like the Dispatcher, needs no handler: serve's
+		// dashboard and the admin commands build none.
+		fx.Provide(func(d dispatching) *Inspector { return d.q.Inspector() }),
 		db.Migrations("queue", migrations.Queue),
 		app.Commands(commands()...),
 	)

@@ -74,7 +74,7 @@ func TestModuleMigratesAndDispatches(t *testing.T) {
 		if _, err := q.Dispatch(context.Background(), SyncCalendar{UserID: "u"}); err != nil {
 			return err
 		}
-		n, err := q.PendingCount(context.Background(), "default")
+		n, err := q.Inspector().PendingCount(context.Background(), "default")
 		if n != 1 {
 			return fmt.Errorf("pending %d, %v", n, err)
 		}

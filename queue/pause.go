@@ -9,25 +9,26 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-// AllQueues is the name [Queue.Pause] and [Queue.Resume] take for every
+// AllQueues is the name [Inspector.Pause] and [Inspector.Resume] take for every
 // queue: those with jobs now and those that get some later. A queue that
 // is itself named "all" is paused with every other.
 const AllQueues = "all"
 
-// ErrEveryQueuePaused is wrapped by the error of [Queue.Resume] for one
+// ErrEveryQueuePaused is wrapped by the error of [Inspector.Resume] for one
 // queue while every queue is paused: resume them all, then pause the
 // others again.
 var ErrEveryQueuePaused = errors.New("every queue is paused")
 
 // Pause stops the workers of every process taking jobs of queue
 // ([AllQueues]: of every queue): dispatches are still stored, the jobs
-// running finish, and no worker reserves another until [Queue.Resume].
+// running finish, and no worker reserves another until [Inspector.Resume].
 // The pause is kept in the database (the table queue_pauses), so it holds
 // across processes, servers and restarts. Workers on PostgreSQL hear of it
 // at once; on SQLite, by their next poll (queue.poll_interval_ms), and at
 // most a second later while they work. Pausing a paused queue changes
 // nothing.
-func (q *Queue) Pause(ctx context.Context, queue string) error {
+func (i *Inspector) Pause(ctx context.Context, queue string) error {
+	q := i.q
 	name, err := pauseName(queue)
 	if err != nil {
 		return err
@@ -41,10 +42,11 @@ func (q *Queue) Pause(ctx context.Context, queue string) error {
 
 // Resume lets workers take the jobs of queue again ([AllQueues]: of every
 // queue, those paused one by one included), as soon as they hear of it
-// (see [Queue.Pause]). Resuming a queue that is not paused changes
+// (see [Inspector.Pause]). Resuming a queue that is not paused changes
 // nothing; resuming one while every queue is paused is an error wrapping
 // [ErrEveryQueuePaused].
-func (q *Queue) Resume(ctx context.Context, queue string) error {
+func (i *Inspector) Resume(ctx context.Context, queue string) error {
+	q := i.q
 	_, err := q.resume(ctx, queue)
 	return err
 }

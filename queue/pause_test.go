@@ -30,7 +30,7 @@ func TestAPausedQueueKeepsItsJobsUntilResumed(t *testing.T) {
 	t.Parallel()
 	ran := make(chan string, 4)
 	eachWith(t, queue.Config{PollIntervalMs: 3_600_000, Workers: 2}, map[string]queue.Registration{"contacts.export": reporting(ran)}, func(t *testing.T, f fixture) {
-		if err := f.q.Pause(ctx, "default"); err != nil {
+		if err := f.q.Inspector().Pause(ctx, "default"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.q.Push(ctx, exportOn("default", "paused")); err != nil {
@@ -50,14 +50,14 @@ func TestAPausedQueueKeepsItsJobsUntilResumed(t *testing.T) {
 		if got := <-ran; got != "high" {
 			t.Fatalf("ran %q first, want the job of high", got)
 		}
-		stats, err := f.q.Stats(ctx)
+		stats, err := f.q.Inspector().Stats(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i := slices.IndexFunc(stats, func(s queue.QueueStats) bool { return s.Queue == "default" }); i < 0 || !stats[i].Paused || stats[i].Waiting != 1 || stats[i].Running != 0 {
 			t.Fatalf("Stats = %+v, want default paused with its job waiting", stats)
 		}
-		if err := f.q.Resume(ctx, "default"); err != nil {
+		if err := f.q.Inspector().Resume(ctx, "default"); err != nil {
 			t.Fatal(err)
 		}
 		if got := <-ran; got != "paused" {
@@ -81,14 +81,14 @@ func TestAPausedQueueKeepsItsJobsUntilResumed(t *testing.T) {
 func TestPauseAll(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
-		if err := f.q.Pause(ctx, "mail"); err != nil {
+		if err := f.q.Inspector().Pause(ctx, "mail"); err != nil {
 			t.Fatal(err)
 		}
-		stats, err := f.q.Stats(ctx)
+		stats, err := f.q.Inspector().Stats(ctx)
 		if err != nil || !slices.Equal(stats, []queue.QueueStats{{Queue: "mail", Paused: true}}) {
 			t.Fatalf("Stats with mail paused and no job = %+v, %v", stats, err)
 		}
-		if err := f.q.Pause(ctx, queue.AllQueues); err != nil {
+		if err := f.q.Inspector().Pause(ctx, queue.AllQueues); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"}); err != nil {
@@ -97,23 +97,23 @@ func TestPauseAll(t *testing.T) {
 		if s, err := f.q.RunPending(ctx); s.Processed != 0 || err != nil {
 			t.Fatalf("RunPending with every queue paused = %+v, %v", s, err)
 		}
-		err = f.q.Resume(ctx, "default")
+		err = f.q.Inspector().Resume(ctx, "default")
 		if !errors.Is(err, queue.ErrEveryQueuePaused) || err.Error() != "queue: resume default: every queue is paused (queue:pause all): resume all, then pause the others again" {
 			t.Fatalf("Resume(default) with every queue paused: %v", err)
 		}
-		if all, err := f.q.EveryQueuePaused(ctx); !all || err != nil {
+		if all, err := f.q.Inspector().EveryQueuePaused(ctx); !all || err != nil {
 			t.Fatalf("EveryQueuePaused = %v, %v", all, err)
 		}
-		if err := f.q.Resume(ctx, queue.AllQueues); err != nil {
+		if err := f.q.Inspector().Resume(ctx, queue.AllQueues); err != nil {
 			t.Fatal(err)
 		}
 		if s, err := f.q.RunPending(ctx); s.Succeeded != 1 || err != nil {
 			t.Fatalf("RunPending after resuming all = %+v, %v", s, err)
 		}
-		if stats, err := f.q.Stats(ctx); err != nil || len(stats) != 0 {
+		if stats, err := f.q.Inspector().Stats(ctx); err != nil || len(stats) != 0 {
 			t.Fatalf("Stats after resuming all = %+v, %v; want mail's pause gone too", stats, err)
 		}
-		if err := f.q.Pause(ctx, "a,b"); err == nil || err.Error() != `queue: invalid queue name "a,b": use 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'` {
+		if err := f.q.Inspector().Pause(ctx, "a,b"); err == nil || err.Error() != `queue: invalid queue name "a,b": use 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'` {
 			t.Fatalf("Pause(a,b): %v", err)
 		}
 	})
@@ -148,7 +148,7 @@ func TestAPauseHoldsAcrossWorkerProcesses(t *testing.T) {
 				}
 			}
 		}
-		if err := q.Pause(ctx, "default"); err != nil {
+		if err := q.Inspector().Pause(ctx, "default"); err != nil {
 			t.Fatal(err)
 		}
 		heard(`msg="queue paused" logger=navree.job queue=default`)
@@ -174,7 +174,7 @@ func TestAPauseHoldsAcrossWorkerProcesses(t *testing.T) {
 		if n, _ := runs(); n != 1 {
 			t.Fatalf("%d runs while default was paused, want only the job of high", n)
 		}
-		if err := q.Resume(ctx, "default"); err != nil {
+		if err := q.Inspector().Resume(ctx, "default"); err != nil {
 			t.Fatal(err)
 		}
 		heard(`msg="queue resumed" logger=navree.job queue=default`)

@@ -293,7 +293,7 @@ func TestFailedJobCommands(t *testing.T) {
 		if out := mustRun("queue:work", "--queue", "a", "--queue=b,c", "--workers=2", "--stop-when-empty"); !strings.HasSuffix(out, "Processed 3 job attempt(s): 3 succeeded, 0 released for retry, 0 failed.\n") {
 			t.Fatalf("queue:work --queue printed %q", out)
 		}
-		if n, _ := q.PendingCount(ctx, "d"); n != 1 {
+		if n, _ := q.Inspector().PendingCount(ctx, "d"); n != 1 {
 			t.Fatal("a queue that was not asked for was worked")
 		}
 		for _, bad := range [][]string{{"queue:work", "--workers", "0"}, {"queue:work", "--max-jobs=-1"}, {"queue:work", "--max-time", "soon"}, {"queue:retry"}} {
@@ -339,7 +339,7 @@ func TestAKilledWorkersJobIsTakenOver(t *testing.T) {
 		if got := <-attempts; got != 2 {
 			t.Fatalf("the takeover ran attempt %d, want 2", got)
 		}
-		if n, _ := takeover.PendingCount(ctx, "default"); n != 0 {
+		if n, _ := takeover.Inspector().PendingCount(ctx, "default"); n != 0 {
 			t.Fatal("the job is still pending after its takeover succeeded")
 		}
 	})
@@ -370,7 +370,7 @@ func TestSIGTERMFinishesTheRunningJob(t *testing.T) {
 		if string(rest) != "Processed 1 job attempt(s): 1 succeeded, 0 released for retry, 0 failed.\n" {
 			t.Fatalf("the worker printed %q\n%s", rest, stderr)
 		}
-		if n, _ := q.PendingCount(ctx, "default"); n != 1 {
+		if n, _ := q.Inspector().PendingCount(ctx, "default"); n != 1 {
 			t.Fatalf("pending %d: the job dispatched after the signal should wait", n)
 		}
 	})

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// PruneBatch is how many failed jobs [Queue.PruneFailed] deletes in one
+// PruneBatch is how many failed jobs [Inspector.PruneFailed] deletes in one
 // transaction.
 const PruneBatch = 1000
 
@@ -21,7 +21,8 @@ const PruneBatch = 1000
 // To prune on a schedule, dispatch a [PruneFailedJob] from an entry:
 //
 //	schedule.Cron("queue.prune_failed", "0 3 * * *", queue.PruneFailedJob{OlderThanHours: 168})
-func (q *Queue) PruneFailed(ctx context.Context, olderThan time.Duration, progress func(deleted int)) (int, error) {
+func (i *Inspector) PruneFailed(ctx context.Context, olderThan time.Duration, progress func(deleted int)) (int, error) {
+	q := i.q
 	if olderThan <= 0 {
 		return 0, fmt.Errorf("queue: prune failed jobs: the age is %s; want more than 0, such as 168h", olderThan)
 	}
@@ -47,7 +48,7 @@ func (q *Queue) PruneFailed(ctx context.Context, olderThan time.Duration, progre
 
 // PruneFailedJob is the job queue.prune_failed, which every app with the
 // queue module registers: it deletes the failed jobs older than
-// OlderThanHours with [Queue.PruneFailed]. Dispatch it from a schedule
+// OlderThanHours with [Inspector.PruneFailed]. Dispatch it from a schedule
 // entry, such as every night.
 type PruneFailedJob struct {
 	OlderThanHours int `json:"older_than_hours"`
@@ -59,7 +60,7 @@ func (PruneFailedJob) JobName() string { return "queue.prune_failed" }
 // handlePrune runs a PruneFailedJob; an age that is not positive fails it
 // at once.
 func (q *Queue) handlePrune(ctx context.Context, j PruneFailedJob, _ JobContext) error {
-	n, err := q.PruneFailed(ctx, time.Duration(j.OlderThanHours)*time.Hour, nil)
+	n, err := q.Inspector().PruneFailed(ctx, time.Duration(j.OlderThanHours)*time.Hour, nil)
 	if err != nil && j.OlderThanHours <= 0 {
 		return Permanent(err)
 	}

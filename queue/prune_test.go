@@ -43,12 +43,12 @@ func TestPruneFailedDeletesTheOldInBatches(t *testing.T) {
 		failAt(t, f, queue.PruneBatch+500, 10*24*time.Hour) // 10 days ago
 		recent := failAt(t, f, 3, time.Hour)                // an hour ago
 		stop, cancel := context.WithCancel(ctx)
-		n, err := f.q.PruneFailed(stop, 7*24*time.Hour, func(int) { cancel() })
+		n, err := f.q.Inspector().PruneFailed(stop, 7*24*time.Hour, func(int) { cancel() })
 		if n != queue.PruneBatch || !errors.Is(err, context.Canceled) {
 			t.Fatalf("PruneFailed stopped after a batch = %d, %v", n, err)
 		}
 		var reported []int
-		n, err = f.q.PruneFailed(ctx, 7*24*time.Hour, func(d int) { reported = append(reported, d) })
+		n, err = f.q.Inspector().PruneFailed(ctx, 7*24*time.Hour, func(d int) { reported = append(reported, d) })
 		if n != 500 || err != nil || !slices.Equal(reported, []int{500}) {
 			t.Fatalf("PruneFailed of the rest = %d, %v, reported %v", n, err, reported)
 		}
@@ -56,7 +56,7 @@ func TestPruneFailedDeletesTheOldInBatches(t *testing.T) {
 		if len(left) != 3 || left[0].ID != recent[0] {
 			t.Fatalf("%d failed jobs left, want the 3 recent ones", len(left))
 		}
-		if _, err := f.q.PruneFailed(ctx, 0, nil); err == nil || err.Error() != "queue: prune failed jobs: the age is 0s; want more than 0, such as 168h" {
+		if _, err := f.q.Inspector().PruneFailed(ctx, 0, nil); err == nil || err.Error() != "queue: prune failed jobs: the age is 0s; want more than 0, such as 168h" {
 			t.Fatalf("PruneFailed(0): %v", err)
 		}
 		// The job queue.prune_failed, as a schedule entry dispatches it.

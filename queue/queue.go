@@ -535,7 +535,7 @@ func (q *Queue) dispatched(ctx context.Context, queue string) {
 	}
 }
 
-// FailedQuery asks [Queue.Failed] for a page of the failed jobs.
+// FailedQuery asks [Inspector.Failed] for a page of the failed jobs.
 type FailedQuery struct {
 	// After is the next cursor of the page before; "" starts at the
 	// oldest failure.
@@ -564,7 +564,8 @@ const MaxFailedPage = 1000
 //		}
 //		page.After = next
 //	}
-func (q *Queue) Failed(ctx context.Context, page FailedQuery) (jobs []FailedJob, next string, err error) {
+func (i *Inspector) Failed(ctx context.Context, page FailedQuery) (jobs []FailedJob, next string, err error) {
+	q := i.q
 	return q.failed(ctx, page, true)
 }
 
@@ -606,13 +607,14 @@ func (q *Queue) failed(ctx context.Context, page FailedQuery, payloads bool) ([]
 }
 
 // Retry puts the failed job with id idOrAll back on its queue, or every
-// failed job for "all" (see [Queue.RetryAll]), and returns how many it put
+// failed job for "all" (see [Inspector.RetryAll]), and returns how many it put
 // back. A retried job keeps its id and options, starts its attempts over,
 // is available at once and is no longer unique. An id that is not a
 // failed job gives a [*NoFailedJobError].
-func (q *Queue) Retry(ctx context.Context, idOrAll string) (int, error) {
+func (i *Inspector) Retry(ctx context.Context, idOrAll string) (int, error) {
+	q := i.q
 	if idOrAll == "all" {
-		return q.RetryAll(ctx, nil)
+		return i.RetryAll(ctx, nil)
 	}
 	id, err := uuid.FromString(idOrAll)
 	if err != nil {
@@ -628,11 +630,11 @@ func (q *Queue) Retry(ctx context.Context, idOrAll string) (int, error) {
 	return 1, nil
 }
 
-// RetryBatch is how many failed jobs [Queue.RetryAll] puts back in one
+// RetryBatch is how many failed jobs [Inspector.RetryAll] puts back in one
 // transaction.
 const RetryBatch = 1000
 
-// RetryAll puts every failed job back on its queue, as [Queue.Retry] puts
+// RetryAll puts every failed job back on its queue, as [Inspector.Retry] puts
 // one, oldest failure first, RetryBatch jobs to a transaction, so that
 // retrying a million holds no lock for long; and returns how many it put
 // back. progress, when not nil, is called with that count after each
@@ -642,7 +644,8 @@ const RetryBatch = 1000
 // Stopped by ctx or an error, it returns the count so far with the error:
 // the batches before it are back on their queues, the rest still failed,
 // and a second call goes on where it stopped.
-func (q *Queue) RetryAll(ctx context.Context, progress func(retried int)) (int, error) {
+func (i *Inspector) RetryAll(ctx context.Context, progress func(retried int)) (int, error) {
+	q := i.q
 	upTo := driver.FailedKey{FailedAt: q.clock.Now().UnixMilli(), ID: "ffffffff-ffff-ffff-ffff-ffffffffffff"}
 	var after driver.FailedKey
 	retried := 0
@@ -666,7 +669,8 @@ func (q *Queue) RetryAll(ctx context.Context, progress func(retried int)) (int, 
 
 // DeleteFailed deletes the failed job with id, for good. An id that is
 // not a failed job gives a [*NoFailedJobError].
-func (q *Queue) DeleteFailed(ctx context.Context, id string) error {
+func (i *Inspector) DeleteFailed(ctx context.Context, id string) error {
+	q := i.q
 	u, err := uuid.FromString(id)
 	if err != nil {
 		return &NoFailedJobError{ID: id}
@@ -682,7 +686,8 @@ func (q *Queue) DeleteFailed(ctx context.Context, id string) error {
 }
 
 // FlushFailed deletes every failed job and returns how many there were.
-func (q *Queue) FlushFailed(ctx context.Context) (int, error) {
+func (i *Inspector) FlushFailed(ctx context.Context) (int, error) {
+	q := i.q
 	n, err := q.store.FlushFailed(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("queue: flush failed jobs: %w", err)
@@ -692,7 +697,8 @@ func (q *Queue) FlushFailed(ctx context.Context) (int, error) {
 
 // PendingCount counts the jobs of queue that are waiting, delayed or
 // running.
-func (q *Queue) PendingCount(ctx context.Context, queue string) (int, error) {
+func (i *Inspector) PendingCount(ctx context.Context, queue string) (int, error) {
+	q := i.q
 	if err := checkQueue(queue); err != nil {
 		return 0, err
 	}

@@ -163,7 +163,7 @@ func (f fixture) reserve(t *testing.T, queueName string) *driver.Job {
 
 func (f fixture) pending(t *testing.T, queueName string) int {
 	t.Helper()
-	n, err := f.q.PendingCount(ctx, queueName)
+	n, err := f.q.Inspector().PendingCount(ctx, queueName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestBadOptionsAreRefused(t *testing.T) {
 				t.Errorf("Push with %+v: %v, want %q", tt.give, err, tt.want)
 			}
 		}
-		if _, err := f.q.PendingCount(ctx, ""); err == nil {
+		if _, err := f.q.Inspector().PendingCount(ctx, ""); err == nil {
 			t.Error("PendingCount of an empty queue name succeeded")
 		}
 		// NoTimeout is stored as no limit.
@@ -477,14 +477,14 @@ func TestFailedJobs(t *testing.T) {
 		}
 
 		for _, bad := range []string{"nope", "0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23", ""} {
-			_, err := f.q.Retry(ctx, bad)
+			_, err := f.q.Inspector().Retry(ctx, bad)
 			if !errors.Is(err, queue.ErrNoFailedJob) || err.Error() != "there is no failed job with id "+bad {
 				t.Fatalf("Retry(%q) = %v", bad, err)
 			}
 		}
 
 		// A retried unique job is no longer unique.
-		if n, err := f.q.Retry(ctx, synced); n != 1 || err != nil {
+		if n, err := f.q.Inspector().Retry(ctx, synced); n != 1 || err != nil {
 			t.Fatalf("Retry = %d, %v", n, err)
 		}
 		if again, _ := f.q.Dispatch(ctx, SyncCalendar{UserID: "u1"}); again == synced {
@@ -495,14 +495,14 @@ func TestFailedJobs(t *testing.T) {
 			t.Fatalf("the retried job is %+v: want its id and options, attempts over", j)
 		}
 		fail("sync", "again")
-		if n, err := f.q.Retry(ctx, "all"); n != 2 || err != nil {
+		if n, err := f.q.Inspector().Retry(ctx, "all"); n != 2 || err != nil {
 			t.Fatalf("Retry(all) = %d, %v; want 2", n, err)
 		}
 		if f.pending(t, "sync") != 2 || f.pending(t, "default") != 1 {
 			t.Fatalf("pending after retry all: sync %d, default %d", f.pending(t, "sync"), f.pending(t, "default"))
 		}
 		fail("default", "third time")
-		if n, err := f.q.FlushFailed(ctx); n != 1 || err != nil {
+		if n, err := f.q.Inspector().FlushFailed(ctx); n != 1 || err != nil {
 			t.Fatalf("FlushFailed = %d, %v; want 1", n, err)
 		}
 		if list := f.failed(t); len(list) != 0 {
@@ -564,7 +564,7 @@ func (f fixture) failed(t *testing.T) []queue.FailedJob {
 	t.Helper()
 	var all []queue.FailedJob
 	for page := (queue.FailedQuery{}); ; {
-		jobs, next, err := f.q.Failed(ctx, page)
+		jobs, next, err := f.q.Inspector().Failed(ctx, page)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -599,7 +599,7 @@ func TestRetryAllPutsBackABatchAtATime(t *testing.T) {
 		}
 		stop, cancel := context.WithCancel(ctx)
 		var reported []int
-		n, err := f.q.RetryAll(stop, func(retried int) {
+		n, err := f.q.Inspector().RetryAll(stop, func(retried int) {
 			reported = append(reported, retried)
 			cancel() // after the first batch
 		})
@@ -610,7 +610,7 @@ func TestRetryAllPutsBackABatchAtATime(t *testing.T) {
 			t.Fatalf("after the first batch: %d pending, %d failed", f.pending(t, "default"), len(f.failed(t)))
 		}
 		reported = nil
-		if n, err := f.q.RetryAll(ctx, func(retried int) { reported = append(reported, retried) }); n != failures-queue.RetryBatch || err != nil {
+		if n, err := f.q.Inspector().RetryAll(ctx, func(retried int) { reported = append(reported, retried) }); n != failures-queue.RetryBatch || err != nil {
 			t.Fatalf("RetryAll of the rest = %d, %v", n, err)
 		}
 		if !slices.Equal(reported, []int{1000, 1100}) {

@@ -303,7 +303,7 @@ func TestFailedJobsComeInPages(t *testing.T) {
 		var got []string
 		var sizes []int
 		for page := (queue.FailedQuery{}); ; {
-			jobs, next, err := q.Failed(ctx, page)
+			jobs, next, err := q.Inspector().Failed(ctx, page)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -322,15 +322,15 @@ func TestFailedJobsComeInPages(t *testing.T) {
 		if !slices.Equal(got, ids) || !slices.Equal(sizes, []int{100, 100, 50}) {
 			t.Fatalf("pages of %v; in order: %v", sizes, slices.Equal(got, ids))
 		}
-		if jobs, next, _ := q.Failed(ctx, queue.FailedQuery{Limit: 250}); len(jobs) != 250 || next != "" {
+		if jobs, next, _ := q.Inspector().Failed(ctx, queue.FailedQuery{Limit: 250}); len(jobs) != 250 || next != "" {
 			t.Fatalf("a page of 250: %d jobs, next %q; want all, and no next page", len(jobs), next)
 		}
 		for _, bad := range []queue.FailedQuery{{After: "yesterday"}, {Limit: queue.MaxFailedPage + 1}, {Limit: -1}} {
-			if _, _, err := q.Failed(ctx, bad); !errors.Is(err, queue.ErrInvalidQuery) {
+			if _, _, err := q.Inspector().Failed(ctx, bad); !errors.Is(err, queue.ErrInvalidQuery) {
 				t.Errorf("Failed(%+v): %v", bad, err)
 			}
 		}
-		if _, _, err := q.Failed(ctx, queue.FailedQuery{After: "yesterday"}); err == nil ||
+		if _, _, err := q.Inspector().Failed(ctx, queue.FailedQuery{After: "yesterday"}); err == nil ||
 			err.Error() != `queue: list failed jobs: invalid jobs query: "yesterday" is not a cursor: pass the next cursor of the page before, or "" for the first page` {
 			t.Errorf("a bad cursor: %v", err)
 		}

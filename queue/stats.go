@@ -13,13 +13,13 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-// CountLimit is where [Queue.Stats] stops counting the jobs of a queue in
+// CountLimit is where [Inspector.Stats] stops counting the jobs of a queue in
 // one state: a count of more than CountLimit is given as CountLimit+1, and
 // queue:status shows it as "100000+". Counting costs in proportion to the
 // jobs counted, so the limit keeps Stats fast on a backlog of millions.
 const CountLimit = 100_000
 
-// QueueStats is what [Queue.Stats] counts of one queue. Each count stops
+// QueueStats is what [Inspector.Stats] counts of one queue. Each count stops
 // at CountLimit+1, which means more than [CountLimit].
 type QueueStats struct {
 	Queue   string
@@ -35,7 +35,7 @@ type QueueStats struct {
 	// 0 when none waits: how far behind the workers of the queue are.
 	OldestWaiting time.Duration
 	// Paused says that workers take no jobs of the queue (see
-	// [Queue.Pause]): it is paused, or every queue is.
+	// [Inspector.Pause]): it is paused, or every queue is.
 	Paused bool
 	// Unworked says that jobs wait on the queue, none runs, and it is not
 	// one of the worker queues (queue.queues, [Config.Queues]): a
@@ -54,7 +54,8 @@ type QueueStats struct {
 // job it counts, up to CountLimit+1 per queue and state: on a million
 // jobs a call takes tens of milliseconds (see docs/benchmarks.md), so poll
 // it every few seconds rather than on every request.
-func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
+func (i *Inspector) Stats(ctx context.Context) ([]QueueStats, error) {
+	q := i.q
 	now := q.clock.Now().UnixMilli()
 	rows, err := q.store.Stats(ctx, now, q.reservedAt(), CountLimit+1)
 	if err != nil {
@@ -111,7 +112,8 @@ func (q *Queue) leftOut(names []string) string {
 
 // EveryQueuePaused reports whether every queue is paused
 // (queue:pause all), those with no jobs yet included.
-func (q *Queue) EveryQueuePaused(ctx context.Context) (bool, error) {
+func (i *Inspector) EveryQueuePaused(ctx context.Context) (bool, error) {
+	q := i.q
 	paused, err := q.store.Paused(ctx)
 	if err != nil {
 		return false, fmt.Errorf("queue: read the paused queues: %w", err)
@@ -119,7 +121,7 @@ func (q *Queue) EveryQueuePaused(ctx context.Context) (bool, error) {
 	return slices.Contains(paused, driver.AllQueues), nil
 }
 
-// JobState is a state a job is in, as [Queue.Jobs] lists them. Its value
+// JobState is a state a job is in, as [Inspector.Jobs] lists them. Its value
 // is the word an operator types (queue:status, a dashboard's URL).
 type JobState string
 
@@ -136,7 +138,7 @@ var states = map[JobState]driver.JobState{
 	StateWaiting: driver.Waiting, StateDelayed: driver.Delayed, StateRunning: driver.Running, StateFailed: driver.Failed,
 }
 
-// JobsQuery asks [Queue.Jobs] for a page of the jobs in one state.
+// JobsQuery asks [Inspector.Jobs] for a page of the jobs in one state.
 type JobsQuery struct {
 	State JobState // required
 	Queue string   // only the jobs of this queue; "" for every queue
@@ -153,7 +155,7 @@ type JobsQuery struct {
 const MaxJobsPage = 500
 
 // JobInfo is what an operator is shown of a job: everything but its
-// payload, of which only the size (a payload can be 1 MiB; [Queue.Failed]
+// payload, of which only the size (a payload can be 1 MiB; [Inspector.Failed]
 // gives a failed job's). Times are UTC; a time that is not set is zero.
 type JobInfo struct {
 	ID          string
@@ -173,8 +175,8 @@ type JobInfo struct {
 	PayloadBytes int
 }
 
-// ErrInvalidQuery is wrapped by the errors of [Queue.Jobs] and
-// [Queue.Failed] for a query they refuse: an unknown state, a limit out of
+// ErrInvalidQuery is wrapped by the errors of [Inspector.Jobs] and
+// [Inspector.Failed] for a query they refuse: an unknown state, a limit out of
 // bounds, a cursor that is not one, a queue or job name no job can have. A
 // dashboard answers it with 400 Bad Request.
 var ErrInvalidQuery = errors.New("invalid jobs query")
@@ -197,7 +199,8 @@ var ErrInvalidQuery = errors.New("invalid jobs query")
 //		}
 //		page.After = next
 //	}
-func (q *Queue) Jobs(ctx context.Context, query JobsQuery) (jobs []JobInfo, next string, err error) {
+func (i *Inspector) Jobs(ctx context.Context, query JobsQuery) (jobs []JobInfo, next string, err error) {
+	q := i.q
 	state, ok := states[query.State]
 	if !ok {
 		return nil, "", fmt.Errorf("queue: list jobs: %w: unknown state %q: want waiting, delayed, running or failed", ErrInvalidQuery, query.State)
@@ -286,7 +289,8 @@ type JobDetail struct {
 // Job returns the job with id, in whichever state: waiting, delayed,
 // running or failed. An id that is no job stored (it has succeeded, been
 // deleted, or never was) gives a [*NoJobError].
-func (q *Queue) Job(ctx context.Context, id string) (JobDetail, error) {
+func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
+	q := i.q
 	u, err := uuid.FromString(id)
 	if err != nil {
 		return JobDetail{}, &NoJobError{ID: id}
@@ -329,7 +333,7 @@ type Throughput struct {
 	Failed    int // failed for good (cancelled ones included)
 }
 
-// MaxThroughputWindow bounds the window of [Queue.Throughput]: the
+// MaxThroughputWindow bounds the window of [Inspector.Throughput]: the
 // counts of older minutes are deleted.
 const MaxThroughputWindow = 24 * time.Hour
 
@@ -339,7 +343,8 @@ const MaxThroughputWindow = 24 * time.Hour
 // counts every five seconds and when it stops, so the current minute
 // lags by up to that; a worker killed loses its last five seconds'.
 // Minutes in which a queue finished nothing are left out.
-func (q *Queue) Throughput(ctx context.Context, window time.Duration) ([]Throughput, error) {
+func (i *Inspector) Throughput(ctx context.Context, window time.Duration) ([]Throughput, error) {
+	q := i.q
 	if window <= 0 || window > MaxThroughputWindow {
 		return nil, fmt.Errorf("queue: throughput: %w: the window is %s; want more than 0, at most %s", ErrInvalidQuery, window, MaxThroughputWindow)
 	}

@@ -15,7 +15,7 @@ import (
 
 func (f fixture) stats(t *testing.T) []queue.QueueStats {
 	t.Helper()
-	got, err := f.q.Stats(ctx)
+	got, err := f.q.Inspector().Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func (f fixture) jobs(t *testing.T, query queue.JobsQuery) [][]string {
 	t.Helper()
 	var out [][]string
 	for range 10 {
-		jobs, next, err := f.q.Jobs(ctx, query)
+		jobs, next, err := f.q.Inspector().Jobs(ctx, query)
 		if err != nil {
 			t.Fatalf("Jobs(%+v): %v", query, err)
 		}
@@ -188,7 +188,7 @@ func TestJobsOfEachState(t *testing.T) {
 				Name: "contacts.export", MaxAttempts: 3, AvailableAt: t1.Add(time.Hour), CreatedAt: t1, PayloadBytes: size}}},
 		}
 		for _, tt := range tests {
-			got, next, err := f.q.Jobs(ctx, tt.give)
+			got, next, err := f.q.Inspector().Jobs(ctx, tt.give)
 			if err != nil || next != "" || !slices.Equal(got, tt.want) {
 				t.Errorf("Jobs(%+v) = %+v, %q, %v\nwant %+v", tt.give, got, next, err, tt.want)
 			}
@@ -211,11 +211,11 @@ func TestJobsRefusesWhatIsNotAQuery(t *testing.T) {
 		for i := range 60 {
 			f.dispatch(t, ExportContacts{CompanyID: fmt.Sprint(i)}, 0)
 		}
-		jobs, next, err := f.q.Jobs(ctx, queue.JobsQuery{State: queue.StateWaiting})
+		jobs, next, err := f.q.Inspector().Jobs(ctx, queue.JobsQuery{State: queue.StateWaiting})
 		if err != nil || len(jobs) != 50 || next == "" {
 			t.Fatalf("the default page: %d jobs, next %q, %v; want 50 and a next cursor", len(jobs), next, err)
 		}
-		if jobs, next, err := f.q.Jobs(ctx, queue.JobsQuery{State: queue.StateWaiting, After: next, Limit: queue.MaxJobsPage}); err != nil || len(jobs) != 10 || next != "" {
+		if jobs, next, err := f.q.Inspector().Jobs(ctx, queue.JobsQuery{State: queue.StateWaiting, After: next, Limit: queue.MaxJobsPage}); err != nil || len(jobs) != 10 || next != "" {
 			t.Fatalf("the page after it, at the most: %d jobs, next %q, %v; want the last 10", len(jobs), next, err)
 		}
 		id := jobs[0].ID
@@ -237,7 +237,7 @@ func TestJobsRefusesWhatIsNotAQuery(t *testing.T) {
 			{queue.JobsQuery{State: queue.StateRunning, Name: strings.Repeat("n", queue.MaxJobNameLen+1)}, "has 201 bytes; want 1 to 200"},
 		}
 		for _, tt := range tests {
-			jobs, next, err := f.q.Jobs(ctx, tt.give)
+			jobs, next, err := f.q.Inspector().Jobs(ctx, tt.give)
 			if !errors.Is(err, queue.ErrInvalidQuery) || !strings.Contains(err.Error(), tt.want) || jobs != nil || next != "" {
 				t.Errorf("Jobs(%+v) = %d jobs, %q, %v; want ErrInvalidQuery saying %q", tt.give, len(jobs), next, err, tt.want)
 			}
@@ -271,9 +271,9 @@ func statusQueue() *queue.Queue {
 }
 
 // Stats counts the jobs of each queue, as queue:status shows them.
-func ExampleQueue_Stats() {
+func ExampleInspector_Stats() {
 	q := statusQueue()
-	stats, err := q.Stats(context.Background())
+	stats, err := q.Inspector().Stats(context.Background())
 	if err != nil {
 		panic(err)
 	}
@@ -288,12 +288,12 @@ func ExampleQueue_Stats() {
 
 // Jobs returns a page of the jobs in one state, without their payloads,
 // and the cursor of the next page.
-func ExampleQueue_Jobs() {
+func ExampleInspector_Jobs() {
 	q := statusQueue()
 	ctx := context.Background()
 	page := queue.JobsQuery{State: queue.StateWaiting, Queue: "mail", Limit: 1}
 	for {
-		jobs, next, err := q.Jobs(ctx, page)
+		jobs, next, err := q.Inspector().Jobs(ctx, page)
 		if err != nil {
 			panic(err)
 		}
@@ -305,10 +305,10 @@ func ExampleQueue_Jobs() {
 		}
 		page.After = next
 	}
-	failed, _, _ := q.Jobs(ctx, queue.JobsQuery{State: queue.StateFailed})
+	failed, _, _ := q.Inspector().Jobs(ctx, queue.JobsQuery{State: queue.StateFailed})
 	fmt.Printf("%s failed after %d of %d attempts: %s\n", failed[0].Name, failed[0].Attempts, failed[0].MaxAttempts, failed[0].LastError)
 
-	_, _, err := q.Jobs(ctx, queue.JobsQuery{State: "stuck"})
+	_, _, err := q.Inspector().Jobs(ctx, queue.JobsQuery{State: "stuck"})
 	fmt.Println(errors.Is(err, queue.ErrInvalidQuery), err)
 	// Output:
 	// billing.send_invoice due 2026-10-26 08:14:02, 17 bytes

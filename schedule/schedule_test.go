@@ -77,7 +77,7 @@ func eachDatabase(t *testing.T, f func(t *testing.T, database fx.Option)) {
 
 func pending(t *testing.T, q *queue.Queue, queueName string) int {
 	t.Helper()
-	n, err := q.PendingCount(context.Background(), queueName)
+	n, err := q.Inspector().PendingCount(context.Background(), queueName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestDevelopmentOpensToLoopbackOnly(t *testing.T) {
 		t.Errorf("POST retry from loopback in development: %d, want 303\n%s", r.status, r.body)
 	}
 
-	d, err := dashboard.New(dashboard.Params{Queue: f.q, Development: true})
+	d, err := dashboard.New(dashboard.Params{Inspector: f.q.Inspector(), Development: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -295,7 +295,7 @@ func TestScreenshots(t *testing.T) {
 	}
 	ids := f.failed(t, "export server: 503 Service Unavailable", "export server: 503 Service Unavailable", `company c3: no such company`)
 	f.failedIn(t, "imports", "parse contacts.csv: line 17: wrong number of fields")
-	if err := f.q.Pause(ctx, "imports"); err != nil {
+	if err := f.q.Inspector().Pause(ctx, "imports"); err != nil {
 		t.Fatal(err)
 	}
 	f.running(t)

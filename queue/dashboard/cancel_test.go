@@ -17,7 +17,7 @@ import (
 // failedJob is the failed job with id, as Jobs lists it.
 func (f *fixture) failedJob(t *testing.T, id string) (queue.JobInfo, bool) {
 	t.Helper()
-	jobs, _, err := f.q.Jobs(ctx, queue.JobsQuery{State: queue.StateFailed, Limit: queue.MaxJobsPage})
+	jobs, _, err := f.q.Inspector().Jobs(ctx, queue.JobsQuery{State: queue.StateFailed, Limit: queue.MaxJobsPage})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
 )
 
@@ -31,7 +32,7 @@ const pageSize = 50
 // under its prefix. Build it with [Module] (or [New]).
 type Dashboard struct {
 	cfg         Config
-	q           *queue.Queue
+	q           *queue.Inspector
 	access      AccessFunc
 	development bool
 	clock       app.Clock
@@ -49,10 +50,10 @@ func New(p Params) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Queue == nil {
-		return nil, errors.New("dashboard: Params.Queue is nil")
+	if p.Inspector == nil {
+		return nil, errors.New("dashboard: Params.Inspector is nil")
 	}
-	d := &Dashboard{cfg: cfg, q: p.Queue, access: p.AccessFunc, development: p.Development, clock: p.Clock, logger: p.Logger,
+	d := &Dashboard{cfg: cfg, q: p.Inspector, access: p.AccessFunc, development: p.Development, clock: p.Clock, logger: p.Logger,
 		mask: map[string]bool{}, assets: map[string]string{}}
 	if d.clock == nil {
 		d.clock = app.SystemClock{}
@@ -154,20 +155,14 @@ func (d *Dashboard) guard(next http.Handler) http.Handler {
 			d.fail(w, r, http.StatusForbidden, msg)
 			return
 		}
-		ctx := context.WithValue(detached{r.Context()}, roleKey{}, role)
+		// The queue's calls run in transactions of their own, not in the
+		// request's unit of work (db.Middleware wraps serve's routes in
+		// one): RetryAll commits each batch as it goes, and a read takes
+		// no write lock. The request's other values (a trace) stay.
+		ctx := context.WithValue(db.WithoutUnitOfWork(r.Context()), roleKey{}, role)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
-
-// detached is a request's context without its values, so that the
-// queue's calls run in transactions of their own rather than in the
-// request's unit of work (db.Middleware wraps serve's routes in one):
-// RetryAll commits each batch as it goes, and a read takes no write
-// lock. Its deadline and cancellation are the request's.
-type detached struct{ context.Context }
-
-// Value finds no value: the request's are left behind.
-func (detached) Value(any) any { return nil }
 
 // operator refuses an action to a viewer.
 func (d *Dashboard) operator(next http.HandlerFunc) http.HandlerFunc {
@@ -432,7 +427,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 // jobStates are the states of the lists, in their tabs' order.
 var jobStates = []queue.JobState{queue.StateWaiting, queue.StateDelayed, queue.StateRunning, queue.StateFailed}
 
-// job looks up the job of r's path ([queue.Queue.Job]); a job stored
+// job looks up the job of r's path ([queue.Inspector.Job]); a job stored
 // nowhere is answered 404, an error of the queue 500.
 func (d *Dashboard) job(w http.ResponseWriter, r *http.Request) (queue.JobDetail, bool) {
 	id := r.PathValue("id")

@@ -17,23 +17,23 @@
 // # Pages
 //
 // The queues page shows each queue's waiting, delayed, running and
-// failed jobs ([queue.Queue.Stats]: each count stops at
+// failed jobs ([queue.Inspector.Stats]: each count stops at
 // [queue.CountLimit], shown as "100000+"), how long its oldest waiting
 // job has waited, and what the workers of every process finished of it a
-// minute over the last five minutes ([queue.Queue.Throughput]). The table
+// minute over the last five minutes ([queue.Inspector.Throughput]). The table
 // polls for fresh counts (htmx).
 //
 // The jobs page lists the jobs of one state, by queue and type, a page
-// at a time from the queue's cursors ([queue.Queue.Jobs]), with Cancel
+// at a time from the queue's cursors ([queue.Inspector.Jobs]), with Cancel
 // for a waiting, delayed or running job; the failed page is its failed
 // state, with Retry and Delete. "Retry all matching…", "Delete all
 // matching…" and "Cancel all matching…" act on every job of the list's
 // filter, after a confirmation page. A job's page finds the job by its
-// id, in whichever state it is now ([queue.Queue.Job]), and shows its
+// id, in whichever state it is now ([queue.Inspector.Job]), and shows its
 // options, times and last error, with the buttons of its state; its
 // payload and meta are shown when asked for, with the values of the keys
 // of [Config.MaskKeys] masked at any depth. The queues page pauses and
-// resumes queues ([queue.Queue.Pause]).
+// resumes queues ([queue.Inspector.Pause]).
 //
 // # Access
 //

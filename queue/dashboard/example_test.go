@@ -61,7 +61,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	d, err := dashboard.New(dashboard.Params{Queue: q, AccessFunc: access})
+	d, err := dashboard.New(dashboard.Params{Inspector: q.Inspector(), AccessFunc: access})
 	if err != nil {
 		panic(err)
 	}

@@ -1,12 +1,9 @@
 package dashboard
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 )
 
@@ -117,27 +114,5 @@ func TestConfigValidatesThePrefix(t *testing.T) {
 	}
 	if cfg, _ := (Config{MaskKeys: []string{}}).withDefaults(); len(cfg.MaskKeys) != 0 {
 		t.Errorf("an empty MaskKeys took the default: %v", cfg.MaskKeys)
-	}
-}
-
-// The queue's calls run outside the request's unit of work.
-func TestDetachedHasNoUnitOfWork(t *testing.T) {
-	d := dbtest.Open(t, dbtest.SQLiteURL(t))
-	err := d.Transaction(context.Background(), func(ctx context.Context) error {
-		if db.UnitOfWorkFrom(ctx) == nil {
-			t.Fatal("no unit of work in the transaction")
-		}
-		if db.UnitOfWorkFrom(detached{ctx}) != nil {
-			t.Error("the detached context carries the request's unit of work")
-		}
-		cancelled, cancel := context.WithCancel(ctx)
-		cancel()
-		if (detached{cancelled}).Err() == nil {
-			t.Error("the detached context is not cancelled with the request's")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -92,8 +92,10 @@ func (c Config) refresh() time.Duration { return time.Duration(c.RefreshMs) * ti
 // Params are what [New] builds a Dashboard from.
 type Params struct {
 	Config Config
-	// Queue is the queue the dashboard shows and acts on.
-	Queue *queue.Queue
+	// Inspector is the read and admin side of the queue the dashboard
+	// shows and acts on (the queue module provides it; without fx,
+	// [queue.Queue.Inspector]).
+	Inspector *queue.Inspector
 	// AccessFunc decides the role of each request. Nil closes the
 	// dashboard: every request gets 403 Forbidden, except, when
 	// Development is set, one from a loopback address, which is an
@@ -142,11 +144,11 @@ func Access(f AccessFunc) fx.Option {
 type routesIn struct {
 	fx.In
 	Config     Config
-	AppConfig  *config.Config `optional:"true"`
-	Queue      *queue.Queue   `optional:"true"`
-	AccessFunc AccessFunc     `optional:"true"`
-	Clock      app.Clock      `optional:"true"`
-	Logger     *slog.Logger   `optional:"true"`
+	AppConfig  *config.Config   `optional:"true"`
+	Inspector  *queue.Inspector `optional:"true"`
+	AccessFunc AccessFunc       `optional:"true"`
+	Clock      app.Clock        `optional:"true"`
+	Logger     *slog.Logger     `optional:"true"`
 }
 
 // routes is the dashboard's route when it is enabled, none otherwise.
@@ -154,13 +156,13 @@ func routes(p routesIn) ([]app.Route, error) {
 	if !p.Config.Enabled {
 		return nil, nil
 	}
-	if p.Queue == nil {
+	if p.Inspector == nil {
 		return nil, fmt.Errorf("dashboard: dashboard.enabled is true, but the app has no queue: add queue.Module()")
 	}
 	// Without a config (ModuleWith in an app without config.Module) the
 	// environment is unknown: the dashboard stays closed.
 	dev := p.AppConfig != nil && (p.AppConfig.Env() == "" || p.AppConfig.Env() == "development")
-	d, err := New(Params{Config: p.Config, Queue: p.Queue, AccessFunc: p.AccessFunc, Development: dev, Clock: p.Clock, Logger: p.Logger})
+	d, err := New(Params{Config: p.Config, Inspector: p.Inspector, AccessFunc: p.AccessFunc, Development: dev, Clock: p.Clock, Logger: p.Logger})
 	if err != nil {
 		return nil, err
 	}

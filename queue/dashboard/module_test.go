@@ -7,8 +7,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
@@ -101,7 +103,7 @@ func TestRetryThroughTheApp(t *testing.T) {
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("POST %s: %d, want 303", path, resp.StatusCode)
 		}
-		jobs, _, err := q.Jobs(ctx, queue.JobsQuery{State: queue.StateWaiting})
+		jobs, _, err := q.Inspector().Jobs(ctx, queue.JobsQuery{State: queue.StateWaiting})
 		if err != nil || len(jobs) != 1 || jobs[0].ID != id {
 			t.Fatalf("after POST %s the waiting jobs are %+v, %v; want %s", path, jobs, err, id)
 		}
@@ -142,4 +144,90 @@ func TestConfigSection(t *testing.T) {
 			t.Errorf("prefix %s: %v\nwant %s", prefix, err, want)
 		}
 	}
+}
+
+// TestServeBuildsNoHandler: serve, dashboard and all, builds none of the
+// app's job handlers (nor what they need), as docs/events.md promises:
+// the dashboard takes the queue's Inspector, not the *Queue that runs
+// jobs. A handler whose constructor fails fails queue:work alone.
+func TestServeBuildsNoHandler(t *testing.T) {
+	t.Parallel()
+	built := 0
+	failing := queue.Register[Export](func() (queue.Handler[Export], error) {
+		built++
+		return nil, errors.New("the export handler needs a bucket")
+	})
+	dir := t.TempDir()
+	newApp := func(out *syncWriter) *app.App {
+		a := app.New(config.Module(config.Sources{Overrides: map[string]any{
+			"database.url": "sqlite://" + dir + "/app.db", "dashboard.enabled": true, "http.addr": "127.0.0.1:0"}}),
+			db.Module(), queue.Module(), dashboard.Module(), failing)
+		a.Name, a.Stdout, a.Stderr = "crm", out, out
+		return a
+	}
+	if err := newApp(&syncWriter{}).Run(context.Background(), []string{"migrate"}); err != nil {
+		t.Fatal(err)
+	}
+
+	out := &syncWriter{lines: make(chan string, 100)}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- newApp(out).Run(ctx, []string{"serve"}) }()
+	var base string
+	for base == "" {
+		select {
+		case line := <-out.lines:
+			if rest, ok := strings.CutPrefix(line, "Serving HTTP on "); ok {
+				base = strings.TrimSuffix(rest, " (Ctrl-C to stop)")
+			}
+		case err := <-done:
+			t.Fatalf("serve ended before serving: %v\n%s", err, out)
+		}
+	}
+	resp, err := http.Get(base + "/navree/queue/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK || built != 0 {
+		t.Fatalf("serve answered the dashboard %d and built the handler %d time(s); want 200 and none", resp.StatusCode, built)
+	}
+
+	err = newApp(&syncWriter{}).Run(context.Background(), []string{"queue:work", "--stop-when-empty"})
+	if err == nil || !strings.Contains(err.Error(), "the export handler needs a bucket") || built != 1 {
+		t.Fatalf("queue:work: %v, the handler built %d time(s); want its constructor's error, once", err, built)
+	}
+}
+
+// syncWriter collects what an app prints, and sends each line to lines
+// when it is set.
+type syncWriter struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	lines chan string
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if w.lines != nil {
+		for _, line := range strings.Split(strings.TrimSuffix(string(p), "\n"), "\n") {
+			select {
+			case w.lines <- line:
+			default:
+			}
+		}
+	}
+	return len(p), nil
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }

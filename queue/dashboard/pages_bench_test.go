@@ -62,7 +62,7 @@ func benchmarkPages(b *testing.B, name, url string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dash, err := dashboard.New(dashboard.Params{Queue: q, Clock: clock,
+	dash, err := dashboard.New(dashboard.Params{Inspector: q.Inspector(), Clock: clock,
 		AccessFunc: func(*http.Request) dashboard.Role { return dashboard.Operator }})
 	if err != nil {
 		b.Fatal(err)

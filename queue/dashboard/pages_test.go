@@ -94,7 +94,7 @@ func TestQueuesPageMarksAQueueNoWorkerTakes(t *testing.T) {
 }
 
 // TestDoneComesFromTheWorkers: the queues page shows what the workers
-// finished a minute over the last five minutes (Queue.Throughput), and
+// finished a minute over the last five minutes (Inspector.Throughput), and
 // of it what failed for good.
 func TestDoneComesFromTheWorkers(t *testing.T) {
 	t.Parallel()
@@ -358,7 +358,7 @@ func TestJobThatFailedAfterItsListOpensAsFailed(t *testing.T) {
 			t.Errorf("the back link goes to %s, want the list the job was opened from", got)
 		}
 
-		if _, err := f.q.Retry(ctx, id); err != nil {
+		if _, err := f.q.Inspector().Retry(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		if body := f.get(t, "operator", page, http.StatusOK); !strings.Contains(facts(body), "State waiting") ||
@@ -378,7 +378,7 @@ func TestJobPageOfNoJobIsNotFound(t *testing.T) {
 		t.Fatalf("Work = %+v, %v; want one succeeded", s, err)
 	}
 	deleted := f.failed(t, "boom")[0]
-	if err := f.q.DeleteFailed(ctx, deleted); err != nil {
+	if err := f.q.Inspector().DeleteFailed(ctx, deleted); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{succeeded, deleted, "0190c0de-0000-7000-8000-000000000000", "not-an-id"} {

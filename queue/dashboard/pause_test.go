@@ -15,7 +15,7 @@ import (
 // paused lists the queues Stats marks paused.
 func (f *fixture) paused(t *testing.T) []string {
 	t.Helper()
-	stats, err := f.q.Stats(ctx)
+	stats, err := f.q.Inspector().Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func setup(t *testing.T, dbURL string, p dashboard.Params) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Queue, p.Clock = q, clock
+	p.Inspector, p.Clock = q.Inspector(), clock
 	dash, err := dashboard.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +321,7 @@ func (f *fixture) ids(t *testing.T, state queue.JobState) []string {
 	var out []string
 	page := queue.JobsQuery{State: state, Limit: queue.MaxJobsPage}
 	for {
-		jobs, next, err := f.q.Jobs(ctx, page)
+		jobs, next, err := f.q.Inspector().Jobs(ctx, page)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 )
 
 // throughputWindow is how far back the queues page counts the attempts
-// the workers finished ([queue.Queue.Throughput]).
+// the workers finished ([queue.Inspector.Throughput]).
 const throughputWindow = 5 * time.Minute
 
 // rate is what the workers of every process finished of a queue per

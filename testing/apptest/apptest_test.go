@@ -133,7 +133,7 @@ func TestHTTPRunsTheRoutesBehindTheMiddleware(t *testing.T) {
 	if rec.Code != http.StatusUnprocessableEntity {
 		t.Fatalf("POST /reminders?fail: %d", rec.Code)
 	}
-	if n, _ := q.PendingCount(ctx, "default"); n != 1 {
+	if n, _ := q.Inspector().PendingCount(ctx, "default"); n != 1 {
 		t.Fatalf("%d jobs queued, want 1 (the 201 only)", n)
 	}
 }

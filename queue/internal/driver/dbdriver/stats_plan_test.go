@@ -66,7 +66,7 @@ func (n planNode) has(typ, relation, index string) bool {
 const (
 	planNow     = 10_000_000
 	planRunning = 1_200
-	statsLimit  = 100_001 // as Queue.Stats asks
+	statsLimit  = 100_001 // as Inspector.Stats asks
 )
 
 var bigTables = []string{

@@ -1,0 +1,12 @@
+package queue
+
+// Inspector is the queue's read and admin side: its counts, its jobs and
+// failed jobs, retrying, deleting and cancelling them, and pausing
+// queues. It runs no job and needs no handler, so what takes it (the
+// dashboard, the admin commands, a page of the app) does not build the
+// app's job handlers, nor what they depend on. The queue module provides
+// it; without fx, [Queue.Inspector] gives the one of a queue.
+type Inspector struct{ q *Queue }
+
+// Inspector returns the read and admin side of q.
+func (q *Queue) Inspector() *Inspector { return &Inspector{q} }
