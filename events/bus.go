@@ -61,8 +61,8 @@ func New(p Params) (*Bus, error) {
 			return nil, fmt.Errorf("events: listener %q was not made by events.Listen, On, Sync, SyncWith, SyncListener or QueuedListener", l.Name)
 		case l.Name == "" || l.Event == "":
 			return nil, fmt.Errorf("events: the listener at %s needs a name and an event with a name", l.Where)
-		case l.Options.Queue != "" && queue.CheckName(l.Options.Queue) != nil:
-			return nil, fmt.Errorf("events: listener %q at %s: %w", l.Name, l.Where, queue.CheckName(l.Options.Queue))
+		case l.Options.Queue != "" && queue.CheckQueueName(l.Options.Queue) != nil:
+			return nil, fmt.Errorf("events: listener %q at %s: %w", l.Name, l.Where, queue.CheckQueueName(l.Options.Queue))
 		case dup:
 			return nil, fmt.Errorf("events: listener %q is registered twice: for %s at %s and for %s at %s", l.Name, prev.Event, prev.Where, l.Event, l.Where)
 		}

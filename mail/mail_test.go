@@ -523,3 +523,26 @@ func TestWithoutFx(t *testing.T) {
 	}
 	mailtest.AssertSent(t, sending, func(m mailtest.Message) bool { return m.Subject == "Hello" })
 }
+
+// TestIsPermanent: what sending again cannot mend is permanent (notify's
+// mail channel and mail.send fail their job at once on it), wrapped or
+// not; a refusal for now, a dead server or nil is not.
+func TestIsPermanent(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{&mail.SendError{Transport: "smtp", Command: "RCPT TO", Code: 550, Reply: "5.1.1 no such user", Permanent: true}, true},
+		{fmt.Errorf("deliver: %w", &mail.SendError{Code: 554, Permanent: true}), true},
+		{&mail.SendError{Transport: "smtp", Command: "DATA", Code: 451, Reply: "4.3.0 try again later"}, false},
+		{fmt.Errorf("mail: no recipient: %w", mail.ErrInvalidMessage), true},
+		{fmt.Errorf("mail: %w: mail/welcome", mail.ErrNoTemplate), true},
+		{fmt.Errorf("mail: %w", mail.ErrRender), true},
+		{errors.New("mail: smtp localhost:25: connect: connection refused"), false},
+		{nil, false},
+	} {
+		if got := mail.IsPermanent(tt.err); got != tt.want {
+			t.Errorf("IsPermanent(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}

@@ -180,12 +180,13 @@ func (m *Mailer) Later(ctx context.Context, msg Mail, delay time.Duration) (stri
 	if err != nil {
 		return "", err
 	}
-	if len(env.Payload) > queue.MaxPayloadBytes {
+	env.Delay = delay
+	id, err := m.dispatcher.Push(ctx, env)
+	if errors.Is(err, queue.ErrPayloadTooLarge) { // the queue's check, said of the mail
 		return "", fmt.Errorf("mail: the message %q is %d bytes once queued, over the queue's limit of %d: store large files elsewhere and mail a link to them, or Send it now: %w",
 			r.Subject, len(env.Payload), queue.MaxPayloadBytes, queue.ErrPayloadTooLarge)
 	}
-	env.Delay = delay
-	return m.dispatcher.Push(ctx, env)
+	return id, err
 }
 
 // envelope is the mail.send job of r. Its JSON keeps <, > and & as they
@@ -240,7 +241,7 @@ func (h sendHandler) Handle(ctx context.Context, j SendJob, jc queue.JobContext)
 	}
 	r := &rendered{Envelope{From: j.From, To: j.To, Subject: j.Subject, MessageID: j.MessageID}, []byte(j.Raw)}
 	if _, err := h.s.deliver(ctx, r); err != nil {
-		if permanent(err) {
+		if IsPermanent(err) {
 			return queue.Permanent(err)
 		}
 		return err

@@ -134,7 +134,7 @@ func (c Config) Validate() error {
 			return config.Invalid("mail.from", c.From, `an address such as "CRM <noreply@crm.example.com>"`)
 		}
 	}
-	if c.Queue != "" && queue.CheckName(c.Queue) != nil {
+	if c.Queue != "" && queue.CheckQueueName(c.Queue) != nil {
 		return config.Invalid("mail.queue", c.Queue, "empty for the default queue, or a queue name of 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'")
 	}
 	if c.Username != "" && c.TLS == NoTLS && slices.Contains(c.chain(), SMTP) {

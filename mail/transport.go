@@ -48,10 +48,16 @@ func (e *SendError) Error() string {
 	return fmt.Sprintf("mail: %s refused the message %s at %s: %d %s", e.Transport, kind, e.Command, e.Code, e.Reply)
 }
 
-// permanent reports whether err is a permanent refusal of the message.
-func permanent(err error) bool {
+// IsPermanent reports whether err says that sending the message again
+// cannot work: a server refused it permanently (a 5xx reply, a
+// [*SendError] with Permanent set), or the message is invalid
+// ([ErrInvalidMessage]), its template is missing ([ErrNoTemplate]) or
+// does not render ([ErrRender]). A job that sends mail fails at once on
+// such an error (queue.Permanent), and retries any other.
+func IsPermanent(err error) bool {
 	var se *SendError
-	return errors.As(err, &se) && se.Permanent
+	return errors.As(err, &se) && se.Permanent ||
+		errors.Is(err, ErrInvalidMessage) || errors.Is(err, ErrNoTemplate) || errors.Is(err, ErrRender)
 }
 
 // logTransport logs one line per message and delivers nothing. In
@@ -189,7 +195,7 @@ func (c chain) send(ctx context.Context, env Envelope, raw []byte) (Transport, e
 			return t, nil
 		}
 		errs = append(errs, err)
-		if permanent(err) || ctx.Err() != nil {
+		if IsPermanent(err) || ctx.Err() != nil {
 			break
 		}
 	}

@@ -219,9 +219,7 @@ func (c mailChannel) Deliver(ctx context.Context, d Delivery) error {
 	if err != nil {
 		return err
 	}
-	err = c.m.Send(ctx, msg)
-	var se *mail.SendError
-	if errors.Is(err, mail.ErrInvalidMessage) || errors.Is(err, mail.ErrNoTemplate) || errors.Is(err, mail.ErrRender) || errors.As(err, &se) && se.Permanent {
+	if err = c.m.Send(ctx, msg); mail.IsPermanent(err) {
 		return queue.Permanent(err)
 	}
 	return err

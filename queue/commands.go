@@ -467,7 +467,7 @@ func (q *Queue) startLine(o WorkOptions) string {
 
 // printStatus writes the stats as a table, or as JSON; all says that
 // every queue is paused.
-func printStatus(w io.Writer, stats []QueueStats, all, asJSON bool) error {
+func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 	if asJSON {
 		type row struct {
 			Queue            string  `json:"queue"`

@@ -54,7 +54,7 @@ func TestAPausedQueueKeepsItsJobsUntilResumed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i := slices.IndexFunc(stats, func(s queue.QueueStats) bool { return s.Queue == "default" }); i < 0 || !stats[i].Paused || stats[i].Waiting != 1 || stats[i].Running != 0 {
+		if i := slices.IndexFunc(stats, func(s queue.Stats) bool { return s.Queue == "default" }); i < 0 || !stats[i].Paused || stats[i].Waiting != 1 || stats[i].Running != 0 {
 			t.Fatalf("Stats = %+v, want default paused with its job waiting", stats)
 		}
 		if err := f.q.Inspector().Resume(ctx, "default"); err != nil {
@@ -85,7 +85,7 @@ func TestPauseAll(t *testing.T) {
 			t.Fatal(err)
 		}
 		stats, err := f.q.Inspector().Stats(ctx)
-		if err != nil || !slices.Equal(stats, []queue.QueueStats{{Queue: "mail", Paused: true}}) {
+		if err != nil || !slices.Equal(stats, []queue.Stats{{Queue: "mail", Paused: true}}) {
 			t.Fatalf("Stats with mail paused and no job = %+v, %v", stats, err)
 		}
 		if err := f.q.Inspector().Pause(ctx, queue.AllQueues); err != nil {

@@ -337,6 +337,11 @@ func (q *Queue) enqueue(ctx context.Context, uow *db.UnitOfWork, explicit bool, 
 		if !explicit {
 			uow = nil
 		}
+		for _, e := range envs {
+			if err := checkPayload(e); err != nil {
+				return nil, err
+			}
+		}
 		ids := make([]string, len(envs))
 		for i, e := range envs {
 			ids[i] = q.recorder.Record(ctx, uow, e)
@@ -354,7 +359,7 @@ func (q *Queue) enqueue(ctx context.Context, uow *db.UnitOfWork, explicit bool, 
 	var ids []string
 	stored := rows // the rows stored, to announce
 	if len(rows) == 1 {
-		id, inserted, err := q.store.Insert(ctx, uow, rows[0], rows[0].CreatedAt)
+		id, inserted, err := q.store.Insert(ctx, uow, rows[0])
 		if err != nil {
 			return nil, fmt.Errorf("queue: dispatch %s: %w", rows[0].Name, err)
 		}
@@ -407,10 +412,10 @@ func checkText(what, s string, limit int) error {
 // queueNameRule says what a queue name may hold, for errors.
 const queueNameRule = "1 to 100 ASCII letters, digits, '-', '_', '.' or ':'"
 
-// CheckName returns an error, saying what a name may hold, unless name
+// CheckQueueName returns an error, saying what a name may hold, unless name
 // is a valid queue name: 1 to 100 ASCII letters, digits, '-', '_', '.'
 // or ':'. Modules check the queue names of their configuration with it.
-func CheckName(name string) error { return checkQueue(name) }
+func CheckQueueName(name string) error { return checkQueue(name) }
 
 // checkQueue validates a queue name: 1 to [MaxQueueNameLen] ASCII
 // letters, digits, '-', '_', '.' or ':', so that every name can be given
@@ -470,14 +475,23 @@ const MaxPayloadBytes = 1 << 20
 // ErrPayloadTooLarge is returned for a payload over [MaxPayloadBytes].
 var ErrPayloadTooLarge = errors.New("payload too large")
 
+// checkPayload refuses a payload over [MaxPayloadBytes]: the queue's
+// check, and a recording queue's (a fake refuses what the queue would).
+func checkPayload(e Envelope) error {
+	if len(e.Payload) > MaxPayloadBytes {
+		return fmt.Errorf("queue: the payload of %s is %d bytes, over the limit of %d: store the data elsewhere and dispatch its id: %w",
+			e.Name, len(e.Payload), MaxPayloadBytes, ErrPayloadTooLarge)
+	}
+	return nil
+}
+
 // row is the stored form of e, with its options resolved.
 func (q *Queue) row(e Envelope) (*driver.Job, error) {
 	if _, ok := q.jobs[e.Name]; !ok {
 		return nil, &UnknownJobError{Name: e.Name}
 	}
-	if len(e.Payload) > MaxPayloadBytes {
-		return nil, fmt.Errorf("queue: the payload of %s is %d bytes, over the limit of %d: store the data elsewhere and dispatch its id: %w",
-			e.Name, len(e.Payload), MaxPayloadBytes, ErrPayloadTooLarge)
+	if err := checkPayload(e); err != nil {
+		return nil, err
 	}
 	if len(e.Meta) > 0 {
 		if len(e.Meta) > MaxMetaBytes || !json.Valid(e.Meta) || !utf8.Valid(e.Meta) || bytes.TrimSpace(e.Meta)[0] != '{' {

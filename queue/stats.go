@@ -19,9 +19,9 @@ import (
 // jobs counted, so the limit keeps Stats fast on a backlog of millions.
 const CountLimit = 100_000
 
-// QueueStats is what [Inspector.Stats] counts of one queue. Each count stops
+// Stats is what [Inspector.Stats] counts of one queue. Each count stops
 // at CountLimit+1, which means more than [CountLimit].
-type QueueStats struct {
+type Stats struct {
 	Queue   string
 	Waiting int // due now, not taken by a worker
 	Delayed int // due later: dispatched with a delay, or released for a retry
@@ -54,7 +54,7 @@ type QueueStats struct {
 // job it counts, up to CountLimit+1 per queue and state: on a million
 // jobs a call takes tens of milliseconds (see docs/benchmarks.md), so poll
 // it every few seconds rather than on every request.
-func (i *Inspector) Stats(ctx context.Context) ([]QueueStats, error) {
+func (i *Inspector) Stats(ctx context.Context) ([]Stats, error) {
 	q := i.q
 	now := q.clock.Now().UnixMilli()
 	rows, err := q.store.Stats(ctx, now, q.reservedAt(), CountLimit+1)
@@ -67,9 +67,9 @@ func (i *Inspector) Stats(ctx context.Context) ([]QueueStats, error) {
 	}
 	all := slices.Contains(paused, driver.AllQueues)
 	limit := func(n int) int { return min(n, CountLimit+1) }
-	out := make([]QueueStats, len(rows))
+	out := make([]Stats, len(rows))
 	for i, r := range rows {
-		out[i] = QueueStats{Queue: r.Queue, Waiting: limit(r.Waiting), Delayed: limit(r.Delayed), Running: limit(r.Running),
+		out[i] = Stats{Queue: r.Queue, Waiting: limit(r.Waiting), Delayed: limit(r.Delayed), Running: limit(r.Running),
 			Stale: limit(r.Stale), Failed: limit(r.Failed), Paused: all || slices.Contains(paused, r.Queue),
 			Unworked: r.Waiting > 0 && r.Running == 0 && !slices.Contains(q.cfg.Queues, r.Queue)}
 		if r.Waiting > 0 {
@@ -78,11 +78,11 @@ func (i *Inspector) Stats(ctx context.Context) ([]QueueStats, error) {
 	}
 	counted := len(out)
 	for _, name := range paused { // a paused queue without jobs
-		if name != driver.AllQueues && !slices.ContainsFunc(out[:counted], func(s QueueStats) bool { return s.Queue == name }) {
-			out = append(out, QueueStats{Queue: name, Paused: true})
+		if name != driver.AllQueues && !slices.ContainsFunc(out[:counted], func(s Stats) bool { return s.Queue == name }) {
+			out = append(out, Stats{Queue: name, Paused: true})
 		}
 	}
-	slices.SortFunc(out, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	slices.SortFunc(out, func(a, b Stats) int { return strings.Compare(a.Queue, b.Queue) })
 	return out, nil
 }
 

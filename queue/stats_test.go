@@ -13,7 +13,7 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-func (f fixture) stats(t *testing.T) []queue.QueueStats {
+func (f fixture) stats(t *testing.T) []queue.Stats {
 	t.Helper()
 	got, err := f.q.Inspector().Stats(ctx)
 	if err != nil {
@@ -60,8 +60,8 @@ func TestStatsCountsEachQueue(t *testing.T) {
 		f.fail(t, f.reserve(t, "sync"), "boom")
 		f.fail(t, f.reserve(t, "mail"), "boom") // mail keeps only a failed job
 
-		want := func(stale int, behind time.Duration) []queue.QueueStats {
-			return []queue.QueueStats{
+		want := func(stale int, behind time.Duration) []queue.Stats {
+			return []queue.Stats{
 				{Queue: "default", Waiting: 3, Delayed: 1, Running: 1, Stale: stale, OldestWaiting: behind},
 				{Queue: "mail", Failed: 1},
 				{Queue: "sync", Waiting: 1, Failed: 1, OldestWaiting: behind, Unworked: true}, // not in queue.queues

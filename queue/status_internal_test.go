@@ -11,7 +11,7 @@ import (
 // Stats gave, CountLimit+1.
 func TestStatusShowsACountPastTheLimitAsAtLeast(t *testing.T) {
 	t.Parallel()
-	stats := []QueueStats{
+	stats := []Stats{
 		{Queue: "default", Waiting: CountLimit + 1, Delayed: CountLimit, Failed: CountLimit + 1, OldestWaiting: 90 * time.Second},
 		{Queue: "mail", Waiting: 3},
 	}

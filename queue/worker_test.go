@@ -328,7 +328,7 @@ func TestUnknownTypesAndBadPayloadsFailAtOnce(t *testing.T) {
 		store := func(id, name, payload string) {
 			j := &driver.Job{ID: id, Queue: "default", Name: name, Payload: []byte(payload), MaxAttempts: 5,
 				Backoff: backoff.Fixed(0), TimeoutMs: 1000, AvailableAt: now, CreatedAt: now}
-			if _, _, err := f.store.Insert(ctx, nil, j, now); err != nil {
+			if _, _, err := f.store.Insert(ctx, nil, j); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -529,7 +529,7 @@ func TestAJobBehindTheCursorRunsAtTheNextFullSearch(t *testing.T) {
 		now := f.clock.Now().UnixMilli()
 		late := &driver.Job{ID: "01900000-0000-7000-8000-000000000001", Queue: "default", Name: "contacts.export",
 			Payload: []byte(`{"company_id":"late"}`), MaxAttempts: 3, Backoff: backoff.Fixed(0), TimeoutMs: 1000, AvailableAt: now - 5000, CreatedAt: now}
-		if _, _, err := f.store.Insert(ctx, nil, late, now); err != nil {
+		if _, _, err := f.store.Insert(ctx, nil, late); err != nil {
 			t.Fatal(err)
 		}
 		f.q.Dispatch(ctx, ExportContacts{CompanyID: "marker"})
@@ -558,7 +558,7 @@ func TestAWorkerThatStopsWhenEmptySearchesInFullFirst(t *testing.T) {
 	late := func() error {
 		now := clk.Now().UnixMilli()
 		_, _, err := store.Insert(ctx, nil, &driver.Job{ID: "01900000-0000-7000-8000-000000000002", Queue: "default", Name: "contacts.export",
-			Payload: []byte(`{"company_id":"late"}`), MaxAttempts: 3, Backoff: backoff.Fixed(0), TimeoutMs: 1000, AvailableAt: now - 5000, CreatedAt: now}, now)
+			Payload: []byte(`{"company_id":"late"}`), MaxAttempts: 3, Backoff: backoff.Fixed(0), TimeoutMs: 1000, AvailableAt: now - 5000, CreatedAt: now})
 		return err
 	}
 	var ran []string

@@ -246,13 +246,13 @@ func (d *Dashboard) queueFailed(w http.ResponseWriter, r *http.Request, err erro
 
 // queueRow is a row of the queues page.
 type queueRow struct {
-	queue.QueueStats
+	queue.Stats
 	Trend rate
 }
 
 type queuesData struct {
 	Rows      []queueRow
-	Total     queue.QueueStats
+	Total     queue.Stats
 	AllPaused bool // queue:pause all: every queue, those to come too
 	Back      string
 }
@@ -273,7 +273,7 @@ func (d *Dashboard) queuesData(ctx context.Context) (queuesData, error) {
 	perQueue := rates(done)
 	out := queuesData{AllPaused: all, Back: d.cfg.Prefix + "/"}
 	for _, s := range stats {
-		out.Rows = append(out.Rows, queueRow{QueueStats: s, Trend: perQueue[s.Queue]})
+		out.Rows = append(out.Rows, queueRow{Stats: s, Trend: perQueue[s.Queue]})
 		out.Total.Waiting += s.Waiting
 		out.Total.Delayed += s.Delayed
 		out.Total.Running += s.Running
@@ -372,7 +372,7 @@ func (d *Dashboard) jobsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := jobsData{Filter: f, Jobs: jobs, After: after, Next: next, Back: r.URL.RequestURI()}
-	var total queue.QueueStats
+	var total queue.Stats
 	for _, s := range stats {
 		data.Queues = append(data.Queues, s.Queue)
 		if f.Queue == "" || f.Queue == s.Queue {
@@ -526,7 +526,7 @@ func (d *Dashboard) jobAction(name string) http.HandlerFunc {
 // (queue.AllQueues).
 func (d *Dashboard) pause(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if name != queue.AllQueues && queue.CheckName(name) != nil {
+	if name != queue.AllQueues && queue.CheckQueueName(name) != nil {
 		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a queue name.", name))
 		return
 	}
@@ -609,7 +609,7 @@ func flash(q url.Values) string {
 		jobs = "job"
 	}
 	name := q.Get("done_queue")
-	if name != queue.AllQueues && queue.CheckName(name) != nil {
+	if name != queue.AllQueues && queue.CheckQueueName(name) != nil {
 		name = ""
 	}
 	switch what := q.Get("done"); {
@@ -653,7 +653,7 @@ func (d *Dashboard) bulkOf(r *http.Request) (bulkAction, error) {
 	if !slices.Contains(a.states, b.Filter.State) {
 		return b, fmt.Errorf("%s applies to %s jobs, not %s ones", a.name, strings.Trim(fmt.Sprint(a.states), "[]"), b.Filter.State)
 	}
-	if b.Filter.Queue != "" && queue.CheckName(b.Filter.Queue) != nil {
+	if b.Filter.Queue != "" && queue.CheckQueueName(b.Filter.Queue) != nil {
 		return b, fmt.Errorf("%q is not a queue name", b.Filter.Queue)
 	}
 	return b, nil
@@ -709,7 +709,7 @@ func (d *Dashboard) countMatching(ctx context.Context, f filter) (string, error)
 	return strconv.Itoa(n) + "+", nil
 }
 
-func stateCount(s queue.QueueStats, state queue.JobState) int {
+func stateCount(s queue.Stats, state queue.JobState) int {
 	switch state {
 	case queue.StateWaiting:
 		return s.Waiting

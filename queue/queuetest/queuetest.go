@@ -17,7 +17,8 @@
 //   - The fake accepts any job type, registered or not, where the real
 //     queue fails with queue.ErrUnknownJob, and it never runs anything. A
 //     test can therefore pass with a job that production refuses: keep one
-//     test that dispatches through the real queue.
+//     test that dispatches through the real queue. A payload over
+//     queue.MaxPayloadBytes it refuses as the queue does.
 package queuetest
 
 import (

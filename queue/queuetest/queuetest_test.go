@@ -247,6 +247,25 @@ func TestAssertionsPassAndFailReadably(t *testing.T) {
 	}
 }
 
+// TestTheFakeRefusesAPayloadTheQueueRefuses: a payload over the queue's
+// limit fails at the fake as at the queue, with the same error, and
+// nothing is recorded: a test with the fake sees what production would.
+func TestTheFakeRefusesAPayloadTheQueueRefuses(t *testing.T) {
+	fake := queuetest.NewFake()
+	big, _ := queue.EnvelopeOf(ExportContacts{CompanyID: strings.Repeat("x", queue.MaxPayloadBytes)})
+	small, _ := queue.EnvelopeOf(ExportContacts{CompanyID: "a"})
+	want := fmt.Sprintf("queue: the payload of contacts.export is %d bytes, over the limit of %d: store the data elsewhere and dispatch its id: payload too large", len(big.Payload), queue.MaxPayloadBytes)
+	if _, err := fake.Dispatcher().PushMany(ctx, small, big); !errors.Is(err, queue.ErrPayloadTooLarge) || err.Error() != want {
+		t.Fatalf("the fake: %v\nwant %s", err, want)
+	}
+	fake.AssertNothingDispatched(t)
+	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{
+		queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(context.Context, ExportContacts, queue.JobContext) error { return nil }))}})
+	if _, err := q.Push(ctx, big); err == nil || err.Error() != want {
+		t.Fatalf("the queue: %v\nwant %s", err, want)
+	}
+}
+
 // TestTheRealQueueRefusesWhatTheFakeAccepts keeps the caveat honest.
 func TestTheRealQueueRefusesWhatTheFakeAccepts(t *testing.T) {
 	var q *queue.Queue

@@ -144,9 +144,10 @@ type Driver interface {
 	// Insert stores job, in uow when it is not nil (the database driver
 	// writes in its transaction, the memory driver queues after its
 	// commit). A job with a UniqueKey is not stored while a pending job
-	// holds the same key, unless that job's UniqueUntil has passed at now:
-	// Insert then returns the pending job's id and false.
-	Insert(ctx context.Context, uow *db.UnitOfWork, job *Job, now int64) (id string, inserted bool, err error)
+	// holds the same key, unless that job's UniqueUntil has passed when
+	// job was created (its CreatedAt): Insert then returns the pending
+	// job's id and false.
+	Insert(ctx context.Context, uow *db.UnitOfWork, job *Job) (id string, inserted bool, err error)
 
 	// InsertMany stores jobs, in uow when it is not nil, all or none, and
 	// returns their ids in order: those without a unique key in as few
@@ -289,7 +290,7 @@ type Driver interface {
 	// for the driver's own) and failed; and when the waiting job due first
 	// became due. Waiting, delayed and failed jobs are counted up to
 	// limit for each queue: a count of limit means limit or more.
-	Stats(ctx context.Context, now, at int64, limit int) ([]QueueStats, error)
+	Stats(ctx context.Context, now, at int64, limit int) ([]Stats, error)
 
 	// Jobs lists, reading only, up to q.Limit jobs in q.State, of q.Queue
 	// and of type q.Name where they are set, from the first after q.After
@@ -331,8 +332,8 @@ const CancelNote = "!"
 // delayed or running.
 var ErrNoJob = errors.New("no such job")
 
-// QueueStats is what [Driver.Stats] counts of one queue.
-type QueueStats struct {
+// Stats is what [Driver.Stats] counts of one queue.
+type Stats struct {
 	Queue   string
 	Waiting int // due by now, not reserved
 	Delayed int // due after now, not reserved

@@ -76,7 +76,7 @@ func newJob(n int, queue string, availableAt int64) *driver.Job {
 func insert(t *testing.T, s driver.Driver, jobs ...*driver.Job) {
 	t.Helper()
 	for _, j := range jobs {
-		if _, inserted, err := s.Insert(ctx, nil, j, j.CreatedAt); err != nil || !inserted {
+		if _, inserted, err := s.Insert(ctx, nil, j); err != nil || !inserted {
 			t.Fatalf("insert %s: %v, %v", j.ID, inserted, err)
 		}
 	}
@@ -331,45 +331,45 @@ func TestUniqueKeys(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		first := uniqueJob(1, "k", 0, 10)
 		insert(t, s, first)
-		id, inserted, err := s.Insert(ctx, nil, uniqueJob(2, "k", 0, 20), 20)
+		id, inserted, err := s.Insert(ctx, nil, uniqueJob(2, "k", 0, 20))
 		if err != nil || inserted || id != first.ID {
 			t.Fatalf("a duplicate: %s, %v, %v; want the pending job's id", id, inserted, err)
 		}
 		// Reserved, then released for a retry: still pending, still unique.
 		j := reserve(t, s, "a", 30)
-		if id, _, _ := s.Insert(ctx, nil, uniqueJob(3, "k", 0, 30), 30); id != first.ID {
+		if id, _, _ := s.Insert(ctx, nil, uniqueJob(3, "k", 0, 30)); id != first.ID {
 			t.Fatal("a running job lost its key")
 		}
 		s.Release(ctx, j.ID, j.Attempts, 40, "x")
-		if id, _, _ := s.Insert(ctx, nil, uniqueJob(3, "k", 0, 40), 40); id != first.ID {
+		if id, _, _ := s.Insert(ctx, nil, uniqueJob(3, "k", 0, 40)); id != first.ID {
 			t.Fatal("a released job lost its key")
 		}
 		// Finished: the key is free.
 		j = reserve(t, s, "a", 40)
 		driver.CompleteOne(ctx, s, j.ID, j.Attempts)
-		if id, inserted, _ := s.Insert(ctx, nil, uniqueJob(4, "k", 0, 50), 50); !inserted || id == first.ID {
+		if id, inserted, _ := s.Insert(ctx, nil, uniqueJob(4, "k", 0, 50)); !inserted || id == first.ID {
 			t.Fatal("the key stayed taken after the job finished")
 		}
 		// Failed: the key is free too.
 		j = reserve(t, s, "a", 50)
 		s.Fail(ctx, j.ID, j.Attempts, "x", 60)
-		if _, inserted, _ := s.Insert(ctx, nil, uniqueJob(5, "k", 0, 60), 60); !inserted {
+		if _, inserted, _ := s.Insert(ctx, nil, uniqueJob(5, "k", 0, 60)); !inserted {
 			t.Fatal("a failed job kept its key")
 		}
 		// A window: unique until 100, then the next dispatch queues a new job.
 		windowed := uniqueJob(6, "w", 100, 70)
 		insert(t, s, windowed)
-		if id, _, _ := s.Insert(ctx, nil, uniqueJob(7, "w", 199, 99), 99); id != windowed.ID {
+		if id, _, _ := s.Insert(ctx, nil, uniqueJob(7, "w", 199, 99)); id != windowed.ID {
 			t.Fatal("inside its window the job was not unique")
 		}
-		id, inserted, err = s.Insert(ctx, nil, uniqueJob(8, "w", 200, 100), 100)
+		id, inserted, err = s.Insert(ctx, nil, uniqueJob(8, "w", 200, 100))
 		if err != nil || !inserted || id == windowed.ID {
 			t.Fatalf("past the window: %s, %v, %v; want a new job", id, inserted, err)
 		}
 		if n := pending(t, s, "a"); n != 3 {
 			t.Fatalf("PendingCount = %d, want 3 (job 5, job 6 past its window, job 8)", n)
 		}
-		if id, _, _ := s.Insert(ctx, nil, uniqueJob(9, "w", 300, 150), 150); id != newJob(8, "", 0).ID {
+		if id, _, _ := s.Insert(ctx, nil, uniqueJob(9, "w", 300, 150)); id != newJob(8, "", 0).ID {
 			t.Fatal("the new job does not hold the key")
 		}
 	})
@@ -383,7 +383,7 @@ func TestUniqueUnderConcurrency(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 8 {
 			wg.Go(func() {
-				id, _, err := s.Insert(ctx, nil, uniqueJob(i+1, "same", 0, 10), 10)
+				id, _, err := s.Insert(ctx, nil, uniqueJob(i+1, "same", 0, 10))
 				if err != nil {
 					t.Error(err)
 				}
@@ -406,7 +406,7 @@ func TestInsertJoinsTheUnitOfWork(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, d *db.DB) {
 		boom := errors.New("rolled back")
 		err := d.Transaction(ctx, func(ctx context.Context) error {
-			if _, _, err := s.Insert(ctx, db.UnitOfWorkFrom(ctx), newJob(1, "a", 0), 0); err != nil {
+			if _, _, err := s.Insert(ctx, db.UnitOfWorkFrom(ctx), newJob(1, "a", 0)); err != nil {
 				return err
 			}
 			return boom
@@ -415,7 +415,7 @@ func TestInsertJoinsTheUnitOfWork(t *testing.T) {
 			t.Fatalf("a rolled back unit of work kept its job (%v)", err)
 		}
 		err = d.Transaction(ctx, func(ctx context.Context) error {
-			if _, _, err := s.Insert(ctx, db.UnitOfWorkFrom(ctx), newJob(2, "a", 0), 0); err != nil {
+			if _, _, err := s.Insert(ctx, db.UnitOfWorkFrom(ctx), newJob(2, "a", 0)); err != nil {
 				return err
 			}
 			// Others see the job only after the commit (a read beside the open transaction).

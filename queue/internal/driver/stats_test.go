@@ -35,7 +35,7 @@ func fail(t *testing.T, s driver.Driver, j *driver.Job, failure string, at int64
 	}
 }
 
-func stats(t *testing.T, s driver.Driver, now, at int64) []driver.QueueStats {
+func stats(t *testing.T, s driver.Driver, now, at int64) []driver.Stats {
 	t.Helper()
 	got, err := s.Stats(ctx, now, at, 1000)
 	if err != nil {
@@ -71,7 +71,7 @@ func TestStatsCountsEveryState(t *testing.T) {
 			{10 + 86_400_000, 2},
 		}
 		for _, tt := range tests {
-			want := []driver.QueueStats{
+			want := []driver.Stats{
 				{Queue: "a", Waiting: 3, Delayed: 1, Running: 2, Stale: tt.stale, Failed: 1, OldestAvailableAt: 50},
 				{Queue: "b", Delayed: 1},
 				{Queue: "c", Failed: 1},
@@ -105,7 +105,7 @@ func TestStatsStopsCountingAtTheLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []driver.QueueStats{
+		want := []driver.Stats{
 			{Queue: "a", Waiting: 3, Delayed: 3, Failed: 3, OldestAvailableAt: 20}, // those due at 10 to 14 failed
 			{Queue: "b", Waiting: 3, OldestAvailableAt: 50},
 		}

@@ -57,7 +57,7 @@ func TestConcurrentInsertsShareCommits(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				j := job(g*each + i)
-				if id, inserted, err := drv.Insert(ctx, nil, j, 1); err != nil || !inserted || id != j.ID {
+				if id, inserted, err := drv.Insert(ctx, nil, j); err != nil || !inserted || id != j.ID {
 					t.Errorf("Insert = %s, %v, %v", id, inserted, err)
 					return
 				}
@@ -86,7 +86,7 @@ func TestAnInsertGivenUpIsNotStored(t *testing.T) {
 	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
 	go func() {
 		done <- d.Transaction(ctx, func(ctx context.Context) error {
-			if _, _, err := drv.Insert(ctx, db.UnitOfWorkFrom(ctx), job(1), 1); err != nil { // takes the write lock
+			if _, _, err := drv.Insert(ctx, db.UnitOfWorkFrom(ctx), job(1)); err != nil { // takes the write lock
 				return err
 			}
 			close(holding)
@@ -97,14 +97,14 @@ func TestAnInsertGivenUpIsNotStored(t *testing.T) {
 	<-holding
 	stopped, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := drv.Insert(stopped, nil, job(2), 1); !errors.Is(err, context.Canceled) {
+	if _, _, err := drv.Insert(stopped, nil, job(2)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Insert with its context ended while another held the lock: %v", err)
 	}
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := drv.Insert(ctx, nil, job(3), 1); err != nil {
+	if _, _, err := drv.Insert(ctx, nil, job(3)); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
@@ -131,7 +131,7 @@ func TestAnInsertOnAClosedDatabaseFails(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := drv.Insert(context.Background(), nil, job(1), 1); err == nil {
+	if _, _, err := drv.Insert(context.Background(), nil, job(1)); err == nil {
 		t.Fatal("Insert on a closed database succeeded")
 	}
 }

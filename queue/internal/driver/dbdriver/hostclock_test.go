@@ -59,7 +59,7 @@ func TestTheHostClockIsSharedAndStepFree(t *testing.T) {
 	rebooted.since.Store(int64(30 * time.Second))
 	later := wall.Add(48 * time.Hour)
 	drv.host = rebooted.process(later)
-	if _, _, err := drv.Insert(ctx, nil, job(1), 1); err != nil {
+	if _, _, err := drv.Insert(ctx, nil, job(1)); err != nil {
 		t.Fatal(err)
 	}
 	jobs, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: 1, At: 0, Limit: 1})

@@ -40,7 +40,8 @@ func nullInt(n int64) any {
 }
 
 // Insert implements driver.Driver.
-func (b *base) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job, now int64) (string, bool, error) {
+func (b *base) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job) (string, bool, error) {
+	now := job.CreatedAt
 	tx, err := b.tx(ctx, uow)
 	switch {
 	case err != nil:

@@ -89,7 +89,7 @@ func TestALostAnswerIsResolved(t *testing.T) {
 		{name: "single", uniques: []bool{false},
 			rule: func(jobs []*driver.Job) func(byte, []byte) bool { return holding(string(jobs[0].Payload)) },
 			dispatch: func(ctx context.Context, jobs []*driver.Job) ([]string, error) {
-				id, inserted, err := drv.Insert(ctx, nil, jobs[0], 1)
+				id, inserted, err := drv.Insert(ctx, nil, jobs[0])
 				if err == nil && !inserted {
 					err = errors.New("not inserted")
 				}
@@ -97,7 +97,7 @@ func TestALostAnswerIsResolved(t *testing.T) {
 			}},
 		{name: "unique", uniques: []bool{true},
 			dispatch: func(ctx context.Context, jobs []*driver.Job) ([]string, error) {
-				id, inserted, err := drv.Insert(ctx, nil, jobs[0], 1)
+				id, inserted, err := drv.Insert(ctx, nil, jobs[0])
 				if err == nil && !inserted {
 					err = errors.New("not inserted")
 				}
@@ -118,7 +118,7 @@ func TestALostAnswerIsResolved(t *testing.T) {
 				err := d.Transaction(ctx, func(ctx context.Context) error {
 					uow := db.UnitOfWorkFrom(ctx)
 					for _, j := range jobs[:2] {
-						id, _, err := drv.Insert(ctx, uow, j, 1)
+						id, _, err := drv.Insert(ctx, uow, j)
 						if err != nil {
 							return err
 						}
@@ -223,7 +223,7 @@ func TestAnAnswerLostForGoodIsUnknown(t *testing.T) {
 	cut.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, _, err := drv.Insert(ctx, nil, j, 1)
+	_, _, err := drv.Insert(ctx, nil, j)
 	if !cut.fired() {
 		t.Fatal("the proxy cut nothing")
 	}

@@ -58,7 +58,7 @@ func TestDispatchesTellTheTruthAcrossServerCrashes(t *testing.T) {
 		return js
 	}
 	single := func(ctx context.Context, uow *db.UnitOfWork, js []*driver.Job) ([]string, error) {
-		id, inserted, err := drv.Insert(ctx, uow, js[0], 1)
+		id, inserted, err := drv.Insert(ctx, uow, js[0])
 		if err == nil && !inserted {
 			return nil, fmt.Errorf("%s was not inserted", js[0].ID)
 		}
@@ -208,7 +208,7 @@ func TestACrashAfterALostCommitIsResolved(t *testing.T) {
 		done := make(chan error)
 		go func() {
 			done <- d.Transaction(ctx, func(ctx context.Context) error {
-				_, _, err := drv.Insert(ctx, db.UnitOfWorkFrom(ctx), j, 1)
+				_, _, err := drv.Insert(ctx, db.UnitOfWorkFrom(ctx), j)
 				return err
 			})
 		}()
@@ -242,7 +242,7 @@ func TestAnIDGivenAgainAfterACrashIsNotTakenForOurs(t *testing.T) {
 	j := marked(1, "given again")
 	var ours string
 	err := d.Transaction(ctx, func(ctx context.Context) error {
-		if _, _, err := drv.Insert(ctx, db.UnitOfWorkFrom(ctx), j, 1); err != nil {
+		if _, _, err := drv.Insert(ctx, db.UnitOfWorkFrom(ctx), j); err != nil {
 			return err
 		}
 		q, err := d.Querier(ctx)

@@ -156,7 +156,7 @@ var (
 )
 
 // Stats implements driver.Driver.
-func (s *sqliteDriver) Stats(ctx context.Context, now, at int64, limit int) ([]driver.QueueStats, error) {
+func (s *sqliteDriver) Stats(ctx context.Context, now, at int64, limit int) ([]driver.Stats, error) {
 	return s.stats(ctx, nil, &sqliteRead, now, at, limit)
 }
 
@@ -166,7 +166,7 @@ func (s *sqliteDriver) Stats(ctx context.Context, now, at int64, limit int) ([]d
 // counts for a hundred queues (its guess of what the jumps find), which
 // passes jit_above_cost, and compiling the statement took 300 ms where
 // running it takes 70 (docs/benchmarks.md).
-func (p *postgresDriver) Stats(ctx context.Context, now, at int64, limit int) ([]driver.QueueStats, error) {
+func (p *postgresDriver) Stats(ctx context.Context, now, at int64, limit int) ([]driver.Stats, error) {
 	tx, err := p.sqldb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -191,7 +191,7 @@ func (p *postgresDriver) Jobs(ctx context.Context, q driver.JobsQuery) ([]driver
 // stats counts the jobs of every queue in one statement, so that a job
 // moving between the tables meanwhile is counted once; in tx, when it is
 // not nil.
-func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at int64, limit int) ([]driver.QueueStats, error) {
+func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at int64, limit int) ([]driver.Stats, error) {
 	t, err := b.at(ctx, at)
 	if err != nil {
 		return nil, err
@@ -208,7 +208,7 @@ func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at
 		return nil, err
 	}
 	defer rows.Close()
-	byQueue := map[string]*driver.QueueStats{}
+	byQueue := map[string]*driver.Stats{}
 	for rows.Next() {
 		var queue string
 		var kind, n, m, oldest int64
@@ -224,7 +224,7 @@ func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at
 		}
 		s := byQueue[queue]
 		if s == nil {
-			s = &driver.QueueStats{Queue: queue}
+			s = &driver.Stats{Queue: queue}
 			byQueue[queue] = s
 		}
 		switch kind {
@@ -242,11 +242,11 @@ func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]driver.QueueStats, 0, len(byQueue))
+	out := make([]driver.Stats, 0, len(byQueue))
 	for _, s := range byQueue {
 		out = append(out, *s)
 	}
-	slices.SortFunc(out, func(a, b driver.QueueStats) int { return cmp.Compare(a.Queue, b.Queue) })
+	slices.SortFunc(out, func(a, b driver.Stats) int { return cmp.Compare(a.Queue, b.Queue) })
 	return out, nil
 }
 

@@ -35,7 +35,7 @@ func BenchmarkStats(b *testing.B) {
 			if name == "postgres" {
 				drv = newPostgres(d)
 			}
-			var stats []driver.QueueStats
+			var stats []driver.Stats
 			for b.Loop() {
 				var err error
 				if stats, err = drv.Stats(ctx, 10_000_000, 10_000_000, 100_001); err != nil {

@@ -89,7 +89,8 @@ func (d *Driver) holder(key string, now int64) (string, bool) {
 
 // Insert implements driver.Driver. Inside a unit of work the job is queued
 // when the unit commits; the unique check runs both now and then.
-func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job, now int64) (string, bool, error) {
+func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job) (string, bool, error) {
+	now := job.CreatedAt
 	stored := *job
 	stored.Payload, stored.Meta = slices.Clone(job.Payload), slices.Clone(job.Meta)
 	d.mu.Lock()
@@ -122,7 +123,7 @@ func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*dri
 	ids := make([]string, len(jobs))
 	if slices.ContainsFunc(jobs, func(j *driver.Job) bool { return j.UniqueKey != "" }) {
 		for i, j := range jobs {
-			ids[i], _, _ = d.Insert(ctx, uow, j, now)
+			ids[i], _, _ = d.Insert(ctx, uow, j)
 		}
 		return ids, nil
 	}

@@ -11,15 +11,15 @@ import (
 
 // Stats implements driver.Driver. It looks at every job: the memory
 // driver holds what one process can.
-func (d *Driver) Stats(_ context.Context, now, at int64, limit int) ([]driver.QueueStats, error) {
+func (d *Driver) Stats(_ context.Context, now, at int64, limit int) ([]driver.Stats, error) {
 	at = d.at(at)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	byQueue := map[string]*driver.QueueStats{}
-	of := func(queue string) *driver.QueueStats {
+	byQueue := map[string]*driver.Stats{}
+	of := func(queue string) *driver.Stats {
 		s := byQueue[queue]
 		if s == nil {
-			s = &driver.QueueStats{Queue: queue}
+			s = &driver.Stats{Queue: queue}
 			byQueue[queue] = s
 		}
 		return s
@@ -44,7 +44,7 @@ func (d *Driver) Stats(_ context.Context, now, at int64, limit int) ([]driver.Qu
 	for _, f := range d.failed {
 		of(f.Queue).Failed++
 	}
-	out := make([]driver.QueueStats, 0, len(byQueue))
+	out := make([]driver.Stats, 0, len(byQueue))
 	for _, queue := range slices.Sorted(maps.Keys(byQueue)) {
 		s := byQueue[queue]
 		s.Waiting, s.Delayed, s.Failed = min(s.Waiting, limit), min(s.Delayed, limit), min(s.Failed, limit)
