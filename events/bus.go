@@ -51,7 +51,7 @@ func New(p Params) (*Bus, error) {
 	}
 	b.logger = b.logger.With("logger", "navree.events")
 	// fx gives a value group in no set order: the listeners run in the
-	// order they are written, by file and line.
+	// order they are written, by package, file and line.
 	listeners := slices.Clone(p.Listeners)
 	slices.SortStableFunc(listeners, func(a, b Listener) int { return a.site.compare(b.site) })
 	names := map[string]Listener{}

@@ -189,16 +189,32 @@ func decoding[E Event](h Handler[E]) queue.NamedFunc {
 // site is where a listener was registered: the caller of Listen, On,
 // Sync and their kin.
 type site struct {
-	file string // absolute, as the compiler saw it
+	file string // absolute, as the compiler saw it (or module-relative with -trimpath)
 	line int
+	pkg  string // the import path of the caller's package
 }
 
 func caller() site {
-	_, file, line, ok := runtime.Caller(2)
+	pc, file, line, ok := runtime.Caller(2)
 	if !ok {
 		return site{file: "unknown place"}
 	}
-	return site{file, line}
+	s := site{file: file, line: line}
+	if fn := runtime.FuncForPC(pc); fn != nil {
+		s.pkg = packageOf(fn.Name())
+	}
+	return s
+}
+
+// packageOf is the import path of the package of the function named
+// name, as runtime.Func names it: github.com/acme/crm/billing of
+// github.com/acme/crm/billing.init.func1.
+func packageOf(name string) string {
+	slash := strings.LastIndexByte(name, '/')
+	if dot := strings.IndexByte(name[slash+1:], '.'); dot >= 0 {
+		return name[:slash+1+dot]
+	}
+	return name
 }
 
 // String is the site relative to the working directory when it is inside
@@ -214,10 +230,14 @@ func (s site) String() string {
 	return "…/" + path.Base(path.Dir(file)) + "/" + path.Base(file) + ":" + strconv.Itoa(s.line)
 }
 
-// compare orders sites by file, then line: the order listeners are
-// written in, the same on every machine.
+// compare orders sites by the import path of their package, then file
+// name, then line: the order listeners are written in, the same on every
+// machine, wherever the code lies and with or without -trimpath.
 func (s site) compare(o site) int {
-	if c := strings.Compare(s.file, o.file); c != 0 {
+	if c := strings.Compare(s.pkg, o.pkg); c != 0 {
+		return c
+	}
+	if c := strings.Compare(filepath.Base(s.file), filepath.Base(o.file)); c != 0 {
 		return c
 	}
 	return s.line - o.line
