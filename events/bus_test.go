@@ -132,6 +132,11 @@ contacts.exported       stats.count       queued              default  events_te
 	if out != want {
 		t.Fatalf("events:list printed:\n%s\nwant:\n%s", out, want)
 	}
+	// The queue's own default queue, as its Inspector names it.
+	main := newApp(t, apptest.TempDatabase(), threeQueued, apptest.Config(map[string]any{"queue.default_queue": "main"}))
+	if out, err := main.RunCommand("events:list"); err != nil || !strings.Contains(out, "crm.notify_owner  queued  main ") {
+		t.Fatalf("events:list with queue.default_queue = main: %v\n%s", err, out)
+	}
 	b := newApp(t, apptest.TempDatabase())
 	if out, err := b.RunCommand("events:list"); err != nil || out != "No event has a listener: register them with events.Listen, events.On or events.Sync.\n" {
 		t.Fatalf("events:list without listeners: %q %v", out, err)

@@ -14,8 +14,8 @@ import (
 
 type listIn struct {
 	fx.In
-	Bus   *Bus
-	Queue queue.Config `optional:"true"` // for the name of the default queue
+	Bus       *Bus
+	Inspector *queue.Inspector `optional:"true"` // names the default queue; absent with a fake dispatcher
 }
 
 func listCommand() app.Command {
@@ -29,9 +29,9 @@ func listCommand() app.Command {
 				return nil
 			}
 			slices.SortStableFunc(listeners, func(a, b Listener) int { return strings.Compare(a.Event, b.Event) })
-			defaultQueue := p.Queue.DefaultQueue
-			if defaultQueue == "" {
-				defaultQueue = queue.DefaultConfig().DefaultQueue
+			defaultQueue := "(default)"
+			if p.Inspector != nil {
+				defaultQueue = p.Inspector.DefaultQueue()
 			}
 			w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(w, "EVENT\tLISTENER\tRUNS\tQUEUE\tREGISTERED AT")

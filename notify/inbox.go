@@ -275,12 +275,12 @@ func (i *Inbox) Delete(ctx context.Context, n Notifiable, ids ...string) (int, e
 		"DELETE FROM notifications WHERE notifiable_type = ? AND notifiable_id = ? AND id IN (?)")
 }
 
-// PruneBatch is how many notifications [Inbox.Prune] deletes in one
+// pruneBatch is how many notifications [Inbox.Prune] deletes in one
 // transaction.
-const PruneBatch = 1000
+const pruneBatch = 1000
 
 // Prune deletes every notifiable's read notifications read before
-// readBefore, PruneBatch to a transaction so that a million never hold
+// readBefore, pruneBatch to a transaction so that a million never hold
 // one long transaction, and returns how many. Unread notifications stay,
 // however old. It reads the table: run it from a scheduled job (the job
 // notify.prune, [PruneJob]) or notify:prune. Stopped by ctx or an error,
@@ -293,8 +293,8 @@ func (i *Inbox) Prune(ctx context.Context, readBefore time.Time) (int, error) {
 		}
 		n, err := i.exec(ctx, "prune notifications",
 			"DELETE FROM notifications WHERE id IN (SELECT id FROM notifications WHERE read_at IS NOT NULL AND read_at < ? LIMIT ?)",
-			readBefore.UnixMilli(), PruneBatch)
-		if deleted += n; err != nil || n < PruneBatch {
+			readBefore.UnixMilli(), pruneBatch)
+		if deleted += n; err != nil || n < pruneBatch {
 			return deleted, err
 		}
 	}

@@ -176,7 +176,7 @@ func commands() []app.Command {
 				if c.NArg() < 1 || c.NArg() > 2 {
 					return fmt.Errorf("queue:dispatch takes a job type and its JSON payload, such as: queue:dispatch contacts.export '{\"company_id\": \"c1\"}'; %s", q.registered(""))
 				}
-				e, err := q.EnvelopeFromJSON(c.Args().Get(0), []byte(c.Args().Get(1)))
+				e, err := q.envelopeFromJSON(c.Args().Get(0), []byte(c.Args().Get(1)))
 				if err != nil {
 					return err
 				}

@@ -11,12 +11,12 @@ import (
 	"github.com/navree/navree/config"
 )
 
-// EnvelopeFromJSON makes the envelope of a registered job type from its
+// envelopeFromJSON makes the envelope of a registered job type from its
 // payload as JSON, for the command line (queue:dispatch): payload is
 // decoded into the job's Go type with unknown fields refused, so a typo
 // names the field, and the job's own options apply. An unknown type is an
 // [*UnknownJobError] whose message lists the registered ones.
-func (q *Queue) EnvelopeFromJSON(name string, payload []byte) (Envelope, error) {
+func (q *Queue) envelopeFromJSON(name string, payload []byte) (Envelope, error) {
 	reg, ok := q.jobs[name]
 	if !ok || name == (benchJob{}).JobName() {
 		return Envelope{}, fmt.Errorf("%w; %s", &UnknownJobError{Name: name}, q.registered(name))

@@ -26,3 +26,9 @@ func SetSystemWall(q *Queue, wall app.Clock) {
 	}
 	q.clock = wall
 }
+
+// The batch sizes, for the tests of package queue_test.
+const (
+	PruneBatch = pruneBatch
+	RetryBatch = retryBatch
+)

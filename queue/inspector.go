@@ -10,3 +10,7 @@ type Inspector struct{ q *Queue }
 
 // Inspector returns the read and admin side of q.
 func (q *Queue) Inspector() *Inspector { return &Inspector{q} }
+
+// DefaultQueue is the queue a job goes to when neither its type nor its
+// dispatch names one: [Config.DefaultQueue], queue.default_queue.
+func (i *Inspector) DefaultQueue() string { return i.q.cfg.DefaultQueue }

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// PruneBatch is how many failed jobs [Inspector.PruneFailed] deletes in one
+// pruneBatch is how many failed jobs [Inspector.PruneFailed] deletes in one
 // transaction.
-const PruneBatch = 1000
+const pruneBatch = 1000
 
 // PruneFailed deletes the failed jobs that failed more than olderThan
-// ago, PruneBatch to a transaction, oldest first, so that a million
+// ago, pruneBatch to a transaction, oldest first, so that a million
 // never hold one long transaction (nor, on SQLite, the write lock); and
 // returns how many it deleted. progress, when not nil, is called with that
 // count after each batch. Stopped by ctx or an error, it returns the count
@@ -32,7 +32,7 @@ func (i *Inspector) PruneFailed(ctx context.Context, olderThan time.Duration, pr
 		if err := ctx.Err(); err != nil {
 			return deleted, fmt.Errorf("queue: prune failed jobs: stopped after %d: %w", deleted, err)
 		}
-		n, err := q.store.PruneFailed(ctx, before, PruneBatch)
+		n, err := q.store.PruneFailed(ctx, before, pruneBatch)
 		if err != nil {
 			return deleted, fmt.Errorf("queue: prune failed jobs: after %d: %w", deleted, err)
 		}
@@ -40,7 +40,7 @@ func (i *Inspector) PruneFailed(ctx context.Context, olderThan time.Duration, pr
 		if n > 0 && progress != nil {
 			progress(deleted)
 		}
-		if n < PruneBatch {
+		if n < pruneBatch {
 			return deleted, nil
 		}
 	}

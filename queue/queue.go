@@ -644,12 +644,12 @@ func (i *Inspector) Retry(ctx context.Context, idOrAll string) (int, error) {
 	return 1, nil
 }
 
-// RetryBatch is how many failed jobs [Inspector.RetryAll] puts back in one
+// retryBatch is how many failed jobs [Inspector.RetryAll] puts back in one
 // transaction.
-const RetryBatch = 1000
+const retryBatch = 1000
 
 // RetryAll puts every failed job back on its queue, as [Inspector.Retry] puts
-// one, oldest failure first, RetryBatch jobs to a transaction, so that
+// one, oldest failure first, retryBatch jobs to a transaction, so that
 // retrying a million holds no lock for long; and returns how many it put
 // back. progress, when not nil, is called with that count after each
 // batch. It retries the jobs that had failed when it started: one that
@@ -667,7 +667,7 @@ func (i *Inspector) RetryAll(ctx context.Context, progress func(retried int)) (i
 		if err := ctx.Err(); err != nil {
 			return retried, fmt.Errorf("queue: retry all: stopped after %d: %w", retried, err)
 		}
-		n, last, err := q.store.RetryFailed(ctx, after, upTo, RetryBatch, q.clock.Now().UnixMilli())
+		n, last, err := q.store.RetryFailed(ctx, after, upTo, retryBatch, q.clock.Now().UnixMilli())
 		if err != nil {
 			return retried, fmt.Errorf("queue: retry all: after %d: %w", retried, err)
 		}

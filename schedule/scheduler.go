@@ -282,13 +282,13 @@ func (s *Scheduler) Next(now time.Time) time.Time {
 	return next
 }
 
-// PruneBatch is how many claims [Scheduler.Prune] deletes in one
+// pruneBatch is how many claims [Scheduler.Prune] deletes in one
 // transaction.
-const PruneBatch = 1000
+const pruneBatch = 1000
 
 // Prune deletes the claims of ticks older than before, keeping each
 // entry's latest (it tells the scheduler where the entry stands),
-// PruneBatch to a transaction; and returns how many. schedule:work prunes
+// pruneBatch to a transaction; and returns how many. schedule:work prunes
 // those older than 7 days once an hour; schedule:prune does it at once.
 func (s *Scheduler) Prune(ctx context.Context, before time.Time) (int, error) {
 	deleted := 0
@@ -301,13 +301,13 @@ func (s *Scheduler) Prune(ctx context.Context, before time.Time) (int, error) {
 			}
 			res, err := tx.NewRaw(`DELETE FROM schedule_ticks WHERE (name, tick_at) IN (
 				SELECT name, tick_at FROM schedule_ticks o WHERE tick_at < ?
-				AND tick_at < (SELECT MAX(t.tick_at) FROM schedule_ticks t WHERE t.name = o.name) LIMIT ?)`, before.UnixMilli(), PruneBatch).Exec(ctx)
+				AND tick_at < (SELECT MAX(t.tick_at) FROM schedule_ticks t WHERE t.name = o.name) LIMIT ?)`, before.UnixMilli(), pruneBatch).Exec(ctx)
 			if err == nil {
 				n, _ = res.RowsAffected()
 			}
 			return err
 		})
-		if deleted += int(n); err != nil || n < PruneBatch {
+		if deleted += int(n); err != nil || n < pruneBatch {
 			return deleted, err
 		}
 	}

@@ -1,0 +1,4 @@
+package notify
+
+// PruneBatch is pruneBatch, for the tests of package notify_test.
+const PruneBatch = pruneBatch
