@@ -13,7 +13,6 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/events/internal/recording"
 	"github.com/navree/navree/queue"
-	"go.uber.org/fx"
 )
 
 // Bus dispatches events to their listeners. It is safe for concurrent
@@ -29,12 +28,11 @@ type Bus struct {
 
 // Params are what [New] builds a Bus from.
 type Params struct {
-	fx.In
 	// Dispatcher queues the jobs of queued listeners.
 	Dispatcher queue.Dispatcher
-	Logger     *slog.Logger `optional:"true"` // logs the errors of AfterCommit listeners; nil logs nothing
+	Logger     *slog.Logger // logs the errors of AfterCommit listeners; nil logs nothing
 	// Listeners are the registered listeners ([Listen], [On], [Sync]).
-	Listeners []Listener `group:"events.listeners"`
+	Listeners []Listener
 }
 
 // New returns the bus of p. Two listeners of one name, or one event name

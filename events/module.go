@@ -1,7 +1,10 @@
 package events
 
 import (
+	"log/slog"
+
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
 )
 
@@ -12,7 +15,18 @@ import (
 // Listen or On, so the app needs queue.Module.
 func Module() fx.Option {
 	return fx.Module("events",
-		fx.Provide(New),
+		fx.Provide(func(p params) (*Bus, error) {
+			return New(Params{Dispatcher: p.Dispatcher, Logger: p.Logger, Listeners: p.Listeners})
+		}),
 		app.Commands(listCommand()),
 	)
+}
+
+// params are the Params the module gathers: the listeners the app's
+// modules register.
+type params struct {
+	fx.In
+	Dispatcher queue.Dispatcher
+	Logger     *slog.Logger `optional:"true"`
+	Listeners  []Listener   `group:"events.listeners"`
 }

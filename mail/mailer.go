@@ -122,7 +122,7 @@ func (s *sender) render(msg Mail) (Message, *rendered, error) {
 
 // deliver sends r through the first transport that takes it, and returns
 // that transport.
-func (s *sender) deliver(ctx context.Context, r *rendered) (Transport, error) {
+func (s *sender) deliver(ctx context.Context, r *rendered) (transport, error) {
 	t, err := s.chain.send(ctx, r.Envelope, r.Raw)
 	if err == nil && t != s.chain[0] {
 		s.logger.WarnContext(ctx, "mail sent through a failover transport", "transport", t.String(),
@@ -153,7 +153,7 @@ func (m *Mailer) send(ctx context.Context, msg Mail) (sentThrough, error) {
 }
 
 type sentThrough struct {
-	transport Transport
+	transport transport
 	messageID string
 }
 

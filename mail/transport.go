@@ -17,9 +17,9 @@ import (
 	"sync"
 )
 
-// Transport delivers rendered messages. Every transport of a mailer is
+// transport delivers rendered messages. Every transport of a mailer is
 // handed the same bytes.
-type Transport interface {
+type transport interface {
 	// Send delivers raw, a message's RFC 5322 bytes, from env.From to
 	// env.To.
 	Send(ctx context.Context, env Envelope, raw []byte) error
@@ -183,11 +183,11 @@ func (t *MemoryTransport) Reset() {
 
 // chain is the transport and its failovers: each is tried in turn until
 // one sends, unless one refuses the message permanently.
-type chain []Transport
+type chain []transport
 
 // send sends through the first transport that takes the message and
 // returns it; the error of every one tried when none does.
-func (c chain) send(ctx context.Context, env Envelope, raw []byte) (Transport, error) {
+func (c chain) send(ctx context.Context, env Envelope, raw []byte) (transport, error) {
 	var errs []error
 	for _, t := range c {
 		err := t.Send(ctx, env, raw)

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
@@ -119,7 +120,10 @@ func module(cfg fx.Option) fx.Option {
 		// The Dispatcher is the queue without its handlers, so that a
 		// handler may need what needs the Dispatcher (mail, events); the
 		// *Queue, which runs jobs, has them.
-		fx.Provide(fx.Private, func(p Params) (dispatching, error) { q, err := New(p); return dispatching{q}, err }),
+		fx.Provide(fx.Private, func(p params) (dispatching, error) {
+			q, err := New(Params{Config: p.Config, DB: p.DB, Clock: p.Clock, Logger: p.Logger, Handlers: p.Handlers})
+			return dispatching{q}, err
+		}),
 		fx.Provide(func(d dispatching) Dispatcher { return d.q }),
 		fx.Provide(func(d dispatching, b builtIn) *Queue { return d.q.bind(b.Handlers) }),
 		// The Inspector, like the Dispatcher, needs no handler: serve's
@@ -128,6 +132,17 @@ func module(cfg fx.Option) fx.Option {
 		db.Migrations("queue", migrations.Queue),
 		app.Commands(commands()...),
 	)
+}
+
+// params are the Params the module gathers: the job types the app's
+// modules register.
+type params struct {
+	fx.In
+	Config   Config
+	DB       *db.DB `optional:"true"`
+	Clock    app.Clock
+	Logger   *slog.Logger
+	Handlers []Registration `group:"queue.handlers"`
 }
 
 // dispatching is the app's queue before it has the handlers Register's

@@ -25,7 +25,6 @@ import (
 	"github.com/navree/navree/queue/internal/driver/memdriver"
 	"github.com/navree/navree/queue/internal/recording"
 	"github.com/navree/navree/queue/internal/worker"
-	"go.uber.org/fx"
 )
 
 // Dispatcher queues jobs. The queue module provides the app's [*Queue] as
@@ -135,12 +134,11 @@ type Queue struct {
 
 // Params are what [New] builds a Queue from.
 type Params struct {
-	fx.In
 	Config   Config
-	DB       *db.DB `optional:"true"` // needed by the database driver
-	Clock    app.Clock
-	Logger   *slog.Logger
-	Handlers []Registration `group:"queue.handlers"`
+	DB       *db.DB         // needed by the database driver
+	Clock    app.Clock      // the system clock when nil
+	Logger   *slog.Logger   // logs each attempt; nil logs nothing
+	Handlers []Registration // the job types and their handlers
 }
 
 // New returns the queue p describes. Two registrations of one job type

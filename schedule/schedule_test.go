@@ -371,3 +371,32 @@ func TestWithoutFx(t *testing.T) {
 		t.Fatalf("a bad entry without fx: %v", err)
 	}
 }
+
+// TestModuleWithTakesItsConfigInCode: schedule.ModuleWith's Config is the
+// [schedule] section written in code: its time zone reads the entries'
+// cron expressions, a zero Config is UTC, and a zone that does not exist
+// fails the boot as the section's does.
+func TestModuleWithTakesItsConfigInCode(t *testing.T) {
+	t.Parallel()
+	from := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		cfg  schedule.Config
+		want time.Time
+	}{
+		{schedule.Config{Timezone: "Europe/Berlin"}, time.Date(2026, 12, 4, 2, 0, 0, 0, time.UTC)}, // 03:00 CET
+		{schedule.Config{}, time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)},
+	} {
+		var s *schedule.Scheduler
+		apptest.New(t, apptest.TempDatabase(), db.Module(), queue.Module(), schedule.ModuleWith(tt.cfg), handlers,
+			schedule.Cron("reports.nightly", "0 3 * * *", Report{}), fx.Populate(&s))
+		if got := s.Next(from); !got.Equal(tt.want) {
+			t.Errorf("ModuleWith(%+v): the next tick of 0 3 * * * after %s is %s, want %s", tt.cfg, from, got.UTC(), tt.want)
+		}
+	}
+	a := app.New(config.Module(config.Sources{Overrides: map[string]any{"database.url": "sqlite://" + t.TempDir() + "/app.db"}}),
+		db.Module(), queue.Module(), schedule.ModuleWith(schedule.Config{Timezone: "Europe/Berln"}), handlers)
+	a.Stdout, a.Stderr = io.Discard, io.Discard
+	if err := a.Run(context.Background(), []string{"schedule:list"}); err == nil || !strings.Contains(err.Error(), `"Europe/Berln"`) {
+		t.Fatalf("ModuleWith with an unknown zone: %v", err)
+	}
+}

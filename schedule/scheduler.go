@@ -6,49 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/navree/navree/app"
-	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
-	"go.uber.org/fx"
 )
-
-// Config is the [schedule] section of the configuration.
-type Config struct {
-	// Timezone is the time zone cron expressions are read in, unless an
-	// entry names its own ([In]); default "UTC".
-	Timezone string `koanf:"timezone" validate:"required"`
-}
-
-// DefaultConfig returns the defaults of the [schedule] section.
-func DefaultConfig() Config { return Config{Timezone: "UTC"} }
-
-// Validate checks that the time zone exists.
-func (c Config) Validate() error {
-	if _, err := time.LoadLocation(c.Timezone); err != nil {
-		return invalidZone(c.Timezone)
-	}
-	return nil
-}
-
-func invalidZone(zone string) error {
-	return config.Invalid("schedule.timezone", zone, "a time zone of the IANA database, such as UTC or Europe/Berlin")
-}
-
-// Params are what [New] builds a Scheduler from.
-type Params struct {
-	fx.In
-	Config     Config
-	DB         *db.DB `optional:"true"` // holds the claimed ticks; required
-	Dispatcher queue.Dispatcher
-	Clock      app.Clock    `optional:"true"`
-	Logger     *slog.Logger `optional:"true"`
-	Entries    []Entry      `group:"schedule.entries"`
-}
 
 // Scheduler dispatches the jobs of the app's entries at their ticks. Any
 // number of schedulers may run on one database: each tick is claimed in
@@ -61,45 +25,6 @@ type Scheduler struct {
 	logger     *slog.Logger
 	plans      []plan // by name
 	started    time.Time
-}
-
-// New returns the scheduler of p. An entry with a bad name, expression or
-// zone, or two entries of one name, are an error naming them.
-func New(p Params) (*Scheduler, error) {
-	if p.DB == nil {
-		return nil, errors.New("schedule: the scheduler keeps its ticks in the database: add db.Module() to the app")
-	}
-	cfg := p.Config
-	if cfg.Timezone == "" {
-		cfg = DefaultConfig()
-	}
-	loc, err := time.LoadLocation(cfg.Timezone)
-	if err != nil {
-		return nil, invalidZone(cfg.Timezone)
-	}
-	s := &Scheduler{db: p.DB, dispatcher: p.Dispatcher, clock: p.Clock, logger: p.Logger}
-	if s.clock == nil {
-		s.clock = app.SystemClock{}
-	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
-	}
-	s.logger = s.logger.With("logger", "navree.schedule")
-	seen := map[string]string{}
-	for _, e := range p.Entries {
-		if where, dup := seen[e.Name]; dup {
-			return nil, fmt.Errorf("schedule: entry %q is registered twice: at %s and at %s", e.Name, where, e.Where)
-		}
-		seen[e.Name] = e.Where
-		pl, err := compile(e, loc)
-		if err != nil {
-			return nil, err
-		}
-		s.plans = append(s.plans, pl)
-	}
-	slices.SortFunc(s.plans, func(a, b plan) int { return strings.Compare(a.Name, b.Name) })
-	s.started = s.clock.Now()
-	return s, nil
 }
 
 // Dispatched is the outcome of one tick an entry claimed.
