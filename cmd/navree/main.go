@@ -24,7 +24,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/navree/navree/cmd/navree/scaffold"
+	"github.com/navree/navree/cmd/navree/internal/scaffold"
 	"github.com/urfave/cli/v2"
 )
 

@@ -13,7 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/navree/navree/cmd/navree/scaffold"
+	"github.com/navree/navree/cmd/navree/internal/scaffold"
 	"github.com/urfave/cli/v2"
 )
 

@@ -47,7 +47,7 @@ var frameworkModules = map[string]func() fx.Option{
 // root is the framework's checkout, which holds this package.
 func root(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestAppTOMLIsMadeOfTheConfigTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the modules' Config types (go test ./cmd/navree/scaffold -run TestAppTOMLIsMadeOfTheConfigTypes -update rewrites it); made of them:\n%s", appTOMLTemplate, got)
+		t.Errorf("%s differs from the modules' Config types (go test ./cmd/navree/internal/scaffold -run TestAppTOMLIsMadeOfTheConfigTypes -update rewrites it); made of them:\n%s", appTOMLTemplate, got)
 	}
 }
 
@@ -290,7 +290,7 @@ func fields(typ reflect.Type) []field {
 	return out
 }
 
-const appTOMLHeader = `{{- /* Made by go test ./cmd/navree/scaffold -run TestAppTOMLIsMadeOfTheConfigTypes -update
+const appTOMLHeader = `{{- /* Made by go test ./cmd/navree/internal/scaffold -run TestAppTOMLIsMadeOfTheConfigTypes -update
 from the Config types of the framework's modules: do not edit by hand. */ -}}
 # The configuration of {{.Name}}: every section and key its modules read,
 # each with what it is and its default, commented out: uncomment a line to

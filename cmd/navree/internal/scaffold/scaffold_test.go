@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/navree/navree/cmd/navree/scaffold"
+	"github.com/navree/navree/cmd/navree/internal/scaffold"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/ from what the generators write")
@@ -93,10 +93,10 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v: run go test ./cmd/navree/scaffold -update", err)
+		t.Fatalf("%v: run go test ./cmd/navree/internal/scaffold -update", err)
 	}
 	if string(got) != string(want) {
-		t.Errorf("%s differs from what the generator wrote (go test ./cmd/navree/scaffold -update rewrites it); got:\n%s", path, got)
+		t.Errorf("%s differs from what the generator wrote (go test ./cmd/navree/internal/scaffold -update rewrites it); got:\n%s", path, got)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/navree/navree/cmd/navree/scaffold"
+	"github.com/navree/navree/cmd/navree/internal/scaffold"
 )
 
 // grownExport is contacts/export.go grown as an app grows: its handler
