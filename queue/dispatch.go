@@ -1,0 +1,387 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gofrs/uuid/v5"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// Dispatcher queues jobs. The queue module provides the app's [*Queue] as
+// its Dispatcher; code that should not depend on the whole queue (mail,
+// events, a library) dispatches through this interface. Inside a unit of
+// work (found on ctx) every dispatch joins it.
+type Dispatcher interface {
+	// Dispatch queues job and returns its id.
+	Dispatch(ctx context.Context, job Job) (string, error)
+	// DispatchLater queues job to run once delay, rounded up to whole
+	// seconds, has passed.
+	DispatchLater(ctx context.Context, job Job, delay time.Duration) (string, error)
+	// DispatchMany queues jobs together, all or none, and returns their
+	// ids in order.
+	DispatchMany(ctx context.Context, jobs ...Job) ([]string, error)
+	// Push queues an envelope: a job with a queue, a delay, a unique key
+	// or metadata of its own ([EnvelopeOf] makes one from a job).
+	Push(ctx context.Context, e Envelope) (string, error)
+	// PushMany queues envelopes together, all or none, and returns their
+	// ids in order.
+	PushMany(ctx context.Context, envs ...Envelope) ([]string, error)
+}
+
+// Envelope is a job as it is queued: its type, its JSON payload, its
+// options, when it is due and what makes it unique.
+type Envelope struct {
+	Name    string          // the job type, from JobName
+	Payload json.RawMessage // the job as JSON
+	Options Options         // the job's JobOptions; defaults apply when it is queued
+	Delay   time.Duration   // how long to wait before it is due
+	// UniqueKey, when set, makes the job unique by this key rather than by
+	// its payload: while a job of the same type with the same key is
+	// pending (and, with Options.UniqueFor, was dispatched less than that
+	// ago), pushing returns that job's id.
+	UniqueKey *string
+	// Meta is a JSON object stored with the job and kept through its
+	// retries, for what travels beside the payload (trace context, the
+	// payload's version); the handler reads it in [JobContext]. It is
+	// never logged. At most [MaxMetaBytes].
+	Meta json.RawMessage
+}
+
+// MaxMetaBytes bounds an envelope's Meta.
+const MaxMetaBytes = 8 << 10
+
+// EnvelopeOf encodes job into an [Envelope].
+func EnvelopeOf(job Job) (Envelope, error) {
+	payload, err := json.Marshal(job)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("queue: encode the payload of %s: %w", job.JobName(), err)
+	}
+	e := Envelope{Name: job.JobName(), Payload: payload}
+	if o, ok := job.(WithOptions); ok {
+		e.Options = o.JobOptions()
+	}
+	return e, nil
+}
+
+// Dispatch queues job and returns its id, a UUID v7 string. Inside a unit
+// of work (found on ctx) the job joins it: it is queued only if the unit
+// commits.
+func (q *Queue) Dispatch(ctx context.Context, job Job) (string, error) {
+	return q.Later(ctx, job, 0)
+}
+
+// Later queues job to run once delay has passed (to the millisecond).
+func (q *Queue) Later(ctx context.Context, job Job, delay time.Duration) (string, error) {
+	e, err := EnvelopeOf(job)
+	if err != nil {
+		return "", err
+	}
+	e.Delay = delay
+	return one(q.enqueue(ctx, db.UnitOfWorkFrom(ctx), false, e))
+}
+
+// DispatchLater queues job to run once delay, rounded up to whole
+// seconds, has passed. It makes the Queue a [Dispatcher].
+func (q *Queue) DispatchLater(ctx context.Context, job Job, delay time.Duration) (string, error) {
+	if rem := delay % time.Second; rem != 0 && delay > 0 {
+		delay += time.Second - rem
+	}
+	return q.Later(ctx, job, delay)
+}
+
+// Push queues an envelope, as made by [EnvelopeOf] and perhaps given a
+// queue, a delay, a UniqueKey or Meta of its own.
+func (q *Queue) Push(ctx context.Context, e Envelope) (string, error) {
+	return one(q.PushMany(ctx, e))
+}
+
+// PushMany queues envelopes together, as DispatchMany queues jobs.
+func (q *Queue) PushMany(ctx context.Context, envs ...Envelope) ([]string, error) {
+	for _, e := range envs {
+		if err := e.check(); err != nil {
+			return nil, err
+		}
+	}
+	return q.enqueue(ctx, db.UnitOfWorkFrom(ctx), false, envs...)
+}
+
+// check checks what a hand-made envelope may get wrong (EnvelopeOf's
+// payloads are valid).
+func (e Envelope) check() error {
+	switch {
+	case !json.Valid(e.Payload):
+		return fmt.Errorf("queue: the payload of %s is not valid JSON", e.Name)
+	case !utf8.Valid(e.Payload): // PostgreSQL would refuse it
+		return fmt.Errorf("queue: the payload of %s is not valid UTF-8", e.Name)
+	}
+	return nil
+}
+
+// DispatchIn queues job in the unit of work uow: with the database
+// driver its row is written in uow's transaction; with the memory driver
+// it is queued when uow commits. Either way it is dropped if uow rolls
+// back.
+func (q *Queue) DispatchIn(ctx context.Context, uow *db.UnitOfWork, job Job) (string, error) {
+	e, err := EnvelopeOf(job)
+	if err != nil {
+		return "", err
+	}
+	return one(q.enqueue(ctx, uow, true, e))
+}
+
+// DispatchMany queues jobs together and returns their ids, in order: the
+// jobs without a unique key in multi-row inserts, unique ones each with
+// its check. Inside a unit of work they join it; outside one they are
+// stored all or none.
+func (q *Queue) DispatchMany(ctx context.Context, jobs ...Job) ([]string, error) {
+	envs := make([]Envelope, len(jobs))
+	for i, job := range jobs {
+		e, err := EnvelopeOf(job)
+		if err != nil {
+			return nil, err
+		}
+		envs[i] = e
+	}
+	return q.enqueue(ctx, db.UnitOfWorkFrom(ctx), false, envs...)
+}
+
+// one is the id of a dispatch of one job.
+func one(ids []string, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// enqueue is every dispatch's one path: envs stored in uow (given to
+// DispatchIn when explicit, else found on the context) or at once, then
+// this process's idle workers, and other processes' where the driver
+// can, woken once they are committed.
+func (q *Queue) enqueue(ctx context.Context, uow *db.UnitOfWork, explicit bool, envs ...Envelope) ([]string, error) {
+	if q.recorder != nil {
+		if !explicit {
+			uow = nil
+		}
+		for _, e := range envs {
+			if err := checkPayload(e); err != nil {
+				return nil, err
+			}
+		}
+		ids := make([]string, len(envs))
+		for i, e := range envs {
+			ids[i] = q.recorder.Record(ctx, uow, e)
+		}
+		return ids, nil
+	}
+	rows := make([]*driver.Job, len(envs))
+	for i, e := range envs {
+		row, err := q.row(e)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = row
+	}
+	var ids []string
+	stored := rows // the rows stored, to announce
+	if len(rows) == 1 {
+		id, inserted, err := q.store.Insert(ctx, uow, rows[0])
+		if err != nil {
+			return nil, fmt.Errorf("queue: dispatch %s: %w", rows[0].Name, err)
+		}
+		if ids = []string{id}; !inserted {
+			stored = nil
+		}
+	} else {
+		var err error
+		if ids, err = q.store.InsertMany(ctx, uow, rows, q.clock.Now().UnixMilli()); err != nil {
+			return nil, fmt.Errorf("queue: dispatch %d jobs: %w", len(rows), err)
+		}
+	}
+	announce := func(ctx context.Context) {
+		var seen []string
+		for _, row := range stored {
+			if !slices.Contains(seen, row.Queue) {
+				seen = append(seen, row.Queue)
+				q.dispatched(ctx, row.Queue)
+			}
+		}
+	}
+	if uow != nil {
+		uow.AfterCommit(announce)
+	} else {
+		announce(ctx)
+	}
+	return ids, nil
+}
+
+// The bounds of the texts a job is stored with besides its payload; with
+// them every key of the unique index fits PostgreSQL's index entries.
+const (
+	MaxJobNameLen   = 200
+	MaxUniqueKeyLen = 1000
+)
+
+// checkText checks a text the queue stores: 1 to limit bytes of UTF-8
+// without control characters (PostgreSQL refuses a NUL byte and invalid
+// UTF-8 in text). what names it in the error.
+func checkText(what, s string, limit int) error {
+	switch {
+	case s == "" || len(s) > limit:
+		return fmt.Errorf("queue: %s has %d bytes; want 1 to %d", what, len(s), limit)
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl):
+		return fmt.Errorf("queue: %s is not printable UTF-8: use no control characters or invalid bytes", what)
+	}
+	return nil
+}
+
+// queueNameRule says what a queue name may hold, for errors.
+const queueNameRule = "1 to 100 ASCII letters, digits, '-', '_', '.' or ':'"
+
+// CheckQueueName returns an error, saying what a name may hold, unless name
+// is a valid queue name: 1 to 100 ASCII letters, digits, '-', '_', '.'
+// or ':'. Modules check the queue names of their configuration with it.
+func CheckQueueName(name string) error { return checkQueue(name) }
+
+// checkQueue validates a queue name: 1 to [MaxQueueNameLen] ASCII
+// letters, digits, '-', '_', '.' or ':', so that every name can be given
+// to queue:work --queue (which splits at commas and trims spaces) and
+// printed as it is.
+func checkQueue(name string) error {
+	ok := name != "" && len(name) <= MaxQueueNameLen
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':'
+	}
+	if !ok {
+		return fmt.Errorf("queue: invalid queue name %q: use %s", name, queueNameRule)
+	}
+	return nil
+}
+
+// resolve applies the defaults to o and checks it.
+func (q *Queue) resolve(name string, o Options) (Options, error) {
+	if o.Queue == "" {
+		o.Queue = q.cfg.DefaultQueue
+	}
+	if err := checkQueue(o.Queue); err != nil {
+		return o, err
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.Backoff.IsZero() {
+		o.Backoff = DefaultBackoff
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	switch {
+	case o.MaxAttempts < 0:
+		return o, fmt.Errorf("queue: job %s: MaxAttempts is %d; want 1 or more (0 for the default, %d)", name, o.MaxAttempts, DefaultMaxAttempts)
+	case o.Timeout < 0 && o.Timeout != NoTimeout:
+		return o, fmt.Errorf("queue: job %s: Timeout is %s; want a positive duration, 0 for the default or queue.NoTimeout", name, o.Timeout)
+	case o.UniqueFor < 0:
+		return o, fmt.Errorf("queue: job %s: UniqueFor is %s; want 0 or more", name, o.UniqueFor)
+	case o.Backoff.b.Negative():
+		return o, fmt.Errorf("queue: job %s: the backoff %s is negative", name, o.Backoff.b)
+	}
+	return o, nil
+}
+
+// ceilMs is d in whole milliseconds, rounded up.
+func ceilMs(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// MaxPayloadBytes bounds a job's JSON payload. A job carries ids, not
+// data: a larger payload is refused when it is dispatched.
+const MaxPayloadBytes = 1 << 20
+
+// ErrPayloadTooLarge is returned for a payload over [MaxPayloadBytes].
+var ErrPayloadTooLarge = errors.New("payload too large")
+
+// checkPayload refuses a payload over [MaxPayloadBytes]: the queue's
+// check, and a recording queue's (a fake refuses what the queue would).
+func checkPayload(e Envelope) error {
+	if len(e.Payload) > MaxPayloadBytes {
+		return fmt.Errorf("queue: the payload of %s is %d bytes, over the limit of %d: store the data elsewhere and dispatch its id: %w",
+			e.Name, len(e.Payload), MaxPayloadBytes, ErrPayloadTooLarge)
+	}
+	return nil
+}
+
+// row is the stored form of e, with its options resolved.
+func (q *Queue) row(e Envelope) (*driver.Job, error) {
+	if _, ok := q.jobs[e.Name]; !ok {
+		return nil, &UnknownJobError{Name: e.Name}
+	}
+	if err := checkPayload(e); err != nil {
+		return nil, err
+	}
+	if len(e.Meta) > 0 {
+		if len(e.Meta) > MaxMetaBytes || !json.Valid(e.Meta) || !utf8.Valid(e.Meta) || bytes.TrimSpace(e.Meta)[0] != '{' {
+			return nil, fmt.Errorf("queue: the meta of %s must be a JSON object of valid UTF-8 of at most %d bytes", e.Name, MaxMetaBytes)
+		}
+	}
+	o, err := q.resolve(e.Name, e.Options)
+	if err != nil {
+		return nil, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("queue: new job id: %w", err)
+	}
+	now := q.clock.Now().UnixMilli()
+	job := &driver.Job{
+		ID:          id.String(),
+		Queue:       o.Queue,
+		Name:        e.Name,
+		Payload:     e.Payload,
+		MaxAttempts: o.MaxAttempts,
+		Backoff:     o.Backoff.b,
+		AvailableAt: now + ceilMs(max(e.Delay, 0)),
+		CreatedAt:   now,
+		Meta:        e.Meta,
+	}
+	if o.Timeout > 0 {
+		job.TimeoutMs = ceilMs(o.Timeout)
+	}
+	switch {
+	case e.UniqueKey != nil:
+		if err := checkText("the unique key of "+e.Name, *e.UniqueKey, MaxUniqueKeyLen); err != nil {
+			return nil, err
+		}
+		job.UniqueKey = e.Name + "|key:" + *e.UniqueKey
+	case o.UniqueFor > 0:
+		sum := sha256.Sum256(e.Payload)
+		job.UniqueKey = e.Name + "|payload:" + hex.EncodeToString(sum[:])
+	}
+	if job.UniqueKey != "" && o.UniqueFor > 0 {
+		job.UniqueUntil = now + ceilMs(o.UniqueFor)
+	}
+	return job, nil
+}
+
+// announcer is a driver that tells other processes of new jobs.
+type announcer interface{ Announce(queue string) }
+
+// dispatched wakes this process's idle workers, and other processes'
+// where the driver can, after a job was stored on queue.
+func (q *Queue) dispatched(ctx context.Context, queue string) {
+	q.waker.Wake()
+	if a, ok := q.store.(announcer); ok {
+		a.Announce(queue)
+	}
+}
