@@ -190,7 +190,7 @@ func TestTheFakeBus(t *testing.T) {
 	if strings.Join(rt.errors, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("failures:\n%s\nwant:\n%s", strings.Join(rt.errors, "\n"), strings.Join(want, "\n"))
 	}
-	if len(j.lines) != 0 || len(eventstest.Of[ContactsExported](fake)) != 1 {
+	if len(j.lines) != 0 || len(eventstest.Dispatched[ContactsExported](fake)) != 1 {
 		t.Fatalf("the fake ran listeners (%v) or lost the event", j.lines)
 	}
 	fake.Clear()

@@ -126,7 +126,7 @@ func TestQueueThroughTheFake(t *testing.T) {
 		return msg.Subject == "Your export is ready" && strings.Contains(msg.Text, "exports/42.csv") &&
 			len(msg.Envelope.To) == 3 && len(msg.Attachments) == 2
 	})
-	d := fake.Dispatches()
+	d := fake.All()
 	if len(d) != 1 || d[0].ID != id || d[0].Name != "mail.send" {
 		t.Fatalf("dispatches %+v, want one mail.send with id %s", d, id)
 	}
@@ -236,7 +236,7 @@ func TestQueuedMailGoesToTheConfiguredQueueAndKeepsItsSize(t *testing.T) {
 	if _, err := m.Queue(context.Background(), mail.Message{To: []string{"ada@example.com"}, Subject: "Big", HTML: html}); err != nil {
 		t.Fatal(err)
 	}
-	d := fake.Dispatches()
+	d := fake.All()
 	if len(d) != 1 || d[0].Options.Queue != "mail" || d[0].Options.MaxAttempts != 5 {
 		t.Fatalf("dispatched %+v, want one mail.send on queue mail with 5 attempts", d)
 	}

@@ -84,7 +84,7 @@ func Example_exportReady() {
 		panic(err)
 	}
 
-	d := fake.Dispatches()[0]
+	d := fake.All()[0]
 	fmt.Println(d.Name, "attempts:", d.Options.MaxAttempts)
 	job := queuetest.Dispatched[mail.SendJob](fake)[0]
 	msg, err := mailtest.Parse([]byte(job.Raw))

@@ -26,8 +26,8 @@ import (
 	"github.com/navree/navree/events/internal/recording"
 )
 
-// Dispatched is a recorded event.
-type Dispatched struct {
+// Dispatch is a recorded event.
+type Dispatch struct {
 	Event   events.Event
 	Payload json.RawMessage // its JSON
 }
@@ -37,7 +37,7 @@ type Fake struct {
 	bus *events.Bus
 
 	mu       sync.Mutex
-	recorded []Dispatched
+	recorded []Dispatch
 }
 
 // NewFake returns an empty fake.
@@ -55,7 +55,7 @@ type recorder struct {
 func (r recorder) Record(_ context.Context, e events.Event, payload json.RawMessage) {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
-	r.f.recorded = append(r.f.recorded, Dispatched{Event: e, Payload: payload})
+	r.f.recorded = append(r.f.recorded, Dispatch{Event: e, Payload: payload})
 }
 
 // Bus returns the fake as an *events.Bus: replace the app's with it,
@@ -63,10 +63,20 @@ func (r recorder) Record(_ context.Context, e events.Event, payload json.RawMess
 func (f *Fake) Bus() *events.Bus { return f.bus }
 
 // All returns every recorded event, in the order they were dispatched.
-func (f *Fake) All() []Dispatched {
+func (f *Fake) All() []Dispatch {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]Dispatched(nil), f.recorded...)
+	return append([]Dispatch(nil), f.recorded...)
+}
+
+// AssertNothingDispatched fails t if any event was dispatched.
+func (f *Fake) AssertNothingDispatched(t testing.TB) bool {
+	t.Helper()
+	if len(f.All()) != 0 {
+		t.Errorf("eventstest: want no event dispatched; %s", f.describe())
+		return false
+	}
+	return true
 }
 
 // Clear forgets the recorded events.
@@ -76,8 +86,8 @@ func (f *Fake) Clear() {
 	f.recorded = nil
 }
 
-// Of returns the recorded events of type E, in order.
-func Of[E events.Event](f *Fake) []E {
+// Dispatched returns the recorded events of type E, in order.
+func Dispatched[E events.Event](f *Fake) []E {
 	var out []E
 	for _, d := range f.All() {
 		if e, ok := d.Event.(E); ok {
@@ -91,7 +101,7 @@ func Of[E events.Event](f *Fake) []E {
 // which match returns true (nil matches any).
 func AssertDispatched[E events.Event](t testing.TB, f *Fake, match func(E) bool) bool {
 	t.Helper()
-	all := Of[E](f)
+	all := Dispatched[E](f)
 	for _, e := range all {
 		if match == nil || match(e) {
 			return true
@@ -110,7 +120,7 @@ func AssertDispatched[E events.Event](t testing.TB, f *Fake, match func(E) bool)
 // dispatched.
 func AssertDispatchedTimes[E events.Event](t testing.TB, f *Fake, n int) bool {
 	t.Helper()
-	if got := len(Of[E](f)); got != n {
+	if got := len(Dispatched[E](f)); got != n {
 		var zero E
 		t.Errorf("eventstest: %s was dispatched %d time(s), want %d; %s", zero.EventName(), got, n, f.describe())
 		return false

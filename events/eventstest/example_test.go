@@ -46,7 +46,7 @@ func Example() {
 	t := printingT{}
 	fmt.Println(eventstest.AssertDispatched(t, fake, func(e UserSignedUp) bool { return e.UserID == "u1" }))
 	fmt.Println(eventstest.AssertDispatchedTimes[PlanChanged](t, fake, 1))
-	fmt.Println(eventstest.Of[PlanChanged](fake)[0].Plan)
+	fmt.Println(eventstest.Dispatched[PlanChanged](fake)[0].Plan)
 	for _, d := range fake.All() {
 		fmt.Println(d.Event.EventName(), string(d.Payload))
 	}
@@ -54,9 +54,11 @@ func Example() {
 	// Failing assertions list what was dispatched.
 	eventstest.AssertDispatched(t, fake, func(e UserSignedUp) bool { return e.UserID == "u2" })
 	eventstest.AssertNotDispatched[PlanChanged](t, fake)
+	fake.AssertNothingDispatched(t)
 
 	fake.Clear()
 	eventstest.AssertDispatched[UserSignedUp](t, fake, nil)
+	fmt.Println(fake.AssertNothingDispatched(t))
 	// Output:
 	// events: dispatch accounts.user_signed_up: the event does not encode to JSON: json: unsupported value: NaN
 	// true
@@ -70,5 +72,9 @@ func Example() {
 	// eventstest: billing.plan_changed was dispatched 1 time(s), want 0; dispatched 2 event(s):
 	// 	accounts.user_signed_up {"user_id":"u1"}
 	// 	billing.plan_changed {"user_id":"u1","plan":"pro"}
+	// eventstest: want no event dispatched; dispatched 2 event(s):
+	// 	accounts.user_signed_up {"user_id":"u1"}
+	// 	billing.plan_changed {"user_id":"u1","plan":"pro"}
 	// eventstest: no accounts.user_signed_up event was dispatched; nothing was dispatched
+	// true
 }

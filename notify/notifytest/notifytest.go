@@ -23,8 +23,8 @@ import (
 	"github.com/navree/navree/notify/internal/recording"
 )
 
-// Sent is a recorded notification to one notifiable.
-type Sent struct {
+// Send is a recorded notification to one notifiable.
+type Send struct {
 	ID           string // the id Send returned for this notifiable
 	To           notify.Notifiable
 	Notification notify.Notification
@@ -36,7 +36,7 @@ type Fake struct {
 	n *notify.Notifier
 
 	mu   sync.Mutex
-	sent []Sent
+	sent []Send
 }
 
 // NewFake returns an empty fake.
@@ -55,7 +55,7 @@ func (r recorder) Record(_ context.Context, to []notify.Notifiable, n notify.Not
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	for i, who := range to {
-		r.f.sent = append(r.f.sent, Sent{ID: ids[i], To: who, Notification: n, Via: n.Via(who)})
+		r.f.sent = append(r.f.sent, Send{ID: ids[i], To: who, Notification: n, Via: n.Via(who)})
 	}
 }
 
@@ -64,10 +64,10 @@ func (r recorder) Record(_ context.Context, to []notify.Notifiable, n notify.Not
 func (f *Fake) Notifier() *notify.Notifier { return f.n }
 
 // All returns every recorded notification, one per notifiable, in order.
-func (f *Fake) All() []Sent {
+func (f *Fake) All() []Send {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]Sent(nil), f.sent...)
+	return append([]Send(nil), f.sent...)
 }
 
 // Clear forgets what was recorded.
@@ -79,7 +79,7 @@ func (f *Fake) Clear() {
 
 // same reports whether the notifiable of s is who: one type and id, and,
 // for on-demand routes, the same route over each of its channels.
-func same(s Sent, who notify.Notifiable) bool {
+func same(s Send, who notify.Notifiable) bool {
 	if s.To.NotifiableType() != who.NotifiableType() || s.To.NotifiableID() != who.NotifiableID() {
 		return false
 	}
@@ -99,7 +99,7 @@ var onDemand = notify.OnDemand{}.NotifiableType()
 // matches any).
 func AssertSentTo[N notify.Notification](t testing.TB, f *Fake, notifiable notify.Notifiable, match func(N) bool) bool {
 	t.Helper()
-	return assert[N](t, f, "to "+name(notifiable), func(s Sent) bool { return same(s, notifiable) }, match)
+	return assert[N](t, f, "to "+name(notifiable), func(s Send) bool { return same(s, notifiable) }, match)
 }
 
 // AssertSentOnDemand fails t unless a notification of type N was sent on
@@ -107,9 +107,31 @@ func AssertSentTo[N notify.Notification](t testing.TB, f *Fake, notifiable notif
 // true (nil matches any).
 func AssertSentOnDemand[N notify.Notification](t testing.TB, f *Fake, channel, route string, match func(N) bool) bool {
 	t.Helper()
-	return assert[N](t, f, "on demand to "+channel+" "+route, func(s Sent) bool {
+	return assert[N](t, f, "on demand to "+channel+" "+route, func(s Send) bool {
 		return s.To.NotifiableType() == onDemand && s.To.RouteFor(channel) == route
 	}, match)
+}
+
+// Sent returns the recorded notifications of type N, in the order they
+// were sent, one per notifiable.
+func Sent[N notify.Notification](f *Fake) []N {
+	var out []N
+	for _, s := range f.All() {
+		if n, ok := s.Notification.(N); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// AssertNothingSent fails t if any notification was sent.
+func (f *Fake) AssertNothingSent(t testing.TB) bool {
+	t.Helper()
+	if len(f.All()) != 0 {
+		t.Errorf("notifytest: want no notification sent; %s", f.describe())
+		return false
+	}
+	return true
 }
 
 // AssertNotSent fails t if a notification of type N was sent.
@@ -125,7 +147,7 @@ func AssertNotSent[N notify.Notification](t testing.TB, f *Fake) bool {
 	return true
 }
 
-func assert[N notify.Notification](t testing.TB, f *Fake, who string, to func(Sent) bool, match func(N) bool) bool {
+func assert[N notify.Notification](t testing.TB, f *Fake, who string, to func(Send) bool, match func(N) bool) bool {
 	t.Helper()
 	found := false
 	for _, s := range f.All() {

@@ -76,12 +76,14 @@ func TestTheFakeRecordsAndAsserts(t *testing.T) {
 	notifytest.AssertSentTo(rt, fake, member{"ada"}, func(n TrialEnding) bool { return n.Days == 7 })
 	notifytest.AssertSentOnDemand[TrialEnding](rt, fake, notify.Mail, "ops@example.com", nil)
 	notifytest.AssertNotSent[TrialEnding](rt, fake)
+	fake.AssertNothingSent(rt)
 	sent := "sent 2 notification(s):\n\tbilling.trial_ending to member ada via database\n\tbilling.trial_ending to member grace via database"
 	want := []string{
 		"notifytest: no billing.trial_ending was sent to member linus; " + sent,
 		"notifytest: no billing.trial_ending sent to member ada matched; " + sent,
 		"notifytest: no billing.trial_ending was sent on demand to mail ops@example.com; " + sent,
 		"notifytest: want no billing.trial_ending sent; " + sent,
+		"notifytest: want no notification sent; " + sent,
 	}
 	if len(rt.errors) != len(want) {
 		t.Fatalf("failures %q", rt.errors)
@@ -94,8 +96,14 @@ func TestTheFakeRecordsAndAsserts(t *testing.T) {
 	if all := fake.All(); len(all) != 2 || all[0].ID != ids[0] {
 		t.Fatalf("All = %+v", all)
 	}
+	if sent := notifytest.Sent[TrialEnding](fake); len(sent) != 2 || sent[0].Days != 3 || len(notifytest.Sent[Digest](fake)) != 0 {
+		t.Fatalf("Sent[TrialEnding] = %+v", sent)
+	}
 	fake.Clear()
 	notifytest.AssertNotSent[TrialEnding](t, fake)
+	if !fake.AssertNothingSent(t) {
+		t.Fatal("AssertNothingSent failed on a cleared fake")
+	}
 }
 
 // Invite goes by mail, on demand.

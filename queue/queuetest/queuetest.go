@@ -92,8 +92,8 @@ func (f *Fake) Queue() *queue.Queue { return f.q }
 // the queue module: apptest.Supply[queue.Dispatcher](fake.Dispatcher()).
 func (f *Fake) Dispatcher() queue.Dispatcher { return f.q }
 
-// Dispatches returns every recorded job, in the order they were recorded.
-func (f *Fake) Dispatches() []Dispatch {
+// All returns every recorded job, in the order they were recorded.
+func (f *Fake) All() []Dispatch {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Dispatch(nil), f.recorded...)
@@ -103,7 +103,7 @@ func (f *Fake) Dispatches() []Dispatch {
 // delay and unique key.
 func (f *Fake) Envelopes() []queue.Envelope {
 	var out []queue.Envelope
-	for _, d := range f.Dispatches() {
+	for _, d := range f.All() {
 		out = append(out, d.Envelope)
 	}
 	return out
@@ -120,7 +120,7 @@ func (f *Fake) Clear() {
 func Dispatched[J queue.Job](f *Fake) []J {
 	var zero J
 	var out []J
-	for _, d := range f.Dispatches() {
+	for _, d := range f.All() {
 		if d.Name != zero.JobName() {
 			continue
 		}
@@ -177,7 +177,7 @@ func AssertNotDispatched[J queue.Job](t testing.TB, f *Fake) bool {
 // AssertNothingDispatched fails t if any job was dispatched.
 func (f *Fake) AssertNothingDispatched(t testing.TB) bool {
 	t.Helper()
-	if len(f.Dispatches()) != 0 {
+	if len(f.All()) != 0 {
 		t.Errorf("queuetest: want no job dispatched; %s", f.describe())
 		return false
 	}
@@ -186,7 +186,7 @@ func (f *Fake) AssertNothingDispatched(t testing.TB) bool {
 
 // describe lists what was dispatched, one job a line.
 func (f *Fake) describe() string {
-	all := f.Dispatches()
+	all := f.All()
 	if len(all) == 0 {
 		return "nothing was dispatched"
 	}
