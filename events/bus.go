@@ -20,7 +20,7 @@ import (
 type Bus struct {
 	dispatcher queue.Dispatcher
 	logger     *slog.Logger
-	listeners  []Listener                 // in the order they are written: by file, then line
+	listeners  []Listener                 // in the order they are written: by package, file, then line
 	byEvent    map[string][]Listener      // event name -> its listeners, in that order
 	meta       map[string]json.RawMessage // event name -> the Meta of its listeners' jobs
 	recorder   Recorder                   // a recording bus (eventstest) records instead
@@ -31,7 +31,7 @@ type Params struct {
 	// Dispatcher queues the jobs of queued listeners.
 	Dispatcher queue.Dispatcher
 	Logger     *slog.Logger // logs the errors of AfterCommit listeners; nil logs nothing
-	// Listeners are the registered listeners ([Listen], [On], [Sync]).
+	// Listeners are the registered listeners ([Listen], [ListenFunc], [Sync], [SyncFunc]).
 	Listeners []Listener
 }
 
@@ -40,7 +40,7 @@ type Params struct {
 //
 // Built without fx, an app makes its listeners with [SyncListener] and
 // [QueuedListener], and gives the queue the registrations of the queued
-// ones itself; [Module] and [Listen], [On] and [Sync] do it all for an fx
+// ones itself; [Module] and [Listen], [ListenFunc] and [SyncFunc] do it all for an fx
 // app.
 func New(p Params) (*Bus, error) {
 	b := &Bus{dispatcher: p.Dispatcher, logger: p.Logger, byEvent: map[string][]Listener{}, meta: map[string]json.RawMessage{}}
@@ -56,7 +56,7 @@ func New(p Params) (*Bus, error) {
 	for _, l := range listeners {
 		switch prev, dup := names[l.Name]; {
 		case l.typ == nil:
-			return nil, fmt.Errorf("events: listener %q was not made by events.Listen, On, Sync, SyncWith, SyncListener or QueuedListener", l.Name)
+			return nil, fmt.Errorf("events: listener %q was not made by events.Listen, ListenFunc, Sync, SyncFunc, SyncListener or QueuedListener", l.Name)
 		case l.Name == "" || l.Event == "":
 			return nil, fmt.Errorf("events: the listener at %s needs a name and an event with a name", l.Where)
 		case l.Options.Queue != "" && queue.CheckQueueName(l.Options.Queue) != nil:

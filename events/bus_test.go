@@ -45,23 +45,23 @@ func build(opts ...fx.Option) error {
 var nothing = func(context.Context, ContactsExported) error { return nil }
 
 func TestRegistrationErrorsFailTheBootNamingBoth(t *testing.T) {
-	err := build(events.On[ContactsExported]("crm.notify", nothing), events.Sync[ExportFailed]("crm.notify", func(context.Context, ExportFailed) error { return nil }))
+	err := build(events.ListenFunc[ContactsExported]("crm.notify", nothing), events.SyncFunc[ExportFailed]("crm.notify", func(context.Context, ExportFailed) error { return nil }))
 	if err == nil || !regexp.MustCompile(`^events: listener "crm.notify" is registered twice: for contacts\.\S+ at bus_test\.go:\d+ and for contacts\.\S+ at bus_test\.go:\d+$`).MatchString(err.Error()) {
 		t.Fatalf("a duplicate name: %v", err)
 	}
-	err = build(events.On[ContactsExported]("crm.notify", nothing), events.On[ContactsExported]("crm.notify", nothing))
+	err = build(events.ListenFunc[ContactsExported]("crm.notify", nothing), events.ListenFunc[ContactsExported]("crm.notify", nothing))
 	if err == nil || !regexp.MustCompile(`^queue: job "events.crm.notify" is registered twice: json.RawMessage at /\S*/events/bus_test\.go:\d+ and json.RawMessage at /\S*/events/bus_test\.go:\d+$`).MatchString(err.Error()) {
 		t.Fatalf("two queued listeners of one name: %v", err)
 	}
-	err = build(events.On[ContactsExported]("crm.notify", nothing, events.Options(queue.Options{Queue: "mail,sms"})))
+	err = build(events.ListenFunc[ContactsExported]("crm.notify", nothing, events.Options(queue.Options{Queue: "mail,sms"})))
 	if err == nil || !regexp.MustCompile(`^events: listener "crm.notify" at bus_test\.go:\d+: queue: invalid queue name "mail,sms": use 1 to 100`).MatchString(err.Error()) {
 		t.Fatalf("a listener on an invalid queue: %v", err)
 	}
 	_, err = events.New(events.Params{Listeners: []events.Listener{{Name: "crm.notify", Event: "contacts.exported"}}})
-	if err == nil || err.Error() != `events: listener "crm.notify" was not made by events.Listen, On, Sync, SyncWith, SyncListener or QueuedListener` {
+	if err == nil || err.Error() != `events: listener "crm.notify" was not made by events.Listen, ListenFunc, Sync, SyncFunc, SyncListener or QueuedListener` {
 		t.Fatalf("a listener made by hand: %v", err)
 	}
-	err = build(events.On[ContactsExported]("crm.notify", nothing), events.Sync[Impostor]("crm.audit", func(context.Context, Impostor) error { return nil }))
+	err = build(events.ListenFunc[ContactsExported]("crm.notify", nothing), events.SyncFunc[Impostor]("crm.audit", func(context.Context, Impostor) error { return nil }))
 	if err == nil || !strings.Contains(err.Error(), `events: event "contacts.exported" is the name of two types: events_test.`) {
 		t.Fatalf("one event name, two types: %v", err)
 	}
@@ -115,8 +115,8 @@ func TestAPayloadThatDoesNotDecodeFailsAtOnce(t *testing.T) {
 }
 
 func TestEventsList(t *testing.T) {
-	a := newApp(t, apptest.TempDatabase(), threeQueued, events.Sync[ExportFailed]("crm.alert", func(context.Context, ExportFailed) error { return nil }, events.AfterCommit()),
-		events.On[ExportFailed]("crm.retry_export", func(context.Context, ExportFailed) error { return nil }, events.Options(queue.Options{Queue: "exports"})))
+	a := newApp(t, apptest.TempDatabase(), threeQueued, events.SyncFunc[ExportFailed]("crm.alert", func(context.Context, ExportFailed) error { return nil }, events.AfterCommit()),
+		events.ListenFunc[ExportFailed]("crm.retry_export", func(context.Context, ExportFailed) error { return nil }, events.Options(queue.Options{Queue: "exports"})))
 	out, err := a.RunCommand("events:list")
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ contacts.exported       stats.count       queued              default  events_te
 		t.Fatalf("events:list with queue.default_queue = main: %v\n%s", err, out)
 	}
 	b := newApp(t, apptest.TempDatabase())
-	if out, err := b.RunCommand("events:list"); err != nil || out != "No event has a listener: register them with events.Listen, events.On or events.Sync.\n" {
+	if out, err := b.RunCommand("events:list"); err != nil || out != "No event has a listener: register them with events.Listen, events.ListenFunc, events.Sync or events.SyncFunc.\n" {
 		t.Fatalf("events:list without listeners: %q %v", out, err)
 	}
 }
@@ -222,7 +222,7 @@ type prefix string
 func TestSyncWithBuildsItsListenerWithItsDependencies(t *testing.T) {
 	j := &journal{}
 	a := newApp(t, apptest.TempDatabase(), fx.Supply(prefix("audit:")),
-		events.SyncWith[ContactsExported]("audit.record", func(p prefix) func(context.Context, ContactsExported) error {
+		events.Sync[ContactsExported]("audit.record", func(p prefix) func(context.Context, ContactsExported) error {
 			return func(ctx context.Context, e ContactsExported) error {
 				j.add(string(p) + e.CompanyID)
 				return nil
@@ -231,8 +231,8 @@ func TestSyncWithBuildsItsListenerWithItsDependencies(t *testing.T) {
 	if err := a.Bus.Dispatch(context.Background(), ContactsExported{CompanyID: "acme"}); err != nil || strings.Join(j.lines, ",") != "audit:acme" {
 		t.Fatalf("Dispatch: %v, ran %v", err, j.lines)
 	}
-	err := build(events.SyncWith[ContactsExported]("audit.record", func() func(ContactsExported) error { return nil }))
-	if err == nil || !strings.Contains(err.Error(), `events.SyncWith[events_test.ContactsExported]("audit.record") at bus_test.go:`) ||
+	err := build(events.Sync[ContactsExported]("audit.record", func() func(ContactsExported) error { return nil }))
+	if err == nil || !strings.Contains(err.Error(), `events.Sync[events_test.ContactsExported]("audit.record") at bus_test.go:`) ||
 		!strings.Contains(err.Error(), "returning func(context.Context, events_test.ContactsExported) error (and an error), not func() func(events_test.ContactsExported) error") {
 		t.Fatalf("a bad constructor: %v", err)
 	}

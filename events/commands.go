@@ -25,7 +25,7 @@ func listCommand() app.Command {
 		Action: app.Uses(func(c *cli.Context, p listIn) error {
 			listeners := p.Bus.Listeners()
 			if len(listeners) == 0 {
-				fmt.Fprintln(c.App.Writer, "No event has a listener: register them with events.Listen, events.On or events.Sync.")
+				fmt.Fprintln(c.App.Writer, "No event has a listener: register them with events.Listen, events.ListenFunc, events.Sync or events.SyncFunc.")
 				return nil
 			}
 			slices.SortStableFunc(listeners, func(a, b Listener) int { return strings.Compare(a.Event, b.Event) })

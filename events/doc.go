@@ -5,12 +5,13 @@
 //
 // An [Event] is a JSON-encodable value with a stable name. Modules
 // register listeners with fx options, each with a stable name of its own:
-// [Listen] for a queued listener whose handler fx builds, [On] for a
-// queued listener from a function, [Sync] for one that runs inside
-// Dispatch.
+// [Listen] and [ListenFunc] for a queued listener (its handler built by
+// fx, or a function), [Sync] and [SyncFunc] for one that runs inside
+// Dispatch: as queue.Register and queue.HandleFunc, the Func form takes a
+// function, the other a constructor whose parameters fx provides.
 //
 //	events.Listen[ContactsExported]("crm.notify_owner", newOwnerNotifier),
-//	events.Sync[ContactsExported]("audit.record", func(ctx context.Context, e ContactsExported) error { … }),
+//	events.SyncFunc[ContactsExported]("audit.record", func(ctx context.Context, e ContactsExported) error { … }),
 //
 // # Dispatching
 //

@@ -223,17 +223,17 @@ func TestRolledBackWorkQueuesNoListener(t *testing.T) {
 // succeeds.
 func syncListeners(j *journal) fx.Option {
 	return fx.Options(
-		events.Sync[ContactsExported]("audit.check", func(ctx context.Context, e ContactsExported) error {
+		events.SyncFunc[ContactsExported]("audit.check", func(ctx context.Context, e ContactsExported) error {
 			j.add("audit.check")
 			return errors.New("the audit log is full")
 		}),
-		events.Sync[ContactsExported]("audit.panic", func(ctx context.Context, e ContactsExported) error {
+		events.SyncFunc[ContactsExported]("audit.panic", func(ctx context.Context, e ContactsExported) error {
 			j.add("audit.panic")
 			var m map[string]int
 			m["x"]++ // a nil map: panics
 			return nil
 		}),
-		events.Sync[ContactsExported]("audit.fine", func(ctx context.Context, e ContactsExported) error {
+		events.SyncFunc[ContactsExported]("audit.fine", func(ctx context.Context, e ContactsExported) error {
 			j.add("audit.fine")
 			return nil
 		}),
@@ -302,7 +302,7 @@ func TestEightGoroutinesDispatchAtOnce(t *testing.T) {
 func TestAfterCommitListeners(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, database fx.Option) {
 		j := &journal{}
-		a := newApp(t, database, events.Sync[ContactsExported]("crm.webhook", func(ctx context.Context, e ContactsExported) error {
+		a := newApp(t, database, events.SyncFunc[ContactsExported]("crm.webhook", func(ctx context.Context, e ContactsExported) error {
 			j.add("crm.webhook " + e.CompanyID)
 			if e.CompanyID == "bad" {
 				return errors.New("the webhook answered 500")

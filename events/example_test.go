@@ -30,7 +30,7 @@ var noop = events.HandlerFunc[InvoicePaid](func(context.Context, InvoicePaid, qu
 
 func Example() {
 	// In an app, events.Module() builds the bus and modules register
-	// listeners with events.Listen, On, Sync and SyncWith. Here, by hand,
+	// listeners with events.Listen, ListenFunc, Sync and SyncFunc. Here, by hand,
 	// on the queue fake, which records jobs instead of queueing them.
 	fake := queuetest.NewFake()
 	thank, _ := events.QueuedListener[InvoicePaid]("crm.thank_customer", noop,
@@ -164,7 +164,7 @@ func ExampleListen() {
 				return nil
 			})
 		}),
-		events.Sync[InvoicePaid]("billing.mark_paid", func(ctx context.Context, e InvoicePaid) error {
+		events.SyncFunc[InvoicePaid]("billing.mark_paid", func(ctx context.Context, e InvoicePaid) error {
 			fmt.Println("sync: invoice", e.InvoiceID, "is paid")
 			return nil
 		}),

@@ -101,37 +101,40 @@ func Listen[E Event](name string, constructor any, opts ...Option) fx.Option {
 	return fx.Options(supply(l), queue.RegisterNamedAt(l.JobName(), l.site.file+":"+strconv.Itoa(l.site.line), build))
 }
 
-// On registers a queued listener of events of type E, named name, that
-// runs fn: [Listen] for a handler that needs nothing fx provides.
-func On[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) fx.Option {
+// ListenFunc registers a queued listener of events of type E, named
+// name, that runs fn: [Listen] for a handler that needs nothing fx
+// provides.
+func ListenFunc[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) fx.Option {
 	l := listener[E](name, true, opts, caller())
 	handler := decoding[E](HandlerFunc[E](func(ctx context.Context, e E, _ queue.JobContext) error { return fn(ctx, e) }))
 	return fx.Options(supply(l), queue.RegisterNamedAt(l.JobName(), l.site.file+":"+strconv.Itoa(l.site.line), func() queue.NamedFunc { return handler }))
 }
 
-// Sync registers a listener of events of type E, named name, that runs fn
-// inside Dispatch, after the queued listeners are queued. The sync
-// listeners of an event run one after the other in the order they are
-// written: by the file that registers them, then by line (fx gives its
+// SyncFunc registers a listener of events of type E, named name, that
+// runs fn inside Dispatch, after the queued listeners are queued: [Sync]
+// for a listener that needs nothing fx provides. The sync listeners of an
+// event run one after the other in the order they are written: by the
+// package that registers them, its file, then the line (fx gives its
 // registrations in no set order). Its error, or its panic, is returned by
 // Dispatch, joined with those of the others; every one runs.
-func Sync[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) fx.Option {
+func SyncFunc[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) fx.Option {
 	l := listener[E](name, false, opts, caller())
 	l.sync = func(ctx context.Context, e Event) error { return fn(ctx, e.(E)) }
 	return supply(l)
 }
 
-// SyncWith is [Sync] for a listener that needs what fx provides: it
-// registers the function constructor builds, a func(deps...) returning a
-// func(ctx context.Context, e E) error (and, optionally, an error).
+// Sync registers a listener of events of type E, named name, that runs
+// inside Dispatch (see [SyncFunc]), built by constructor with what fx
+// provides: a func(deps...) returning a func(ctx context.Context, e E)
+// error (and, optionally, an error).
 //
-//	events.SyncWith[ContactsExported]("audit.record", func(logger *slog.Logger) func(context.Context, ContactsExported) error {
+//	events.Sync[ContactsExported]("audit.record", func(logger *slog.Logger) func(context.Context, ContactsExported) error {
 //		return func(ctx context.Context, e ContactsExported) error { … }
 //	})
 //
 // The bus is built with what the constructor needs, so that cannot need
 // the bus.
-func SyncWith[E Event](name string, constructor any, opts ...Option) fx.Option {
+func Sync[E Event](name string, constructor any, opts ...Option) fx.Option {
 	l := listener[E](name, false, opts, caller())
 	build, err := app.Adapt(constructor, reflect.TypeFor[func(context.Context, E) error](), func(fn reflect.Value) Listener {
 		f := fn.Interface().(func(context.Context, E) error)
@@ -140,12 +143,12 @@ func SyncWith[E Event](name string, constructor any, opts ...Option) fx.Option {
 		return built
 	})
 	if err != nil {
-		return fx.Error(fmt.Errorf("events.SyncWith[%s](%q) at %s: %w", reflect.TypeFor[E](), name, l.Where, err))
+		return fx.Error(fmt.Errorf("events.Sync[%s](%q) at %s: %w", reflect.TypeFor[E](), name, l.Where, err))
 	}
 	return fx.Provide(fx.Annotate(build, fx.ResultTags(`group:"events.listeners"`)))
 }
 
-// SyncListener is [Sync] for an app built without fx: give the listener
+// SyncListener is [SyncFunc] for an app built without fx: give the listener
 // to [New].
 func SyncListener[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) Listener {
 	l := listener[E](name, false, opts, caller())
@@ -186,8 +189,8 @@ func decoding[E Event](h Handler[E]) queue.NamedFunc {
 	}
 }
 
-// site is where a listener was registered: the caller of Listen, On,
-// Sync and their kin.
+// site is where a listener was registered: the caller of Listen,
+// ListenFunc, Sync, SyncFunc and their kin.
 type site struct {
 	file string // absolute, as the compiler saw it (or module-relative with -trimpath)
 	line int

@@ -173,7 +173,7 @@ var exportModule = fx.Module("export",
 	}),
 	notify.Register[ExportReady](),
 	fx.Provide(app.AsRoute(newInboxRoute)),
-	events.SyncWith[ContactsExported]("audit.record_export", func(logger *slog.Logger) func(context.Context, ContactsExported) error {
+	events.Sync[ContactsExported]("audit.record_export", func(logger *slog.Logger) func(context.Context, ContactsExported) error {
 		audit := logger.With("logger", "audit")
 		return func(ctx context.Context, e ContactsExported) error {
 			audit.InfoContext(ctx, "contacts exported", "company", e.Company, "rows", e.Rows, "file", e.File)
