@@ -61,9 +61,9 @@ func TestCallerRecordsThePackage(t *testing.T) {
 		t.Errorf("caller() recorded the package %q", s.pkg)
 	}
 	for name, want := range map[string]string{
-		"github.com/acme/crm/billing.init.func1":            "github.com/acme/crm/billing",
-		"github.com/acme/crm/billing.glob..func2":           "github.com/acme/crm/billing",
-		"main.main":                                         "main",
+		"github.com/acme/crm/billing.init.func1":  "github.com/acme/crm/billing",
+		"github.com/acme/crm/billing.glob..func2": "github.com/acme/crm/billing",
+		"main.main": "main",
 		"github.com/acme/crm/billing.register[...]":         "github.com/acme/crm/billing",
 		"github.com/acme/go.crm/billing.(*Module).listen.2": "github.com/acme/go.crm/billing",
 	} {
