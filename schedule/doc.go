@@ -5,10 +5,11 @@
 // # Entries
 //
 // Modules register entries beside their jobs: [Cron] for a five-field
-// cron expression, [Every] for an interval, [CronFunc] for a job made
-// from each tick's time. Options set the zone ([In]), skip a tick while
-// the last run is pending ([WithoutOverlapping]), bound the catch-up
-// after downtime ([CatchUp]) and give the job's options ([Options]):
+// cron expression, [Every] for an interval, and [CronFunc] and
+// [EveryFunc] for a job made from each tick's time. Options set the zone
+// ([In]), skip a tick while the last run is pending
+// ([WithoutOverlapping]), bound the catch-up after downtime ([CatchUp])
+// and give the job's options ([Options]):
 //
 //	var Module = fx.Module("reports",
 //		queue.HandleFunc(sendNightlyReport),
@@ -34,6 +35,7 @@
 //
 // [Scheduler.RunDue] dispatches what is due by the app's clock, so a
 // test with a fixed clock (app.WithClock) checks an entry's ticks;
-// [Scheduler.Next] names the next tick after a time. Without fx, [New] builds a scheduler of [CronEntry] and
-// [EveryEntry] values. The guide is docs/scheduling.md.
+// [Scheduler.Next] names the next tick after a time. Without fx, [New]
+// builds a scheduler of [CronEntry], [CronFuncEntry], [EveryEntry] and
+// [EveryFuncEntry] values. The guide is docs/scheduling.md.
 package schedule

@@ -59,44 +59,70 @@ func Options(o queue.Options) Option { return func(e *Entry) { e.Options = o } }
 //
 //	schedule.Cron("reports.nightly", "0 3 * * *", reports.Nightly{}, schedule.In("Europe/Berlin"))
 func Cron(name, spec string, job queue.Job, opts ...Option) fx.Option {
-	return supply(CronEntry(name, spec, func(time.Time) queue.Job { return job }, append(opts, withWhere(caller(2)))...))
+	return supply(entry(name, spec, 0, always(job), caller(2), opts))
 }
 
 // CronFunc is [Cron] with the job built for each tick from its scheduled
 // time, in the entry's zone; a nil job skips the tick.
 func CronFunc(name, spec string, fn func(tick time.Time) queue.Job, opts ...Option) fx.Option {
-	return supply(CronEntry(name, spec, fn, append(opts, withWhere(caller(2)))...))
+	return supply(entry(name, spec, 0, fn, caller(2), opts))
 }
 
 // Every dispatches job every d, at instants that are multiples of d since
 // the Unix epoch (every 15m: :00, :15, :30, :45 UTC), the same on every
 // scheduler.
 func Every(name string, d time.Duration, job queue.Job, opts ...Option) fx.Option {
-	return supply(EveryEntry(name, d, job, append(opts, withWhere(caller(2)))...))
+	return supply(entry(name, every(d), d, always(job), caller(2), opts))
 }
 
-// CronEntry is [CronFunc] for an app built without fx: give the entry to
-// [New] in Params.Entries.
-func CronEntry(name, spec string, fn func(tick time.Time) queue.Job, opts ...Option) Entry {
-	return entry(name, spec, 0, fn, append([]Option{withWhere(caller(2))}, opts...))
+// EveryFunc is [Every] with the job built for each tick from its time; a
+// nil job skips the tick.
+func EveryFunc(name string, d time.Duration, fn func(tick time.Time) queue.Job, opts ...Option) fx.Option {
+	return supply(entry(name, every(d), d, fn, caller(2), opts))
+}
+
+// CronEntry is [Cron] for an app built without fx: give the entry to
+// [New] in Params.Entries. CronFuncEntry, EveryEntry and EveryFuncEntry
+// are [CronFunc], [Every] and [EveryFunc] alike.
+func CronEntry(name, spec string, job queue.Job, opts ...Option) Entry {
+	return entry(name, spec, 0, always(job), caller(2), opts)
+}
+
+// CronFuncEntry is [CronFunc] for an app built without fx.
+func CronFuncEntry(name, spec string, fn func(tick time.Time) queue.Job, opts ...Option) Entry {
+	return entry(name, spec, 0, fn, caller(2), opts)
 }
 
 // EveryEntry is [Every] for an app built without fx.
 func EveryEntry(name string, d time.Duration, job queue.Job, opts ...Option) Entry {
-	return entry(name, "every "+d.String(), d, func(time.Time) queue.Job { return job }, append([]Option{withWhere(caller(2))}, opts...))
+	return entry(name, every(d), d, always(job), caller(2), opts)
 }
+
+// EveryFuncEntry is [EveryFunc] for an app built without fx.
+func EveryFuncEntry(name string, d time.Duration, fn func(tick time.Time) queue.Job, opts ...Option) Entry {
+	return entry(name, every(d), d, fn, caller(2), opts)
+}
+
+// always is a job for every tick: job itself, or none for a nil job.
+func always(job queue.Job) func(time.Time) queue.Job {
+	if job == nil {
+		return nil
+	}
+	return func(time.Time) queue.Job { return job }
+}
+
+// every is the spec of an Every entry, as schedule:list shows it.
+func every(d time.Duration) string { return "every " + d.String() }
 
 func supply(e Entry) fx.Option { return fx.Supply(fx.Annotated{Group: "schedule.entries", Target: e}) }
 
-func entry(name, spec string, every time.Duration, fn func(time.Time) queue.Job, opts []Option) Entry {
-	e := Entry{Name: name, Spec: spec, every: every, job: fn, CatchUp: 24 * time.Hour}
+func entry(name, spec string, interval time.Duration, fn func(time.Time) queue.Job, where string, opts []Option) Entry {
+	e := Entry{Name: name, Spec: spec, every: interval, job: fn, CatchUp: 24 * time.Hour, Where: where}
 	for _, opt := range opts {
 		opt(&e)
 	}
 	return e
 }
-
-func withWhere(where string) Option { return func(e *Entry) { e.Where = where } }
 
 // caller is where an entry was registered: skip frames up.
 func caller(skip int) string {

@@ -49,7 +49,7 @@ func (a testApp) schedulerNamed(t *testing.T, prefix, zone string, specs []strin
 	t.Helper()
 	var entries []Entry
 	for i, spec := range specs {
-		entries = append(entries, CronEntry(fmt.Sprintf("%s%d", prefix, i), spec, func(time.Time) queue.Job { return tickJob{} },
+		entries = append(entries, CronFuncEntry(fmt.Sprintf("%s%d", prefix, i), spec, func(time.Time) queue.Job { return tickJob{} },
 			append([]Option{In(zone)}, opts...)...))
 	}
 	s, err := New(Params{DB: a.db, Dispatcher: a.q, Clock: a.clock, Entries: entries})

@@ -351,20 +351,36 @@ func TestPruneDeletesInBatches(t *testing.T) {
 	})
 }
 
-// TestWithoutFx: entries made with CronEntry and EveryEntry, given to New.
+// TestWithoutFx: entries made with CronEntry, CronFuncEntry, EveryEntry
+// and EveryFuncEntry, which take what Cron, CronFunc, Every and EveryFunc
+// take, given to New; a func entry's nil job skips the tick.
 func TestWithoutFx(t *testing.T) {
 	t.Parallel()
 	a := newApp(t, apptest.TempDatabase(), at("09:59:59"))
 	s, err := schedule.New(schedule.Params{DB: a.DB, Dispatcher: a.Q, Clock: a.Clock, Entries: []schedule.Entry{
 		schedule.EveryEntry("crm.sync", 15*time.Minute, Sync{}),
-		schedule.CronEntry("reports.nightly", "0 * * * *", func(tick time.Time) queue.Job { return Report{} }),
+		schedule.EveryFuncEntry("crm.sync_on_the_hour", 15*time.Minute, func(tick time.Time) queue.Job {
+			if tick.Minute() != 0 {
+				return nil
+			}
+			return Sync{}
+		}),
+		schedule.CronEntry("reports.hourly", "0 * * * *", Report{}),
+		schedule.CronFuncEntry("reports.nightly", "0 * * * *", func(tick time.Time) queue.Job { return Report{} }),
+		schedule.CronFuncEntry("reports.never", "0 * * * *", func(tick time.Time) queue.Job { return nil }),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Clock.Set(at("10:00:00"))
-	if d, err := s.RunDue(context.Background()); err != nil || len(d) != 2 {
-		t.Fatalf("RunDue = %+v, %v", d, err)
+	d, err := s.RunDue(context.Background())
+	if err != nil || len(d) != 5 {
+		t.Fatalf("RunDue = %+v, %v; want the five entries", d, err)
+	}
+	for _, e := range d {
+		if skip := e.Entry == "reports.never"; e.Skipped != skip || (e.JobID == "") != skip {
+			t.Errorf("%s: skipped %v, job %q", e.Entry, e.Skipped, e.JobID)
+		}
 	}
 	_, err = schedule.New(schedule.Params{DB: a.DB, Dispatcher: a.Q, Entries: []schedule.Entry{schedule.CronEntry("x", "bad", nil)}})
 	if err == nil || !strings.Contains(err.Error(), `schedule: entry "x" at `) || !strings.Contains(err.Error(), "schedule_test.go:") {
@@ -398,5 +414,23 @@ func TestModuleWithTakesItsConfigInCode(t *testing.T) {
 	a.Stdout, a.Stderr = io.Discard, io.Discard
 	if err := a.Run(context.Background(), []string{"schedule:list"}); err == nil || !strings.Contains(err.Error(), `"Europe/Berln"`) {
 		t.Fatalf("ModuleWith with an unknown zone: %v", err)
+	}
+}
+
+// TestEveryFuncBuildsTheJobOfEachTick: EveryFunc is Every with the job
+// made of the tick's time.
+func TestEveryFuncBuildsTheJobOfEachTick(t *testing.T) {
+	t.Parallel()
+	var ticks []time.Time
+	a := newApp(t, apptest.TempDatabase(), at("09:59:59"), schedule.EveryFunc("crm.sync", 15*time.Minute, func(tick time.Time) queue.Job {
+		ticks = append(ticks, tick)
+		return Sync{}
+	}))
+	a.Clock.Set(at("10:00:00"))
+	if d, err := a.S.RunDue(context.Background()); err != nil || len(d) != 1 || d[0].Entry != "crm.sync" {
+		t.Fatalf("RunDue = %+v, %v", d, err)
+	}
+	if len(ticks) != 1 || !ticks[0].Equal(at("10:00:00")) {
+		t.Fatalf("the job was made for the ticks %v, want 10:00", ticks)
 	}
 }
