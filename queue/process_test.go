@@ -322,17 +322,20 @@ func TestAKilledWorkersJobIsTakenOver(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 
+		// The worker stamped its reservation (by the database's clock)
+		// before it printed its line: at most some seconds before now,
+		// however loaded the machine, and not after.
 		attempts := make(chan int, 1)
-		later := &clock{t: start}
+		later := &clock{t: time.Now()}
 		takeover := localQueue(t, url, later, queue.HandlerOf[Block](queue.HandlerFunc[Block](func(ctx context.Context, _ Block, jc queue.JobContext) error {
 			attempts <- jc.Attempt
 			return nil
 		})))
-		later.Advance(time.Minute + 29*time.Second)
+		later.Advance(time.Minute + 20*time.Second)
 		if stats, err := takeover.RunPending(ctx); stats.Processed != 0 || err != nil {
 			t.Fatalf("taken over before the job's timeout plus 30 s: %+v, %v", stats, err)
 		}
-		later.Advance(2 * time.Second)
+		later.Advance(11 * time.Second) // 91 s after the reservation at least
 		if stats, err := takeover.RunPending(ctx); stats.Succeeded != 1 || err != nil {
 			t.Fatalf("not taken over after the job's timeout plus 30 s: %+v, %v", stats, err)
 		}
