@@ -12,7 +12,6 @@ import (
 	"github.com/navree/navree/mail"
 	"github.com/navree/navree/notify"
 	"github.com/navree/navree/queue"
-	"github.com/navree/navree/queue/dashboard"
 	"github.com/navree/navree/schedule"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
@@ -46,7 +45,6 @@ func TestAMissingTypeNamesItsModule(t *testing.T) {
 		{"mail", []fx.Option{src, db.Module(), queue.Module(), uses[*mail.Mailer]()}, mail.Module(), "missing type: *mail.Mailer (add mail.Module() to the app's modules)"},
 		{"events", []fx.Option{src, db.Module(), queue.Module(), uses[*events.Bus]()}, events.Module(), "missing type: *events.Bus (add events.Module() to the app's modules)"},
 		{"schedule", []fx.Option{src, db.Module(), queue.Module(), uses[*schedule.Scheduler]()}, schedule.Module(), "missing type: *schedule.Scheduler (add schedule.Module() to the app's modules)"},
-		{"dashboard", []fx.Option{src, db.Module(), queue.Module(), uses[dashboard.Config]()}, dashboard.Module(), "missing type: dashboard.Config (add dashboard.Module() to the app's modules)"},
 		{"config", []fx.Option{uses[app.HTTPConfig]()}, src, "missing type: *config.Config (add config.Module(config.Defaults()) to the app's modules)"},
 		{"two", []fx.Option{src, db.Module(), queue.Module(), mail.Module(), both}, fx.Options(events.Module(), notify.Module()),
 			"missing types: *events.Bus; *notify.Notifier (add events.Module() and notify.Module() to the app's modules)"},

@@ -345,7 +345,9 @@ func Module(src Sources) fx.Option {
 }
 
 // Section declares the section name with the defaults held by a value of
-// T, and provides T decoded from the app's [Config].
+// T, and provides T decoded from the app's [Config], to the fx.Module it
+// is given in alone (fx.Private): a module's section is its own, and
+// another module that needs what it says asks that module's services.
 func Section[T any](name string, defaults T) fx.Option {
 	if reflect.TypeOf(defaults) == nil || reflect.TypeOf(defaults).Kind() != reflect.Struct {
 		return fx.Error(fmt.Errorf("config: section [%s]: defaults must be a struct, not %T", name, defaults))
@@ -354,6 +356,8 @@ func Section[T any](name string, defaults T) fx.Option {
 		fx.Provide(fx.Annotated{Group: "config.sections", Target: func() Definition {
 			return Definition{Name: name, Defaults: defaults}
 		}}),
-		fx.Provide(func(c *Config) (T, error) { return Get[T](c, name) }),
+		// The section's type is its module's own: provided inside that
+		// module's fx.Module, no other module reads it.
+		fx.Provide(fx.Private, func(c *Config) (T, error) { return Get[T](c, name) }),
 	)
 }

@@ -325,7 +325,7 @@ func Module() fx.Option { return module(config.Section("mail", DefaultConfig()))
 // take their defaults.
 //
 //	mail.ModuleWith(mail.Config{Transport: mail.Memory})
-func ModuleWith(cfg Config) fx.Option { return module(fx.Supply(cfg)) }
+func ModuleWith(cfg Config) fx.Option { return module(fx.Supply(fx.Private, cfg)) }
 
 func module(cfg fx.Option) fx.Option {
 	return fx.Module("mail",

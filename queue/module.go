@@ -111,7 +111,7 @@ func Module() fx.Option {
 //
 //	queue.ModuleWith(queue.Config{Driver: queue.Memory})
 func ModuleWith(cfg Config) fx.Option {
-	return module(fx.Supply(cfg))
+	return module(fx.Supply(fx.Private, cfg))
 }
 
 func module(cfg fx.Option) fx.Option {

@@ -99,7 +99,7 @@ func Module() fx.Option { return module(config.Section("schedule", DefaultConfig
 // the defaults.
 //
 //	schedule.ModuleWith(schedule.Config{Timezone: "Europe/Berlin"})
-func ModuleWith(cfg Config) fx.Option { return module(fx.Supply(cfg)) }
+func ModuleWith(cfg Config) fx.Option { return module(fx.Supply(fx.Private, cfg)) }
 
 func module(cfg fx.Option) fx.Option {
 	return fx.Module("schedule",

@@ -119,7 +119,7 @@ func Module() fx.Option { return module(config.Section("dashboard", DefaultConfi
 // take their defaults (set Enabled to serve it).
 //
 //	dashboard.ModuleWith(dashboard.Config{Enabled: true, Prefix: "/admin/queue"})
-func ModuleWith(cfg Config) fx.Option { return module(fx.Supply(cfg)) }
+func ModuleWith(cfg Config) fx.Option { return module(fx.Supply(fx.Private, cfg)) }
 
 func module(cfg fx.Option) fx.Option {
 	return fx.Module("dashboard",

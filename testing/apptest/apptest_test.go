@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/events"
 	"github.com/navree/navree/notify"
@@ -173,20 +174,24 @@ func TestEachAppHasADatabaseOfItsOwn(t *testing.T) {
 	}{{"sqlite", apptest.TempDatabase}, {"postgres", apptest.Postgres}} {
 		t.Run(database.name, func(t *testing.T) {
 			opt := database.opt() // one option value, two apps
-			var first, second db.Config
-			apptest.New(t, opt, db.Module(), fx.Populate(&first))
-			apptest.New(t, opt, db.Module(), fx.Populate(&second))
-			if first.URL == second.URL {
-				t.Fatalf("both apps use %s", first.URL)
+			var firstApp, secondApp *config.Config
+			apptest.New(t, opt, db.Module(), fx.Populate(&firstApp))
+			apptest.New(t, opt, db.Module(), fx.Populate(&secondApp))
+			first, _ := config.Get[db.Config](firstApp, "database")
+			second, _ := config.Get[db.Config](secondApp, "database")
+			if first.URL == "" || first.URL == second.URL {
+				t.Fatalf("both apps use %q", first.URL)
 			}
 		})
 	}
 }
 
 func TestConfigOptions(t *testing.T) {
-	var fromMap, fromTOML queue.Config
-	apptest.New(t, queue.Module(), apptest.Config(map[string]any{"queue.driver": "memory", "queue.workers": 2}), fx.Populate(&fromMap))
-	apptest.New(t, queue.Module(), apptest.Config("[queue]\ndriver = \"memory\"\nqueues = [\"mail\"]\n"), fx.Populate(&fromTOML))
+	var mapApp, tomlApp *config.Config
+	apptest.New(t, queue.Module(), apptest.Config(map[string]any{"queue.driver": "memory", "queue.workers": 2}), fx.Populate(&mapApp))
+	apptest.New(t, queue.Module(), apptest.Config("[queue]\ndriver = \"memory\"\nqueues = [\"mail\"]\n"), fx.Populate(&tomlApp))
+	fromMap, _ := config.Get[queue.Config](mapApp, "queue")
+	fromTOML, _ := config.Get[queue.Config](tomlApp, "queue")
 	if fromMap.Workers != 2 || fromMap.Driver != queue.Memory {
 		t.Errorf("map config: %+v", fromMap)
 	}
