@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -54,14 +55,14 @@ var install = sync.OnceValue(func() installation {
 		return installation{err: fmt.Errorf("go clean -modcache of %s: %v\n%s", modCache, err, out)}
 	}
 	cmd := exec.Command("sh", "-c", line)
-	cmd.Dir, cmd.Env = repoRoot(), append(env, "GOPROXY="+proxy)
+	cmd.Dir, cmd.Env = repoRoot(), slices.Concat(env, []string{"GOPROXY=" + proxy})
 	if out, err := cmd.CombinedOutput(); err != nil {
 		if offline(out) {
 			return installation{skip: fmt.Sprintf("the README's install command (%s) needs the network, or a module cache holding the framework's modules: %s", line, out)}
 		}
 		return installation{err: fmt.Errorf("the README's install command, %s: %v\n%s", line, err, out)}
 	}
-	return installation{navree: filepath.Join(gobin, "navree"), env: append(env, "GOPROXY=off")}
+	return installation{navree: filepath.Join(gobin, "navree"), env: slices.Concat(env, []string{"GOPROXY=off"})}
 })
 
 // installed is install's result for the test t, which it skips without

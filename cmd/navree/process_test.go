@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,7 +21,7 @@ import (
 // with args, in dir, its environment env and runNavreeEnv.
 func navreeCmd(dir string, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Dir, cmd.Env = dir, append(env, runNavreeEnv+"=1")
+	cmd.Dir, cmd.Env = dir, slices.Concat(env, []string{runNavreeEnv + "=1"})
 	return cmd
 }
 
@@ -69,7 +70,7 @@ func TestAFailedNewWritesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			env := append(in.env, "PATH="+filepath.Dir(fakeGit)+string(os.PathListSeparator)+os.Getenv("PATH"))
+			env := slices.Concat(in.env, []string{"PATH=" + filepath.Dir(fakeGit) + string(os.PathListSeparator) + os.Getenv("PATH")})
 			cmd := navreeCmd(dir, env, "new", "crm", "--module", "github.com/acme/crm")
 			failsWith(t, cmd, "navree: new: git init: exit status 128: fatal: cannot init here\n"+
 				"Nothing was written (navree new removed what it wrote). Next: run navree new again once git works, or with --no-git\n")
