@@ -1,4 +1,4 @@
-module github.com/navree/navree/db/internal/driverbench
+module github.com/navree/navree/cmd/driverbench
 
 go 1.26.0
 
