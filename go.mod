@@ -22,6 +22,7 @@ require (
 	github.com/wneessen/go-mail v0.8.1
 	go.uber.org/dig v1.19.0
 	go.uber.org/fx v1.24.0
+	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.49.0
 	modernc.org/sqlite v1.62.0
 )

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"golang.org/x/mod/modfile"
 )
 
 // Change is a file a generator writes: created, or edited.
@@ -412,10 +414,8 @@ func readModulePath(cmd, dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: this folder holds no app (no go.mod): run it in an app, or make one with navree new", cmd)
 	}
-	for _, line := range strings.Split(string(src), "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`), nil
-		}
+	if module := modfile.ModulePath(src); module != "" {
+		return module, nil
 	}
 	return "", fmt.Errorf("%s: go.mod has no module line", cmd)
 }

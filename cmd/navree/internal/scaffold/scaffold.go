@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+
+	"golang.org/x/mod/modfile"
 )
 
 //go:embed templates
@@ -189,20 +191,10 @@ func checkClone(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("new: --framework-path %s holds no go.mod: give a checkout of %s", dir, framework)
 	}
-	if module := modfileModule(src); module != framework {
+	if module := modfile.ModulePath(src); module != framework {
 		return "", fmt.Errorf("new: --framework-path %s holds the module %s, not the framework: give a checkout of %s", dir, module, framework)
 	}
 	return abs, nil
-}
-
-// modfileModule is the module path a go.mod declares.
-func modfileModule(src []byte) string {
-	for _, line := range strings.Split(string(src), "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`)
-		}
-	}
-	return ""
 }
 
 // replacePath is how the go.mod of the app at dir names the clone:
