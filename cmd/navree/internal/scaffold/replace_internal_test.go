@@ -11,7 +11,7 @@ import "testing"
 func TestReplacePath(t *testing.T) {
 	for _, tt := range []struct{ app, clone, want string }{
 		{"/home/ada/crm", "/home/ada/navree", "../navree"},
-		{"/tmp/TestX/001/crm", "/tmp/ciclone", "../../../ciclone"},
+		{"/tmp/TestX/001/crm", "/tmp/navree", "../../../navree"},
 		{"/home/ada/navree/examples/crm", "/home/ada/navree", "../.."},
 		{"/home/ada/crm", "/home/ada/crm/navree", "./navree"},
 		{"/tmp/crm", "/work/navree", "/work/navree"},
