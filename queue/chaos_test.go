@@ -80,14 +80,14 @@ type run struct {
 
 // TestChaos runs 3 worker processes of 4 loops on one database and kills
 // one with SIGKILL about every second, starting a new one each time,
-// until every job is done. Their clock runs 20 times faster, so a killed
-// worker's job is taken over within seconds. Nothing may be lost, no job
+// until every job is done. Their clock runs 10 times faster, so a killed
+// worker's job is taken over within 6 s. Nothing may be lost, no job
 // may run beside itself, and a job may run twice only when its earlier
 // attempt's process was killed.
 //
 // It runs alone in its package, not in parallel: its workers' clock runs
-// 20 times faster, so a worker starved of the CPU by other tests would
-// look dead after 1.5 s and its job be taken over (at least once, as
+// 10 times faster, so a worker starved of the CPU by other tests for 6 s
+// would look dead and its job be taken over (at least once, as
 // documented), which the test counts as a second run with no kill.
 func TestChaos(t *testing.T) {
 	if testing.Short() || raceEnabled {
@@ -235,7 +235,8 @@ func TestChaos(t *testing.T) {
 			for i, r := range runs[:len(runs)-1] {
 				// An earlier attempt: its process was killed, and the next began after it ended.
 				if !killed[r.pid] {
-					t.Errorf("job %s ran again after attempt %d of pid %d, which was not killed", job, r.attempt, r.pid)
+					t.Errorf("job %s ran again after attempt %d of pid %d, which was not killed (started %s, %s); what that worker printed of the job:\n%s",
+						job, r.attempt, r.pid, time.Unix(0, r.started).Format(time.StampMicro), finished(r), mentions(lastLines[r.pid], job))
 				}
 				if next := runs[i+1]; r.finished != 0 && next.started < r.finished {
 					t.Errorf("job %s: attempt %d started before attempt %d finished", job, next.attempt, r.attempt)
@@ -247,4 +248,26 @@ func TestChaos(t *testing.T) {
 		}
 		t.Logf("%d jobs, %d workers killed, %d jobs ran more than once (each after a kill), 0 lost", n, len(killed), reruns)
 	})
+}
+
+// finished says when an attempt finished, if it did.
+func finished(r run) string {
+	if r.finished == 0 {
+		return "never finished"
+	}
+	return "finished " + time.Unix(0, r.finished).Format(time.StampMicro)
+}
+
+// mentions is the lines that name the job id.
+func mentions(lines []string, id string) string {
+	var found []string
+	for _, l := range lines {
+		if strings.Contains(l, id) {
+			found = append(found, l)
+		}
+	}
+	if len(found) == 0 {
+		return "(nothing in its last 200 lines)"
+	}
+	return strings.Join(found, "\n")
 }
