@@ -13,18 +13,19 @@ import (
 // listener: what a request pays to announce a fact, the store aside.
 func BenchmarkDispatch(b *testing.B) {
 	var listeners []events.Listener
-	var regs []queue.Registration
 	for _, name := range []string{"crm.notify_owner", "audit.record", "stats.count"} {
-		l, reg := events.QueuedListener[ContactsExported](name, events.HandlerFunc[ContactsExported](
-			func(context.Context, ContactsExported, queue.JobContext) error { return nil }))
-		listeners, regs = append(listeners, l), append(regs, reg)
+		listeners = append(listeners, events.QueuedListener[ContactsExported](name, events.HandlerFunc[ContactsExported](
+			func(context.Context, ContactsExported, queue.JobContext) error { return nil })))
 	}
 	listeners = append(listeners, events.SyncListener[ContactsExported]("audit.check", func(context.Context, ContactsExported) error { return nil }))
-	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: regs})
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	bus, err := events.New(events.Params{Dispatcher: q, Listeners: listeners})
+	if err == nil {
+		err = q.Handle(bus.Jobs()...)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,17 +40,23 @@ func BenchmarkDispatch(b *testing.B) {
 }
 
 // TestWithoutFx: listeners made with SyncListener and QueuedListener, the
-// queue given the registrations.
+// queue given the bus's jobs.
 func TestWithoutFx(t *testing.T) {
 	j := &journal{}
-	l, reg := events.QueuedListener[ContactsExported]("crm.notify_owner", &notifier{j: j})
-	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{reg}})
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus, err := events.New(events.Params{Dispatcher: q, Listeners: []events.Listener{l,
+	bus, err := events.New(events.Params{Dispatcher: q, Listeners: []events.Listener{
+		events.QueuedListener[ContactsExported]("crm.notify_owner", &notifier{j: j}),
 		events.SyncListener[ContactsExported]("audit.check", func(ctx context.Context, e ContactsExported) error { j.add("audit.check " + e.CompanyID); return nil })}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs := bus.Jobs(); len(jobs) != 1 {
+		t.Fatalf("bus.Jobs() = %d registrations, want the queued listener's alone", len(jobs))
+	}
+	if err := q.Handle(bus.Jobs()...); err != nil {
 		t.Fatal(err)
 	}
 	if err := bus.Dispatch(context.Background(), ContactsExported{CompanyID: "acme"}); err != nil {

@@ -79,6 +79,22 @@ func New(p Params) (*Bus, error) {
 // Listeners returns every registered listener, in the order they run.
 func (b *Bus) Listeners() []Listener { return slices.Clone(b.listeners) }
 
+// Jobs returns the job registrations of the bus's queued listeners made
+// with [QueuedListener], for an app built without fx to give the queue:
+//
+//	err = q.Handle(bus.Jobs()...)
+//
+// With [Module] the module registers them, and Jobs returns none.
+func (b *Bus) Jobs() []queue.Registration {
+	var jobs []queue.Registration
+	for _, l := range b.listeners {
+		if l.job != nil {
+			jobs = append(jobs, *l.job)
+		}
+	}
+	return jobs
+}
+
 // Dispatch sends e to its listeners. It encodes e once and queues one job
 // per queued listener, all or none, then runs the sync listeners in their
 // order. Inside a unit of work (a request, db.Transaction) the jobs join

@@ -162,9 +162,9 @@ func TestTheFakeBus(t *testing.T) {
 	j := &journal{}
 	var bus *events.Bus
 	apptest.New(t, apptest.TempDatabase(), db.Module(), queue.Module(), events.Module(), threeQueued, fx.Supply(j),
-		apptest.Replace(fake.Bus()), fx.Populate(&bus))
+		fake.Replace(), fx.Populate(&bus))
 	if bus != fake.Bus() {
-		t.Fatal("apptest.Replace(fake.Bus()) did not replace the app's bus")
+		t.Fatal("fake.Replace() did not replace the app's bus")
 	}
 	ctx := context.Background()
 	if err := bus.Dispatch(ctx, ContactsExported{CompanyID: "acme", Rows: 2}); err != nil {
@@ -201,7 +201,7 @@ func TestTheRealBusOnTheQueueFake(t *testing.T) {
 	fake := queuetest.NewFake()
 	var bus *events.Bus
 	apptest.New(t, apptest.TempDatabase(), db.Module(), queue.Module(), events.Module(), threeQueued, fx.Supply(&journal{}),
-		apptest.Replace(fake.Queue()), fx.Populate(&bus))
+		fake.Replace(), fx.Populate(&bus))
 	if err := bus.Dispatch(context.Background(), ContactsExported{CompanyID: "acme"}); err != nil {
 		t.Fatal(err)
 	}

@@ -33,9 +33,9 @@ func Example() {
 	// listeners with events.Listen, ListenFunc, Sync and SyncFunc. Here, by hand,
 	// on the queue fake, which records jobs instead of queueing them.
 	fake := queuetest.NewFake()
-	thank, _ := events.QueuedListener[InvoicePaid]("crm.thank_customer", noop,
+	thank := events.QueuedListener[InvoicePaid]("crm.thank_customer", noop,
 		events.Options(queue.Options{Queue: "mail", MaxAttempts: 5, Backoff: queue.Fixed(time.Minute)}))
-	count, _ := events.QueuedListener[InvoicePaid]("stats.count_payment", noop)
+	count := events.QueuedListener[InvoicePaid]("stats.count_payment", noop)
 	bus, err := events.New(events.Params{Dispatcher: fake.Dispatcher(), Listeners: []events.Listener{
 		thank, count,
 		events.SyncListener[InvoicePaid]("billing.mark_paid", func(ctx context.Context, e InvoicePaid) error {
@@ -64,7 +64,7 @@ func Example() {
 
 func ExampleSyncListener() {
 	fake := queuetest.NewFake()
-	thank, _ := events.QueuedListener[InvoicePaid]("crm.thank_customer", noop)
+	thank := events.QueuedListener[InvoicePaid]("crm.thank_customer", noop)
 	bus, err := events.New(events.Params{Dispatcher: fake.Dispatcher(), Listeners: []events.Listener{
 		events.SyncListener[InvoicePaid]("billing.check", func(ctx context.Context, e InvoicePaid) error {
 			fmt.Println("billing.check runs")
@@ -103,7 +103,7 @@ func ExampleSyncListener() {
 
 func ExampleBus_Dispatch() {
 	fake := queuetest.NewFake()
-	thank, _ := events.QueuedListener[InvoicePaid]("crm.thank_customer", noop)
+	thank := events.QueuedListener[InvoicePaid]("crm.thank_customer", noop)
 	bus, err := events.New(events.Params{Dispatcher: fake.Dispatcher(), Listeners: []events.Listener{thank}})
 	if err != nil {
 		panic(err)
@@ -121,18 +121,20 @@ func ExampleBus_Dispatch() {
 }
 
 func ExampleQueuedListener() {
-	// Without fx, the queue gets the registration of the listener's job,
-	// and the bus the listener.
-	l, reg := events.QueuedListener[InvoicePaid]("billing.send_receipt", events.HandlerFunc[InvoicePaid](
+	// Without fx, the bus gets the listener, and the queue the bus's jobs.
+	l := events.QueuedListener[InvoicePaid]("billing.send_receipt", events.HandlerFunc[InvoicePaid](
 		func(ctx context.Context, e InvoicePaid, jc queue.JobContext) error {
 			fmt.Printf("%s: invoice %d, attempt %d, meta %s\n", jc.Name, e.InvoiceID, jc.Attempt, jc.Meta)
 			return nil
 		}))
-	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{reg}})
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
 	if err != nil {
 		panic(err)
 	}
 	bus, err := events.New(events.Params{Dispatcher: q, Listeners: []events.Listener{l}})
+	if err == nil {
+		err = q.Handle(bus.Jobs()...)
+	}
 	if err != nil {
 		panic(err)
 	}

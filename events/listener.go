@@ -73,6 +73,7 @@ type Listener struct {
 	site site                                     // where it was registered
 	typ  reflect.Type                             // the event's Go type
 	sync func(ctx context.Context, e Event) error // a sync listener's function
+	job  *queue.Registration                      // QueuedListener's job, for Bus.Jobs
 }
 
 // JobName is the job type of a queued listener: "events." + its name.
@@ -157,10 +158,12 @@ func SyncListener[E Event](name string, fn func(ctx context.Context, e E) error,
 }
 
 // QueuedListener is [Listen] for an app built without fx: give the
-// listener to [New], and the registration of its job to queue.New.
-func QueuedListener[E Event](name string, h Handler[E], opts ...Option) (Listener, queue.Registration) {
+// listener to [New], and the bus's [Bus.Jobs] to the queue's Handle.
+func QueuedListener[E Event](name string, h Handler[E], opts ...Option) Listener {
 	l := listener[E](name, true, opts, caller())
-	return l, queue.NamedHandler(l.JobName(), decoding(h))
+	job := queue.NamedHandler(l.JobName(), decoding(h))
+	l.job = &job
+	return l
 }
 
 func listener[E Event](name string, queued bool, opts []Option, at site) Listener {

@@ -310,21 +310,17 @@ func ExampleMailer_PreviewRoutes() {
 	// GET /mail/previews/export-redy: 404 no mail preview "export-redy" (GET /mail/previews lists them)
 }
 
-// Without fx: the queue needs the mail.send handler when it is built, and
-// the mailer that queues needs the queue, so a first mailer, which only
-// sends, gives its Handler to queue.New.
-func ExampleMailer_Handler() {
-	cfg := mail.Config{Transport: mail.Memory}
-	sender, err := mail.New(mail.Params{Config: cfg})
+// Without fx: the mailer is built on the queue, and the queue is given
+// the mailer's mail.send job, which sends what the mailer queues.
+func ExampleMailer_Jobs() {
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
 	if err != nil {
 		panic(err)
 	}
-	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory},
-		Handlers: []queue.Registration{sender.Handler()}})
-	if err != nil {
-		panic(err)
+	mailer, err := mail.New(mail.Params{Config: mail.Config{Transport: mail.Memory}, Dispatcher: q, Templates: []fs.FS{docTemplates}})
+	if err == nil {
+		err = q.Handle(mailer.Jobs()...)
 	}
-	mailer, err := mail.New(mail.Params{Config: cfg, Dispatcher: q, Templates: []fs.FS{docTemplates}})
 	if err != nil {
 		panic(err)
 	}
@@ -339,7 +335,7 @@ func ExampleMailer_Handler() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(stats.Succeeded, "sent:", sender.Memory().Sent()[0].Subject)
+	fmt.Println(stats.Succeeded, "sent:", mailer.Memory().Sent()[0].Subject)
 	// Output:
 	// 1 sent: Your export is ready
 }

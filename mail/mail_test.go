@@ -495,19 +495,34 @@ func TestTheLogTransportKeepsCountsOutsideDevelopment(t *testing.T) {
 	}
 }
 
-// TestWithoutFx: the Mailer that sends queued mail is built before the
-// queue that runs mail.send, and the one that queues is built on it.
+// TestWithoutFx: the Mailer is built on the queue, and the queue is given
+// its mail.send job; a Mailer without a Dispatcher sends but cannot queue.
 func TestWithoutFx(t *testing.T) {
 	cfg := mail.Config{Transport: mail.Memory, From: "noreply@crm.example.com"}
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mailer, err := mail.New(mail.Params{Config: cfg, Dispatcher: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mailer.Queue(context.Background(), mail.Message{To: []string{"ada@example.com"}, Subject: "Hello", Text: "Hi"}); err == nil ||
+		!strings.HasPrefix(err.Error(), `queue: unknown job "mail.send"`) {
+		t.Fatalf("Queue before the queue has mail.send: %v", err)
+	}
+	if err := q.Handle(mailer.Jobs()...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mailer.Queue(context.Background(), mail.Message{To: []string{"ada@example.com"}, Subject: "Hello", Text: "Hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if stats := run(t, q); stats.Succeeded != 1 {
+		t.Fatalf("RunPending = %+v", stats)
+	}
+	mailtest.AssertSent(t, mailer, func(m mailtest.Message) bool { return m.Subject == "Hello" })
+
 	sending, err := mail.New(mail.Params{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{sending.Handler()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	queueing, err := mail.New(mail.Params{Config: cfg, Dispatcher: q})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,13 +530,6 @@ func TestWithoutFx(t *testing.T) {
 		err.Error() != "mail: this Mailer has no queue: build it with Params.Dispatcher to queue mail" {
 		t.Fatalf("Queue without a Dispatcher: %v", err)
 	}
-	if _, err := queueing.Queue(context.Background(), mail.Message{To: []string{"ada@example.com"}, Subject: "Hello", Text: "Hi"}); err != nil {
-		t.Fatal(err)
-	}
-	if stats := run(t, q); stats.Succeeded != 1 {
-		t.Fatalf("RunPending = %+v", stats)
-	}
-	mailtest.AssertSent(t, sending, func(m mailtest.Message) bool { return m.Subject == "Hello" })
 }
 
 // TestIsPermanent: what sending again cannot mend is permanent (notify's

@@ -249,11 +249,12 @@ func (h sendHandler) Handle(ctx context.Context, j SendJob, jc queue.JobContext)
 	return nil
 }
 
-// Handler returns the registration of the mail.send job, which sends
-// queued mail, for an app built without fx: give it to queue.New. It
-// needs only the sending side of m, so a Mailer built without a
-// Dispatcher serves, and the Mailer that queues is built on the queue
-// afterwards. With [Module], the module registers it.
-func (m *Mailer) Handler() queue.Registration {
-	return queue.HandlerOf[SendJob](sendHandler{m.s})
+// Jobs returns the registration of the mail.send job, which sends queued
+// mail, for an app built without fx to give the queue:
+//
+//	err = q.Handle(mailer.Jobs()...)
+//
+// With [Module], the module registers it.
+func (m *Mailer) Jobs() []queue.Registration {
+	return []queue.Registration{queue.HandlerOf[SendJob](sendHandler{m.s})}
 }

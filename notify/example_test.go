@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,28 +113,25 @@ func exampleDB() (d *db.DB, close func()) {
 	return d, func() { d.Close(); os.RemoveAll(dir) }
 }
 
-// Without fx: notify.New gives the notify.send registration to queue.New,
-// and a second notify.New, with the queue as its Dispatcher, the Notifier
-// that sends.
+// Without fx: the mailer and the notifier are built on the queue, and
+// the queue is given their jobs.
 func Example() {
 	d, closeDB := exampleDB()
 	defer closeDB()
-	mailer, err := mail.New(mail.Params{Config: mail.Config{Transport: mail.Memory}})
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
 	if err != nil {
 		panic(err)
 	}
-	p := notify.Params{Mailer: mailer, DB: d, Clock: exampleClock, Types: []notify.Type{notify.TypeOf[TrialEnding]()}}
-	_, sendJob, err := notify.New(p) // the registration needs no Dispatcher
+	mailer, err := mail.New(mail.Params{Config: mail.Config{Transport: mail.Memory}, Dispatcher: q})
 	if err != nil {
 		panic(err)
 	}
-	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{sendJob}})
+	notifier, err := notify.New(notify.Params{Dispatcher: q, Mailer: mailer, DB: d, Clock: exampleClock,
+		Types: []notify.Type{notify.TypeOf[TrialEnding]()}})
 	if err != nil {
 		panic(err)
 	}
-	p.Dispatcher = q
-	notifier, _, err := notify.New(p)
-	if err != nil {
+	if err := q.Handle(slices.Concat(mailer.Jobs(), notifier.Jobs())...); err != nil {
 		panic(err)
 	}
 	inbox := notify.NewInbox(d, exampleClock)
@@ -192,7 +190,7 @@ func (VerificationCode) Via(notify.Notifiable) []string { return []string{"sms"}
 func ExampleNotifier_Send_refused() {
 	mailer, _ := mail.New(mail.Params{Config: mail.Config{Transport: mail.Memory}})
 	fake := queuetest.NewFake()
-	notifier, _, err := notify.New(notify.Params{Dispatcher: fake.Dispatcher(), Mailer: mailer,
+	notifier, err := notify.New(notify.Params{Dispatcher: fake.Dispatcher(), Mailer: mailer,
 		Types: []notify.Type{notify.TypeOf[TrialEnding](), notify.TypeOf[OpsAlert](), notify.TypeOf[PlanChanged](), notify.TypeOf[VerificationCode]()}})
 	if err != nil {
 		panic(err)
@@ -248,7 +246,7 @@ func (n OpsAlert) ToMail(ctx context.Context, to notify.Notifiable) (mail.Mail, 
 func ExampleRecipient() {
 	fake := queuetest.NewFake()
 	mailer, _ := mail.New(mail.Params{Config: mail.Config{Transport: mail.Memory}})
-	notifier, _, err := notify.New(notify.Params{Dispatcher: fake.Dispatcher(), Mailer: mailer,
+	notifier, err := notify.New(notify.Params{Dispatcher: fake.Dispatcher(), Mailer: mailer,
 		Types: []notify.Type{notify.TypeOf[OpsAlert]()}, Channels: map[string]notify.Channel{"sms": textChannel{}}})
 	if err != nil {
 		panic(err)
@@ -299,7 +297,7 @@ func ExampleWithOptions() {
 	d, closeDB := exampleDB()
 	defer closeDB()
 	mailer, _ := mail.New(mail.Params{Config: mail.Config{Transport: mail.Memory}})
-	notifier, _, err := notify.New(notify.Params{Dispatcher: fake.Dispatcher(), Mailer: mailer, DB: d,
+	notifier, err := notify.New(notify.Params{Dispatcher: fake.Dispatcher(), Mailer: mailer, DB: d,
 		Types: []notify.Type{notify.TypeOf[PasswordReset]()}})
 	if err != nil {
 		panic(err)
@@ -324,11 +322,9 @@ func ExampleDecliner() {
 	d, closeDB := exampleDB()
 	defer closeDB()
 	mailer, _ := mail.New(mail.Params{Config: mail.Config{Transport: mail.Memory}})
-	p := notify.Params{Mailer: mailer, DB: d, Types: []notify.Type{notify.TypeOf[TrialEnding]()}}
-	_, sendJob, _ := notify.New(p)
-	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{sendJob}})
-	p.Dispatcher = q
-	notifier, _, _ := notify.New(p)
+	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	notifier, _ := notify.New(notify.Params{Dispatcher: q, Mailer: mailer, DB: d, Types: []notify.Type{notify.TypeOf[TrialEnding]()}})
+	q.Handle(notifier.Jobs()...)
 	ctx := context.Background()
 	if _, err := notifier.Send(ctx, []notify.Notifiable{adaMember, graceMember}, TrialEnding{Plan: "pro", Days: 3}); err != nil {
 		panic(err)
@@ -358,7 +354,7 @@ func Example_logChannel() {
 		return a
 	}}))
 	mailer, _ := mail.New(mail.Params{Config: mail.Config{Transport: mail.Memory}})
-	notifier, _, err := notify.New(notify.Params{Mailer: mailer, Logger: logger,
+	notifier, err := notify.New(notify.Params{Mailer: mailer, Logger: logger,
 		Types: []notify.Type{notify.TypeOf[OpsAlert]()}})
 	if err != nil {
 		panic(err)
@@ -397,12 +393,10 @@ func Example_mailChannel() {
 	srv.Refuse(1, "451 4.3.0 try again later")
 	mailer, _ := mail.New(mail.Params{Config: mail.Config{Transport: mail.SMTP, Host: srv.Host(), Port: srv.Port(),
 		TLS: mail.NoTLS, From: "billing@crm.example.com"}})
-	p := notify.Params{Mailer: mailer, Types: []notify.Type{notify.TypeOf[OpsAlert]()}}
-	_, sendJob, _ := notify.New(p)
 	clock := apptest.FixedClock(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
-	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Clock: clock, Handlers: []queue.Registration{sendJob}})
-	p.Dispatcher = q
-	notifier, _, _ := notify.New(p)
+	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Clock: clock})
+	notifier, _ := notify.New(notify.Params{Dispatcher: q, Mailer: mailer, Types: []notify.Type{notify.TypeOf[OpsAlert]()}})
+	q.Handle(notifier.Jobs()...)
 	ctx := context.Background()
 
 	alert := OpsAlert{Text: "disk full"}
@@ -497,7 +491,7 @@ func ExampleInbox() {
 	defer closeDB()
 	clock := apptest.FixedClock(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 	// SendNow stores the rows at once, in the caller; it needs no queue.
-	notifier, _, err := notify.New(notify.Params{DB: d, Clock: clock, Types: []notify.Type{notify.TypeOf[inboxNote]()}})
+	notifier, err := notify.New(notify.Params{DB: d, Clock: clock, Types: []notify.Type{notify.TypeOf[inboxNote]()}})
 	if err != nil {
 		panic(err)
 	}

@@ -54,9 +54,8 @@ func TypeOf[N Notification]() Type {
 	return Type{registeredType{name: zero.NotificationType(), typ: reflect.TypeFor[N](), where: "notify.TypeOf"}}
 }
 
-// New returns the Notifier of p, and the registration of its notify.send
-// job to give to queue.New.
-func New(p Params) (*Notifier, queue.Registration, error) {
+// New returns the Notifier of p. Give the queue its [Notifier.Jobs].
+func New(p Params) (*Notifier, error) {
 	in := delivererIn{Mailer: p.Mailer, DB: p.DB, Clock: p.Clock, Logger: p.Logger}
 	for _, t := range p.Types {
 		in.Types = append(in.Types, t.t)
@@ -66,7 +65,17 @@ func New(p Params) (*Notifier, queue.Registration, error) {
 	}
 	d, err := newDeliverer(in)
 	if err != nil {
-		return nil, queue.Registration{}, err
+		return nil, err
 	}
-	return &Notifier{d: d, dispatcher: p.Dispatcher}, queue.HandlerOf[SendJob](sendHandler{d}), nil
+	return &Notifier{d: d, dispatcher: p.Dispatcher}, nil
+}
+
+// Jobs returns the registration of the notify.send job, which delivers
+// what Send queues, for an app built without fx to give the queue:
+//
+//	err = q.Handle(notifier.Jobs()...)
+//
+// With [Module], the module registers it.
+func (n *Notifier) Jobs() []queue.Registration {
+	return []queue.Registration{queue.HandlerOf[SendJob](sendHandler{n.d})}
 }

@@ -323,22 +323,18 @@ func TestRolledBackWorkNotifiesNoOne(t *testing.T) {
 	})
 }
 
-// TestWithoutFx: the registration of notify.send needs no Dispatcher, so
-// the queue is built with it first and the Notifier that sends on it
-// after.
+// TestWithoutFx: the Notifier is built on the queue, and the queue is
+// given its notify.send job.
 func TestWithoutFx(t *testing.T) {
 	g := &smsGateway{}
-	p := notify.Params{Types: []notify.Type{notify.TypeOf[Reminder]()}, Channels: map[string]notify.Channel{"sms": smsChannel{g}}}
-	_, reg, err := notify.New(p)
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{reg}})
-	if err != nil {
-		t.Fatal(err)
+	n, err := notify.New(notify.Params{Dispatcher: q, Types: []notify.Type{notify.TypeOf[Reminder]()}, Channels: map[string]notify.Channel{"sms": smsChannel{g}}})
+	if err == nil {
+		err = q.Handle(n.Jobs()...)
 	}
-	p.Dispatcher = q
-	n, _, err := notify.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +368,7 @@ func TestAMailThatDoesNotRenderFailsAtOnce(t *testing.T) {
 		!strings.Contains(err.Error(), "the database channel needs the notifiable's type and id") {
 		t.Fatalf("a database delivery to a notifiable without an id: %v", err)
 	}
-	n, _, err := notify.New(notify.Params{Types: []notify.Type{notify.TypeOf[Reminder]()}, Channels: map[string]notify.Channel{"sms": smsChannel{&smsGateway{}}}})
+	n, err := notify.New(notify.Params{Types: []notify.Type{notify.TypeOf[Reminder]()}, Channels: map[string]notify.Channel{"sms": smsChannel{&smsGateway{}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

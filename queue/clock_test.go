@@ -17,7 +17,10 @@ import (
 func systemQueue(t *testing.T, f fixture, wall app.Clock, regs ...queue.Registration) *queue.Queue {
 	t.Helper()
 	q, err := queue.New(queue.Params{Config: queue.Config{Driver: f.driver, PollIntervalMs: 20}, DB: f.db, Clock: app.SystemClock{},
-		Logger: slogJSON(f.logs), Handlers: regs})
+		Logger: slogJSON(f.logs)})
+	if err == nil {
+		err = q.Handle(regs...)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -324,7 +324,7 @@ func checkPayload(e Envelope) error {
 
 // row is the stored form of e, with its options resolved.
 func (q *Queue) row(e Envelope) (*driver.Job, error) {
-	if _, ok := q.jobs[e.Name]; !ok {
+	if _, ok := q.table.Load().jobs[e.Name]; !ok {
 		return nil, &UnknownJobError{Name: e.Name}
 	}
 	if err := checkPayload(e); err != nil {

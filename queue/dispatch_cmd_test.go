@@ -53,7 +53,7 @@ func TestDispatchAndStatusCommands(t *testing.T) {
 			{[]string{"contacts.export", `{"compny_id": "c1"}`}, `queue: the payload does not decode into contacts.export (queue_test.ExportContacts): json: unknown field "compny_id"`},
 			{[]string{"contacts.export", `{"company_id": 7}`}, `queue: the payload does not decode into contacts.export (queue_test.ExportContacts): json: cannot unmarshal number into Go struct field ExportContacts.company_id of type string`},
 			{[]string{"contacts.export", `{`}, `queue: the payload does not decode into contacts.export (queue_test.ExportContacts): unexpected EOF`},
-			{[]string{"contacts.exprt"}, `queue: unknown job "contacts.exprt": no module registered a handler for it (queue.Register or queue.HandleFunc); did you mean contacts.export? the registered job types are activities.sync_calendar, contacts.export, queue.prune_failed`},
+			{[]string{"contacts.exprt"}, `queue: unknown job "contacts.exprt": no module registered a handler for it (queue.Register or queue.HandleFunc; without fx, Queue.Handle); did you mean contacts.export? the registered job types are activities.sync_calendar, contacts.export, queue.prune_failed`},
 			{[]string{"contacts.export", "--queue", "a,b"}, `queue: invalid queue name "a,b": use 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
 			{[]string{}, `queue:dispatch takes a job type and its JSON payload, such as: queue:dispatch contacts.export '{"company_id": "c1"}'; the registered job types are activities.sync_calendar, contacts.export, queue.prune_failed`},
 		} {

@@ -17,7 +17,7 @@ import (
 // names the field, and the job's own options apply. An unknown type is an
 // [*UnknownJobError] whose message lists the registered ones.
 func (q *Queue) envelopeFromJSON(name string, payload []byte) (Envelope, error) {
-	reg, ok := q.jobs[name]
+	reg, ok := q.table.Load().jobs[name]
 	if !ok || name == (benchJob{}).JobName() {
 		return Envelope{}, fmt.Errorf("%w; %s", &UnknownJobError{Name: name}, q.registered(name))
 	}
@@ -46,7 +46,7 @@ func (q *Queue) envelopeFromJSON(name string, payload []byte) (Envelope, error) 
 // nearest to name.
 func (q *Queue) registered(name string) string {
 	var names []string
-	for n := range q.jobs {
+	for n := range q.table.Load().jobs {
 		if n != (benchJob{}).JobName() {
 			names = append(names, n)
 		}

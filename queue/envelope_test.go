@@ -125,9 +125,19 @@ func TestNamedJobTypes(t *testing.T) {
 			t.Fatalf("an unregistered name: %v", err)
 		}
 	})
-	_, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{welcome, welcome}})
-	if err == nil || !strings.HasPrefix(err.Error(), `queue: job "events.send_welcome" is registered twice: json.RawMessage at `) {
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Handle(welcome, welcome); err == nil || !strings.HasPrefix(err.Error(), `queue: job "events.send_welcome" is registered twice: json.RawMessage at `) {
 		t.Fatalf("a name registered twice: %v", err)
+	}
+	// Twice across two calls, too; and the failed call kept nothing.
+	if err := q.Handle(welcome); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Handle(welcome); err == nil || !strings.Contains(err.Error(), "is registered twice") {
+		t.Fatalf("a name registered again in a later call: %v", err)
 	}
 	// As an fx option, in an app.
 	ran := false
@@ -142,5 +152,51 @@ func TestNamedJobTypes(t *testing.T) {
 		}))
 	if err != nil || !ran {
 		t.Fatalf("HandleNamed in an app: ran %v, %v", ran, err)
+	}
+}
+
+// TestHandleWhileDispatching: Handle may add job types while other
+// goroutines dispatch (run it with -race); each type dispatches once
+// added, and a zero Registration is refused with what to use.
+func TestHandleWhileDispatching(t *testing.T) {
+	t.Parallel()
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Handle(noop[ExportContacts]()); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := q.Dispatch(ctx, ExportContacts{CompanyID: "c1"}); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	if _, err := q.Dispatch(ctx, SyncCalendar{UserID: "u1"}); !errors.Is(err, queue.ErrUnknownJob) {
+		t.Fatalf("before Handle: %v, want queue.ErrUnknownJob", err)
+	}
+	if err := q.Handle(noop[SyncCalendar]()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Dispatch(ctx, SyncCalendar{UserID: "u1"}); err != nil {
+		t.Fatalf("after Handle: %v", err)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatalf("a dispatch beside Handle: %v", err)
+	}
+	if err := q.Handle(queue.Registration{}); err == nil || err.Error() != "queue: Handle was given a zero Registration: make each with queue.HandlerOf, queue.NamedHandler or a module's Jobs" {
+		t.Fatalf("a zero Registration: %v", err)
 	}
 }

@@ -25,15 +25,14 @@ func Example() {
 	// In an app, queue.Module() builds the queue and modules register
 	// handlers with queue.Register or queue.HandleFunc. Here, by hand:
 	q, err := queue.New(queue.Params{
-		Config: queue.Config{Driver: queue.Memory},
-		Handlers: []queue.Registration{
-			queue.HandlerOf[SendInvoice](queue.HandlerFunc[SendInvoice](
-				func(ctx context.Context, job SendInvoice, jc queue.JobContext) error {
-					fmt.Println("sending invoice", job.InvoiceID)
-					return nil
-				})),
-		},
-	})
+		Config: queue.Config{Driver: queue.Memory}})
+	if err == nil {
+		err = q.Handle(queue.HandlerOf[SendInvoice](queue.HandlerFunc[SendInvoice](
+			func(ctx context.Context, job SendInvoice, jc queue.JobContext) error {
+				fmt.Println("sending invoice", job.InvoiceID)
+				return nil
+			})))
+	}
 	if err != nil {
 		panic(err)
 	}
@@ -49,7 +48,7 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// true 2
-	// queue: unknown job "nobody.handles": no module registered a handler for it (queue.Register or queue.HandleFunc)
+	// queue: unknown job "nobody.handles": no module registered a handler for it (queue.Register or queue.HandleFunc; without fx, Queue.Handle)
 }
 
 // Bounce always fails.
@@ -64,12 +63,11 @@ func (Bounce) JobOptions() queue.Options { return queue.Options{MaxAttempts: 1} 
 // an admin screen shows a page and links to the next.
 func ExampleInspector_Failed() {
 	q, _ := queue.New(queue.Params{
-		Config: queue.Config{Driver: queue.Memory},
-		Handlers: []queue.Registration{queue.HandlerOf[Bounce](queue.HandlerFunc[Bounce](
-			func(ctx context.Context, job Bounce, jc queue.JobContext) error {
-				return fmt.Errorf("smtp refused %s", job.To)
-			}))},
-	})
+		Config: queue.Config{Driver: queue.Memory}})
+	q.Handle(queue.HandlerOf[Bounce](queue.HandlerFunc[Bounce](
+		func(ctx context.Context, job Bounce, jc queue.JobContext) error {
+			return fmt.Errorf("smtp refused %s", job.To)
+		})))
 	ctx := context.Background()
 	for _, to := range []string{"ada@example.com", "bob@example.com", "cy@example.com"} {
 		q.Dispatch(ctx, Bounce{To: to})

@@ -69,7 +69,10 @@ func TestPostgresConnectionsKilled(t *testing.T) {
 	c := &offsetClock{}
 	f := newFixture(t, queue.Database, target, queue.Config{PollIntervalMs: 20}, map[string]queue.Registration{"contacts.export": handler})
 	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Database, PollIntervalMs: 20}, DB: f.db, Clock: c,
-		Logger: slogJSON(f.logs), Handlers: []queue.Registration{handler}})
+		Logger: slogJSON(f.logs)})
+	if err == nil {
+		err = q.Handle(handler)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

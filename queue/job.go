@@ -149,8 +149,8 @@ type Registration struct {
 	handle func(ctx context.Context, payload []byte, jc JobContext) error
 }
 
-// HandlerOf registers h for jobs of type T, for an app built without fx
-// ([New]).
+// HandlerOf is the registration of h for jobs of type T, for an app
+// built without fx to give [Queue.Handle].
 func HandlerOf[T Job](h Handler[T]) Registration {
 	return registration(h, caller(2))
 }
@@ -221,7 +221,8 @@ func HandleNamed(name string, fn func(ctx context.Context, payload json.RawMessa
 	return fx.Supply(fx.Annotated{Group: "queue.handlers", Target: named(name, fn, caller(2))})
 }
 
-// NamedHandler is [HandleNamed] for an app built without fx ([New]).
+// NamedHandler is [HandleNamed] for an app built without fx: give the
+// registration to [Queue.Handle].
 func NamedHandler(name string, fn func(ctx context.Context, payload json.RawMessage, jc JobContext) error) Registration {
 	return named(name, fn, caller(2))
 }
@@ -307,7 +308,7 @@ type UnknownJobError struct {
 
 // Error names the job type and how to register it.
 func (e *UnknownJobError) Error() string {
-	return fmt.Sprintf("queue: unknown job %q: no module registered a handler for it (queue.Register or queue.HandleFunc)", e.Name)
+	return fmt.Sprintf("queue: unknown job %q: no module registered a handler for it (queue.Register or queue.HandleFunc; without fx, Queue.Handle)", e.Name)
 }
 
 // Is reports whether target is [ErrUnknownJob].

@@ -121,7 +121,10 @@ func module(cfg fx.Option) fx.Option {
 		// handler may need what needs the Dispatcher (mail, events); the
 		// *Queue, which runs jobs, has them.
 		fx.Provide(fx.Private, func(p params) (dispatching, error) {
-			q, err := New(Params{Config: p.Config, DB: p.DB, Clock: p.Clock, Logger: p.Logger, Handlers: p.Handlers})
+			q, err := New(Params{Config: p.Config, DB: p.DB, Clock: p.Clock, Logger: p.Logger})
+			if err == nil {
+				err = q.Handle(p.Handlers...)
+			}
 			return dispatching{q}, err
 		}),
 		fx.Provide(func(d dispatching) Dispatcher { return d.q }),

@@ -176,7 +176,10 @@ func TestModuleWithTakesTheDefaultQueues(t *testing.T) {
 		t.Errorf("ran %q, want high's job, then default's", got)
 	}
 	// So does New.
-	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{reporting(ran)}})
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	if err == nil {
+		err = q.Handle(reporting(ran))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +231,8 @@ func TestEmptyQueuesMeanTheDefaultQueue(t *testing.T) {
 			t.Fatalf("%s: ran %q", name, got)
 		}
 	}
-	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory, DefaultQueue: "mail", Queues: []string{}}, Handlers: []queue.Registration{reporting(make(chan string, 2))}})
+	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory, DefaultQueue: "mail", Queues: []string{}}})
+	q.Handle(reporting(make(chan string, 2)))
 	q.Push(ctx, exportOn("high", "c1"))
 	q.Dispatch(ctx, ExportContacts{CompanyID: "c2"})
 	if stats, err := q.RunPending(ctx); err != nil || stats.Succeeded != 1 {

@@ -218,7 +218,10 @@ func localQueue(t *testing.T, url string, c *clock, regs ...queue.Registration) 
 	t.Helper()
 	d := dbtest.Open(t, url)
 	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Database, PollIntervalMs: 20}, DB: d, Clock: c,
-		Logger: slogDiscard(), Handlers: regs})
+		Logger: slogDiscard()})
+	if err == nil {
+		err = q.Handle(regs...)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

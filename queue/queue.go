@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,13 +22,13 @@ import (
 
 // Queue stores jobs and runs them. Build it with [Module] (or [New]).
 type Queue struct {
-	cfg     Config
-	store   driver.Driver
-	db      *db.DB // nil for the memory driver in an app without a database
-	clock   app.Clock
-	logger  *slog.Logger
-	jobs    map[string]Registration
-	handles map[string]worker.Handle // the engine's, by job type
+	cfg    Config
+	store  driver.Driver
+	db     *db.DB // nil for the memory driver in an app without a database
+	clock  app.Clock
+	logger *slog.Logger
+	table  atomic.Pointer[table] // the job types and their handlers; replaced whole by Handle
+	adding sync.Mutex            // one Handle at a time
 
 	recorder  Recorder                                                  // set for a recording Queue: dispatches go to it
 	benchHook atomic.Pointer[func(dispatched int64, started time.Time)] // Bench's view of its jobs
@@ -45,22 +47,21 @@ type Queue struct {
 
 // Params are what [New] builds a Queue from.
 type Params struct {
-	Config   Config
-	DB       *db.DB         // needed by the database driver
-	Clock    app.Clock      // the system clock when nil
-	Logger   *slog.Logger   // logs each attempt; nil logs nothing
-	Handlers []Registration // the job types and their handlers
+	Config Config
+	DB     *db.DB       // needed by the database driver
+	Clock  app.Clock    // the system clock when nil
+	Logger *slog.Logger // logs each attempt; nil logs nothing
 }
 
-// New returns the queue p describes. Two registrations of one job type
-// are an error that names both.
+// New returns the queue p describes, with no job types but its own: give
+// it the app's and the modules' with [Queue.Handle].
 func New(p Params) (*Queue, error) {
 	cfg, err := p.Config.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	q := &Queue{cfg: cfg, db: p.DB, clock: p.Clock, logger: p.Logger, jobs: map[string]Registration{}, handles: map[string]worker.Handle{},
-		waker: worker.NewWaker()}
+	q := &Queue{cfg: cfg, db: p.DB, clock: p.Clock, logger: p.Logger, waker: worker.NewWaker()}
+	q.table.Store(&table{jobs: map[string]Registration{}, handles: map[string]worker.Handle{}})
 	if q.clock == nil {
 		q.clock = app.SystemClock{}
 	}
@@ -69,18 +70,9 @@ func New(p Params) (*Queue, error) {
 	if q.logger == nil {
 		q.logger = slog.New(slog.DiscardHandler)
 	}
-	for _, reg := range append(p.Handlers, registration[benchJob](HandlerFunc[benchJob](q.handleBench), "queue:bench"),
-		registration[PruneFailedJob](HandlerFunc[PruneFailedJob](q.handlePrune), "the queue module")) {
-		if err := checkText("the job name "+strconv.Quote(reg.name)+" of "+reg.typ.String()+" at "+reg.where, reg.name, MaxJobNameLen); err != nil {
-			return nil, err
-		}
-		if prev, dup := q.jobs[reg.name]; dup {
-			return nil, fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", reg.name, prev.typ, prev.where, reg.typ, reg.where)
-		}
-		q.jobs[reg.name] = reg
-		if reg.handle != nil { // nil: declared by Register, whose handler is built with the Queue (bind)
-			q.handles[reg.name] = handle(reg)
-		}
+	if err := q.Handle(registration[benchJob](HandlerFunc[benchJob](q.handleBench), "queue:bench"),
+		registration[PruneFailedJob](HandlerFunc[PruneFailedJob](q.handlePrune), "the queue module")); err != nil {
+		return nil, err
 	}
 	switch cfg.Driver {
 	case Memory:
@@ -94,11 +86,59 @@ func New(p Params) (*Queue, error) {
 	return q, nil
 }
 
+// table is what a Queue knows of job types: dispatch reads jobs, workers
+// handles. Handle replaces it whole, so readers need no lock.
+type table struct {
+	jobs    map[string]Registration
+	handles map[string]worker.Handle // the engine's, by job type
+}
+
+// Handle gives q job types and their handlers: the app's own
+// ([HandlerOf], [NamedHandler]) and its modules' (each module's Jobs,
+// such as mail.Mailer's). It is how an app built without fx ([New])
+// registers jobs, after building the modules on q:
+//
+//	q, err := queue.New(queue.Params{Config: qcfg, DB: d})
+//	mailer, err := mail.New(mail.Params{Config: mcfg, Dispatcher: q})
+//	err = q.Handle(append(mailer.Jobs(), queue.HandlerOf[ExportContacts](exporter))...)
+//
+// A job type dispatches once q has it, and runs in the workers started
+// after. A job name registered twice, here or in an earlier call, is an
+// error that names both registrations, and q keeps none of regs.
+func (q *Queue) Handle(regs ...Registration) error {
+	q.adding.Lock()
+	defer q.adding.Unlock()
+	old := q.table.Load()
+	t := &table{jobs: maps.Clone(old.jobs), handles: maps.Clone(old.handles)}
+	for _, reg := range regs {
+		if reg.name == "" && reg.typ == nil {
+			return errors.New("queue: Handle was given a zero Registration: make each with queue.HandlerOf, queue.NamedHandler or a module's Jobs")
+		}
+		if err := checkText("the job name "+strconv.Quote(reg.name)+" of "+reg.typ.String()+" at "+reg.where, reg.name, MaxJobNameLen); err != nil {
+			return err
+		}
+		if prev, dup := t.jobs[reg.name]; dup {
+			return fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", reg.name, prev.typ, prev.where, reg.typ, reg.where)
+		}
+		t.jobs[reg.name] = reg
+		if reg.handle != nil { // nil: declared by Register, whose handler is built with the Queue (bind)
+			t.handles[reg.name] = handle(reg)
+		}
+	}
+	q.table.Store(t)
+	return nil
+}
+
 // bind gives q the handlers that Register's constructors built.
 func (q *Queue) bind(handlers []built) *Queue {
+	q.adding.Lock()
+	defer q.adding.Unlock()
+	old := q.table.Load()
+	t := &table{jobs: old.jobs, handles: maps.Clone(old.handles)}
 	for _, b := range handlers {
-		q.handles[b.name] = handle(Registration(b))
+		t.handles[b.name] = handle(Registration(b))
 	}
+	q.table.Store(t)
 	return q
 }
 

@@ -143,7 +143,10 @@ func newFixture(t testing.TB, drv queue.Driver, url string, cfg queue.Config, re
 	}
 	cfg.Driver = drv
 	logs := &logBuffer{}
-	q, err := queue.New(queue.Params{Config: cfg, DB: d, Clock: c, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Handlers: list})
+	q, err := queue.New(queue.Params{Config: cfg, DB: d, Clock: c, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err == nil {
+		err = q.Handle(list...)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

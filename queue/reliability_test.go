@@ -383,8 +383,11 @@ func TestTextsFromOutsideAreCheckedWhenTheyCome(t *testing.T) {
 			t.Fatal("a refused job was stored")
 		}
 	})
-	_, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{noop[Control]()}})
-	if err == nil || !strings.HasPrefix(err.Error(), `queue: the job name "test.\x00control" of queue_test.Control at `) ||
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Handle(noop[Control]()); err == nil || !strings.HasPrefix(err.Error(), `queue: the job name "test.\x00control" of queue_test.Control at `) ||
 		!strings.HasSuffix(err.Error(), " is not printable UTF-8: use no control characters or invalid bytes") {
 		t.Errorf("registering a name with a NUL byte: %v", err)
 	}

@@ -252,14 +252,11 @@ func statusQueue() *queue.Queue {
 	c := &clock{t: t0}
 	q, _ := queue.New(queue.Params{
 		Config: queue.Config{Driver: queue.Memory},
-		Clock:  c,
-		Handlers: []queue.Registration{
-			queue.HandlerOf[Bounce](queue.HandlerFunc[Bounce](func(ctx context.Context, job Bounce, jc queue.JobContext) error {
-				return fmt.Errorf("smtp refused %s", job.To)
-			})),
-			noop[SendInvoice](),
-		},
-	})
+		Clock:  c})
+	q.Handle(queue.HandlerOf[Bounce](queue.HandlerFunc[Bounce](func(ctx context.Context, job Bounce, jc queue.JobContext) error {
+		return fmt.Errorf("smtp refused %s", job.To)
+	})),
+		noop[SendInvoice]())
 	ctx := context.Background()
 	q.Dispatch(ctx, Bounce{To: "ada@example.com"})
 	q.RunPending(ctx)

@@ -219,7 +219,7 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 
 // handler returns the engine's handle of a job type.
 func (q *Queue) handler(name string) (worker.Handle, bool) {
-	h, ok := q.handles[name]
+	h, ok := q.table.Load().handles[name]
 	return h, ok
 }
 

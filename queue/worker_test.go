@@ -813,7 +813,10 @@ func TestStopWhenEmptyWaitsForImmediateRetries(t *testing.T) {
 			f := newFixture(t, b.driver, b.url(t), queue.Config{}, nil)
 			// The real clock: the race is between loops reading it.
 			q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver}, DB: f.db, Clock: app.SystemClock{},
-				Logger: slogDiscard(), Handlers: []queue.Registration{handler}})
+				Logger: slogDiscard()})
+			if err == nil {
+				err = q.Handle(handler)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

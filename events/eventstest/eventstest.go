@@ -4,7 +4,7 @@
 //
 //	fake := eventstest.NewFake()
 //	a := apptest.New(t, apptest.TempDatabase(), db.Module(), queue.Module(), events.Module(), crm.Module,
-//		apptest.Replace(fake.Bus()))
+//		fake.Replace())
 //	// ... exercise the app ...
 //	eventstest.AssertDispatched(t, fake, func(e ContactsExported) bool { return e.Rows == 2 })
 //
@@ -24,6 +24,7 @@ import (
 
 	"github.com/navree/navree/events"
 	"github.com/navree/navree/events/internal/recording"
+	"go.uber.org/fx"
 )
 
 // Dispatch is a recorded event.
@@ -58,8 +59,12 @@ func (r recorder) Record(_ context.Context, e events.Event, payload json.RawMess
 	r.f.recorded = append(r.f.recorded, Dispatch{Event: e, Payload: payload})
 }
 
-// Bus returns the fake as an *events.Bus: replace the app's with it,
-// apptest.Replace(fake.Bus()).
+// Replace puts the fake in place of the app's *events.Bus:
+//
+//	apptest.New(t, events.Module(), crm.Module, fake.Replace())
+func (f *Fake) Replace() fx.Option { return fx.Replace(f.bus) }
+
+// Bus returns the fake as an *events.Bus, for code built without fx.
 func (f *Fake) Bus() *events.Bus { return f.bus }
 
 // All returns every recorded event, in the order they were dispatched.

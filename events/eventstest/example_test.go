@@ -35,7 +35,7 @@ func (printingT) Errorf(format string, args ...any) {
 
 func Example() {
 	fake := eventstest.NewFake()
-	bus := fake.Bus() // in a test app: apptest.Replace(fake.Bus())
+	bus := fake.Bus() // in a test app: fake.Replace()
 	ctx := context.Background()
 
 	bus.Dispatch(ctx, UserSignedUp{UserID: "u1"})

@@ -236,7 +236,7 @@ func TestDocQueueFake(t *testing.T) {
 	var mailer *mail.Mailer
 	apptest.New(t, apptest.TempDatabase(), db.Module(), queue.Module(), mail.Module(), mail.Templates(templates),
 		apptest.Config(map[string]any{"mail": map[string]any{"transport": "memory"}}),
-		apptest.Replace(fake.Queue()), fx.Populate(&mailer))
+		fake.Replace(), fx.Populate(&mailer))
 
 	if _, err := mailer.Queue(context.Background(), exportReady("ada@example.com")); err != nil {
 		t.Fatal(err)

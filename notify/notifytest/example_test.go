@@ -73,7 +73,7 @@ func (printT) Errorf(format string, args ...any) {
 
 func Example() {
 	fake := notifytest.NewFake()
-	notifier := fake.Notifier() // in a test app: apptest.Replace(fake.Notifier())
+	notifier := fake.Notifier() // in a test app: fake.Replace()
 	ctx := context.Background()
 	ada := subscriber{id: "ada", email: "ada@example.com"}
 	grace := subscriber{id: "grace", email: "grace@example.com"}

@@ -3,7 +3,7 @@
 // assertions check them (Laravel's Notification::fake()).
 //
 //	fake := notifytest.NewFake()
-//	a := apptest.New(t, …, notify.Module(), crm.Module, apptest.Replace(fake.Notifier()))
+//	a := apptest.New(t, …, notify.Module(), crm.Module, fake.Replace())
 //	// ... exercise the app ...
 //	notifytest.AssertSentTo(t, fake, user, func(n InvoicePaid) bool { return n.InvoiceID == "inv-1" })
 //
@@ -21,6 +21,7 @@ import (
 
 	"github.com/navree/navree/notify"
 	"github.com/navree/navree/notify/internal/recording"
+	"go.uber.org/fx"
 )
 
 // Send is a recorded notification to one notifiable.
@@ -59,8 +60,13 @@ func (r recorder) Record(_ context.Context, to []notify.Notifiable, n notify.Not
 	}
 }
 
-// Notifier returns the fake as a *notify.Notifier: replace the app's with
-// it, apptest.Replace(fake.Notifier()).
+// Replace puts the fake in place of the app's *notify.Notifier:
+//
+//	apptest.New(t, notify.Module(), crm.Module, fake.Replace())
+func (f *Fake) Replace() fx.Option { return fx.Replace(f.n) }
+
+// Notifier returns the fake as a *notify.Notifier, for code built without
+// fx.
 func (f *Fake) Notifier() *notify.Notifier { return f.n }
 
 // All returns every recorded notification, one per notifiable, in order.

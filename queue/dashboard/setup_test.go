@@ -102,11 +102,11 @@ func setup(t *testing.T, dbURL string, p dashboard.Params) *fixture {
 	q, err := queue.New(queue.Params{
 		Config: queue.Config{Queues: []string{"default", "exports"}},
 		DB:     d,
-		Clock:  clock,
-		Handlers: []queue.Registration{
-			queue.HandlerOf[Export](queue.HandlerFunc[Export](func(_ context.Context, j Export, _ queue.JobContext) error {
-				return errors.New(j.Reason)
-			})),
+		Clock:  clock})
+	if err == nil {
+		err = q.Handle(queue.HandlerOf[Export](queue.HandlerFunc[Export](func(_ context.Context, j Export, _ queue.JobContext) error {
+			return errors.New(j.Reason)
+		})),
 			queue.HandlerOf[Reminder](queue.HandlerFunc[Reminder](func(context.Context, Reminder, queue.JobContext) error { return nil })),
 			queue.HandlerOf[Slow](queue.HandlerFunc[Slow](func(ctx context.Context, _ Slow, _ queue.JobContext) error {
 				f.started <- struct{}{}
@@ -116,9 +116,8 @@ func setup(t *testing.T, dbURL string, p dashboard.Params) *fixture {
 				case <-ctx.Done(): // cancelled
 					return context.Cause(ctx)
 				}
-			})),
-		},
-	})
+			})))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

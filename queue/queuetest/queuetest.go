@@ -4,7 +4,7 @@
 //
 //	fake := queuetest.NewFake()
 //	a := apptest.New(t, apptest.TempDatabase(), db.Module(), queue.Module(), contacts.Module,
-//		apptest.Replace(fake.Queue()))
+//		fake.Replace())
 //	// ... exercise the app ...
 //	queuetest.AssertDispatched(t, fake, func(j SyncCalendar) bool { return j.UserID == id })
 //
@@ -34,6 +34,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/recording"
+	"go.uber.org/fx"
 )
 
 // Dispatch is a recorded job.
@@ -79,17 +80,23 @@ func (f *Fake) add(d Dispatch) {
 	f.recorded = append(f.recorded, d)
 }
 
-// Queue returns the fake as a *queue.Queue. Replace the app's queue with
-// it (apptest.Replace(fake.Queue())) and the queue module's Dispatcher,
-// which mail, events and notifications use, records into the fake too.
-// With fx alone, replace both:
+// Replace puts the fake in place of the app's queue module: its
+// *queue.Queue and its queue.Dispatcher, which mail, events and
+// notifications dispatch through, both record into the fake.
 //
-//	q := fake.Queue()
-//	fx.Replace(q, fx.Annotate(q, fx.As(new(queue.Dispatcher))))
+//	apptest.New(t, db.Module(), queue.Module(), contacts.Module, fake.Replace())
+func (f *Fake) Replace() fx.Option {
+	return fx.Replace(f.q, fx.Annotate(f.q, fx.As(new(queue.Dispatcher))))
+}
+
+// Queue returns the fake as a *queue.Queue, for code built without fx
+// that takes one. In an app, install the fake with [Fake.Replace]: a
+// *queue.Queue replaced alone leaves the module's Dispatcher real.
 func (f *Fake) Queue() *queue.Queue { return f.q }
 
-// Dispatcher returns the fake as a queue.Dispatcher, for an app without
-// the queue module: apptest.Supply[queue.Dispatcher](fake.Dispatcher()).
+// Dispatcher returns the fake as a queue.Dispatcher, for code built
+// without fx (mail.Params.Dispatcher, say) or an app without the queue
+// module: apptest.Supply[queue.Dispatcher](fake.Dispatcher()).
 func (f *Fake) Dispatcher() queue.Dispatcher { return f.q }
 
 // All returns every recorded job, in the order they were recorded.

@@ -63,7 +63,7 @@ func TestChangingACalendarQueuesASync(t *testing.T) {
 	var q *queue.Queue
 	var hooks *CalendarHooks
 	apptest.New(t, apptest.TempDatabase(), db.Module(), queue.Module(), contactsModule,
-		apptest.Replace(fake.Queue()), fx.Populate(&q, &hooks))
+		fake.Replace(), fx.Populate(&q, &hooks))
 
 	userID := "0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23"
 	if _, err := q.Dispatch(ctx, SyncCalendar{UserID: userID}); err != nil {
@@ -259,8 +259,8 @@ func TestTheFakeRefusesAPayloadTheQueueRefuses(t *testing.T) {
 		t.Fatalf("the fake: %v\nwant %s", err, want)
 	}
 	fake.AssertNothingDispatched(t)
-	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Handlers: []queue.Registration{
-		queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(context.Context, ExportContacts, queue.JobContext) error { return nil }))}})
+	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	q.Handle(queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(context.Context, ExportContacts, queue.JobContext) error { return nil })))
 	if _, err := q.Push(ctx, big); err == nil || err.Error() != want {
 		t.Fatalf("the queue: %v\nwant %s", err, want)
 	}
@@ -273,7 +273,7 @@ func TestTheRealQueueRefusesWhatTheFakeAccepts(t *testing.T) {
 	if _, err := q.Dispatch(ctx, Unregistered{}); !errors.Is(err, queue.ErrUnknownJob) {
 		t.Fatalf("the real queue: %v, want ErrUnknownJob", err)
 	}
-	if _, err := queuetest.NewFake().Queue().Dispatch(ctx, Unregistered{}); err != nil {
+	if _, err := queuetest.NewFake().Dispatcher().Dispatch(ctx, Unregistered{}); err != nil {
 		t.Fatalf("the fake: %v", err)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
-	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
 )
 
@@ -82,16 +81,9 @@ func Config(values any) fx.Option {
 }
 
 // Replace replaces the app's value of v's type with v, for every module:
-// apptest.Replace(fake.Queue()). A *queue.Queue replaces the queue
-// module's queue.Dispatcher too, which modules such as mail dispatch
-// through (the module provides it apart from the *Queue, which holds the
-// handlers that may need it).
-func Replace(v any) fx.Option {
-	if q, ok := v.(*queue.Queue); ok {
-		return fx.Replace(q, fx.Annotate(q, fx.As(new(queue.Dispatcher))))
-	}
-	return fx.Replace(v)
-}
+// apptest.Replace(gateway). The fakes have their own (queuetest's
+// fake.Replace() replaces the queue and its Dispatcher both).
+func Replace(v any) fx.Option { return fx.Replace(v) }
 
 // Supply provides v as a T, for an app that has no module providing T:
 // apptest.Supply[queue.Dispatcher](fake.Dispatcher()).
