@@ -259,41 +259,47 @@ func (c *Config) checkUnknown(known map[string]bool) error {
 }
 
 // Nearest returns the name of names nearest to name, if one is near
-// enough to be what was meant, for a "did you mean" of an error: at most 2
-// edits away (letter case aside), and at most one edit per 3 letters. On
-// a tie the first name wins.
+// enough to be what was meant, for a "did you mean" of an error: letter
+// case aside, at most one edit per 3 letters, and at most 2 edits (one per
+// 4 letters in a name of 12 or more). An edit inserts, deletes or replaces
+// a letter, or swaps two neighbours. On a tie the first name wins.
 func Nearest(name string, names []string) (string, bool) {
 	best, bestDist := "", -1
 	for _, n := range names {
 		d := distance(strings.ToLower(name), strings.ToLower(n))
-		if d <= 2 && 3*d <= max(len(name), len(n)) && (bestDist < 0 || d < bestDist) {
+		longer := max(len(name), len(n))
+		if d <= max(2, longer/4) && 3*d <= longer && (bestDist < 0 || d < bestDist) {
 			best, bestDist = n, d
 		}
 	}
 	return best, bestDist >= 0
 }
 
-// distance is the Levenshtein distance between a and b, in bytes: the
-// fewest insertions, deletions and substitutions that turn one into the
-// other.
+// distance is the optimal string alignment distance between a and b, in
+// bytes: the fewest insertions, deletions, substitutions and swaps of
+// neighbours that turn one into the other.
 func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }
 
 // Root is the app folder the config was read for ([Sources.Root]): the

@@ -379,3 +379,27 @@ func TestAnEmptyListIsEmptyNotUnset(t *testing.T) {
 		}
 	}
 }
+
+// TestNearestSuggestsWhatWasMeant: a swap of neighbours is one edit; a
+// long name may be three edits off; a short one is not guessed at.
+func TestNearestSuggestsWhatWasMeant(t *testing.T) {
+	makes := []string{"make:module", "make:job", "make:listener", "make:notification", "make:mail", "make:migration", "make:command"}
+	for _, tt := range []struct {
+		name  string
+		names []string
+		want  string
+	}{
+		{"wokrers", []string{"workers", "driver"}, "workers"},
+		{"Workers", []string{"workers"}, "workers"},
+		{"make:jbo", makes, "make:job"},
+		{"make:migrate", makes, "make:migration"},
+		{"make:controller", makes, ""},
+		{"qu", []string{"queue"}, ""},
+		{"dbx", []string{"db", "dbx2"}, "db"}, // a tie: the first wins
+	} {
+		got, ok := config.Nearest(tt.name, tt.names)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("Nearest(%q) = %q, %v; want %q", tt.name, got, ok, tt.want)
+		}
+	}
+}

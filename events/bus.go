@@ -51,7 +51,7 @@ func New(p Params) (*Bus, error) {
 	// fx gives a value group in no set order: the listeners run in the
 	// order they are written, by package, file and line.
 	listeners := slices.Clone(p.Listeners)
-	slices.SortStableFunc(listeners, func(a, b Listener) int { return a.site.compare(b.site) })
+	slices.SortStableFunc(listeners, func(a, b Listener) int { return compareSites(a.site, b.site) })
 	names := map[string]Listener{}
 	for _, l := range listeners {
 		switch prev, dup := names[l.Name]; {

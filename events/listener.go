@@ -4,12 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path"
 	"path/filepath"
 	"reflect"
-	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/navree/navree/app"
@@ -70,7 +66,7 @@ type Listener struct {
 	AfterCommit bool          // a sync listener run after the commit
 	Where       string        // where it was registered, as file:line
 
-	site site                                     // where it was registered
+	site app.Site                                 // where it was registered
 	typ  reflect.Type                             // the event's Go type
 	sync func(ctx context.Context, e Event) error // a sync listener's function
 	job  *queue.Registration                      // QueuedListener's job, for Bus.Jobs
@@ -92,23 +88,23 @@ func (l Listener) JobName() string { return "events." + l.Name }
 // The name is the listener's identity in the queue: renaming it leaves
 // jobs already queued under the old name without a handler.
 func Listen[E Event](name string, constructor any, opts ...Option) fx.Option {
-	l := listener[E](name, true, opts, caller())
+	l := listener[E](name, true, opts, app.Caller(1))
 	build, err := app.Adapt(constructor, reflect.TypeFor[Handler[E]](), func(h reflect.Value) queue.NamedFunc {
 		return decoding(h.Interface().(Handler[E]))
 	})
 	if err != nil {
 		return fx.Error(fmt.Errorf("events.Listen[%s](%q) at %s: %w", reflect.TypeFor[E](), name, l.Where, err))
 	}
-	return fx.Options(supply(l), queue.RegisterNamedAt(l.JobName(), l.site.file+":"+strconv.Itoa(l.site.line), build))
+	return fx.Options(supply(l), queue.RegisterNamedAt(l.JobName(), l.site, build))
 }
 
 // ListenFunc registers a queued listener of events of type E, named
 // name, that runs fn: [Listen] for a handler that needs nothing fx
 // provides.
 func ListenFunc[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) fx.Option {
-	l := listener[E](name, true, opts, caller())
+	l := listener[E](name, true, opts, app.Caller(1))
 	handler := decoding[E](HandlerFunc[E](func(ctx context.Context, e E, _ queue.JobContext) error { return fn(ctx, e) }))
-	return fx.Options(supply(l), queue.RegisterNamedAt(l.JobName(), l.site.file+":"+strconv.Itoa(l.site.line), func() queue.NamedFunc { return handler }))
+	return fx.Options(supply(l), queue.RegisterNamedAt(l.JobName(), l.site, func() queue.NamedFunc { return handler }))
 }
 
 // SyncFunc registers a listener of events of type E, named name, that
@@ -119,7 +115,7 @@ func ListenFunc[E Event](name string, fn func(ctx context.Context, e E) error, o
 // registrations in no set order). Its error, or its panic, is returned by
 // Dispatch, joined with those of the others; every one runs.
 func SyncFunc[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) fx.Option {
-	l := listener[E](name, false, opts, caller())
+	l := listener[E](name, false, opts, app.Caller(1))
 	l.sync = func(ctx context.Context, e Event) error { return fn(ctx, e.(E)) }
 	return supply(l)
 }
@@ -136,7 +132,7 @@ func SyncFunc[E Event](name string, fn func(ctx context.Context, e E) error, opt
 // The bus is built with what the constructor needs, so that cannot need
 // the bus.
 func Sync[E Event](name string, constructor any, opts ...Option) fx.Option {
-	l := listener[E](name, false, opts, caller())
+	l := listener[E](name, false, opts, app.Caller(1))
 	build, err := app.Adapt(constructor, reflect.TypeFor[func(context.Context, E) error](), func(fn reflect.Value) Listener {
 		f := fn.Interface().(func(context.Context, E) error)
 		built := l
@@ -152,7 +148,7 @@ func Sync[E Event](name string, constructor any, opts ...Option) fx.Option {
 // SyncListener is [SyncFunc] for an app built without fx: give the listener
 // to [New].
 func SyncListener[E Event](name string, fn func(ctx context.Context, e E) error, opts ...Option) Listener {
-	l := listener[E](name, false, opts, caller())
+	l := listener[E](name, false, opts, app.Caller(1))
 	l.sync = func(ctx context.Context, e Event) error { return fn(ctx, e.(E)) }
 	return l
 }
@@ -160,13 +156,13 @@ func SyncListener[E Event](name string, fn func(ctx context.Context, e E) error,
 // QueuedListener is [Listen] for an app built without fx: give the
 // listener to [New], and the bus's [Bus.Jobs] to the queue's Handle.
 func QueuedListener[E Event](name string, h Handler[E], opts ...Option) Listener {
-	l := listener[E](name, true, opts, caller())
+	l := listener[E](name, true, opts, app.Caller(1))
 	job := queue.NamedHandler(l.JobName(), decoding(h))
 	l.job = &job
 	return l
 }
 
-func listener[E Event](name string, queued bool, opts []Option, at site) Listener {
+func listener[E Event](name string, queued bool, opts []Option, at app.Site) Listener {
 	var zero E
 	l := Listener{Name: name, Event: zero.EventName(), Queued: queued, Where: at.String(), site: at, typ: reflect.TypeFor[E]()}
 	for _, opt := range opts {
@@ -192,59 +188,15 @@ func decoding[E Event](h Handler[E]) queue.NamedFunc {
 	}
 }
 
-// site is where a listener was registered: the caller of Listen,
-// ListenFunc, Sync, SyncFunc and their kin.
-type site struct {
-	file string // absolute, as the compiler saw it (or module-relative with -trimpath)
-	line int
-	pkg  string // the import path of the caller's package
-}
-
-func caller() site {
-	pc, file, line, ok := runtime.Caller(2)
-	if !ok {
-		return site{file: "unknown place"}
-	}
-	s := site{file: file, line: line}
-	if fn := runtime.FuncForPC(pc); fn != nil {
-		s.pkg = packageOf(fn.Name())
-	}
-	return s
-}
-
-// packageOf is the import path of the package of the function named
-// name, as runtime.Func names it: github.com/acme/crm/billing of
-// github.com/acme/crm/billing.init.func1.
-func packageOf(name string) string {
-	slash := strings.LastIndexByte(name, '/')
-	if dot := strings.IndexByte(name[slash+1:], '.'); dot >= 0 {
-		return name[:slash+1+dot]
-	}
-	return name
-}
-
-// String is the site relative to the working directory when it is inside
-// it, else its folder and file ("…/contacts/listeners.go:12"), so no
-// machine's paths are shown.
-func (s site) String() string {
-	file := filepath.ToSlash(s.file)
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, s.file); err == nil && filepath.IsLocal(rel) {
-			return filepath.ToSlash(rel) + ":" + strconv.Itoa(s.line)
-		}
-	}
-	return "…/" + path.Base(path.Dir(file)) + "/" + path.Base(file) + ":" + strconv.Itoa(s.line)
-}
-
-// compare orders sites by the import path of their package, then file
+// compareSites orders sites by the import path of their package, then file
 // name, then line: the order listeners are written in, the same on every
 // machine, wherever the code lies and with or without -trimpath.
-func (s site) compare(o site) int {
-	if c := strings.Compare(s.pkg, o.pkg); c != 0 {
+func compareSites(s, o app.Site) int {
+	if c := strings.Compare(s.Package, o.Package); c != 0 {
 		return c
 	}
-	if c := strings.Compare(filepath.Base(s.file), filepath.Base(o.file)); c != 0 {
+	if c := strings.Compare(filepath.Base(s.File), filepath.Base(o.File)); c != 0 {
 		return c
 	}
-	return s.line - o.line
+	return s.Line - o.Line
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/navree/navree/app"
 )
 
 // TestSitesOrderAsWrittenWhereverTheCodeLies: the order of sync listeners
@@ -28,19 +30,19 @@ func TestSitesOrderAsWrittenWhereverTheCodeLies(t *testing.T) {
 	}
 	var want []string
 	for name, root := range roots {
-		var sites []site
+		var sites []app.Site
 		for i := len(places) - 1; i >= 0; i-- { // fx gives them in any order
 			p := places[i]
 			dir := root[0]
 			if p.pkg == "github.com/navree/navree/notify" {
 				dir = root[1]
 			}
-			sites = append(sites, site{file: dir + p.file, line: 30, pkg: p.pkg}, site{file: dir + p.file, line: 12, pkg: p.pkg})
+			sites = append(sites, app.Site{File: dir + p.file, Line: 30, Package: p.pkg}, app.Site{File: dir + p.file, Line: 12, Package: p.pkg})
 		}
-		slices.SortStableFunc(sites, site.compare)
+		slices.SortStableFunc(sites, compareSites)
 		var got []string
 		for _, s := range sites {
-			got = append(got, fmt.Sprintf("%s %s %d", s.pkg, filepath.Base(s.file), s.line))
+			got = append(got, fmt.Sprintf("%s %s %d", s.Package, filepath.Base(s.File), s.Line))
 		}
 		if want == nil {
 			want = got
@@ -51,24 +53,5 @@ func TestSitesOrderAsWrittenWhereverTheCodeLies(t *testing.T) {
 	}
 	if want[0] != "github.com/acme/crm/billing module.go 12" || want[1] != "github.com/acme/crm/billing module.go 30" {
 		t.Errorf("sites sort as %q: want package, then file, then line", want)
-	}
-}
-
-// TestCallerRecordsThePackage: a listener registered here records this
-// package's import path, not only its file.
-func TestCallerRecordsThePackage(t *testing.T) {
-	if s := func() site { return caller() }(); s.pkg != "github.com/navree/navree/events" {
-		t.Errorf("caller() recorded the package %q", s.pkg)
-	}
-	for name, want := range map[string]string{
-		"github.com/acme/crm/billing.init.func1":  "github.com/acme/crm/billing",
-		"github.com/acme/crm/billing.glob..func2": "github.com/acme/crm/billing",
-		"main.main": "main",
-		"github.com/acme/crm/billing.register[...]":         "github.com/acme/crm/billing",
-		"github.com/acme/go.crm/billing.(*Module).listen.2": "github.com/acme/go.crm/billing",
-	} {
-		if got := packageOf(name); got != want {
-			t.Errorf("packageOf(%s) = %s, want %s", name, got, want)
-		}
 	}
 }

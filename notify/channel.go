@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"runtime"
-	"strconv"
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db"
@@ -46,8 +44,7 @@ type namedChannel struct {
 //
 //	notify.AddChannel("sms", func(c *twilio.Client) notify.Channel { return smsChannel{c} })
 func AddChannel(name string, constructor any) fx.Option {
-	_, file, line, _ := runtime.Caller(1)
-	where := file + ":" + strconv.Itoa(line)
+	where := app.Caller(1).String()
 	build, err := app.Adapt(constructor, reflect.TypeFor[Channel](), func(c reflect.Value) namedChannel {
 		return namedChannel{name: name, where: where, channel: c.Interface().(Channel)}
 	})
@@ -68,8 +65,7 @@ type registeredType struct {
 // its deliveries: every notification an app sends must be registered.
 func Register[N Notification]() fx.Option {
 	var zero N
-	_, file, line, _ := runtime.Caller(1)
-	return fx.Supply(fx.Annotated{Group: "notify.types", Target: registeredType{name: zero.NotificationType(), typ: reflect.TypeFor[N](), where: file + ":" + strconv.Itoa(line)}})
+	return fx.Supply(fx.Annotated{Group: "notify.types", Target: registeredType{name: zero.NotificationType(), typ: reflect.TypeFor[N](), where: app.Caller(1).String()}})
 }
 
 // deliverer delivers notifications: the part of a Notifier the notify.send

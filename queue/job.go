@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -152,7 +151,7 @@ type Registration struct {
 // HandlerOf is the registration of h for jobs of type T, for an app
 // built without fx to give [Queue.Handle].
 func HandlerOf[T Job](h Handler[T]) Registration {
-	return registration(h, caller(2))
+	return registration(h, app.Caller(1).String())
 }
 
 func registration[T Job](h Handler[T], where string) Registration {
@@ -169,15 +168,6 @@ func registration[T Job](h Handler[T], where string) Registration {
 			return h.Handle(ctx, job, jc)
 		},
 	}
-}
-
-// caller is the file:line skip frames up, for naming a registration.
-func caller(skip int) string {
-	_, file, line, ok := runtime.Caller(skip)
-	if !ok {
-		return "unknown place"
-	}
-	return file + ":" + strconv.Itoa(line)
 }
 
 // Permanent marks err as a failure that retrying cannot help, such as a
@@ -218,13 +208,13 @@ func (e *PayloadError) Unwrap() error { return e.Err }
 //
 // Dispatch such a job with [Queue.Push] of an [Envelope] with that Name.
 func HandleNamed(name string, fn func(ctx context.Context, payload json.RawMessage, jc JobContext) error) fx.Option {
-	return fx.Supply(fx.Annotated{Group: "queue.handlers", Target: named(name, fn, caller(2))})
+	return fx.Supply(fx.Annotated{Group: "queue.handlers", Target: named(name, fn, app.Caller(1).String())})
 }
 
 // NamedHandler is [HandleNamed] for an app built without fx: give the
 // registration to [Queue.Handle].
 func NamedHandler(name string, fn func(ctx context.Context, payload json.RawMessage, jc JobContext) error) Registration {
-	return named(name, fn, caller(2))
+	return named(name, fn, app.Caller(1).String())
 }
 
 func named(name string, fn func(context.Context, json.RawMessage, JobContext) error, where string) Registration {
@@ -234,7 +224,7 @@ func named(name string, fn func(context.Context, json.RawMessage, JobContext) er
 
 // HandleFunc registers fn as the handler of jobs of type T.
 func HandleFunc[T Job](fn func(ctx context.Context, job T, jc JobContext) error) fx.Option {
-	reg := registration[T](HandlerFunc[T](fn), caller(2))
+	reg := registration[T](HandlerFunc[T](fn), app.Caller(1).String())
 	return fx.Supply(fx.Annotated{Group: "queue.handlers", Target: reg})
 }
 
@@ -248,7 +238,7 @@ var errorType = reflect.TypeFor[error]()
 //		return &exportHandler{db: d, mailer: m}
 //	})
 func Register[T Job](constructor any) fx.Option {
-	where := caller(2)
+	where := app.Caller(1).String()
 	var zero T
 	declared := Registration{name: zero.JobName(), typ: reflect.TypeFor[T](), where: where}
 	return registerBuilt(declared, "queue.Register["+reflect.TypeFor[T]().String()+"]", constructor, reflect.TypeFor[Handler[T]](),
@@ -264,14 +254,15 @@ type NamedFunc = func(ctx context.Context, payload json.RawMessage, jc JobContex
 // [NamedFunc] (and, optionally, an error), as [Register] takes one. The
 // events module registers each queued listener with it.
 func RegisterNamed(name string, constructor any) fx.Option {
-	return RegisterNamedAt(name, caller(2), constructor)
+	return RegisterNamedAt(name, app.Caller(1), constructor)
 }
 
 // RegisterNamedAt is [RegisterNamed] for a module that registers job
-// types on behalf of its users, such as events for each listener: where
-// ("file:line") is the user's registration, which errors name (two of one
+// types on behalf of its users, such as events for each listener: at is
+// the user's registration (app.Caller), which errors name (two of one
 // name, say) instead of the module's own code.
-func RegisterNamedAt(name, where string, constructor any) fx.Option {
+func RegisterNamedAt(name string, at app.Site, constructor any) fx.Option {
+	where := at.String()
 	declared := Registration{name: name, typ: reflect.TypeFor[json.RawMessage](), where: where}
 	return registerBuilt(declared, "queue.RegisterNamed("+strconv.Quote(name)+")", constructor, reflect.TypeFor[NamedFunc](),
 		func(fn reflect.Value) Registration { return named(name, fn.Interface().(NamedFunc), where) })

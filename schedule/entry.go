@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
 )
@@ -59,48 +58,48 @@ func Options(o queue.Options) Option { return func(e *Entry) { e.Options = o } }
 //
 //	schedule.Cron("reports.nightly", "0 3 * * *", reports.Nightly{}, schedule.In("Europe/Berlin"))
 func Cron(name, spec string, job queue.Job, opts ...Option) fx.Option {
-	return supply(entry(name, spec, 0, always(job), caller(2), opts))
+	return supply(entry(name, spec, 0, always(job), app.Caller(1).String(), opts))
 }
 
 // CronFunc is [Cron] with the job built for each tick from its scheduled
 // time, in the entry's zone; a nil job skips the tick.
 func CronFunc(name, spec string, fn func(tick time.Time) queue.Job, opts ...Option) fx.Option {
-	return supply(entry(name, spec, 0, fn, caller(2), opts))
+	return supply(entry(name, spec, 0, fn, app.Caller(1).String(), opts))
 }
 
 // Every dispatches job every d, at instants that are multiples of d since
 // the Unix epoch (every 15m: :00, :15, :30, :45 UTC), the same on every
 // scheduler.
 func Every(name string, d time.Duration, job queue.Job, opts ...Option) fx.Option {
-	return supply(entry(name, every(d), d, always(job), caller(2), opts))
+	return supply(entry(name, every(d), d, always(job), app.Caller(1).String(), opts))
 }
 
 // EveryFunc is [Every] with the job built for each tick from its time; a
 // nil job skips the tick.
 func EveryFunc(name string, d time.Duration, fn func(tick time.Time) queue.Job, opts ...Option) fx.Option {
-	return supply(entry(name, every(d), d, fn, caller(2), opts))
+	return supply(entry(name, every(d), d, fn, app.Caller(1).String(), opts))
 }
 
 // CronEntry is [Cron] for an app built without fx: give the entry to
 // [New] in Params.Entries. CronFuncEntry, EveryEntry and EveryFuncEntry
 // are [CronFunc], [Every] and [EveryFunc] alike.
 func CronEntry(name, spec string, job queue.Job, opts ...Option) Entry {
-	return entry(name, spec, 0, always(job), caller(2), opts)
+	return entry(name, spec, 0, always(job), app.Caller(1).String(), opts)
 }
 
 // CronFuncEntry is [CronFunc] for an app built without fx.
 func CronFuncEntry(name, spec string, fn func(tick time.Time) queue.Job, opts ...Option) Entry {
-	return entry(name, spec, 0, fn, caller(2), opts)
+	return entry(name, spec, 0, fn, app.Caller(1).String(), opts)
 }
 
 // EveryEntry is [Every] for an app built without fx.
 func EveryEntry(name string, d time.Duration, job queue.Job, opts ...Option) Entry {
-	return entry(name, every(d), d, always(job), caller(2), opts)
+	return entry(name, every(d), d, always(job), app.Caller(1).String(), opts)
 }
 
 // EveryFuncEntry is [EveryFunc] for an app built without fx.
 func EveryFuncEntry(name string, d time.Duration, fn func(tick time.Time) queue.Job, opts ...Option) Entry {
-	return entry(name, every(d), d, fn, caller(2), opts)
+	return entry(name, every(d), d, fn, app.Caller(1).String(), opts)
 }
 
 // always is a job for every tick: job itself, or none for a nil job.
@@ -122,15 +121,6 @@ func entry(name, spec string, interval time.Duration, fn func(time.Time) queue.J
 		opt(&e)
 	}
 	return e
-}
-
-// caller is where an entry was registered: skip frames up.
-func caller(skip int) string {
-	_, file, line, ok := runtime.Caller(skip)
-	if !ok {
-		return "unknown place"
-	}
-	return file + ":" + strconv.Itoa(line)
 }
 
 // entryName is what an entry's name may hold.

@@ -25,6 +25,7 @@ import (
 	"syscall"
 
 	"github.com/navree/navree/cmd/navree/internal/scaffold"
+	"github.com/navree/navree/config"
 	"github.com/urfave/cli/v2"
 )
 
@@ -162,46 +163,15 @@ func version() string {
 // not have: it suggests the nearest one.
 func unknownMake(c *cli.App, name string) error {
 	var makes []string
-	best, bestDist := "", len(name)
 	for _, cmd := range c.Commands {
-		if !strings.HasPrefix(cmd.Name, "make:") {
-			continue
-		}
-		makes = append(makes, cmd.Name)
-		if d := distance(name, cmd.Name); d < bestDist {
-			best, bestDist = cmd.Name, d
+		if strings.HasPrefix(cmd.Name, "make:") {
+			makes = append(makes, cmd.Name)
 		}
 	}
-	if bestDist <= 3 {
-		return fmt.Errorf("%q is not a navree command: did you mean %s? (navree --help lists them)", name, best)
+	if near, ok := config.Nearest(name, makes); ok {
+		return fmt.Errorf("%q is not a navree command: did you mean %s? (navree --help lists them)", name, near)
 	}
 	return fmt.Errorf("%q is not a navree command: the make: commands are %s", name, strings.Join(makes, ", "))
-}
-
-// distance is the edit distance of a and b: the insertions, deletions,
-// substitutions and swaps of neighbours that make one the other.
-func distance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 // valued are the flags of new and make:* that take a value.
