@@ -257,6 +257,10 @@ var (
 	first, second uuid.UUID
 	payload       []byte
 	rows          rowsOf
+	qcfg          queue.Config
+	mcfg          mail.Config
+	logger        *slog.Logger
+	listeners     []events.Listener
 )
 
 func buildExport(context.Context, *db.DB, uuid.UUID) (string, error) { return "", nil }
