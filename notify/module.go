@@ -69,13 +69,3 @@ func New(p Params) (*Notifier, error) {
 	}
 	return &Notifier{d: d, dispatcher: p.Dispatcher}, nil
 }
-
-// Jobs returns the registration of the notify.send job, which delivers
-// what Send queues, for an app built without fx to give the queue:
-//
-//	err = q.Handle(notifier.Jobs()...)
-//
-// With [Module], the module registers it.
-func (n *Notifier) Jobs() []queue.Registration {
-	return []queue.Registration{queue.HandlerOf[SendJob](sendHandler{n.d})}
-}

@@ -216,3 +216,13 @@ func NewRecording(r Recorder) *Notifier {
 	d := &deliverer{types: map[string]reflect.Type{}, channels: map[string]Channel{Mail: nil, Database: nil, Log: nil}, logger: slog.New(slog.DiscardHandler), anyType: true}
 	return &Notifier{d: d, recorder: r}
 }
+
+// Jobs returns the registration of the notify.send job, which delivers
+// what Send queues, for an app built without fx to give the queue:
+//
+//	err = q.Handle(notifier.Jobs()...)
+//
+// With [Module], the module registers it.
+func (s *Notifier) Jobs() []queue.Registration {
+	return []queue.Registration{queue.HandlerOf[SendJob](sendHandler{s.d})}
+}

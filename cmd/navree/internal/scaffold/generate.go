@@ -308,7 +308,10 @@ func imports(src []byte, importPath string) bool {
 // addImport adds the import of importPath to the Go file src unless it
 // has it: at the end of its last import block, whose last group gofmt
 // then sorts it into. An import of the app's own packages (under app/)
-// makes a group of its own after the others, unless the last is one.
+// makes a group of its own after the others, unless the last is one. It
+// splices that one line in rather than print the file anew from its
+// syntax tree (as x/tools' astutil.AddImport and go/printer would), so
+// the rest of the user's file stays byte for byte as it was.
 func addImport(src []byte, importPath, app string) ([]byte, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "", src, parser.ImportsOnly)
