@@ -30,6 +30,7 @@ const failedPage = 100
 
 func commands() []app.Command {
 	return []app.Command{
+		monitorCommand(),
 		{
 			Name:  "queue:work",
 			Usage: "Run queued jobs until stopped",

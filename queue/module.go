@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
@@ -44,6 +45,20 @@ type Config struct {
 	// it. An empty list (queues = [], APP_QUEUE__QUEUES=, or []string{}
 	// in code) is the default queue alone.
 	Queues []string `koanf:"queues"`
+	// Monitor holds queue:monitor's thresholds ([queue.monitor]), which
+	// its flags override.
+	Monitor MonitorConfig `koanf:"monitor"`
+}
+
+// MonitorConfig is when queue:monitor alerts about a queue; a zero
+// threshold is no limit.
+type MonitorConfig struct {
+	// MaxWaiting is how many jobs may wait (due now, not taken) on a
+	// queue before queue:monitor alerts; default 0, no limit.
+	MaxWaiting int `koanf:"max_waiting" validate:"min=0"`
+	// MaxWait is how long a queue's job due first may have waited before
+	// queue:monitor alerts, such as "5m"; default 0, no limit.
+	MaxWait time.Duration `koanf:"max_wait" validate:"min=0"`
 }
 
 // DefaultConfig returns the defaults of the [queue] section.
