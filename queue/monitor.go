@@ -15,8 +15,8 @@ import (
 // an orchestrator, which exits non-zero when a queue is behind.
 func monitorCommand() app.Command {
 	return app.Command{
-		Name:      "queue:monitor",
-		Usage:     "Check that no queue has too many jobs waiting or waiting too long; exit 1 if one has",
+		Name:  "queue:monitor",
+		Usage: "Check that no queue has too many jobs waiting or waiting too long; exit 1 if one has",
 		Description: "Reads each queue's waiting jobs and how long the one due first has waited (as queue:status counts them),\n" +
 			"prints a line per queue, and logs and exits 1 when one passes a threshold: --max-waiting and --max-wait,\n" +
 			"or queue.monitor.max_waiting and queue.monitor.max_wait. It checks the worker queues (queue.queues)\n" +
