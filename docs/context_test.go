@@ -223,6 +223,10 @@ func userOf(*http.Request) (notify.Notifiable, bool)          { return nil, fals
 func signedIn(context.Context) (notify.Notifiable, bool)      { return nil, false }
 `,
 
+	"docs/operations.md": `
+var exporter sdkmetric.Exporter
+`,
+
 	"docs/queues.md": `
 type ExportContacts struct {
 	CompanyID   uuid.UUID

@@ -68,6 +68,7 @@ var imports = map[string]string{
 	"http": "net/http", "httptest": "net/http/httptest", "json": "encoding/json", "slog": "log/slog", "sql": "database/sql",
 	"fs": "io/fs", "embed": "embed", "os": "os", "io": "io", "tls": "crypto/tls", "slices": "slices", "strconv": "strconv",
 	"sync": "sync", "template": "html/template",
+	"metric": "go.opentelemetry.io/otel/metric", "sdkmetric": "go.opentelemetry.io/otel/sdk/metric", "metrics": "github.com/navree/navree/app/metrics",
 	// The app the pages build: its packages, in appPackages.
 	"contacts": "github.com/acme/crm/contacts", "crm": "github.com/acme/crm/crm", "reports": "github.com/acme/crm/reports",
 }

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"testing"
 
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
@@ -114,4 +117,53 @@ func benchQueueOn(b *testing.B, drv queue.Driver, url string) (*queue.Queue, *db
 		b.Fatal(err)
 	}
 	return q, d
+}
+
+// BenchmarkMetrics dispatches and works on the memory queue without a
+// meter provider (off) and with an OpenTelemetry SDK one whose manual
+// reader is never collected (on): what recording the metrics costs a
+// dispatch and an attempt.
+func BenchmarkMetrics(b *testing.B) {
+	for _, mode := range []struct {
+		name     string
+		provider metric.MeterProvider
+	}{{"off", nil}, {"on", sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))}} {
+		newQueue := func(b *testing.B) *queue.Queue {
+			q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Clock: app.SystemClock{}, Logger: slog.New(slog.DiscardHandler),
+				MeterProvider: mode.provider})
+			if err == nil {
+				err = q.Handle(noop[ExportContacts]())
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			return q
+		}
+		b.Run(mode.name+"/dispatch", func(b *testing.B) {
+			q := newQueue(b)
+			job := ExportContacts{CompanyID: "0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23", RequestedBy: "ada@example.com"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := q.Dispatch(context.Background(), job); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(mode.name+"/work", func(b *testing.B) {
+			q := newQueue(b)
+			jobs := make([]queue.Job, b.N)
+			for i := range jobs {
+				jobs[i] = ExportContacts{CompanyID: "c"}
+			}
+			if _, err := q.DispatchMany(context.Background(), jobs...); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			stats, err := q.Work(context.Background(), queue.WorkOptions{Queues: []string{"default"}, Workers: 100, StopWhenEmpty: true})
+			if err != nil || stats.Succeeded != b.N {
+				b.Fatalf("%+v, %v", stats, err)
+			}
+		})
+	}
 }

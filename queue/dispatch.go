@@ -212,6 +212,9 @@ func (q *Queue) enqueue(ctx context.Context, uow *db.UnitOfWork, explicit bool, 
 	announce := func(ctx context.Context) {
 		var seen []string
 		for _, row := range stored {
+			if q.meters != nil {
+				q.meters.dispatchedRow(ctx, row)
+			}
 			if !slices.Contains(seen, row.Queue) {
 				seen = append(seen, row.Queue)
 				q.dispatched(ctx, row.Queue)

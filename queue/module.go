@@ -9,6 +9,7 @@ import (
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/migrations"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/fx"
 )
 
@@ -136,7 +137,7 @@ func module(cfg fx.Option) fx.Option {
 		// handler may need what needs the Dispatcher (mail, events); the
 		// *Queue, which runs jobs, has them.
 		fx.Provide(fx.Private, func(p params) (dispatching, error) {
-			q, err := New(Params{Config: p.Config, DB: p.DB, Clock: p.Clock, Logger: p.Logger})
+			q, err := New(Params{Config: p.Config, DB: p.DB, Clock: p.Clock, Logger: p.Logger, MeterProvider: p.MeterProvider})
 			if err == nil {
 				err = q.Handle(p.Handlers...)
 			}
@@ -161,6 +162,9 @@ type params struct {
 	Clock    app.Clock
 	Logger   *slog.Logger
 	Handlers []Registration `group:"queue.handlers"`
+	// MeterProvider is the app's, when it has one (fx.Supply it, or add a
+	// module that provides one).
+	MeterProvider metric.MeterProvider `optional:"true"`
 }
 
 // dispatching is the app's queue before it has the handlers Register's

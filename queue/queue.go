@@ -18,6 +18,7 @@ import (
 	"github.com/navree/navree/queue/internal/driver/memdriver"
 	"github.com/navree/navree/queue/internal/recording"
 	"github.com/navree/navree/queue/internal/worker"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Queue stores jobs and runs them. Build it with [Module] (or [New]).
@@ -30,6 +31,7 @@ type Queue struct {
 	table  atomic.Pointer[table] // the job types and their handlers; replaced whole by Handle
 	adding sync.Mutex            // one Handle at a time
 
+	meters    *meters                                                   // nil: no meter provider, no metrics
 	recorder  Recorder                                                  // set for a recording Queue: dispatches go to it
 	benchHook atomic.Pointer[func(dispatched int64, started time.Time)] // Bench's view of its jobs
 	onListen  func()                                                    // tests: a worker listens for dispatches
@@ -51,6 +53,9 @@ type Params struct {
 	DB     *db.DB       // needed by the database driver
 	Clock  app.Clock    // the system clock when nil
 	Logger *slog.Logger // logs each attempt; nil logs nothing
+	// MeterProvider receives the queue's OpenTelemetry metrics (see
+	// docs/operations.md); nil records none, at no cost.
+	MeterProvider metric.MeterProvider
 }
 
 // New returns the queue p describes, with no job types but its own: give
@@ -73,6 +78,11 @@ func New(p Params) (*Queue, error) {
 	if err := q.Handle(registration[benchJob](HandlerFunc[benchJob](q.handleBench), "queue:bench"),
 		registration[PruneFailedJob](HandlerFunc[PruneFailedJob](q.handlePrune), "the queue module")); err != nil {
 		return nil, err
+	}
+	if p.MeterProvider != nil {
+		if q.meters, err = newMeters(q, p.MeterProvider); err != nil {
+			return nil, err
+		}
 	}
 	switch cfg.Driver {
 	case Memory:

@@ -213,6 +213,7 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 		Pauses:       &q.pauses,
 		Cancels:      &q.cancels,
 		OnListen:     q.onListen,
+		Observer:     q.observer(),
 	}, o)
 	return workStats(s), err
 }

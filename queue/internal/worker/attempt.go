@@ -39,6 +39,9 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 	}
 	ctx := s.begin(w.jobCtx, job)
 	s.attempt.Store(n)
+	if w.cfg.Observer != nil {
+		w.cfg.Observer.Started(job, max(0, w.cfg.Clock.Now().UnixMilli()-job.AvailableAt))
+	}
 	failure := w.call(ctx, job)
 	s.end()
 	if !s.attempt.CompareAndSwap(n, 0) {
@@ -63,6 +66,7 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 	var err error
 	var level slog.Level
 	var count *atomic.Int64 // released or failed, if stored
+	outcome := Released
 	retry := !failure.permanent && job.Attempts < job.MaxAttempts
 	if retry && job.BadBackoff != "" { // read only now: a job that succeeds needs none
 		failure = &attemptError{msg: fmt.Sprintf("%s; and the stored job does not read: column backoff holds %q, not exponential:BASE_MS:MAX_MS or fixed:MS, so no retry can be scheduled",
@@ -85,9 +89,10 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 			acted, err = w.cfg.Store.Fail(ctx, job.ID, job.Attempts, storable(failure.msg), now)
 			return err
 		})
-		count = &w.failed
+		count, outcome = &w.failed, Failed
 		level, attrs = slog.LevelError, append(attrs, slog.String("outcome", "failed"), slog.String("error", failure.msg))
 		if failure.cancelled {
+			outcome = Cancelled
 			level, attrs[len(attrs)-2] = slog.LevelWarn, slog.String("outcome", "cancelled")
 			if err == nil {
 				if err := w.cfg.Store.ForgetCancel(ctx, job.ID); err != nil {
@@ -102,17 +107,21 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 	if w.opts.Failed != nil {
 		w.opts.Failed(job, retry, storable(failure.msg))
 	}
-	w.count(job, count, acted, err)
+	w.count(job, count, outcome, ms, acted, err)
 	level, attrs = recorded(level, attrs, acted, err)
 	w.logAttempt(level, attrs)
 }
 
-// count counts an attempt of job whose outcome was stored as its outcome
-// (and in its queue's tally), and one whose outcome was not as lost.
-func (w *worker) count(job *driver.Job, outcome *atomic.Int64, stored bool, err error) {
+// count counts an attempt of job that ran ms whose outcome was stored as
+// its outcome (in counter, its queue's tally and the Observer), and one
+// whose outcome was not as lost.
+func (w *worker) count(job *driver.Job, counter *atomic.Int64, outcome Outcome, ms int64, stored bool, err error) {
 	if stored && err == nil {
-		outcome.Add(1)
-		w.tallied(job.Queue, outcome)
+		counter.Add(1)
+		w.tallied(job.Queue, counter)
+		if w.cfg.Observer != nil {
+			w.cfg.Observer.Finished(job, outcome, ms)
+		}
 	} else {
 		w.lost.Add(1)
 	}

@@ -97,7 +97,7 @@ func (c *completer) flush(batch []success) {
 	var buf [8]slog.Attr // slog copies the attributes: one buffer serves every line
 	for _, s := range batch {
 		kept := stored == nil || stored[s.job.ID]
-		c.w.count(s.job, &c.w.succeeded, kept, err)
+		c.w.count(s.job, &c.w.succeeded, Succeeded, s.ms, kept, err)
 		attrs := append(attemptAttrs(buf[:0], s.job, s.ms), slog.String("outcome", "succeeded"))
 		level, attrs := recorded(slog.LevelInfo, attrs, kept, err)
 		if level > slog.LevelInfo || !c.w.opts.Quiet {

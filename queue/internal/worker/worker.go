@@ -42,7 +42,32 @@ type Config struct {
 	// Cancels is bumped each time this process asks to cancel a running
 	// job: its workers read the cancel requests at once.
 	Cancels *atomic.Int64
+	// Observer, when set, is told of each attempt's start and stored
+	// outcome (the queue's metrics); nil costs nothing.
+	Observer Observer
 }
+
+// Observer is told what the engine does, from several goroutines at once.
+type Observer interface {
+	// Started is called as an attempt starts; waitMs is how long its job
+	// had been due (the queue's clock).
+	Started(job *driver.Job, waitMs int64)
+	// Finished is called once an attempt's outcome is stored; an outcome
+	// not stored (fenced out, or an error) is not told. ms is how long
+	// the handler ran.
+	Finished(job *driver.Job, outcome Outcome, ms int64)
+}
+
+// Outcome is what became of an attempt.
+type Outcome int
+
+// The outcomes of an attempt.
+const (
+	Succeeded Outcome = iota
+	Released          // for a retry
+	Failed
+	Cancelled // failed, by a cancel request
+)
 
 // Handle runs one attempt of a job. An error made by [Permanent] fails
 // the job at once.

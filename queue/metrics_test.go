@@ -1,0 +1,214 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/migrations"
+	"github.com/navree/navree/queue"
+)
+
+// TestMetrics: with a meter provider, the queue counts what it stored
+// and what its workers did, by queue and job type, times the attempts and
+// the waits, and reads the counts of each queue at each collection; a
+// dispatch rolled back with its unit of work is not counted.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := dbtest.Open(t, b.url(t))
+			if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			reader := sdkmetric.NewManualReader()
+			c := &clock{t: t0}
+			q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver, Workers: 1}, DB: d, Clock: c, Logger: slog.New(slog.DiscardHandler),
+				MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			started := make(chan string, 1)
+			attempts := map[string]int{}
+			err = q.Handle(queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, j ExportContacts, jc queue.JobContext) error {
+				attempts[j.CompanyID]++
+				c.Advance(2 * time.Second) // the run time, on the queue's clock: the histogram reads the real one
+				switch {
+				case j.CompanyID == "flaky" && attempts[j.CompanyID] == 1:
+					return errors.New("the CSV store timed out")
+				case j.CompanyID == "bad":
+					return queue.Permanent(errors.New("no such company"))
+				case j.CompanyID == "cancel":
+					started <- jc.JobID
+					<-ctx.Done()
+					return ctx.Err()
+				}
+				return nil
+			})), noop[SyncCalendar]())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, company := range []string{"c1", "c2", "flaky", "bad"} {
+				if _, err := q.Dispatch(ctx, ExportContacts{CompanyID: company}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := q.Dispatch(ctx, SyncCalendar{UserID: "u1"}); err != nil { // on sync: no worker takes it
+				t.Fatal(err)
+			}
+			if b.driver == queue.Database {
+				err := d.Transaction(ctx, func(ctx context.Context) error {
+					if _, err := q.Dispatch(ctx, ExportContacts{CompanyID: "rolled-back"}); err != nil {
+						return err
+					}
+					return errors.New("roll back")
+				})
+				if err == nil || err.Error() != "roll back" {
+					t.Fatal(err)
+				}
+			}
+			c.Advance(time.Minute) // every job has waited a minute
+			if _, err := q.RunPending(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c.Advance(time.Hour) // past flaky's backoff
+			if _, err := q.RunPending(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// A cancelled attempt.
+			if _, err := q.Dispatch(ctx, ExportContacts{CompanyID: "cancel"}); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := q.RunPending(ctx); done <- err }()
+			if err := q.Inspector().Cancel(ctx, <-started); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(ctx, &rm); err != nil {
+				t.Fatal(err)
+			}
+			export := attribute.NewSet(attribute.String("queue", "default"), attribute.String("job", "contacts.export"))
+			sync := attribute.NewSet(attribute.String("queue", "sync"), attribute.String("job", "activities.sync_calendar"))
+			for _, tt := range []struct {
+				name string
+				set  attribute.Set
+				want int64
+			}{
+				{"navree.queue.jobs.dispatched", export, 5}, // c1, c2, flaky, bad, cancel: not the rolled-back one
+				{"navree.queue.jobs.dispatched", sync, 1},
+				{"navree.queue.jobs.started", export, 6}, // flaky twice
+				{"navree.queue.jobs.succeeded", export, 3},
+				{"navree.queue.jobs.released", export, 1},
+				{"navree.queue.jobs.failed", export, 1},
+				{"navree.queue.jobs.cancelled", export, 1},
+			} {
+				if got, ok := sum(rm, tt.name, tt.set); !ok || got != tt.want {
+					t.Errorf("%s %v = %d (found: %v), want %d", tt.name, tt.set.Encoded(attribute.DefaultEncoder()), got, ok, tt.want)
+				}
+			}
+			if n, ok := histogramCount(rm, "navree.queue.job.run_time", export); !ok || n != 6 {
+				t.Errorf("run_time holds %d attempts (found: %v), want 6", n, ok)
+			}
+			// c1, c2, flaky and bad started a minute after they were due;
+			// flaky's retry an hour and 8 s after its release.
+			if n, ok := histogramCount(rm, "navree.queue.job.wait", export); !ok || n != 6 {
+				t.Errorf("wait holds %d attempts (found: %v), want 6", n, ok)
+			}
+			if min, ok := histogramMin(rm, "navree.queue.job.wait", export); !ok || min != 0 {
+				t.Errorf("the shortest wait is %v s, want 0 (the cancelled job, run at once)", min)
+			}
+			queueSet := attribute.NewSet(attribute.String("queue", "sync"))
+			if got, ok := gauge(rm, "navree.queue.waiting", queueSet); !ok || got != 1 {
+				t.Errorf("navree.queue.waiting{queue=sync} = %v (found: %v), want 1", got, ok)
+			}
+			// sync's job was dispatched at t0; the clock has moved 1h1m
+			// and 2 s per attempt (6).
+			if got, ok := gauge(rm, "navree.queue.oldest_wait", queueSet); !ok || got != (time.Hour+time.Minute+12*time.Second).Seconds() {
+				t.Errorf("navree.queue.oldest_wait{queue=sync} = %v s (found: %v), want %v", got, ok, (time.Hour + time.Minute + 12*time.Second).Seconds())
+			}
+		})
+	}
+}
+
+// sum is the value of the counter name for the attributes set.
+func sum(rm metricdata.ResourceMetrics, name string, set attribute.Set) (int64, bool) {
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
+				for _, p := range s.DataPoints {
+					if p.Attributes.Equals(&set) {
+						return p.Value, true
+					}
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// histogramPoint is the data point of the histogram name for set.
+func histogramPoint(rm metricdata.ResourceMetrics, name string, set attribute.Set) (metricdata.HistogramDataPoint[float64], bool) {
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == name {
+				for _, p := range h.DataPoints {
+					if p.Attributes.Equals(&set) {
+						return p, true
+					}
+				}
+			}
+		}
+	}
+	return metricdata.HistogramDataPoint[float64]{}, false
+}
+
+func histogramCount(rm metricdata.ResourceMetrics, name string, set attribute.Set) (uint64, bool) {
+	p, ok := histogramPoint(rm, name, set)
+	return p.Count, ok
+}
+
+func histogramMin(rm metricdata.ResourceMetrics, name string, set attribute.Set) (float64, bool) {
+	p, ok := histogramPoint(rm, name, set)
+	v, defined := p.Min.Value()
+	return v, ok && defined
+}
+
+// gauge is the value of the gauge name for set.
+func gauge(rm metricdata.ResourceMetrics, name string, set attribute.Set) (float64, bool) {
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			switch g := m.Data.(type) {
+			case metricdata.Gauge[int64]:
+				for _, p := range g.DataPoints {
+					if p.Attributes.Equals(&set) {
+						return float64(p.Value), true
+					}
+				}
+			case metricdata.Gauge[float64]:
+				for _, p := range g.DataPoints {
+					if p.Attributes.Equals(&set) {
+						return p.Value, true
+					}
+				}
+			}
+		}
+	}
+	return 0, false
+}
