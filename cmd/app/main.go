@@ -19,6 +19,7 @@ package main
 
 import (
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/app/metrics"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/events"
@@ -36,6 +37,7 @@ func modules() []fx.Option {
 		db.Module(),
 		queue.Module(),
 		dashboard.Module(), // [dashboard] enabled = true serves it under /navree/queue
+		metrics.Module(),   // [metrics] enabled = true serves /metrics, to whom metrics.Access lets in
 		mail.Module(),
 		events.Module(),
 		notify.Module(),

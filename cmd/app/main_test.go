@@ -262,7 +262,7 @@ func TestATypoFailsTheBoot(t *testing.T) {
 		{name: "key in the file", file: "[queue]\nwokers = 8\n",
 			want: `app: config: unknown key queue.wokers = "8" (from DIR/config/app.toml): did you mean workers?` + "\n"},
 		{name: "section of no module", env: "APP_REDIS__URL=redis://:hunter2@cache",
-			want: "app: config: unknown section [redis] (from env APP_REDIS__URL): no module of this app reads it; the sections are [dashboard], [database], [http], [log], [mail], [queue], [schedule]\n"},
+			want: "app: config: unknown section [redis] (from env APP_REDIS__URL): no module of this app reads it; the sections are [dashboard], [database], [http], [log], [mail], [metrics], [queue], [schedule]\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/app/metrics"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/events"
@@ -38,6 +39,7 @@ var frameworkModules = map[string]func() fx.Option{
 	framework + "/db":              db.Module,
 	framework + "/queue":           queue.Module,
 	framework + "/queue/dashboard": dashboard.Module,
+	framework + "/app/metrics":     metrics.Module,
 	framework + "/mail":            mail.Module,
 	framework + "/events":          events.Module,
 	framework + "/notify":          notify.Module,

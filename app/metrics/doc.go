@@ -1,0 +1,31 @@
+// Package metrics serves the app's OpenTelemetry metrics to Prometheus:
+// the module makes the app's meter provider, whose metrics the queue
+// records (see docs/operations.md), and adds GET /metrics to serve.
+//
+// # Turning it on
+//
+// The endpoint is off, and when on it is closed: every request is
+// refused with 403 until the app says who may read it.
+//
+//	[metrics]
+//	enabled = true
+//	path = "/metrics"
+//
+//	app.New(db.Module(), queue.Module(), metrics.Module(),
+//		metrics.Access(func(r *http.Request) bool {
+//			return r.Header.Get("Authorization") == "Bearer "+scrapeToken
+//		}))
+//
+// Off (the default), the module provides no meter provider, and the
+// queue records nothing and pays nothing.
+//
+// # What it serves
+//
+// The Prometheus text format, each OpenTelemetry instrument under its
+// Prometheus name (navree.queue.jobs.dispatched is
+// navree_queue_jobs_dispatched_total), with the attributes as labels.
+// Each process serves its own counters: serve's are its dispatches, a
+// worker's its attempts. A worker process does not serve HTTP, so to
+// collect its counters push them with an exporter of your own (OTLP):
+// give the app a metric.MeterProvider instead of this module.
+package metrics
