@@ -91,7 +91,7 @@ func handle(mux *http.ServeMux, r Route) (err error) {
 			err = fmt.Errorf("route %q: %v", r.Pattern, p)
 		}
 	}()
-	mux.Handle(r.Pattern, r.Handler)
+	mux.Handle(r.Pattern, routed(r.Handler))
 	return nil
 }
 

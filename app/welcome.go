@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/navree/navree/config"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 )
 
@@ -15,13 +16,20 @@ type handlerIn struct {
 	Routes     []Route        `group:"app.routes"`
 	Middleware []Middleware   `group:"app.middleware"`
 	Config     *config.Config `optional:"true"`
+	// TracerProvider is the app's, when it has one: each request then
+	// gets a server span.
+	TracerProvider trace.TracerProvider `optional:"true"`
 }
 
 // newHandler is the app's [Handler], the one serve runs: its routes, and
 // in development the welcome page when no route takes /.
 func (a *App) newHandler(p handlerIn) (Handler, error) {
 	routes, _ := a.withWelcome(p.Routes, p.Config)
-	return NewHandler(routes, p.Middleware)
+	h, err := NewHandler(routes, p.Middleware)
+	if err == nil && p.TracerProvider != nil {
+		h = Handler{traced(h, p.TracerProvider)}
+	}
+	return h, err
 }
 
 // development reports whether cfg is the configuration of development:

@@ -224,7 +224,10 @@ func signedIn(context.Context) (notify.Notifiable, bool)      { return nil, fals
 `,
 
 	"docs/operations.md": `
-var exporter sdkmetric.Exporter
+var (
+	exporter     sdkmetric.Exporter
+	spanExporter sdktrace.SpanExporter
+)
 `,
 
 	"docs/queues.md": `

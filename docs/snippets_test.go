@@ -69,6 +69,7 @@ var imports = map[string]string{
 	"fs": "io/fs", "embed": "embed", "os": "os", "io": "io", "tls": "crypto/tls", "slices": "slices", "strconv": "strconv",
 	"sync": "sync", "template": "html/template",
 	"metric": "go.opentelemetry.io/otel/metric", "sdkmetric": "go.opentelemetry.io/otel/sdk/metric", "metrics": "github.com/navree/navree/app/metrics",
+	"trace": "go.opentelemetry.io/otel/trace", "sdktrace": "go.opentelemetry.io/otel/sdk/trace",
 	// The app the pages build: its packages, in appPackages.
 	"contacts": "github.com/acme/crm/contacts", "crm": "github.com/acme/crm/crm", "reports": "github.com/acme/crm/reports",
 }

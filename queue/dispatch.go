@@ -17,6 +17,7 @@ import (
 	"github.com/gofrs/uuid/v5"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Dispatcher queues jobs. The queue module provides the app's [*Queue] as
@@ -169,7 +170,7 @@ func one(ids []string, err error) (string, error) {
 // DispatchIn when explicit, else found on the context) or at once, then
 // this process's idle workers, and other processes' where the driver
 // can, woken once they are committed.
-func (q *Queue) enqueue(ctx context.Context, uow *db.UnitOfWork, explicit bool, envs ...Envelope) ([]string, error) {
+func (q *Queue) enqueue(ctx context.Context, uow *db.UnitOfWork, explicit bool, envs ...Envelope) (ids []string, err error) {
 	if q.recorder != nil {
 		if !explicit {
 			uow = nil
@@ -193,7 +194,11 @@ func (q *Queue) enqueue(ctx context.Context, uow *db.UnitOfWork, explicit bool, 
 		}
 		rows[i] = row
 	}
-	var ids []string
+	if q.tracing != nil {
+		var span trace.Span
+		ctx, span = q.tracing.send(ctx, rows)
+		defer func() { sent(span, ids, err) }()
+	}
 	stored := rows // the rows stored, to announce
 	if len(rows) == 1 {
 		id, inserted, err := q.store.Insert(ctx, uow, rows[0])
@@ -204,7 +209,6 @@ func (q *Queue) enqueue(ctx context.Context, uow *db.UnitOfWork, explicit bool, 
 			stored = nil
 		}
 	} else {
-		var err error
 		if ids, err = q.store.InsertMany(ctx, uow, rows, q.clock.Now().UnixMilli()); err != nil {
 			return nil, fmt.Errorf("queue: dispatch %d jobs: %w", len(rows), err)
 		}

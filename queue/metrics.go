@@ -23,7 +23,7 @@ var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 // gives the queue a meter provider ([Params.MeterProvider]); a Queue
 // without one has none and records nothing.
 type meters struct {
-	dispatched, started                    metric.Int64Counter
+	dispatched, startedN                   metric.Int64Counter
 	succeeded, released, failed, cancelled metric.Int64Counter
 	runTime, wait                          metric.Float64Histogram
 	sets                                   sync.Map // attribute sets by label, made once each
@@ -51,7 +51,7 @@ func newMeters(q *Queue, mp metric.MeterProvider) (*meters, error) {
 		return h
 	}
 	ms.dispatched = counter("navree.queue.jobs.dispatched", "Jobs stored by a dispatch (inside a unit of work: once it commits)")
-	ms.started = counter("navree.queue.jobs.started", "Attempts started by the workers of this process")
+	ms.startedN = counter("navree.queue.jobs.started", "Attempts started by the workers of this process")
 	ms.succeeded = counter("navree.queue.jobs.succeeded", "Attempts that succeeded, their completion stored")
 	ms.released = counter("navree.queue.jobs.released", "Attempts that failed and were released for a retry")
 	ms.failed = counter("navree.queue.jobs.failed", "Attempts that failed the job: its last, or a permanent error")
@@ -104,16 +104,15 @@ func (ms *meters) dispatchedRow(ctx context.Context, row *driver.Job) {
 	ms.dispatched.Add(ctx, 1, ms.of(row.Queue, row.Name))
 }
 
-// Started counts an attempt and the time its job waited (worker.Observer).
-func (ms *meters) Started(job *driver.Job, waitMs int64) {
+// started counts an attempt and the time its job waited.
+func (ms *meters) started(job *driver.Job, waitMs int64) {
 	set := ms.of(job.Queue, job.Name)
-	ms.started.Add(context.Background(), 1, set)
+	ms.startedN.Add(context.Background(), 1, set)
 	ms.wait.Record(context.Background(), float64(waitMs)/1000, set)
 }
 
-// Finished counts an attempt's stored outcome and its run time
-// (worker.Observer).
-func (ms *meters) Finished(job *driver.Job, outcome worker.Outcome, runMs int64) {
+// finished counts an attempt's stored outcome and its run time.
+func (ms *meters) finished(job *driver.Job, outcome worker.Outcome, runMs int64) {
 	set := ms.of(job.Queue, job.Name)
 	switch outcome {
 	case worker.Succeeded:
@@ -126,12 +125,4 @@ func (ms *meters) Finished(job *driver.Job, outcome worker.Outcome, runMs int64)
 		ms.cancelled.Add(context.Background(), 1, set)
 	}
 	ms.runTime.Record(context.Background(), float64(runMs)/1000, set)
-}
-
-// observer is the engine's Observer: the meters, or none.
-func (q *Queue) observer() worker.Observer {
-	if q.meters == nil {
-		return nil
-	}
-	return q.meters
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/migrations"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 )
 
@@ -137,7 +138,7 @@ func module(cfg fx.Option) fx.Option {
 		// handler may need what needs the Dispatcher (mail, events); the
 		// *Queue, which runs jobs, has them.
 		fx.Provide(fx.Private, func(p params) (dispatching, error) {
-			q, err := New(Params{Config: p.Config, DB: p.DB, Clock: p.Clock, Logger: p.Logger, MeterProvider: p.MeterProvider})
+			q, err := New(Params{Config: p.Config, DB: p.DB, Clock: p.Clock, Logger: p.Logger, MeterProvider: p.MeterProvider, TracerProvider: p.TracerProvider})
 			if err == nil {
 				err = q.Handle(p.Handlers...)
 			}
@@ -165,6 +166,8 @@ type params struct {
 	// MeterProvider is the app's, when it has one (fx.Supply it, or add a
 	// module that provides one).
 	MeterProvider metric.MeterProvider `optional:"true"`
+	// TracerProvider is the app's, when it has one.
+	TracerProvider trace.TracerProvider `optional:"true"`
 }
 
 // dispatching is the app's queue before it has the handlers Register's

@@ -19,6 +19,7 @@ import (
 	"github.com/navree/navree/queue/internal/recording"
 	"github.com/navree/navree/queue/internal/worker"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Queue stores jobs and runs them. Build it with [Module] (or [New]).
@@ -31,6 +32,7 @@ type Queue struct {
 	table  atomic.Pointer[table] // the job types and their handlers; replaced whole by Handle
 	adding sync.Mutex            // one Handle at a time
 
+	tracing   *tracing                                                  // nil: no tracer provider, no spans
 	meters    *meters                                                   // nil: no meter provider, no metrics
 	recorder  Recorder                                                  // set for a recording Queue: dispatches go to it
 	benchHook atomic.Pointer[func(dispatched int64, started time.Time)] // Bench's view of its jobs
@@ -56,6 +58,10 @@ type Params struct {
 	// MeterProvider receives the queue's OpenTelemetry metrics (see
 	// docs/operations.md); nil records none, at no cost.
 	MeterProvider metric.MeterProvider
+	// TracerProvider receives the queue's spans: one for each dispatch,
+	// one for each attempt, linked to it (see docs/operations.md); nil
+	// makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // New returns the queue p describes, with no job types but its own: give
@@ -78,6 +84,9 @@ func New(p Params) (*Queue, error) {
 	if err := q.Handle(registration[benchJob](HandlerFunc[benchJob](q.handleBench), "queue:bench"),
 		registration[PruneFailedJob](HandlerFunc[PruneFailedJob](q.handlePrune), "the queue module")); err != nil {
 		return nil, err
+	}
+	if p.TracerProvider != nil {
+		q.tracing = newTracing(p.TracerProvider)
 	}
 	if p.MeterProvider != nil {
 		if q.meters, err = newMeters(q, p.MeterProvider); err != nil {

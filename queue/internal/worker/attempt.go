@@ -39,10 +39,18 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 	}
 	ctx := s.begin(w.jobCtx, job)
 	s.attempt.Store(n)
-	if w.cfg.Observer != nil {
-		w.cfg.Observer.Started(job, max(0, w.cfg.Clock.Now().UnixMilli()-job.AvailableAt))
+	obs := w.cfg.Observer
+	if obs != nil {
+		ctx = obs.Started(ctx, job, max(0, w.cfg.Clock.Now().UnixMilli()-job.AvailableAt))
 	}
 	failure := w.call(ctx, job)
+	if obs != nil {
+		msg := ""
+		if failure != nil {
+			msg = failure.msg
+		}
+		obs.Ran(ctx, job, msg)
+	}
 	s.end()
 	if !s.attempt.CompareAndSwap(n, 0) {
 		return false

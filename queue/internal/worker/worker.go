@@ -49,9 +49,13 @@ type Config struct {
 
 // Observer is told what the engine does, from several goroutines at once.
 type Observer interface {
-	// Started is called as an attempt starts; waitMs is how long its job
-	// had been due (the queue's clock).
-	Started(job *driver.Job, waitMs int64)
+	// Started is called as an attempt starts, with the context its
+	// handler will get; waitMs is how long its job had been due (the
+	// queue's clock). The handler gets the context Started returns.
+	Started(ctx context.Context, job *driver.Job, waitMs int64) context.Context
+	// Ran is called when the attempt's handler returned, with that
+	// context and its failure ("" for none).
+	Ran(ctx context.Context, job *driver.Job, failure string)
 	// Finished is called once an attempt's outcome is stored; an outcome
 	// not stored (fenced out, or an error) is not told. ms is how long
 	// the handler ran.
