@@ -1,14 +1,12 @@
 package schedule
 
 import (
-	"context"
-	"database/sql"
+	"cmp"
 	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
-	"github.com/navree/navree/queue"
 	"github.com/urfave/cli/v2"
 
 	"github.com/navree/navree/app"
@@ -58,23 +56,32 @@ func commands() []app.Command {
 					return nil
 				}
 				now := s.clock.Now()
+				entries, err := s.Status(c.Context)
+				if err != nil {
+					return err
+				}
 				w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(w, "NAME\tSCHEDULE\tZONE\tNEXT RUN\tLAST RUN\tJOB\tQUEUE")
-				for _, p := range s.plans {
-					last, err := s.lastRun(c.Context, p.Name)
-					if err != nil {
-						return err
-					}
+				for i, e := range entries {
 					next := "never"
-					if n := p.next(now); !n.IsZero() {
-						next = n.In(p.loc).Format("2006-01-02 15:04:05 MST") + " (in " + until(n.Sub(now)) + ")"
+					if !e.Next.IsZero() {
+						next = e.Next.In(s.plans[i].loc).Format("2006-01-02 15:04:05 MST") + " (in " + until(e.Next.Sub(now)) + ")"
 					}
-					zone := p.loc.String()
-					if p.every != 0 {
-						zone = "-"
+					last := "never"
+					if e.Last != nil {
+						last = e.Last.At.Format("2006-01-02 15:04:05 UTC")
+						if e.Last.Skipped {
+							last += " (skipped)"
+						}
 					}
-					job, q := describeJob(p, now)
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Spec, zone, next, last, job, q)
+					zone, job, q := cmp.Or(e.Zone, "-"), cmp.Or(e.Job, "-"), e.Queue
+					switch {
+					case e.Job == "":
+						q = "-"
+					case q == "":
+						q = "(default)"
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Spec, zone, next, last, job, q)
 				}
 				return w.Flush()
 			}),
@@ -122,41 +129,6 @@ func commands() []app.Command {
 			}),
 		},
 	}
-}
-
-// lastRun describes the entry's latest claimed tick.
-func (s *Scheduler) lastRun(ctx context.Context, name string) (string, error) {
-	var tick int64
-	var skipped int
-	err := s.db.NewRaw("SELECT tick_at, skipped FROM schedule_ticks WHERE name = ? ORDER BY tick_at DESC LIMIT 1", name).Scan(ctx, &tick, &skipped)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return "never", nil
-	case err != nil:
-		return "", fmt.Errorf("schedule: read the ticks of %s: %w", name, err)
-	}
-	last := time.UnixMilli(tick).UTC().Format("2006-01-02 15:04:05 UTC")
-	if skipped == 1 {
-		last += " (skipped)"
-	}
-	return last, nil
-}
-
-// describeJob names the job of p's next tick and its queue.
-func describeJob(p plan, now time.Time) (string, string) {
-	job := p.job(p.next(now))
-	if job == nil {
-		return "-", "-"
-	}
-	o := queue.Options{}
-	if wo, ok := job.(queue.WithOptions); ok {
-		o = wo.JobOptions()
-	}
-	o = o.Override(p.Options)
-	if o.Queue == "" {
-		o.Queue = "(default)"
-	}
-	return job.JobName(), o.Queue
 }
 
 // until is d in words: "3h", "4m", "12s".

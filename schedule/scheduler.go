@@ -182,8 +182,12 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (*Dispatched, error
 			return d, err
 		}
 	}
-	return nil, fmt.Errorf("schedule: no entry %q; %s", name, s.names())
+	return nil, fmt.Errorf("schedule: %w %q; %s", ErrNoEntry, name, s.names())
 }
+
+// ErrNoEntry is returned by RunNow for a name the app schedules nothing
+// under.
+var ErrNoEntry = errors.New("no entry")
 
 func (s *Scheduler) names() string {
 	if len(s.plans) == 0 {

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/schedule"
 )
 
 // action is what an operator may do to a job, one or all matching.
@@ -162,6 +164,39 @@ func flash(q url.Values) string {
 		return "Paused queue " + name + ": its workers take none of its jobs until it is resumed."
 	case what == "resumed" && name != "":
 		return "Resumed queue " + name + "."
+	case what == "dispatched" && entryName.MatchString(q.Get("done_entry")):
+		if id := q.Get("done_job"); jobID.MatchString(id) {
+			return "Dispatched the job of " + q.Get("done_entry") + " now: job " + id + "."
+		}
+		return "Ran " + q.Get("done_entry") + " now: it gave no job."
 	}
 	return ""
+}
+
+// entryName and jobID are what a flash may show of a schedule entry's
+// name and a job's id, from the query string.
+var (
+	entryName = regexp.MustCompile(`^[a-z0-9][a-z0-9._:-]{0,99}$`)
+	jobID     = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+)
+
+// runEntry dispatches a schedule entry's job now (Scheduler.RunNow).
+func (d *Dashboard) runEntry(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	done, err := d.scheduler.RunNow(r.Context(), name)
+	switch {
+	case errors.Is(err, schedule.ErrNoEntry):
+		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("The app schedules no entry %q.", name))
+		return
+	case err != nil:
+		d.logger.ErrorContext(r.Context(), "queue dashboard: run a schedule entry", "entry", name, "error", err, "remote_addr", r.RemoteAddr)
+		d.fail(w, r, http.StatusInternalServerError, "The entry could not be run; the app's log has the error.")
+		return
+	}
+	job := ""
+	if !done.Skipped {
+		job = done.JobID
+	}
+	d.logger.InfoContext(r.Context(), "queue dashboard: ran a schedule entry now", "entry", name, "job_id", job, "remote_addr", r.RemoteAddr)
+	d.done(w, r, "dispatched", 1, "entry", name, "job", job)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/schedule"
 )
 
 //go:embed templates static
@@ -29,6 +30,7 @@ const pageSize = 50
 type Dashboard struct {
 	cfg         Config
 	q           *queue.Inspector
+	scheduler   *schedule.Scheduler // nil: no schedules page
 	access      AccessFunc
 	development bool
 	clock       app.Clock
@@ -49,7 +51,7 @@ func New(p Params) (*Dashboard, error) {
 	if p.Inspector == nil {
 		return nil, errors.New("dashboard: Params.Inspector is nil")
 	}
-	d := &Dashboard{cfg: cfg, q: p.Inspector, access: p.AccessFunc, development: p.Development, clock: p.Clock, logger: p.Logger,
+	d := &Dashboard{cfg: cfg, q: p.Inspector, scheduler: p.Scheduler, access: p.AccessFunc, development: p.Development, clock: p.Clock, logger: p.Logger,
 		mask: map[string]bool{}, assets: map[string]string{}}
 	if d.clock == nil {
 		d.clock = app.SystemClock{}
@@ -99,6 +101,10 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST "+p+"/jobs/{id}/cancel", d.operator(d.jobAction("cancel")))
 	mux.HandleFunc("POST "+p+"/queues/{name}/pause", d.operator(d.pause))
 	mux.HandleFunc("POST "+p+"/queues/{name}/resume", d.operator(d.pause))
+	if d.scheduler != nil {
+		mux.HandleFunc("GET "+p+"/schedules", d.schedulesPage)
+		mux.HandleFunc("POST "+p+"/schedules/{name}/run", d.operator(d.runEntry))
+	}
 	mux.HandleFunc("GET "+p+"/bulk", d.operator(d.bulkConfirm))
 	mux.HandleFunc("POST "+p+"/bulk", d.operator(d.bulk))
 	static, _ := fs.Sub(files, "static")

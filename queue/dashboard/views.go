@@ -19,13 +19,15 @@ type view struct {
 	Refresh  string // htmx's trigger for polling: "every 5s"
 	Assets   map[string]string
 	Flash    string
-	Data     any
+	// Schedules says the app has a scheduler: the navigation links its page.
+	Schedules bool
+	Data      any
 }
 
 func (d *Dashboard) view(r *http.Request, title, nav string, data any) view {
 	role := roleOf(r.Context())
 	return view{Prefix: d.cfg.Prefix, Title: title, Nav: nav, Role: role, Operator: role >= Operator,
-		Refresh: fmt.Sprintf("every %dms", d.cfg.RefreshMs), Assets: d.assets, Flash: flash(r.URL.Query()), Data: data}
+		Refresh: fmt.Sprintf("every %dms", d.cfg.RefreshMs), Assets: d.assets, Flash: flash(r.URL.Query()), Schedules: d.scheduler != nil, Data: data}
 }
 
 // render writes the page name with v, or an error page.
