@@ -31,6 +31,7 @@ const failedPage = 100
 func commands() []app.Command {
 	return []app.Command{
 		monitorCommand(),
+		workersCommand(),
 		{
 			Name:  "queue:work",
 			Usage: "Run queued jobs until stopped",

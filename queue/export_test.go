@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"time"
+
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -32,3 +34,6 @@ const (
 	PruneBatch = pruneBatch
 	RetryBatch = retryBatch
 )
+
+// SetHeartbeatEvery has q's workers beat their hearts every d.
+func SetHeartbeatEvery(q *Queue, d time.Duration) { q.heartbeatEvery = d }

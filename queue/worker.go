@@ -203,17 +203,19 @@ func workStats(s worker.Stats) WorkStats {
 // work runs the engine on q with o.
 func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 	s, err := worker.Run(ctx, worker.Config{
-		Store:        q.store,
-		Handler:      q.handler,
-		Clock:        clocks{q},
-		Log:          q.logger.With("logger", "navree.job"),
-		Waker:        q.waker,
-		PollInterval: time.Duration(q.cfg.PollIntervalMs) * time.Millisecond,
-		Sweeps:       &q.lastSweep,
-		Pauses:       &q.pauses,
-		Cancels:      &q.cancels,
-		OnListen:     q.onListen,
-		Observer:     q.observer(),
+		Store:          q.store,
+		Handler:        q.handler,
+		Clock:          clocks{q},
+		Log:            q.logger.With("logger", "navree.job"),
+		Waker:          q.waker,
+		PollInterval:   time.Duration(q.cfg.PollIntervalMs) * time.Millisecond,
+		Sweeps:         &q.lastSweep,
+		Pauses:         &q.pauses,
+		Cancels:        &q.cancels,
+		OnListen:       q.onListen,
+		Observer:       q.observer(),
+		Registration:   q.registration(),
+		HeartbeatEvery: q.heartbeatEvery,
 	}, o)
 	return workStats(s), err
 }

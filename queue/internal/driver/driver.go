@@ -43,6 +43,23 @@ const (
 	NoLimitStaleMs = 86_400_000
 )
 
+// Worker is a registered worker: one queue.Work call, in a process.
+type Worker struct {
+	ID          string
+	Host        string
+	PID         int
+	Queues      []string // highest priority first
+	Concurrency int
+	Version     string
+	StartedAt   int64 // on the queue's clock
+	HeartbeatAt int64 // on the clock of reservations
+	Running     int   // jobs running at its last heartbeat
+}
+
+// GoneForgottenMs is how long after its last heartbeat a worker's row is
+// deleted.
+const GoneForgottenMs = 3_600_000
+
 // Attempt names a reservation: a job and the attempt it reserved.
 type Attempt struct {
 	ID      string `json:"id"`
@@ -291,6 +308,21 @@ type Driver interface {
 	// became due. Waiting, delayed and failed jobs are counted up to
 	// limit for each queue: a count of limit means limit or more.
 	Stats(ctx context.Context, now, at int64, limit int) ([]Stats, error)
+
+	// Heartbeat records that the worker w is alive at now, on the clock
+	// of reservations (0 for the driver's own), with what it runs: it
+	// registers w at its first beat. It deletes the rows of workers gone
+	// for GoneForgottenMs.
+	Heartbeat(ctx context.Context, w Worker, now int64) error
+
+	// Deregister deletes the worker id's row: it stopped.
+	Deregister(ctx context.Context, id string) error
+
+	// Workers lists, reading only, the registered workers, by when they
+	// started, then id, and the time at on the clock of reservations (now
+	// itself, or the driver's own for 0) that their heartbeats are judged
+	// by.
+	Workers(ctx context.Context, now int64) ([]Worker, int64, error)
 
 	// Jobs lists, reading only, up to q.Limit jobs in q.State, of q.Queue
 	// and of type q.Name where they are set, from the first after q.After

@@ -45,6 +45,12 @@ type Config struct {
 	// Observer, when set, is told of each attempt's start and stored
 	// outcome (the queue's metrics); nil costs nothing.
 	Observer Observer
+	// Registration, when its ID is set, registers the call in the store's
+	// worker registry (Store.Heartbeat) with its queues, concurrency and
+	// running jobs, beats its heart every HeartbeatEvery, and deregisters
+	// it when it returns.
+	Registration   driver.Worker
+	HeartbeatEvery time.Duration
 }
 
 // Observer is told what the engine does, from several goroutines at once.
@@ -144,6 +150,8 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	stopWatching := w.watch()
 	stopProbing := w.startProber()
 	stopTallies := w.startTallies()
+	stopBeating := w.startHeartbeats()
+	defer stopBeating()
 	w.fetch(takeCtx)
 	stopProbing()
 	close(w.jobs)
@@ -170,6 +178,7 @@ type worker struct {
 	slots    []*slot
 	handlers sync.WaitGroup // the slots not abandoned
 	attempts atomic.Uint64  // numbers the attempts, from 1
+	busy     atomic.Int64   // attempts whose handlers run
 
 	// Owned by the fetcher: by queue, the time up to which it has
 	// reserved every job it found waiting, where its next search starts

@@ -32,6 +32,7 @@ type base struct {
 	db    *db.DB
 	sqldb *sql.DB // bun's DB would interpolate the arguments itself
 	q     statements
+	w     workerStatements
 	stmts sync.Map // query -> *sql.Stmt
 
 	// at is the argument for a time t on the clock of reservations: t

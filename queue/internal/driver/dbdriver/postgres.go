@@ -36,6 +36,7 @@ func newPostgres(d *db.DB) *postgresDriver {
 		}
 		return t, nil
 	}
+	p.w = newWorkerStatements(pgAt, numbered)
 	p.alone = func(ctx context.Context, job *driver.Job) error {
 		_, err := p.write(ctx, p.q.insert, appendRow(nil, job)...)
 		return err

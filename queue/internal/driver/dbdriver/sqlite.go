@@ -23,6 +23,7 @@ type sqliteDriver struct {
 func newSQLite(d *db.DB) *sqliteDriver {
 	s := &sqliteDriver{base: newBase(d, sqliteStatements()), host: newHostClock()}
 	s.at = s.reservedAt
+	s.w = newWorkerStatements("?", func(s string) string { return s })
 	s.alone = s.insertGrouped
 	s.bulk = func(ctx context.Context, jobs []*driver.Job) error {
 		return s.inTx(ctx, nil, func(tx *sql.Tx) error { return s.insertChunks(ctx, tx, nil, jobs, false) })

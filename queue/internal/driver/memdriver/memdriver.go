@@ -28,6 +28,7 @@ type Driver struct {
 	cancel map[string]bool                 // the ids of running jobs to cancel
 	done   map[[2]string]driver.Throughput // by queue and minute
 	start  time.Time                       // its clock of reservations: the monotonic time since
+	beats  map[string]driver.Worker        // the registered workers, by id
 }
 
 // New returns an empty memory driver.
@@ -41,6 +42,7 @@ func New() *Driver {
 		cancel: map[string]bool{},
 		done:   map[[2]string]driver.Throughput{},
 		start:  time.Now(),
+		beats:  map[string]driver.Worker{},
 	}
 }
 
@@ -569,4 +571,47 @@ func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// Heartbeat implements driver.Driver.
+func (d *Driver) Heartbeat(_ context.Context, w driver.Worker, now int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at := d.at(now)
+	if old, ok := d.beats[w.ID]; ok {
+		old.HeartbeatAt, old.Running = at, w.Running
+		d.beats[w.ID] = old
+	} else {
+		w.HeartbeatAt, w.Queues = at, slices.Clone(w.Queues)
+		d.beats[w.ID] = w
+	}
+	for id, b := range d.beats {
+		if b.HeartbeatAt < at-driver.GoneForgottenMs {
+			delete(d.beats, id)
+		}
+	}
+	return nil
+}
+
+// Deregister implements driver.Driver.
+func (d *Driver) Deregister(_ context.Context, id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.beats, id)
+	return nil
+}
+
+// Workers implements driver.Driver.
+func (d *Driver) Workers(_ context.Context, now int64) ([]driver.Worker, int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]driver.Worker, 0, len(d.beats))
+	for _, w := range d.beats {
+		w.Queues = slices.Clone(w.Queues)
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b driver.Worker) int {
+		return cmp.Or(cmp.Compare(a.StartedAt, b.StartedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, d.at(now), nil
 }

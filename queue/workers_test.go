@@ -1,0 +1,152 @@
+package queue_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// TestAWorkerRegistersBeatsAndDeregisters: a Work call registers itself
+// with its host, pid, queues and concurrency, reports the jobs it runs at
+// its heartbeats, and deletes its row when it returns.
+func TestAWorkerRegistersBeatsAndDeregisters(t *testing.T) {
+	t.Parallel()
+	var release, started chan struct{} // each backend's, the backends one after another
+	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}))
+	eachWith(t, queue.Config{}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
+		release, started = make(chan struct{}), make(chan struct{}, 1)
+		queue.SetHeartbeatEvery(f.q, 10*time.Millisecond)
+		if _, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"high", "default"}, Workers: 3, StopWhenEmpty: true})
+			done <- err
+		}()
+		<-started
+		var w queue.Worker
+		for tries := 0; ; tries++ { // until a heartbeat reports the running job
+			workers, err := f.q.Inspector().Workers(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(workers) == 1 && workers[0].Running == 1 {
+				w = workers[0]
+				break
+			}
+			if tries == 2000 {
+				t.Fatalf("no heartbeat reported the running job in 10 s: %+v\n%s", workers, f.logs)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		host, _ := os.Hostname()
+		if w.Host != host || w.PID != os.Getpid() || !slices.Equal(w.Queues, []string{"high", "default"}) || w.Concurrency != 3 ||
+			w.Version == "" || !w.StartedAt.Equal(t0) || w.Gone || !regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(w.ID) {
+			t.Errorf("the registered worker: %+v", w)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if workers, err := f.q.Inspector().Workers(ctx); err != nil || len(workers) != 0 {
+			t.Fatalf("after Work returned: %+v, %v; want its row deleted", workers, err)
+		}
+	})
+}
+
+// TestAWorkerWithoutHeartbeatIsGone: a worker whose heartbeat stopped
+// (killed, its host lost) shows as gone once 15 s pass on the clock of
+// reservations, and its row is forgotten an hour after, at another's
+// heartbeat.
+func TestAWorkerWithoutHeartbeatIsGone(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f fixture) {
+		store := queue.StoreOf(f.q)
+		now := func() int64 { return f.clock.Now().UnixMilli() }
+		killed := driver.Worker{ID: "0199c1d2-0000-7000-8000-000000000001", Host: "web-2", PID: 4243, Queues: []string{"default"}, Concurrency: 4, Version: "v1.2.0", StartedAt: now(), Running: 2}
+		if err := store.Heartbeat(ctx, killed, now()); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(15 * time.Second)
+		if w := workers(t, f); len(w) != 1 || w[0].Gone || w[0].SinceHeartbeat != 15*time.Second || w[0].Running != 2 {
+			t.Fatalf("15 s after its heartbeat: %+v; want alive still", w)
+		}
+		f.clock.Advance(time.Millisecond)
+		if w := workers(t, f); len(w) != 1 || !w[0].Gone {
+			t.Fatalf("past 15 s: %+v; want gone", w)
+		}
+		f.clock.Advance(time.Hour)
+		alive := driver.Worker{ID: "0199c1d2-0000-7000-8000-000000000002", Host: "web-1", PID: 4242, Queues: []string{"default"}, Concurrency: 4, Version: "v1.2.0", StartedAt: now()}
+		if err := store.Heartbeat(ctx, alive, now()); err != nil {
+			t.Fatal(err)
+		}
+		if w := workers(t, f); len(w) != 1 || w[0].ID != alive.ID {
+			t.Fatalf("an hour on, at another's heartbeat: %+v; want the gone one forgotten", w)
+		}
+	})
+}
+
+func workers(t *testing.T, f fixture) []queue.Worker {
+	t.Helper()
+	w, err := f.q.Inspector().Workers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestWorkersCommand: queue:workers lists the registered workers, the
+// gone ones marked, and says how to start one when there is none.
+func TestWorkersCommand(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		c := &clock{t: t0}
+		run := func(args ...string) string {
+			out, err := runApp(t, map[string]any{"database.url": url}, append([]string{"queue:workers"}, args...), db.Module(), queue.Module(), app.WithClock(c))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		if out := run(); out != "No worker is registered: start one with queue:work.\n" {
+			t.Fatalf("no worker: %q", out)
+		}
+		q := localQueue(t, url, c)
+		store := queue.StoreOf(q)
+		for _, w := range []driver.Worker{
+			{ID: "0199c1d2-0000-7000-8000-000000000001", Host: "web-2", PID: 4243, Queues: []string{"default"}, Concurrency: 4, Version: "v1.2.0", StartedAt: t0.UnixMilli(), Running: 2},
+			{ID: "0199c1d2-0000-7000-8000-000000000002", Host: "web-1", PID: 4242, Queues: []string{"high", "default"}, Concurrency: 8, Version: "v1.2.0", StartedAt: t0.Add(time.Minute).UnixMilli(), Running: 5},
+		} {
+			if err := store.Heartbeat(ctx, w, c.Now().UnixMilli()); err != nil {
+				t.Fatal(err)
+			}
+			c.Advance(time.Minute)
+		}
+		want := "ID                                    HOST   PID   QUEUES        RUNNING  VERSION  STARTED                  LAST HEARTBEAT\n" +
+			"0199c1d2-0000-7000-8000-000000000001  web-2  4243  default       2/4      v1.2.0   2026-10-26 08:14:02 UTC  gone: 2m0s ago\n" +
+			"0199c1d2-0000-7000-8000-000000000002  web-1  4242  high,default  5/8      v1.2.0   2026-10-26 08:15:02 UTC  gone: 1m0s ago\n"
+		if out := run(); out != want {
+			t.Errorf("queue:workers printed:\n%s\nwant:\n%s", out, want)
+		}
+		var rows []map[string]any
+		if err := json.Unmarshal([]byte(run("--json")), &rows); err != nil || len(rows) != 2 || rows[1]["host"] != "web-1" || rows[1]["gone"] != true {
+			t.Errorf("queue:workers --json: %v, %v", rows, err)
+		}
+	})
+}
