@@ -101,6 +101,7 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST "+p+"/jobs/{id}/cancel", d.operator(d.jobAction("cancel")))
 	mux.HandleFunc("POST "+p+"/queues/{name}/pause", d.operator(d.pause))
 	mux.HandleFunc("POST "+p+"/queues/{name}/resume", d.operator(d.pause))
+	mux.HandleFunc("GET "+p+"/workers", d.workersPage)
 	if d.scheduler != nil {
 		mux.HandleFunc("GET "+p+"/schedules", d.schedulesPage)
 		mux.HandleFunc("POST "+p+"/schedules/{name}/run", d.operator(d.runEntry))

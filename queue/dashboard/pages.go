@@ -271,3 +271,22 @@ func (d *Dashboard) schedulesPage(w http.ResponseWriter, r *http.Request) {
 		Back string
 	}{rows, d.cfg.Prefix + "/schedules"}))
 }
+
+// workerRow is a row of the workers page.
+type workerRow struct {
+	queue.Worker
+	Beat string // how long since its last heartbeat, in words
+}
+
+func (d *Dashboard) workersPage(w http.ResponseWriter, r *http.Request) {
+	workers, err := d.q.Workers(r.Context())
+	if err != nil {
+		d.queueFailed(w, r, err)
+		return
+	}
+	rows := make([]workerRow, len(workers))
+	for i, wk := range workers {
+		rows[i] = workerRow{Worker: wk, Beat: wk.SinceHeartbeat.Round(time.Second).String() + " ago"}
+	}
+	d.render(w, r, http.StatusOK, "workers.html", d.view(r, "Workers", "workers", struct{ Rows []workerRow }{rows}))
+}

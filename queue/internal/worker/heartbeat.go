@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// startHeartbeats registers the worker in the store's registry and beats
-// its heart every HeartbeatEvery until stopped, then deregisters it. A
+// startHeartbeats registers the worker in the store's registry, before
+// it takes a job, and beats its heart every HeartbeatEvery until
+// stopped, then deregisters it. A
 // failed beat is logged once until one succeeds (before migrate the table
 // is missing); the worker works on.
 func (w *worker) startHeartbeats() (stop func()) {
@@ -15,31 +16,35 @@ func (w *worker) startHeartbeats() (stop func()) {
 	}
 	reg := w.cfg.Registration
 	reg.Queues, reg.Concurrency = w.opts.Queues, w.opts.Workers
+	every := w.cfg.HeartbeatEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	failing := false
+	beat := func() {
+		reg.Running = w.running()
+		ctx, cancel := context.WithTimeout(w.jobCtx, every)
+		err := w.cfg.Store.Heartbeat(ctx, reg, w.cfg.Clock.ReservedAt())
+		cancel()
+		switch {
+		case err != nil && !failing:
+			w.log.Warn("register the worker; it works on, and tries again at its next heartbeat", "worker_id", reg.ID, "error", err)
+			failing = true
+		case err == nil && failing:
+			w.log.Info("registered the worker", "worker_id", reg.ID)
+			failing = false
+		}
+	}
+	beat() // registered before it takes a job
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		every := w.cfg.HeartbeatEvery
-		if every <= 0 {
-			every = 5 * time.Second
-		}
 		tick := time.NewTicker(every)
 		defer tick.Stop()
-		failing := false
 		for {
-			reg.Running = w.running()
-			ctx, cancel := context.WithTimeout(w.jobCtx, every)
-			err := w.cfg.Store.Heartbeat(ctx, reg, w.cfg.Clock.ReservedAt())
-			cancel()
-			switch {
-			case err != nil && !failing:
-				w.log.Warn("register the worker; it works on, and tries again at its next heartbeat", "worker_id", reg.ID, "error", err)
-				failing = true
-			case err == nil && failing:
-				w.log.Info("registered the worker", "worker_id", reg.ID)
-				failing = false
-			}
 			select {
 			case <-tick.C:
+				beat()
 			case <-done:
 				ctx, cancel := context.WithTimeout(w.jobCtx, 10*time.Second)
 				if err := w.cfg.Store.Deregister(ctx, reg.ID); err != nil {
