@@ -54,20 +54,7 @@ func BenchmarkDispatch(b *testing.B) {
 func BenchmarkWork(b *testing.B) {
 	for _, bk := range backends {
 		b.Run(bk.name, func(b *testing.B) {
-			q := benchQueue(b, bk.driver, bk.url(b))
-			jobs := make([]queue.Job, b.N)
-			for i := range jobs {
-				jobs[i] = ExportContacts{CompanyID: "c"}
-			}
-			if _, err := q.DispatchMany(context.Background(), jobs...); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			stats, err := q.Work(context.Background(), queue.WorkOptions{Queues: []string{"default"}, Workers: 100, StopWhenEmpty: true})
-			if err != nil || stats.Succeeded != b.N {
-				b.Fatalf("%+v, %v", stats, err)
-			}
+			benchWork(b, benchQueue(b, bk.driver, bk.url(b)))
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 		})
 	}
@@ -149,21 +136,24 @@ func BenchmarkMetrics(b *testing.B) {
 				}
 			}
 		})
-		b.Run(mode.name+"/work", func(b *testing.B) {
-			q := newQueue(b)
-			jobs := make([]queue.Job, b.N)
-			for i := range jobs {
-				jobs[i] = ExportContacts{CompanyID: "c"}
-			}
-			if _, err := q.DispatchMany(context.Background(), jobs...); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			stats, err := q.Work(context.Background(), queue.WorkOptions{Queues: []string{"default"}, Workers: 100, StopWhenEmpty: true})
-			if err != nil || stats.Succeeded != b.N {
-				b.Fatalf("%+v, %v", stats, err)
-			}
-		})
+		b.Run(mode.name+"/work", func(b *testing.B) { benchWork(b, newQueue(b)) })
+	}
+}
+
+// benchWork queues b.N no-op jobs on q and times Work over them with 100
+// handlers.
+func benchWork(b *testing.B, q *queue.Queue) {
+	jobs := make([]queue.Job, b.N)
+	for i := range jobs {
+		jobs[i] = ExportContacts{CompanyID: "c"}
+	}
+	if _, err := q.DispatchMany(context.Background(), jobs...); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	stats, err := q.Work(context.Background(), queue.WorkOptions{Queues: []string{"default"}, Workers: 100, StopWhenEmpty: true})
+	if err != nil || stats.Succeeded != b.N {
+		b.Fatalf("%+v, %v", stats, err)
 	}
 }

@@ -26,10 +26,7 @@ func TestMetrics(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			d := dbtest.Open(t, b.url(t))
-			if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			d := migrated(t, b.url(t))
 			reader := sdkmetric.NewManualReader()
 			c := &clock{t: t0}
 			q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver, Workers: 1}, DB: d, Clock: c, Logger: slog.New(slog.DiscardHandler),
@@ -211,4 +208,14 @@ func gauge(rm metricdata.ResourceMetrics, name string, set attribute.Set) (float
 		}
 	}
 	return 0, false
+}
+
+// migrated is the database at url with the queue's tables.
+func migrated(t *testing.T, url string) *db.DB {
+	t.Helper()
+	d := dbtest.Open(t, url)
+	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

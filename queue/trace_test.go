@@ -19,8 +19,6 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
-	"github.com/navree/navree/migrations"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/testing/apptest"
 	"go.uber.org/fx"
@@ -37,10 +35,7 @@ func TestTraces(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			d := dbtest.Open(t, b.url(t))
-			if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			d := migrated(t, b.url(t))
 			spans := tracetest.NewSpanRecorder()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 			c := &clock{t: t0}
