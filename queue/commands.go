@@ -44,6 +44,7 @@ func commands() []app.Command {
 				&cli.IntFlag{Name: "max-jobs", Usage: "stop after running this many job attempts (0: no limit)"},
 				&cli.DurationFlag{Name: "max-time", Usage: "stop taking jobs after this long, such as 1h (0: no limit)"},
 				&cli.BoolFlag{Name: "stop-when-empty", Usage: "stop once no job is available and none is running"},
+				&cli.StringFlag{Name: "health-addr", Usage: "answer health checks on `ADDR`, such as :8081: GET /livez, and /readyz once the worker is registered"},
 			},
 			Action: app.Uses(func(c *cli.Context, q *Queue) error {
 				o := WorkOptions{
@@ -67,11 +68,22 @@ func commands() []app.Command {
 					}
 				}
 				fmt.Fprintln(c.App.ErrWriter, q.startLine(o))
+				h := newHealth()
+				if addr := c.String("health-addr"); addr != "" {
+					bound, stop, err := serveHealth(addr, h)
+					if err != nil {
+						return err
+					}
+					defer stop()
+					o.Heartbeat = h.beat
+					fmt.Fprintf(c.App.ErrWriter, "Health checks on http://%s/livez and /readyz\n", bound)
+				}
 				done := make(chan struct{})
 				defer close(done)
 				go func() {
 					select {
 					case <-c.Context.Done():
+						h.stopping()
 						fmt.Fprintln(c.App.ErrWriter, "Stopping: taking no new jobs, waiting for the running ones to finish.")
 					case <-done:
 					}

@@ -37,6 +37,11 @@ type WorkOptions struct {
 	// attempt ends, from the worker's goroutines, several at once: keep it
 	// quick. queue:work draws its status line on a terminal from it.
 	Progress func(WorkStats)
+	// Heartbeat, when set, is called after each heartbeat of the worker's
+	// registration (the first before it takes a job) with its error: nil
+	// when the worker is registered, so the store answers. queue:work
+	// --health-addr answers /readyz from it.
+	Heartbeat func(err error)
 }
 
 // WorkStats counts the attempts a worker ran, by outcome.
@@ -159,7 +164,7 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 	if o.Workers > MaxWorkers {
 		return WorkStats{}, fmt.Errorf("queue: workers is %d; want 1 to %d", o.Workers, MaxWorkers)
 	}
-	wo := worker.Options{Queues: o.Queues, Workers: o.Workers, MaxJobs: o.MaxJobs, MaxTime: o.MaxTime, StopWhenEmpty: o.StopWhenEmpty}
+	wo := worker.Options{Queues: o.Queues, Workers: o.Workers, MaxJobs: o.MaxJobs, MaxTime: o.MaxTime, StopWhenEmpty: o.StopWhenEmpty, Beat: o.Heartbeat}
 	if o.Progress != nil {
 		wo.Counted = func(s worker.Stats) { o.Progress(workStats(s)) }
 	}

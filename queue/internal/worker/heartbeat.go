@@ -26,6 +26,9 @@ func (w *worker) startHeartbeats() (stop func()) {
 		ctx, cancel := context.WithTimeout(w.jobCtx, every)
 		err := w.cfg.Store.Heartbeat(ctx, reg, w.cfg.Clock.ReservedAt())
 		cancel()
+		if w.opts.Beat != nil {
+			w.opts.Beat(err)
+		}
 		switch {
 		case err != nil && !failing:
 			w.log.Warn("register the worker; it works on, and tries again at its next heartbeat", "worker_id", reg.ID, "error", err)

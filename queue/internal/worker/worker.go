@@ -117,6 +117,9 @@ type Options struct {
 	// the job goes back for a retry, and the error kept with it
 	// (queue.Work's WorkStats.Errors).
 	Failed func(job *driver.Job, retry bool, msg string)
+	// Beat, when set, is called after each heartbeat of the worker's
+	// registration with its error (nil: registered).
+	Beat func(err error)
 }
 
 // Stats counts the attempts a worker ran, by outcome.

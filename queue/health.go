@@ -1,0 +1,78 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// health answers a container orchestrator's probes of a queue:work
+// process (--health-addr): /livez while the process runs, /readyz once
+// its worker is registered, the store having answered its last heartbeat.
+type health struct {
+	mu     sync.Mutex
+	ready  bool
+	reason string // why it is not ready
+}
+
+func newHealth() *health { return &health{reason: "starting: not registered yet"} }
+
+// beat takes a heartbeat's outcome (WorkOptions.Heartbeat).
+func (h *health) beat(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		// The error is in the log; a probe's answer says no more than
+		// that the store did not answer.
+		h.ready, h.reason = false, "not registered: the store did not answer the last heartbeat (the worker's log says why)"
+		return
+	}
+	h.ready, h.reason = true, ""
+}
+
+// stopping marks the worker as taking no more jobs.
+func (h *health) stopping() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ready, h.reason = false, "stopping: taking no new jobs"
+}
+
+func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	switch r.URL.Path {
+	case "/livez":
+		fmt.Fprintln(w, "ok")
+	case "/readyz":
+		h.mu.Lock()
+		ready, reason := h.ready, h.reason
+		h.mu.Unlock()
+		if !ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, reason)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	default:
+		http.Error(w, "not found: the health checks are /livez and /readyz", http.StatusNotFound)
+	}
+}
+
+// serveHealth serves h on addr until stop; it returns the address it
+// listens on (addr's port 0 picks one).
+func serveHealth(addr string, h *health) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("queue:work: --health-addr: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}, nil
+}

@@ -1,0 +1,37 @@
+package queue
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestHealthStates: /readyz says starting until the first heartbeat,
+// ready while heartbeats succeed, not registered when one fails (without
+// its error, which the log has), and stopping once stopped; /livez is ok
+// throughout.
+func TestHealthStates(t *testing.T) {
+	h := newHealth()
+	check := func(state string, wantCode int, wantBody string) {
+		t.Helper()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
+		if w.Code != wantCode || w.Body.String() != wantBody {
+			t.Errorf("%s: /readyz %d %q, want %d %q", state, w.Code, w.Body, wantCode, wantBody)
+		}
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/livez", nil))
+		if w.Code != http.StatusOK {
+			t.Errorf("%s: /livez %d", state, w.Code)
+		}
+	}
+	check("before the first heartbeat", http.StatusServiceUnavailable, "starting: not registered yet\n")
+	h.beat(nil)
+	check("registered", http.StatusOK, "ready\n")
+	h.beat(errors.New(`dial tcp 10.0.0.5:5432: connect: connection refused (postgres://crm:hunter2@db/crm)`))
+	check("a failed heartbeat", http.StatusServiceUnavailable, "not registered: the store did not answer the last heartbeat (the worker's log says why)\n")
+	h.beat(nil)
+	h.stopping()
+	check("stopping", http.StatusServiceUnavailable, "stopping: taking no new jobs\n")
+}
