@@ -1,6 +1,7 @@
 package mailtest_test
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -353,6 +354,12 @@ func TestServerClosedAtCleanup(t *testing.T) {
 		var err error
 		if conn, err = net.Dial("tcp", addr); err != nil {
 			t.Fatal(err)
+		}
+		// The server's greeting: it accepted the connection, so the
+		// cleanup ends an open one (a connection still in the listen
+		// queue would be reset with the listener instead).
+		if greeting, err := bufio.NewReader(conn).ReadString('\n'); err != nil || !strings.HasPrefix(greeting, "220 ") {
+			t.Fatalf("greeting: %q, %v", greeting, err)
 		}
 	})
 	defer conn.Close()
