@@ -126,6 +126,11 @@ func entry(name, spec string, interval time.Duration, fn func(time.Time) queue.J
 // entryName is what an entry's name may hold.
 var entryName = regexp.MustCompile(`^[a-z0-9][a-z0-9._:-]{0,99}$`)
 
+// ValidEntryName reports whether name may name an entry: 1 to 100 of
+// a-z, 0-9, '.', '_', ':' and '-', starting with a letter or digit. The
+// dashboard checks the names it shows from a URL with it.
+func ValidEntryName(name string) bool { return entryName.MatchString(name) }
+
 // plan is an entry ready to run: its schedule in its zone.
 type plan struct {
 	Entry

@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/gofrs/uuid/v5"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/schedule"
 )
@@ -164,21 +164,14 @@ func flash(q url.Values) string {
 		return "Paused queue " + name + ": its workers take none of its jobs until it is resumed."
 	case what == "resumed" && name != "":
 		return "Resumed queue " + name + "."
-	case what == "dispatched" && entryName.MatchString(q.Get("done_entry")):
-		if id := q.Get("done_job"); jobID.MatchString(id) {
-			return "Dispatched the job of " + q.Get("done_entry") + " now: job " + id + "."
+	case what == "dispatched" && schedule.ValidEntryName(q.Get("done_entry")):
+		if id, err := uuid.FromString(q.Get("done_job")); err == nil {
+			return "Dispatched the job of " + q.Get("done_entry") + " now: job " + id.String() + "."
 		}
 		return "Ran " + q.Get("done_entry") + " now: it gave no job."
 	}
 	return ""
 }
-
-// entryName and jobID are what a flash may show of a schedule entry's
-// name and a job's id, from the query string.
-var (
-	entryName = regexp.MustCompile(`^[a-z0-9][a-z0-9._:-]{0,99}$`)
-	jobID     = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-)
 
 // runEntry dispatches a schedule entry's job now (Scheduler.RunNow).
 func (d *Dashboard) runEntry(w http.ResponseWriter, r *http.Request) {

@@ -104,6 +104,13 @@ func TestSchedulesPage(t *testing.T) {
 			t.Errorf("the page after Run now does not say so:\n%s", body)
 		}
 
+		// A forged flash says nothing: the entry's name and the job's id are checked.
+		for _, forged := range []string{"?done=dispatched&done_entry=Pay+now+at+evil.example&done_job=" + m[1] + "&n=1",
+			"?done=dispatched&done_entry=crm.reminders&done_job=not-an-id&n=1"} {
+			if body := f.get(t, "operator", "/schedules"+forged, http.StatusOK); strings.Contains(body, `id="flash"`) && !strings.Contains(body, "it gave no job") {
+				t.Errorf("a forged flash %s is shown:\n%s", forged, body)
+			}
+		}
 		if r := f.do(t, "viewer", "POST", "/schedules/crm.reminders/run", url.Values{}); r.status != http.StatusForbidden {
 			t.Errorf("a viewer's Run now: %d", r.status)
 		}
