@@ -15,6 +15,15 @@ import (
 // context.Cause(ctx) == ErrCancelled. See [Inspector.Cancel].
 var ErrCancelled = worker.ErrCancelled
 
+// ErrReservationLost is the cause of an attempt's context when another
+// worker took its job over while it ran: this worker's heartbeat had
+// stopped for queue.rescue_after (its process paused, or cut off from the
+// database), so it was presumed gone, and the job rescued. The worker
+// learns it at its next heartbeat; the attempt's outcome is not kept
+// whatever the handler returns (the other attempt's is), so a handler
+// may stop at once.
+var ErrReservationLost = worker.ErrReservationLost
+
 // ErrNoJob is matched (errors.Is) by the error of [Inspector.Cancel] for an
 // id that is no job waiting, delayed or running.
 var ErrNoJob = errors.New("there is no job with that id")

@@ -80,14 +80,16 @@ type run struct {
 
 // TestChaos runs 3 worker processes of 4 loops on one database and kills
 // one with SIGKILL about every second, starting a new one each time,
-// until every job is done. Their clock runs 10 times faster, so a killed
-// worker's job is taken over within 6 s. Nothing may be lost, no job
-// may run beside itself, and a job may run twice only when its earlier
-// attempt's process was killed.
+// until every job is done. Their rescue time (queue.rescue_after) is 5 s:
+// a killed worker's jobs are taken over 5 s after its last heartbeat, on
+// the system clock, as in production; the test reports how long after
+// the kills they ran again. Nothing may be lost, no job may run beside
+// itself, and a job may run twice only when its earlier attempt's process
+// was killed.
 //
-// It runs alone in its package, not in parallel: its workers' clock runs
-// 10 times faster, so a worker starved of the CPU by other tests for 6 s
-// would look dead and its job be taken over (at least once, as
+// It runs alone in its package, not in parallel: a worker starved of the
+// CPU by other tests for more than 3 s (the rescue time less a heartbeat
+// period) would look gone and its job be taken over (at least once, as
 // documented), which the test counts as a second run with no kill.
 func TestChaos(t *testing.T) {
 	if testing.Short() || raceEnabled {
@@ -109,14 +111,13 @@ func TestChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		start := strconv.FormatInt(time.Now().UnixNano(), 10)
 		var mu sync.Mutex
 		var logged []string             // errors the workers logged; there must be none
 		lastLines := map[int][]string{} // by pid: what each worker printed last, for a failure's report
 		var readers sync.WaitGroup
 		spawn := func() *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "queue:work", "--workers", "4")
-			cmd.Env = append(os.Environ(), workerEnv+"="+url, clockEnv+"="+start)
+			cmd.Env = append(os.Environ(), workerEnv+"="+url, "APP_QUEUE__RESCUE_AFTER=5s")
 			cmd.Stdout = io.Discard
 			stderr, _ := cmd.StderrPipe()
 			if err := cmd.Start(); err != nil {
@@ -157,7 +158,7 @@ func TestChaos(t *testing.T) {
 			}
 			return true
 		}
-		killed := map[int]bool{}
+		killed := map[int]time.Time{} // by pid, when
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			var left int
@@ -176,9 +177,9 @@ func TestChaos(t *testing.T) {
 			}
 			i := rand.IntN(len(workers))
 			victim := workers[i]
+			killed[victim.Process.Pid] = time.Now()
 			victim.Process.Signal(syscall.SIGKILL)
 			victim.Wait()
-			killed[victim.Process.Pid] = true
 			workers[i] = spawn()
 		}
 		stopErrs := map[int]error{}
@@ -227,6 +228,7 @@ func TestChaos(t *testing.T) {
 			t.Fatalf("%d of %d jobs ran", len(byJob), n)
 		}
 		reruns := 0
+		var rescues []time.Duration // from a kill to the next attempt of a job its process ran
 		for job, runs := range byJob {
 			slices.SortFunc(runs, func(a, b run) int { return cmp.Compare(a.attempt, b.attempt) })
 			if runs[len(runs)-1].finished == 0 {
@@ -234,19 +236,31 @@ func TestChaos(t *testing.T) {
 			}
 			for i, r := range runs[:len(runs)-1] {
 				// An earlier attempt: its process was killed, and the next began after it ended.
-				if !killed[r.pid] {
+				at, wasKilled := killed[r.pid]
+				if !wasKilled {
 					t.Errorf("job %s ran again after attempt %d of pid %d, which was not killed (started %s, %s); what that worker printed of the job:\n%s",
 						job, r.attempt, r.pid, time.Unix(0, r.started).Format(time.StampMicro), finished(r), mentions(lastLines[r.pid], job))
 				}
-				if next := runs[i+1]; r.finished != 0 && next.started < r.finished {
+				next := runs[i+1]
+				if r.finished != 0 && next.started < r.finished {
 					t.Errorf("job %s: attempt %d started before attempt %d finished", job, next.attempt, r.attempt)
+				}
+				if r.finished == 0 && wasKilled {
+					rescues = append(rescues, time.Unix(0, next.started).Sub(at))
 				}
 			}
 			if len(runs) > 1 {
 				reruns++
 			}
 		}
-		t.Logf("%d jobs, %d workers killed, %d jobs ran more than once (each after a kill), 0 lost", n, len(killed), reruns)
+		slices.Sort(rescues)
+		rescue := "none"
+		if len(rescues) > 0 {
+			rescue = fmt.Sprintf("min %s, median %s, max %s", rescues[0].Round(10*time.Millisecond), rescues[len(rescues)/2].Round(10*time.Millisecond),
+				rescues[len(rescues)-1].Round(10*time.Millisecond))
+		}
+		t.Logf("%d jobs, %d workers killed, %d jobs ran more than once (each after a kill), 0 lost; the %d cut off by a kill ran again after it: %s",
+			n, len(killed), reruns, len(rescues), rescue)
 	})
 }
 

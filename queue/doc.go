@@ -29,11 +29,13 @@
 // # Workers
 //
 // [Queue.Work] runs jobs until it is stopped; [Queue.RunPending] runs
-// those available now. A job whose worker dies is taken over once its
-// reservation is older than its timeout plus 30 seconds, judged on a
-// clock that every worker of the database shares and no step or skew of
-// a system clock moves (with the system clock; a clock of the app's own
-// decides it in tests).
+// those available now. Each Work call registers itself and beats its
+// heart; a job whose worker dies, or falls silent, is taken over once the
+// worker's last heartbeat is queue.rescue_after old (15 s by default),
+// whatever the job's timeout, judged on a clock that every worker of the
+// database shares and no step or skew of a system clock moves (with the
+// system clock; a clock of the app's own decides it in tests). A live
+// worker's job is never taken over for its age.
 //
 // # Reading the queue
 //

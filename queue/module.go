@@ -47,6 +47,14 @@ type Config struct {
 	// it. An empty list (queues = [], APP_QUEUE__QUEUES=, or []string{}
 	// in code) is the default queue alone.
 	Queues []string `koanf:"queues"`
+	// RescueAfter is how long after a worker's last heartbeat it counts
+	// as gone (killed, paused, its host lost) and other workers take over
+	// the jobs it was running, whatever their timeouts; default "15s",
+	// from 3s to 1h. Each worker beats every third of it, and promises it
+	// in its registration: the one it started with is the one it is
+	// judged by. A shorter time rescues sooner; one too short for the
+	// database's pauses makes live workers look gone.
+	RescueAfter time.Duration `koanf:"rescue_after"`
 	// Monitor holds queue:monitor's thresholds ([queue.monitor]), which
 	// its flags override.
 	Monitor MonitorConfig `koanf:"monitor"`
@@ -65,11 +73,21 @@ type MonitorConfig struct {
 
 // DefaultConfig returns the defaults of the [queue] section.
 func DefaultConfig() Config {
-	return Config{Driver: Database, DefaultQueue: "default", Workers: 4, PollIntervalMs: 1000, Queues: []string{"high", "default"}}
+	return Config{Driver: Database, DefaultQueue: "default", Workers: 4, PollIntervalMs: 1000, Queues: []string{"high", "default"},
+		RescueAfter: 15 * time.Second}
 }
 
-// Validate checks each queue name.
+// The bounds of Config.RescueAfter.
+const (
+	MinRescueAfter = 3 * time.Second
+	MaxRescueAfter = time.Hour
+)
+
+// Validate checks each queue name, and the rescue time.
 func (c Config) Validate() error {
+	if c.RescueAfter < MinRescueAfter || c.RescueAfter > MaxRescueAfter {
+		return config.Invalid("queue.rescue_after", c.RescueAfter, `a duration from 3s to 1h, such as "15s"`)
+	}
 	if checkQueue(c.DefaultQueue) != nil {
 		return config.Invalid("queue.default_queue", c.DefaultQueue, "a queue name of "+queueNameRule)
 	}
@@ -97,6 +115,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PollIntervalMs == 0 {
 		c.PollIntervalMs = def.PollIntervalMs
+	}
+	if c.RescueAfter == 0 {
+		c.RescueAfter = def.RescueAfter
 	}
 	if c.Queues == nil {
 		c.Queues = def.Queues
@@ -149,6 +170,7 @@ func module(cfg fx.Option) fx.Option {
 		// The Inspector, like the Dispatcher, needs no handler: serve's
 		// dashboard and the admin commands build none.
 		fx.Provide(func(d dispatching) *Inspector { return d.q.Inspector() }),
+		fx.Provide(func(d dispatching) Registry { return d.q }),
 		db.Migrations("queue", migrations.Queue),
 		app.Commands(commands()...),
 	)

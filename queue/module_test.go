@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
@@ -61,7 +62,7 @@ func TestModuleMigratesAndDispatches(t *testing.T) {
 	url := dbtest.SQLiteURL(t)
 	overrides := map[string]any{"database.url": url}
 	out, err := runApp(t, overrides, []string{"migrate"}, db.Module(), queue.Module(), contactsModule)
-	if err != nil || out != "Migrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated queue/0005_create_queue_pauses\nMigrated queue/0006_create_queue_cancels\nMigrated queue/0007_create_queue_throughput\nMigrated queue/0008_create_queue_workers\n" {
+	if err != nil || out != "Migrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated queue/0005_create_queue_pauses\nMigrated queue/0006_create_queue_cancels\nMigrated queue/0007_create_queue_throughput\nMigrated queue/0008_create_queue_workers\nMigrated queue/0009_add_reserved_by\n" {
 		t.Fatalf("migrate: %v, printed %q", err, out)
 	}
 	_, err = runApp(t, overrides, []string{"use"}, db.Module(), queue.Module(), contactsModule, use(func(q *queue.Queue, d queue.Dispatcher) error {
@@ -122,6 +123,8 @@ func TestInvalidQueueConfigFailsTheBoot(t *testing.T) {
 		{"queue.queues", "high," + strings.Repeat("x", 101), `config: invalid value for queue.queues: "` + strings.Repeat("x", 101) + `" (from overrides); allowed: queue names of 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
 		{"queue.queues", []any{"high", "mail sms"}, `config: invalid value for queue.queues: "mail sms" (from overrides); allowed: queue names of 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
 		{"queue.default_queue", "jobs!", `config: invalid value for queue.default_queue: "jobs!" (from overrides); allowed: a queue name of 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
+		{"queue.rescue_after", "2s", `config: invalid value for queue.rescue_after: "2s" (from overrides); allowed: a duration from 3s to 1h, such as "15s"`},
+		{"queue.rescue_after", "2h", `config: invalid value for queue.rescue_after: "2h0m0s" (from overrides); allowed: a duration from 3s to 1h, such as "15s"`},
 		{"queue.wokers", 8, `config: unknown key queue.wokers = "8" (from overrides): did you mean workers?`},
 	}
 	for _, tt := range tests {
@@ -140,10 +143,11 @@ func TestConfigDefaultsAndEnvLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := config.Get[queue.Config](c, "queue")
-	if fmt.Sprint(got) != fmt.Sprint(queue.Config{Driver: queue.Memory, DefaultQueue: "default", Workers: 8, PollIntervalMs: 1000, Queues: []string{"mail", "default"}}) {
+	if fmt.Sprint(got) != fmt.Sprint(queue.Config{Driver: queue.Memory, DefaultQueue: "default", Workers: 8, PollIntervalMs: 1000, Queues: []string{"mail", "default"},
+		RescueAfter: 15 * time.Second}) {
 		t.Fatalf("config %+v", got)
 	}
-	if def := queue.DefaultConfig(); def.Driver != "database" || def.DefaultQueue != "default" || def.Workers != 4 || def.PollIntervalMs != 1000 || fmt.Sprint(def.Queues) != "[high default]" {
+	if def := queue.DefaultConfig(); def.Driver != "database" || def.DefaultQueue != "default" || def.Workers != 4 || def.PollIntervalMs != 1000 || fmt.Sprint(def.Queues) != "[high default]" || def.RescueAfter != 15*time.Second {
 		t.Fatalf("defaults %+v differ from the spec", def)
 	}
 }

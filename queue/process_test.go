@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,6 +34,12 @@ type Cancellable struct{}
 
 func (Cancellable) JobName() string { return "test.cancellable" }
 
+// Zombie prints when it starts and, when its context ends, why; then it
+// waits for its worker's standard input to close, and succeeds.
+type Zombie struct{}
+
+func (Zombie) JobName() string { return "test.zombie" }
+
 // Record writes each attempt into the table runs.
 type Record struct{}
 
@@ -47,24 +52,7 @@ func (h *recordHandler) Handle(ctx context.Context, _ Record, jc queue.JobContex
 	return err
 }
 
-const (
-	workerEnv = "NAVREE_QUEUE_TEST_WORKER_URL"
-	clockEnv  = "NAVREE_QUEUE_TEST_FAST_CLOCK" // Unix ns the fast clock starts at
-)
-
-// clockSpeed is how much faster than real time the chaos test's clock
-// runs: a Chaos job's takeover delay (its 30 s timeout plus 30 s) passes
-// in 6 s. A worker that stalls longer (starved of the CPU or the disk on
-// a loaded machine) has its job taken over as documented, which the test
-// would count as a second run with no kill: at 20 times and a 1 s
-// timeout (1.5 s), that happened once in CI.
-const clockSpeed = 10
-
-// fastClock runs clockSpeed times faster than real time from start; every
-// process of a test that shares start shares the time.
-type fastClock struct{ start time.Time }
-
-func (c fastClock) Now() time.Time { return c.start.Add(time.Since(c.start) * clockSpeed) }
+const workerEnv = "NAVREE_QUEUE_TEST_WORKER_URL"
 
 // Chaos records each attempt in chaos_runs: when it started and, if the
 // process lived, when it finished.
@@ -72,9 +60,8 @@ type Chaos struct{}
 
 func (Chaos) JobName() string { return "test.chaos" }
 func (Chaos) JobOptions() queue.Options {
-	// The timeout runs on the real clock, the takeover on the fast one: a
-	// handler must not time out (and be retried) before its job could be
-	// taken over.
+	// Its timeout is far past the rescue time: the rescue of a killed
+	// worker's job does not wait for it.
 	return queue.Options{Timeout: 30 * time.Second, MaxAttempts: 100}
 }
 
@@ -105,6 +92,20 @@ func workerJobs() fx.Option {
 			fmt.Printf("started %s %d\n", jc.JobID, jc.Attempt)
 			out.Unlock()
 			<-released
+			return nil
+		}),
+		queue.HandleFunc(func(ctx context.Context, _ Zombie, jc queue.JobContext) error {
+			out.Lock()
+			fmt.Printf("started %s %d\n", jc.JobID, jc.Attempt)
+			out.Unlock()
+			select {
+			case <-released:
+			case <-ctx.Done():
+				out.Lock()
+				fmt.Printf("stopped %d: %v\n", jc.Attempt, context.Cause(ctx))
+				out.Unlock()
+				<-released
+			}
 			return nil
 		}),
 		queue.Register[Chaos](func(d *db.DB) *chaosHandler { return &chaosHandler{d} }),
@@ -147,11 +148,9 @@ func workerJobs() fx.Option {
 
 // workerChild runs the worker app's command line on the database at url.
 func workerChild(url string, args []string) int {
-	opts := []fx.Option{config.Module(config.Sources{Overrides: map[string]any{"database.url": url, "queue.poll_interval_ms": 20}}),
+	// The environment sets APP_QUEUE__RESCUE_AFTER.
+	opts := []fx.Option{config.Module(config.Sources{Environ: os.Environ(), Overrides: map[string]any{"database.url": url, "queue.poll_interval_ms": 20}}),
 		db.Module(), queue.Module(), workerJobs()}
-	if start, err := strconv.ParseInt(os.Getenv(clockEnv), 10, 64); err == nil {
-		opts = append(opts, app.WithClock(fastClock{start: time.Unix(0, start)}))
-	}
 	a := app.New(opts...)
 	a.Name = "crm"
 	os.Args = append([]string{"crm"}, args...)
@@ -162,8 +161,14 @@ func workerChild(url string, args []string) int {
 // worker starts `crm ARGS` as a child process on the database at url.
 func worker(t *testing.T, url string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncBuffer) {
 	t.Helper()
+	return workerIn(t, url, nil, args...)
+}
+
+// workerIn is worker with the variables env added to its environment.
+func workerIn(t *testing.T, url string, env []string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncBuffer) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), workerEnv+"="+url)
+	cmd.Env = append(append(os.Environ(), workerEnv+"="+url), env...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	stderr := &syncBuffer{}
@@ -315,46 +320,103 @@ func TestFailedJobCommands(t *testing.T) {
 	})
 }
 
-// TestAKilledWorkersJobIsTakenOver kills a worker process with SIGKILL in
-// the middle of a job; another worker, its clock past the job's timeout
-// plus 30 s, runs it as attempt 2.
-func TestAKilledWorkersJobIsTakenOver(t *testing.T) {
+// TestAKilledWorkersJobIsRescued kills a worker process with SIGKILL in
+// the middle of a job; another worker process, both on the system clock
+// with a rescue time of 3 s, runs it as attempt 2 once the killed one's
+// heartbeat is 3 s old: not sooner than 2 s after the kill (the last beat
+// came at most a second before it), and whatever the job's timeout.
+func TestAKilledWorkersJobIsRescued(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
-		start := time.Now()
-		q := localQueue(t, url, &clock{t: start}, noop[Block]())
-		id, _ := q.Dispatch(ctx, Block{})
+		q := localQueue(t, url, &clock{t: time.Now()}, noop[Zombie]())
+		id, _ := q.Dispatch(ctx, Zombie{})
+		rescue := []string{"APP_QUEUE__RESCUE_AFTER=3s"}
 
-		cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "1")
+		cmd, _, stdout, stderr := workerIn(t, url, rescue, "queue:work", "--workers", "1")
 		if line, err := stdout.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", id) {
 			t.Fatalf("the worker printed %q (%v)\n%s", line, err, stderr)
 		}
+		killed := time.Now()
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 
-		// The worker stamped its reservation (by the database's clock)
-		// before it printed its line: at most some seconds before now,
-		// however loaded the machine, and not after.
-		attempts := make(chan int, 1)
-		later := &clock{t: time.Now()}
-		takeover := localQueue(t, url, later, queue.HandlerOf[Block](queue.HandlerFunc[Block](func(ctx context.Context, _ Block, jc queue.JobContext) error {
-			attempts <- jc.Attempt
-			return nil
-		})))
-		later.Advance(time.Minute + 20*time.Second)
-		if stats, err := takeover.RunPending(ctx); stats.Processed != 0 || err != nil {
-			t.Fatalf("taken over before the job's timeout plus 30 s: %+v, %v", stats, err)
+		other, stdin, stdout, stderr := workerIn(t, url, rescue, "queue:work", "--workers", "1")
+		if line, err := stdout.ReadString('\n'); line != fmt.Sprintf("started %s 2\n", id) {
+			t.Fatalf("the other worker printed %q (%v)\n%s", line, err, stderr)
 		}
-		later.Advance(11 * time.Second) // 91 s after the reservation at least
-		if stats, err := takeover.RunPending(ctx); stats.Succeeded != 1 || err != nil {
-			t.Fatalf("not taken over after the job's timeout plus 30 s: %+v, %v", stats, err)
+		after := time.Since(killed)
+		t.Logf("rescued %s after the kill", after.Round(10*time.Millisecond))
+		if after < 2*time.Second {
+			t.Errorf("rescued %s after the kill: before the killed worker's heartbeat could be 3 s old", after)
 		}
-		if got := <-attempts; got != 2 {
-			t.Fatalf("the takeover ran attempt %d, want 2", got)
+		stdin.Close()
+		other.Process.Signal(syscall.SIGTERM)
+		rest, _ := io.ReadAll(stdout)
+		if err := other.Wait(); err != nil || string(rest) != "Processed 1 job attempt(s): 1 succeeded, 0 released for retry, 0 failed.\n" {
+			t.Fatalf("the other worker exited with %v, printing %q\n%s", err, rest, stderr)
 		}
-		if n, _ := takeover.Inspector().PendingCount(ctx, "default"); n != 0 {
-			t.Fatal("the job is still pending after its takeover succeeded")
+		if n, _ := q.Inspector().PendingCount(ctx, "default"); n != 0 {
+			t.Fatal("the job is still pending after its rescue succeeded")
+		}
+	})
+}
+
+// TestAPausedWorkersJobIsRescuedAndFencedOut stops a worker process with
+// SIGSTOP while it runs a job (a zombie: alive, but silent); another
+// worker takes the job over once the paused one's heartbeat is 3 s old.
+// Resumed with SIGCONT, the first worker learns at its next heartbeat
+// that it lost the job, cancels its attempt's context with a cause that
+// says so, and cannot complete it: its outcome is not kept, the other
+// attempt's is, and the job ran to success once.
+func TestAPausedWorkersJobIsRescuedAndFencedOut(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		q := localQueue(t, url, &clock{t: time.Now()}, noop[Zombie]())
+		id, _ := q.Dispatch(ctx, Zombie{})
+		rescue := []string{"APP_QUEUE__RESCUE_AFTER=3s"}
+
+		zombie, zombieIn, zombieOut, zombieErr := workerIn(t, url, rescue, "queue:work", "--workers", "1")
+		if line, err := zombieOut.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", id) {
+			t.Fatalf("the worker printed %q (%v)\n%s", line, err, zombieErr)
+		}
+		zombie.Process.Signal(syscall.SIGSTOP)
+		t.Cleanup(func() { zombie.Process.Signal(syscall.SIGCONT) }) // so that the cleanup's kill ends it
+
+		other, otherIn, otherOut, otherErr := workerIn(t, url, rescue, "queue:work", "--workers", "1")
+		if line, err := otherOut.ReadString('\n'); line != fmt.Sprintf("started %s 2\n", id) {
+			t.Fatalf("the other worker printed %q (%v)\n%s", line, err, otherErr)
+		}
+
+		lost := zombieErr.when("job taken over by another worker while this one ran it")
+		zombie.Process.Signal(syscall.SIGCONT)
+		<-lost
+		if line, err := zombieOut.ReadString('\n'); line != "stopped 1: "+queue.ErrReservationLost.Error()+"\n" {
+			t.Fatalf("the resumed worker's attempt printed %q (%v)\n%s", line, err, zombieErr)
+		}
+		zombieIn.Close()
+		zombie.Process.Signal(syscall.SIGTERM)
+		rest, _ := io.ReadAll(zombieOut)
+		if err := zombie.Wait(); err != nil ||
+			string(rest) != "Processed 1 job attempt(s): 0 succeeded, 0 released for retry, 0 failed, 1 lost its reservation.\n" {
+			t.Fatalf("the resumed worker exited with %v, printing %q\n%s", err, rest, zombieErr)
+		}
+		if n, _ := q.Inspector().PendingCount(ctx, "default"); n != 1 {
+			t.Fatalf("%d jobs pending: the resumed worker's attempt completed a job it had lost", n)
+		}
+
+		otherIn.Close()
+		other.Process.Signal(syscall.SIGTERM)
+		rest, _ = io.ReadAll(otherOut)
+		if err := other.Wait(); err != nil || string(rest) != "Processed 1 job attempt(s): 1 succeeded, 0 released for retry, 0 failed.\n" {
+			t.Fatalf("the other worker exited with %v, printing %q\n%s", err, rest, otherErr)
+		}
+		if n, _ := q.Inspector().PendingCount(ctx, "default"); n != 0 {
+			t.Fatal("the job is still pending after the other worker's attempt succeeded")
+		}
+		if failed, _, _ := q.Inspector().Failed(ctx, queue.FailedQuery{}); len(failed) != 0 {
+			t.Fatalf("failed jobs: %+v", failed)
 		}
 	})
 }

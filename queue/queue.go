@@ -37,7 +37,7 @@ type Queue struct {
 	recorder       Recorder                                                  // set for a recording Queue: dispatches go to it
 	benchHook      atomic.Pointer[func(dispatched int64, started time.Time)] // Bench's view of its jobs
 	onListen       func()                                                    // tests: a worker listens for dispatches
-	heartbeatEvery time.Duration                                             // how often workers beat their hearts; heartbeatEvery but in tests
+	heartbeatEvery time.Duration                                             // how often workers beat their hearts: a third of RescueAfter, but in tests
 
 	// system says the clock is the system clock; started is when the
 	// Queue was made, for its monotonic clock (see pace).
@@ -72,7 +72,7 @@ func New(p Params) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Queue{cfg: cfg, db: p.DB, clock: p.Clock, logger: p.Logger, waker: worker.NewWaker(), heartbeatEvery: heartbeatEvery}
+	q := &Queue{cfg: cfg, db: p.DB, clock: p.Clock, logger: p.Logger, waker: worker.NewWaker(), heartbeatEvery: cfg.RescueAfter / 3}
 	q.table.Store(&table{jobs: map[string]Registration{}, handles: map[string]worker.Handle{}})
 	if q.clock == nil {
 		q.clock = app.SystemClock{}

@@ -26,9 +26,10 @@ type Stats struct {
 	Waiting int // due now, not taken by a worker
 	Delayed int // due later: dispatched with a delay, or released for a retry
 	Running int // taken by a worker; the stale ones included
-	// Stale counts the running jobs whose reservation is older than their
-	// timeout plus 30 seconds (a day for a job without a time limit): their
-	// worker is presumed dead, and a worker will take them over.
+	// Stale counts the running jobs whose worker is gone (no heartbeat
+	// for its queue.rescue_after; for a worker not registered, a
+	// reservation older than the job's timeout plus 30 seconds, a day
+	// without a time limit): a worker will take them over.
 	Stale  int
 	Failed int // in the failed jobs
 	// OldestWaiting is how long the waiting job due first has been due,

@@ -15,19 +15,16 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue/internal/driver"
-)
-
-// heartbeatEvery is how often a worker beats its heart in the registry;
-// one whose last beat is older than goneAfter is gone.
-const (
-	heartbeatEvery = 5 * time.Second
-	goneAfter      = 3 * heartbeatEvery
+	"github.com/navree/navree/queue/internal/worker"
 )
 
 // Worker is a worker registered in the queue's store: one queue:work (a
-// call of [Queue.Work]) in a process, alive or gone.
+// call of [Queue.Work]) or one schedule:work in a process, alive or gone.
 type Worker struct {
-	ID          string
+	ID string
+	// Kind is KindWorker for a queue:work, KindScheduler for a
+	// schedule:work.
+	Kind        string
 	Host        string
 	PID         int
 	Queues      []string // highest priority first
@@ -40,11 +37,20 @@ type Worker struct {
 	// SinceHeartbeat is how long ago its last heartbeat was, on the clock
 	// of reservations, which no step of a host's clock moves.
 	SinceHeartbeat time.Duration
-	// Gone says its heartbeat stopped: no heartbeat for three of its
-	// periods (15 s). A worker that stops deletes its row; a gone one was
-	// killed, or its host lost. Its row is deleted an hour after.
+	// RescueAfter is how long after its last heartbeat it counts as gone
+	// and its jobs are taken over: the queue.rescue_after it started with.
+	RescueAfter time.Duration
+	// Gone says its heartbeat stopped: none for its RescueAfter. A
+	// worker that stops deletes its row; a gone one was killed, paused,
+	// or its host lost. Its row is deleted an hour after.
 	Gone bool
 }
+
+// The kinds of registered workers.
+const (
+	KindWorker    = driver.KindWorker    // a queue:work: a call of Queue.Work
+	KindScheduler = driver.KindScheduler // a schedule:work
+)
 
 // Workers lists the registered workers, oldest first: those at work in
 // every process on the queue's store, and those gone for less than an
@@ -57,10 +63,34 @@ func (i *Inspector) Workers(ctx context.Context) ([]Worker, error) {
 	out := make([]Worker, len(rows))
 	for n, r := range rows {
 		since := time.Duration(max(0, now-r.HeartbeatAt)) * time.Millisecond
-		out[n] = Worker{ID: r.ID, Host: r.Host, PID: r.PID, Queues: r.Queues, Concurrency: r.Concurrency, Running: r.Running,
-			Version: r.Version, StartedAt: time.UnixMilli(r.StartedAt).UTC(), SinceHeartbeat: since, Gone: since > goneAfter}
+		out[n] = Worker{ID: r.ID, Kind: r.Kind, Host: r.Host, PID: r.PID, Queues: r.Queues, Concurrency: r.Concurrency, Running: r.Running,
+			Version: r.Version, StartedAt: time.UnixMilli(r.StartedAt).UTC(), SinceHeartbeat: since,
+			RescueAfter: time.Duration(r.RescueMs) * time.Millisecond, Gone: r.Gone(now)}
 	}
 	return out, nil
+}
+
+// Registry registers processes in the queue's registry of workers, which
+// queue:workers and the dashboard list. The queue module provides it (its
+// Queue); schedule:work registers with it.
+type Registry interface {
+	// Register registers the calling process as a worker of kind (such
+	// as KindScheduler), before it returns, and beats its heart until
+	// leave is called, which deletes its row. It does not fail: where the
+	// registry cannot be written (before migrate) it logs a warning, as
+	// queue:work does, and the work goes on.
+	Register(ctx context.Context, kind string) (leave func())
+}
+
+// Register implements [Registry]; Work registers its calls itself.
+func (q *Queue) Register(ctx context.Context, kind string) (leave func()) {
+	reg := q.registration()
+	if reg.ID == "" || q.recorder != nil {
+		return func() {}
+	}
+	reg.Kind = kind
+	return worker.Heartbeats{Store: q.store, Worker: reg, Every: q.heartbeatEvery, ReservedAt: q.reservedAt,
+		Log: q.logger.With("logger", "navree.queue")}.Start(context.WithoutCancel(ctx))
 }
 
 // registration is the registry's row of a Work call about to start.
@@ -70,7 +100,8 @@ func (q *Queue) registration() driver.Worker {
 		return driver.Worker{} // not registered: the work goes on
 	}
 	host, _ := os.Hostname()
-	return driver.Worker{ID: id.String(), Host: host, PID: os.Getpid(), Version: buildVersion(), StartedAt: q.clock.Now().UnixMilli()}
+	return driver.Worker{ID: id.String(), Host: host, PID: os.Getpid(), Version: buildVersion(), StartedAt: q.clock.Now().UnixMilli(),
+		RescueMs: q.cfg.RescueAfter.Milliseconds()}
 }
 
 // buildVersion is the version of the running binary: its main module's,
@@ -108,9 +139,10 @@ func workersCommand() app.Command {
 	return app.Command{
 		Name:  "queue:workers",
 		Usage: "List the workers at work in every process, and those gone in the last hour",
-		Description: "Prints one line per queue:work: its id, host, pid, queues, jobs running of its concurrency,\n" +
-			"build version, when it started (UTC) and its last heartbeat. A worker whose heartbeat stopped\n" +
-			"(none for 15 s: killed, or its host lost) shows as gone; a worker that stops deletes its line.",
+		Description: "Prints one line per queue:work and schedule:work: its id, host, pid, queues, jobs running of\n" +
+			"its concurrency, build version, when it started (UTC) and its last heartbeat. A worker whose\n" +
+			"heartbeat stopped (none for queue.rescue_after, 15 s by default: killed, paused, or its host\n" +
+			"lost) shows as gone, and its running jobs are taken over; a worker that stops deletes its line.",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print it as JSON"}},
 		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
 			workers, err := i.Workers(c.Context)
@@ -120,6 +152,7 @@ func workersCommand() app.Command {
 			if c.Bool("json") {
 				type row struct {
 					ID                string   `json:"id"`
+					Kind              string   `json:"kind"`
 					Host              string   `json:"host"`
 					PID               int      `json:"pid"`
 					Queues            []string `json:"queues"`
@@ -128,11 +161,17 @@ func workersCommand() app.Command {
 					Version           string   `json:"version"`
 					StartedAt         string   `json:"started_at"`
 					SinceHeartbeatSec float64  `json:"since_heartbeat_secs"`
+					RescueAfterSec    float64  `json:"rescue_after_secs"`
 					Gone              bool     `json:"gone"`
 				}
 				rows := make([]row, len(workers))
 				for n, w := range workers {
-					rows[n] = row{w.ID, w.Host, w.PID, w.Queues, w.Concurrency, w.Running, w.Version, w.StartedAt.Format(time.RFC3339), w.SinceHeartbeat.Seconds(), w.Gone}
+					queues := w.Queues
+					if queues == nil {
+						queues = []string{}
+					}
+					rows[n] = row{w.ID, w.Kind, w.Host, w.PID, queues, w.Concurrency, w.Running, w.Version, w.StartedAt.Format(time.RFC3339),
+						w.SinceHeartbeat.Seconds(), w.RescueAfter.Seconds(), w.Gone}
 				}
 				return json.NewEncoder(c.App.Writer).Encode(rows)
 			}
@@ -147,7 +186,11 @@ func workersCommand() app.Command {
 				if w.Gone {
 					beat = "gone: " + beat
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\n", w.ID, w.Host, w.PID, strings.Join(w.Queues, ","), w.Running, w.Concurrency,
+				queues, running := strings.Join(w.Queues, ","), fmt.Sprintf("%d/%d", w.Running, w.Concurrency)
+				if w.Kind == KindScheduler {
+					queues, running = "(schedule:work)", "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.Host, w.PID, queues, running,
 					w.Version, w.StartedAt.Format("2006-01-02 15:04:05 UTC"), beat)
 			}
 			return tw.Flush()

@@ -20,8 +20,10 @@ func commands() []app.Command {
 			Description: "Sleeps until the next tick and dispatches what is due through the queue; any number of\n" +
 				"schedule:work processes may run on one database, each tick is dispatched once. Stops on SIGTERM or Ctrl-C.",
 			Action: app.Uses(func(c *cli.Context, s *Scheduler) error {
-				fmt.Fprintf(c.App.Writer, "Scheduling %d entr%s (Ctrl-C to stop)\n", len(s.plans), plural(len(s.plans), "y", "ies"))
-				if err := s.Work(c.Context); err != nil {
+				err := s.work(c.Context, func() {
+					fmt.Fprintf(c.App.Writer, "Scheduling %d entr%s (Ctrl-C to stop)\n", len(s.plans), plural(len(s.plans), "y", "ies"))
+				})
+				if err != nil {
 					return err
 				}
 				fmt.Fprintln(c.App.Writer, "Stopped scheduling.")

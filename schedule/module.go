@@ -43,9 +43,12 @@ type Params struct {
 	Config     Config
 	DB         *db.DB `optional:"true"` // holds the claimed ticks; required
 	Dispatcher queue.Dispatcher
-	Clock      app.Clock    `optional:"true"`
-	Logger     *slog.Logger `optional:"true"`
-	Entries    []Entry
+	// Registry, when set, lists Work's process among the workers
+	// (queue:workers), as schedule:work; the module gives it the queue's.
+	Registry queue.Registry `optional:"true"`
+	Clock    app.Clock      `optional:"true"`
+	Logger   *slog.Logger   `optional:"true"`
+	Entries  []Entry
 }
 
 // New returns the scheduler of p. An entry with a bad name, expression or
@@ -62,7 +65,7 @@ func New(p Params) (*Scheduler, error) {
 	if err != nil {
 		return nil, invalidZone(cfg.Timezone)
 	}
-	s := &Scheduler{db: p.DB, dispatcher: p.Dispatcher, clock: p.Clock, logger: p.Logger}
+	s := &Scheduler{db: p.DB, dispatcher: p.Dispatcher, registry: p.Registry, clock: p.Clock, logger: p.Logger}
 	if s.clock == nil {
 		s.clock = app.SystemClock{}
 	}
@@ -105,7 +108,7 @@ func module(cfg fx.Option) fx.Option {
 	return fx.Module("schedule",
 		cfg,
 		fx.Provide(func(p params) (*Scheduler, error) {
-			return New(Params{Config: p.Config, DB: p.DB, Dispatcher: p.Dispatcher, Clock: p.Clock, Logger: p.Logger, Entries: p.Entries})
+			return New(Params{Config: p.Config, DB: p.DB, Dispatcher: p.Dispatcher, Registry: p.Registry, Clock: p.Clock, Logger: p.Logger, Entries: p.Entries})
 		}),
 		db.Migrations("schedule", migrations.Schedule),
 		app.Commands(commands()...),
@@ -118,7 +121,8 @@ type params struct {
 	Config     Config
 	DB         *db.DB `optional:"true"`
 	Dispatcher queue.Dispatcher
-	Clock      app.Clock    `optional:"true"`
-	Logger     *slog.Logger `optional:"true"`
-	Entries    []Entry      `group:"schedule.entries"`
+	Registry   queue.Registry `optional:"true"`
+	Clock      app.Clock      `optional:"true"`
+	Logger     *slog.Logger   `optional:"true"`
+	Entries    []Entry        `group:"schedule.entries"`
 }

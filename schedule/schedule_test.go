@@ -237,11 +237,15 @@ reports.nightly  0 * * * *     UTC            2026-12-03 10:00:00 UTC (in 1m)   
 	}
 }
 
+// TestScheduleWorkStopsAtOnceWhenCancelled: schedule:work is listed among
+// the workers while it runs, as a scheduler, and stops at once when
+// cancelled, deleting its registration.
 func TestScheduleWorkStopsAtOnceWhenCancelled(t *testing.T) {
 	t.Parallel()
 	r, w := io.Pipe()
+	var in *queue.Inspector
 	a := app.New(config.Module(config.Sources{Overrides: map[string]any{"database.url": "sqlite://" + t.TempDir() + "/app.db"}}),
-		db.Module(), queue.Module(), schedule.Module(), handlers, schedule.Cron("reports.nightly", "0 3 * * *", Report{}))
+		db.Module(), queue.Module(), schedule.Module(), handlers, schedule.Cron("reports.nightly", "0 3 * * *", Report{}), fx.Populate(&in))
 	a.Stdout, a.Stderr = io.Discard, io.Discard
 	if err := a.Run(context.Background(), []string{"migrate"}); err != nil {
 		t.Fatal(err)
@@ -254,6 +258,9 @@ func TestScheduleWorkStopsAtOnceWhenCancelled(t *testing.T) {
 	if first, _ := lines.ReadString('\n'); first != "Scheduling 1 entry (Ctrl-C to stop)\n" {
 		t.Fatalf("schedule:work printed %q", first)
 	}
+	if workers, err := in.Workers(ctx); err != nil || len(workers) != 1 || workers[0].Kind != queue.KindScheduler || workers[0].Queues != nil || workers[0].Gone {
+		t.Fatalf("the workers while schedule:work runs: %+v, %v; want it, a scheduler", workers, err)
+	}
 	cancel() // mid-sleep: the next tick is hours away
 	go func() { lines.ReadString('\n') }()
 	select {
@@ -263,6 +270,11 @@ func TestScheduleWorkStopsAtOnceWhenCancelled(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("schedule:work did not stop when cancelled")
+	}
+	var out strings.Builder
+	a.Stdout = &out
+	if err := a.Run(context.Background(), []string{"queue:workers"}); err != nil || out.String() != "No worker is registered: start one with queue:work.\n" {
+		t.Fatalf("queue:workers after schedule:work stopped: %q, %v; want none", out.String(), err)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 type Scheduler struct {
 	db         *db.DB
 	dispatcher queue.Dispatcher
+	registry   queue.Registry // nil: Work is not listed among the workers
 	clock      app.Clock
 	logger     *slog.Logger
 	plans      []plan // by name
@@ -244,8 +245,19 @@ func (s *Scheduler) Prune(ctx context.Context, before time.Time) (int, error) {
 
 // Work runs the scheduler until ctx ends: it sleeps until the next tick
 // (a minute at most, so that a step of the clock is noticed), dispatches
-// what is due, and once an hour prunes the claims older than 7 days.
-func (s *Scheduler) Work(ctx context.Context) error {
+// what is due, and once an hour prunes the claims older than 7 days. With
+// a Registry, it is listed among the workers (queue:workers) while it runs.
+func (s *Scheduler) Work(ctx context.Context) error { return s.work(ctx, nil) }
+
+// work is Work, calling started (when set) once it is registered.
+func (s *Scheduler) work(ctx context.Context, started func()) error {
+	if s.registry != nil {
+		leave := s.registry.Register(ctx, queue.KindScheduler)
+		defer leave()
+	}
+	if started != nil {
+		started()
+	}
 	var pruned time.Time
 	for {
 		if _, err := s.RunDue(ctx); err != nil {

@@ -27,9 +27,9 @@ import (
 // ErrNoFailedJob is returned by Retry for an id that is not a failed job.
 var ErrNoFailedJob = errors.New("no failed job")
 
-// StaleAfter is how long after its reservation a running job is presumed
-// abandoned: its timeout plus 30 seconds, or a day for a job without a
-// time limit.
+// StaleAfter is how long after its reservation a running job that no
+// registered worker holds (its ReservedBy is "") is presumed abandoned:
+// its timeout plus 30 seconds, or a day for a job without a time limit.
 func StaleAfter(timeoutMs int64) int64 {
 	if timeoutMs == 0 {
 		return NoLimitStaleMs
@@ -41,20 +41,58 @@ func StaleAfter(timeoutMs int64) int64 {
 const (
 	GraceMs        = 30_000
 	NoLimitStaleMs = 86_400_000
+	// YoungMs: no reservation younger is stale, whoever holds it. It
+	// lets the index over reserved rows leave out the running jobs just
+	// reserved, most of them where jobs are short.
+	YoungMs = 1_000
 )
 
-// Worker is a registered worker: one queue.Work call, in a process.
+// IsStale is the rule of a reservation gone stale by at, on the clock of
+// reservations, as TakeOver, Stale and Stats judge it (the database
+// drivers in SQL, staleAt): j is reserved, at least YoungMs ago, and
+//
+//   - held by a registered worker (ReservedBy set) that is gone: holder,
+//     its row in the registry, is nil (it stopped, or was forgotten) or
+//     its last heartbeat is RescueMs old; the job's age does not count;
+//   - or held by none: reserved StaleAfter of its timeout ago.
+func IsStale(j *Job, holder *Worker, at int64) bool {
+	switch {
+	case j.ReservedAt == 0 || j.ReservedAt > at-YoungMs:
+		return false
+	case j.ReservedBy == "":
+		return j.ReservedAt+StaleAfter(j.TimeoutMs) <= at
+	}
+	return holder == nil || holder.Gone(at)
+}
+
+// Worker is a registered worker: one queue.Work call (KindWorker), or
+// one scheduler (KindScheduler), in a process.
 type Worker struct {
 	ID          string
+	Kind        string
 	Host        string
 	PID         int
-	Queues      []string // highest priority first
+	Queues      []string // highest priority first; none for a scheduler
 	Concurrency int
 	Version     string
 	StartedAt   int64 // on the queue's clock
 	HeartbeatAt int64 // on the clock of reservations
 	Running     int   // jobs running at its last heartbeat
+	// RescueMs is how long after its last heartbeat the worker is gone
+	// and its jobs are taken over: its own, so that workers configured
+	// apart judge each other by the promise each made.
+	RescueMs int64
 }
+
+// The kinds of registered workers.
+const (
+	KindWorker    = "worker"
+	KindScheduler = "scheduler"
+)
+
+// Gone reports whether w's heartbeat stopped by at, on the clock of
+// reservations: none for RescueMs.
+func (w *Worker) Gone(at int64) bool { return w.HeartbeatAt+w.RescueMs <= at }
 
 // GoneForgottenMs is how long after its last heartbeat a worker's row is
 // deleted.
@@ -73,6 +111,9 @@ type Reservation struct {
 	// At is the reservations' time on the clock of reservations, 0 for
 	// the driver's own.
 	At int64
+	// By is the registered worker that reserves, kept with each job it
+	// reserves; "" for none (a worker not registered).
+	By string
 	// From leaves out the jobs available before it (0 leaves out none):
 	// a worker passes a bound a little behind the last job it reserved, so
 	// that PostgreSQL's search starts past the index entries of the rows
@@ -111,7 +152,8 @@ type Job struct {
 	UniqueUntil int64  // 0: unique while pending
 	Attempts    int    // attempts started; the reservation token
 	AvailableAt int64
-	ReservedAt  int64 // 0 while waiting
+	ReservedAt  int64  // 0 while waiting
+	ReservedBy  string // the registered worker that holds the reservation; "" for none
 	CreatedAt   int64
 	LastError   string
 	Meta        []byte // a JSON object, or nil
@@ -178,12 +220,12 @@ type Driver interface {
 	// statement. It returns them in that order, none when there is none.
 	Reserve(ctx context.Context, r Reservation) ([]*Job, error)
 
-	// TakeOver takes the job of queue whose reservation went stale first:
-	// reserved at or before now minus StaleAfter of its timeout, as if its
-	// worker died, now being on the clock of reservations (0 for the
-	// driver's own). It reserves it again at now as a new attempt, which
-	// fences the old one out. It returns nil when there is none.
-	TakeOver(ctx context.Context, queue string, now int64) (*Job, error)
+	// TakeOver takes the job of queue whose reservation went stale first
+	// (IsStale), now being on the clock of reservations (0 for the
+	// driver's own), by the oldest reservation. It reserves it again at
+	// now for by ("" for none) as a new attempt, which fences the old one
+	// out. It returns nil when there is none.
+	TakeOver(ctx context.Context, queue string, now int64, by string) (*Job, error)
 
 	// Behind reports, reading only, whether a job of queue due by now
 	// waits with an available_at before from: one a Reserve from there
@@ -312,8 +354,10 @@ type Driver interface {
 	// Heartbeat records that the worker w is alive at now, on the clock
 	// of reservations (0 for the driver's own), with what it runs: it
 	// registers w at its first beat. It deletes the rows of workers gone
-	// for GoneForgottenMs.
-	Heartbeat(ctx context.Context, w Worker, now int64) error
+	// for GoneForgottenMs. Of the attempts running, it returns those that
+	// are no longer their job's current reservation: taken over (their
+	// worker was presumed gone), cancelled, or deleted.
+	Heartbeat(ctx context.Context, w Worker, now int64, running []Attempt) (lost []Attempt, err error)
 
 	// Deregister deletes the worker id's row: it stopped.
 	Deregister(ctx context.Context, id string) error
@@ -423,8 +467,9 @@ type JobInfo struct {
 	Name        string
 	Attempts    int // attempts started
 	MaxAttempts int
-	AvailableAt int64 // 0 for a failed job
-	ReservedAt  int64 // on the clock of reservations; 0 unless running
+	AvailableAt int64  // 0 for a failed job
+	ReservedAt  int64  // on the clock of reservations; 0 unless running
+	ReservedBy  string // the registered worker running it, if any
 	CreatedAt   int64
 	FailedAt    int64  // 0 unless failed
 	LastError   string // a failed job's error, or the last failed attempt's

@@ -448,12 +448,12 @@ func TestTakeOverStaleReservations(t *testing.T) {
 			}
 		}
 		staleAt("a", 1000+90_000-1, false)
-		if j, err := s.TakeOver(ctx, "a", 1000+90_000-1); j != nil || err != nil {
+		if j, err := s.TakeOver(ctx, "a", 1000+90_000-1, ""); j != nil || err != nil {
 			t.Fatalf("took over a reservation younger than its timeout plus 30 s: %+v, %v", j, err)
 		}
 		staleAt("a", 1000+90_000, true)
 		staleAt("b", 1000+90_000, false)
-		j, err := s.TakeOver(ctx, "a", 1000+90_000)
+		j, err := s.TakeOver(ctx, "a", 1000+90_000, "")
 		if err != nil || j == nil || j.ID != timed.ID || j.Attempts != 2 || j.ReservedAt != 91_000 {
 			t.Fatalf("TakeOver = %+v, %v; want attempt 2 of the timed job", j, err)
 		}
@@ -467,14 +467,14 @@ func TestTakeOverStaleReservations(t *testing.T) {
 		if ok, _ := driver.CompleteOne(ctx, s, timed.ID, 2); !ok {
 			t.Fatal("the new attempt could not complete")
 		}
-		if j, _ := s.TakeOver(ctx, "b", 1000+86_400_000); j != nil {
+		if j, _ := s.TakeOver(ctx, "b", 1000+86_400_000, ""); j != nil {
 			t.Fatal("took over a job of another queue")
 		}
 		staleAt("a", 1000+86_400_000-1, false)
-		if j, _ := s.TakeOver(ctx, "a", 1000+86_400_000-1); j != nil {
+		if j, _ := s.TakeOver(ctx, "a", 1000+86_400_000-1, ""); j != nil {
 			t.Fatalf("took over a job without a time limit before a day passed: %+v", j)
 		}
-		j, _ = s.TakeOver(ctx, "a", 1000+86_400_000)
+		j, _ = s.TakeOver(ctx, "a", 1000+86_400_000, "")
 		if j == nil || j.ID != unlimited.ID || j.Attempts != 2 {
 			t.Fatalf("after a day TakeOver = %+v, want the job without a time limit", j)
 		}
@@ -482,6 +482,107 @@ func TestTakeOverStaleReservations(t *testing.T) {
 			t.Fatal("the new attempt could not complete")
 		}
 		staleAt("a", 1000+86_400_000, false)
+	})
+}
+
+// TestAGoneWorkersJobsAreTakenOverByHeartbeat: a job held by a registered
+// worker is stale once that worker's heartbeat is its RescueMs old, or
+// its row is gone (it stopped, or was forgotten), whatever the job's age
+// or timeout; never while the worker beats, even a day on; and a beat
+// returns its attempts that were taken over.
+func TestAGoneWorkersJobsAreTakenOverByHeartbeat(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		w := driver.Worker{ID: "0193f2b0-0000-7000-8000-00000000000a", Kind: driver.KindWorker, Host: "h", PID: 1, Queues: []string{"a"},
+			Concurrency: 2, Version: "v", StartedAt: 1, RescueMs: 15_000}
+		beat := func(at int64, running ...driver.Attempt) []driver.Attempt {
+			t.Helper()
+			lost, err := s.Heartbeat(ctx, w, at, running)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lost
+		}
+		staleAt := func(now int64, want bool) {
+			t.Helper()
+			if got, err := s.Stale(ctx, "a", now); got != want || err != nil {
+				t.Fatalf("Stale(a, %d) = %v, %v; want %v", now, got, err, want)
+			}
+			stats, err := s.Stats(ctx, now, now, 100)
+			if err != nil || len(stats) != 1 || (stats[0].Stale > 0) != want {
+				t.Fatalf("Stats at %d = %+v, %v; want stale %v, as Stale says", now, stats, err, want)
+			}
+		}
+		unlimited := newJob(1, "a", 0)
+		unlimited.TimeoutMs = 0
+		insert(t, s, unlimited, newJob(2, "a", 0))
+		beat(1000)
+		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 1000, At: 1000, By: w.ID, Limit: 2})
+		if err != nil || len(jobs) != 2 || jobs[0].ReservedBy != w.ID {
+			t.Fatalf("Reserve = %+v, %v", jobs, err)
+		}
+		held := []driver.Attempt{{ID: jobs[0].ID, Attempt: 1}, {ID: jobs[1].ID, Attempt: 1}}
+		// The worker beats for a day: its jobs are never stale, though
+		// one's timeout plus 30 s passed long ago.
+		for at := int64(6000); at <= 86_400_000+1000; at += 14_000 {
+			if lost := beat(at, held...); lost != nil {
+				t.Fatalf("a beat at %d reported %v lost", at, lost)
+			}
+		}
+		last := int64(86_400_000 + 1000 - (86_400_000+1000-6000)%14_000)
+		staleAt(last+14_999, false)
+		if j, _ := s.TakeOver(ctx, "a", last+14_999, ""); j != nil {
+			t.Fatalf("took over a job of a worker alive: %+v", j)
+		}
+		infos, err := s.Jobs(ctx, driver.JobsQuery{State: driver.Running, Limit: 10})
+		if err != nil || len(infos) != 2 || infos[0].ReservedBy != w.ID {
+			t.Fatalf("Jobs(running) = %+v, %v; want both, held by %s", infos, err, w.ID)
+		}
+		// Its heartbeat stopped: 15 s after the last one its jobs are
+		// stale, the one without a time limit first (by reservation, then id).
+		staleAt(last+15_000, true)
+		taker := w
+		taker.ID = "0193f2b0-0000-7000-8000-00000000000b"
+		if _, err := s.Heartbeat(ctx, taker, last+15_000, nil); err != nil {
+			t.Fatal(err)
+		}
+		j, err := s.TakeOver(ctx, "a", last+15_000, taker.ID)
+		if err != nil || j == nil || j.ID != unlimited.ID || j.Attempts != 2 || j.ReservedBy != "0193f2b0-0000-7000-8000-00000000000b" {
+			t.Fatalf("TakeOver = %+v, %v; want attempt 2 of job 1, held by the taker", j, err)
+		}
+		// A taker not registered: its reservation is judged by age.
+		if j, _ := s.TakeOver(ctx, "a", last+15_000, ""); j == nil || j.ID != newJob(2, "a", 0).ID {
+			t.Fatalf("the gone worker's second job was not taken over: %+v", j)
+		}
+		staleAt(last+15_000, false)
+		// The gone worker comes back (a paused process resumed): its beat
+		// reports both attempts lost, and they are fenced out.
+		if lost := beat(last+20_000, held...); !slices.Equal(lost, held) {
+			t.Fatalf("the beat after the takeovers reported %v lost; want %v", lost, held)
+		}
+		if ok, _ := driver.CompleteOne(ctx, s, unlimited.ID, 1); ok {
+			t.Fatal("the gone worker completed a job taken over")
+		}
+		// A job of a worker that deregistered is stale once YoungMs old.
+		insert(t, s, newJob(3, "a", 0))
+		if _, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: last + 20_000, At: last + 20_000, By: w.ID, Limit: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Deregister(ctx, w.ID); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.Stale(ctx, "a", last+20_000+driver.YoungMs-1); ok {
+			t.Fatal("a reservation younger than YoungMs is stale")
+		}
+		if j, _ := s.TakeOver(ctx, "a", last+20_000+driver.YoungMs, ""); j == nil || j.ID != newJob(3, "a", 0).ID {
+			t.Fatalf("the job of a deregistered worker was not taken over: %+v", j)
+		}
+		// A released job holds no worker.
+		if ok, err := s.Release(ctx, newJob(3, "a", 0).ID, 2, 0, "x"); !ok || err != nil {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		if j := reserve(t, s, "a", last+30_000); j == nil || j.ReservedBy != "" {
+			t.Fatalf("a job reserved by none after its release = %+v", j)
+		}
 	})
 }
 

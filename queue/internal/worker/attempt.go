@@ -30,8 +30,6 @@ type attemptError struct {
 // run runs one attempt of job in slot s and records its outcome, unless
 // the watchdog abandoned it meanwhile: then it reports false.
 func (w *worker) run(s *slot, job *driver.Job) bool {
-	w.busy.Add(1)
-	defer w.busy.Add(-1)
 	n := w.attempts.Add(1)
 	s.job, s.start = job, time.Now()
 	if job.TimeoutMs > 0 {

@@ -48,7 +48,7 @@ func (w *worker) checkCancels(c *cancelChecks) {
 	}
 	for _, id := range cancel {
 		for _, s := range w.slots {
-			if j, ok := s.cancelIf(id); ok {
+			if j, ok := s.cancelIf(id, 0, ErrCancelled); ok {
 				w.log.InfoContext(w.jobCtx, "cancelling a running job", "name", j.Name, "job_id", id, "queue", j.Queue)
 			}
 		}

@@ -129,7 +129,7 @@ func (w *worker) fetch(ctx context.Context) {
 // A search never starts past now: after the clock moved back, jobs
 // dispatched since are due before the cursor, and are found at once.
 func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept bool, err error) {
-	now, at, pace := w.cfg.Clock.Now().UnixMilli(), w.cfg.Clock.ReservedAt(), w.cfg.Clock.Pace()
+	now, at, pace, by := w.cfg.Clock.Now().UnixMilli(), w.cfg.Clock.ReservedAt(), w.cfg.Clock.Pace(), w.lease.holder()
 	swept, w.sweepNow = w.sweepNow, false
 	if swept {
 		w.probedAt = pace
@@ -141,7 +141,7 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		done := true
 		for _, name := range w.opts.Queues {
 			for len(jobs) < limit && !w.paused(name) {
-				j, err := w.cfg.Store.TakeOver(ctx, name, at)
+				j, err := w.cfg.Store.TakeOver(ctx, name, at, by)
 				if err != nil {
 					return jobs, swept, err
 				}
@@ -168,7 +168,7 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 			from = min(last, now) - cursorSlackMs
 		}
 		want := limit - len(jobs)
-		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, From: from, Limit: want})
+		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, By: by, From: from, Limit: want})
 		if err == nil && len(got) < want {
 			// It found no more: every job due by now is taken, so the next
 			// search need not walk the rows of those it reserved (nor, on

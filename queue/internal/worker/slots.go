@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,17 +62,25 @@ func (s *slot) running() *driver.Job {
 	return s.current
 }
 
-// cancelIf cancels the current attempt, with the cause ErrCancelled, if
-// it is of the job id; it reports whether it did.
-func (s *slot) cancelIf(id string) (*driver.Job, bool) {
+// cancelIf cancels the current attempt, with cause, if it is of the job
+// id and, unless attempt is 0, that attempt; it reports whether it did.
+func (s *slot) cancelIf(id string, attempt int, cause error) (*driver.Job, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.current == nil || s.cancelled || s.current.ID != id {
+	if s.current == nil || s.cancelled || s.current.ID != id || attempt != 0 && s.current.Attempts != attempt {
 		return nil, false
 	}
 	s.cancelled = true
-	s.cancel(ErrCancelled)
+	s.cancel(cause)
 	return s.current, true
+}
+
+// slotList is a copy of the worker's slots, for a goroutine other than
+// the watchdog, which replaces them.
+func (w *worker) slotList() []*slot {
+	w.slotsMu.Lock()
+	defer w.slotsMu.Unlock()
+	return slices.Clone(w.slots)
 }
 
 // startSlot starts a handler goroutine: it runs the jobs the fetcher
@@ -121,7 +130,9 @@ func (w *worker) watch() (stop func()) {
 				w.log.Error("job handler still running after its timeout; abandoned", "name", job.Name, "job_id", job.ID)
 				w.record(job, time.Since(s.start).Milliseconds(),
 					&attemptError{msg: fmt.Sprintf("timed out after %s", time.Duration(job.TimeoutMs)*time.Millisecond)})
+				w.slotsMu.Lock()
 				w.slots[i] = w.startSlot()
+				w.slotsMu.Unlock()
 				w.handlers.Done() // the abandoned slot's
 				w.free <- struct{}{}
 			}

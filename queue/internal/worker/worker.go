@@ -179,9 +179,9 @@ type worker struct {
 	// slots are the handler goroutines; only the watchdog changes the
 	// slice, when it replaces an abandoned one.
 	slots    []*slot
+	slotsMu  sync.Mutex     // held by the watchdog to replace a slot, by others to read them
 	handlers sync.WaitGroup // the slots not abandoned
 	attempts atomic.Uint64  // numbers the attempts, from 1
-	busy     atomic.Int64   // attempts whose handlers run
 
 	// Owned by the fetcher: by queue, the time up to which it has
 	// reserved every job it found waiting, where its next search starts
@@ -204,6 +204,9 @@ type worker struct {
 	probeEveryMs atomic.Int64
 	probes       chan probe    // to the prober, when it is free
 	probed       chan struct{} // from the prober: it found something
+
+	// lease is the worker's registration, nil when it has none.
+	lease *lease
 
 	succeeded, released, failed, lost atomic.Int64
 	tallies                           map[string]*tally // by queue, since last added to the store

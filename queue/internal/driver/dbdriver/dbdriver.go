@@ -105,11 +105,23 @@ func (b *base) inTx(ctx context.Context, uow *db.UnitOfWork, fn func(tx *sql.Tx)
 // for each, holding the process's SQLite write lock until the statement
 // is done.
 func (b *base) query(ctx context.Context, query string, args []any, row func(*sql.Rows) error) error {
+	return b.rows(ctx, query, args, row, b.db.Write)
+}
+
+// read runs a prepared read and calls row for each of its rows, outside
+// the write lock.
+func (b *base) read(ctx context.Context, query string, args []any, row func(*sql.Rows) error) error {
+	return b.rows(ctx, query, args, row, func(_ context.Context, fn func() error) error { return fn() })
+}
+
+// rows runs a prepared statement in hold (the write lock, or none) and
+// calls row for each of its rows.
+func (b *base) rows(ctx context.Context, query string, args []any, row func(*sql.Rows) error, hold func(context.Context, func() error) error) error {
 	st, err := b.prepared(ctx, query)
 	if err != nil {
 		return err
 	}
-	return b.db.Write(ctx, func() error {
+	return hold(ctx, func() error {
 		rows, err := st.QueryContext(ctx, args...)
 		if err != nil {
 			return err

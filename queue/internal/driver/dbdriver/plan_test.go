@@ -15,20 +15,27 @@ import (
 
 // TestReservationUsesTheWaitingIndex: without the partial index over
 // waiting rows, reservation scans every row (about 12 jobs/s on a large
-// table, measured).
+// table, measured); takeovers and their probes search the index over
+// reserved rows, and each holder's row in the registry by its key.
 func TestReservationUsesTheWaitingIndex(t *testing.T) {
 	t.Parallel()
 	d := migrated(t, dbtest.SQLiteURL(t))
 	q := sqliteStatements()
-	for name, stmt := range map[string]string{"reserve": q.reserve, "find unique": q.findUnique} {
-		args := []any{1, "default", 0, 1, 10}
-		if name == "find unique" {
-			args = []any{"k"}
-		}
-		joined := sqlitePlan(t, d, stmt, args...)
-		want := map[string]string{"reserve": "USING INDEX jobs_waiting", "find unique": "INDEX jobs_unique_key"}[name]
-		if !strings.Contains(joined, want) || strings.Contains(joined, "SCAN jobs") {
-			t.Errorf("%s plan: %s; want it %s and no scan", name, joined, want)
+	for _, c := range []struct {
+		name, stmt string
+		args       []any
+		want       []string
+	}{
+		{"reserve", q.reserve, []any{1, nil, "default", 0, 1, 10}, []string{"USING INDEX jobs_waiting"}},
+		{"find unique", q.findUnique, []any{"k"}, []string{"INDEX jobs_unique_key"}},
+		{"take over", q.takeOver, []any{1, nil, "default", 1, 1, 1}, []string{"INDEX jobs_reserved", "SEARCH queue_workers USING INDEX sqlite_autoindex_queue_workers_1 (id=?)"}},
+		{"stale", q.stale, []any{"default", 1, 1, 1}, []string{"INDEX jobs_reserved", "SEARCH queue_workers USING INDEX sqlite_autoindex_queue_workers_1 (id=?)"}},
+	} {
+		joined := sqlitePlan(t, d, c.stmt, c.args...)
+		for _, want := range c.want {
+			if !strings.Contains(joined, want) || strings.Contains(joined, "SCAN jobs") || strings.Contains(joined, "SCAN queue_workers") {
+				t.Errorf("%s plan: %s; want it %s and no scan", c.name, joined, want)
+			}
 		}
 	}
 }
@@ -180,7 +187,7 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 		}
 		return total
 	}
-	t.Logf("reservation: %d buffers", buffers(drv.q.reserve, n, "default", 0, n, 100))
+	t.Logf("reservation: %d buffers", buffers(drv.q.reserve, n, nil, "default", 0, n, 100))
 	jobs, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: n, At: n, Limit: 100})
 	if err != nil || len(jobs) != 100 {
 		t.Fatalf("reserve: %d jobs, %v", len(jobs), err)

@@ -36,7 +36,8 @@ func newPostgres(d *db.DB) *postgresDriver {
 		}
 		return t, nil
 	}
-	p.w = newWorkerStatements(pgAt, numbered)
+	p.w = newWorkerStatements(pgAt, "SELECT id, attempts FROM jobs WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)::uuid)) AND reserved_at IS NOT NULL",
+		numbered)
 	p.alone = func(ctx context.Context, job *driver.Job) error {
 		_, err := p.write(ctx, p.q.insert, appendRow(nil, job)...)
 		return err

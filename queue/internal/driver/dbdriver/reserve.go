@@ -48,13 +48,16 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 		return nil, err
 	}
 	var jobs []*driver.Job
-	err = b.query(ctx, b.q.reserve, []any{at, r.Queue, r.From, r.Now, r.Limit}, func(rows *sql.Rows) error {
+	err = b.query(ctx, b.q.reserve, []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit}, func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
 		jobs = append(jobs, j)
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, j := range jobs {
+		j.ReservedBy = r.By
 	}
 	// RETURNING gives no order.
 	slices.SortFunc(jobs, func(a, b *driver.Job) int {
@@ -64,16 +67,19 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 }
 
 // TakeOver implements driver.Driver.
-func (b *base) TakeOver(ctx context.Context, queue string, now int64) (*driver.Job, error) {
+func (b *base) TakeOver(ctx context.Context, queue string, now int64, by string) (*driver.Job, error) {
 	at, err := b.at(ctx, now)
 	if err != nil {
 		return nil, err
 	}
 	var j *driver.Job
-	err = b.query(ctx, b.q.takeOver, []any{at, queue, at, at}, func(rows *sql.Rows) (err error) {
+	err = b.query(ctx, b.q.takeOver, append([]any{at, nullable(by), queue}, atArgs(at)...), func(rows *sql.Rows) (err error) {
 		j, err = scanJob(rows)
 		return err
 	})
+	if j != nil {
+		j.ReservedBy = by
+	}
 	return j, err
 }
 
@@ -88,10 +94,18 @@ func (b *base) Stale(ctx context.Context, queue string, now int64) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	return b.exists(ctx, b.q.stale, queue, at, at)
+	return b.exists(ctx, b.q.stale, append([]any{queue}, atArgs(at)...)...)
 }
 
 // Unreserve implements driver.Driver.
 func (b *base) Unreserve(ctx context.Context, id string, attempt int) (bool, error) {
 	return b.exec(ctx, b.q.unreserve, id, attempt)
+}
+
+// nullable is s, or NULL for "".
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

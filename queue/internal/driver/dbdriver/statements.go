@@ -32,7 +32,7 @@ const rowsPerInsert = 500
 // sqliteStatements are the statements in SQLite's words.
 func sqliteStatements() statements {
 	return common("?", "",
-		"UPDATE jobs SET reserved_at = ?, attempts = attempts + 1 WHERE id IN ("+
+		"UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN ("+
 			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"+
 			") RETURNING "+columns,
 		"DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN ("+
@@ -56,7 +56,7 @@ func sqliteStatements() statements {
 func postgresStatements() statements {
 	return common(pgAt, " FOR UPDATE SKIP LOCKED",
 		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
-			"UPDATE jobs SET reserved_at = "+pgAt+", attempts = jobs.attempts + 1 "+
+			"UPDATE jobs SET reserved_at = "+pgAt+", reserved_by = ?, attempts = jobs.attempts + 1 "+
 			"FROM lazy WHERE jobs.id = ANY(ARRAY("+
 			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? "+
 			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING "+prefixed("jobs.", columns),
@@ -71,14 +71,29 @@ func postgresStatements() statements {
 // argument, or for NULL the server's clock.
 const pgAt = "coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)"
 
-// staleAt is the rule of a reservation gone stale by the time at (its
-// arguments: that time twice), as takeovers, probes and Stats judge it:
-// reserved at or before at minus StaleAfter of its timeout. Every stale
-// reservation is at least GraceMs old: that bound lets the index over
-// reserved rows narrow the search.
+// staleAt is the rule of a reservation gone stale by the time at (see
+// driver.IsStale), as takeovers, probes and Stats judge it; it holds
+// staleAts placeholders, each for that time. Every stale reservation is at
+// least YoungMs old: that bound lets the index over reserved rows narrow
+// the search. A job held by a registered worker is stale when no row of a
+// worker alive at at holds it; one held by none, by its age.
 func staleAt(at string) string {
-	return "reserved_at <= " + at + " - " + strconv.Itoa(driver.GraceMs) +
-		" AND reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) + " ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= " + at
+	return "reserved_at <= " + at + " - " + strconv.Itoa(driver.YoungMs) +
+		" AND CASE WHEN reserved_by IS NULL THEN reserved_at + CASE WHEN timeout_ms = 0 THEN " + strconv.Itoa(driver.NoLimitStaleMs) +
+		" ELSE timeout_ms + " + strconv.Itoa(driver.GraceMs) + " END <= " + at +
+		" ELSE NOT EXISTS (SELECT 1 FROM queue_workers WHERE queue_workers.id = jobs.reserved_by AND queue_workers.heartbeat_at + queue_workers.rescue_ms > " + at + ") END"
+}
+
+// staleAts is how many placeholders staleAt holds.
+const staleAts = 3
+
+// atArgs is at, staleAts times.
+func atArgs(at any) []any {
+	args := make([]any, staleAts)
+	for i := range args {
+		args[i] = at
+	}
+	return args
 }
 
 // common builds the statements both databases share: at is a time on the
@@ -86,7 +101,7 @@ func staleAt(at string) string {
 // words rewrites a statement's placeholders for the database.
 func common(at, skipLocked, reserve, complete string, words func(string) string) statements {
 	// The reservations of a queue gone stale by a time; its arguments are
-	// queue and that time twice.
+	// queue and atArgs of that time.
 	staleWhere := "queue = ? AND reserved_at IS NOT NULL AND " + staleAt(at)
 	failedPage := " FROM failed_jobs WHERE (failed_at, id) > (?, ?) ORDER BY failed_at, id LIMIT ?" // by the index over (failed_at, id)
 	q := statements{
@@ -95,13 +110,13 @@ func common(at, skipLocked, reserve, complete string, words func(string) string)
 		insertUnique: words("INSERT INTO jobs (" + columns + ") VALUES " + values + " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"),
 		findUnique:   words("SELECT id FROM jobs WHERE unique_key = ? AND unique_key IS NOT NULL"),
 		reserve:      words(reserve),
-		takeOver: words("UPDATE jobs SET reserved_at = " + at + ", attempts = attempts + 1 WHERE id = (" +
+		takeOver: words("UPDATE jobs SET reserved_at = " + at + ", reserved_by = ?, attempts = attempts + 1 WHERE id = (" +
 			"SELECT id FROM jobs WHERE " + staleWhere + " ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns),
 		behind:    words("SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at < ? AND available_at <= ? LIMIT 1"),
 		stale:     words("SELECT 1 FROM jobs WHERE " + staleWhere + " LIMIT 1"),
-		unreserve: words("UPDATE jobs SET reserved_at = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
+		unreserve: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		complete:  words(complete),
-		release:   words("UPDATE jobs SET reserved_at = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
+		release:   words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		failed:    words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta" + failedPage),
 		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta" +
 			failedPage),

@@ -54,8 +54,8 @@ type pageShape struct {
 
 // The columns of a JobInfo, from jobs and from failed_jobs.
 const (
-	infoColumns       = "id, queue, name, attempts, max_attempts, available_at, reserved_at, created_at, CAST(NULL AS BIGINT), last_error, octet_length(payload)"
-	failedInfoColumns = "id, queue, name, attempts, max_attempts, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), created_at, failed_at, error, octet_length(payload)"
+	infoColumns       = "id, queue, name, attempts, max_attempts, available_at, reserved_at, reserved_by, created_at, CAST(NULL AS BIGINT), last_error, octet_length(payload)"
+	failedInfoColumns = "id, queue, name, attempts, max_attempts, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS TEXT), created_at, failed_at, error, octet_length(payload)"
 )
 
 // The bounds of ids, for a key before every job and after every job of a
@@ -203,7 +203,7 @@ func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at
 	if tx != nil {
 		st = tx.StmtContext(ctx, st)
 	}
-	rows, err := st.QueryContext(ctx, now, limit, now, limit, t, t, limit)
+	rows, err := st.QueryContext(ctx, append(append([]any{now, limit, now, limit}, atArgs(t)...), limit)...)
 	if err != nil {
 		return nil, err
 	}
@@ -360,13 +360,13 @@ func (b *base) page(ctx context.Context, query string, args ...any) ([]driver.Jo
 func scanInfo(row scanner) (driver.JobInfo, error) {
 	var j driver.JobInfo
 	var availableAt, reservedAt, failedAt, size sql.NullInt64
-	var lastError sql.NullString
-	err := row.Scan(&j.ID, &j.Queue, &j.Name, &j.Attempts, &j.MaxAttempts, &availableAt, &reservedAt, &j.CreatedAt, &failedAt, &lastError, &size)
+	var lastError, reservedBy sql.NullString
+	err := row.Scan(&j.ID, &j.Queue, &j.Name, &j.Attempts, &j.MaxAttempts, &availableAt, &reservedAt, &reservedBy, &j.CreatedAt, &failedAt, &lastError, &size)
 	if err == nil {
-		j.AvailableAt, j.ReservedAt, j.FailedAt, j.LastError, j.PayloadSize = availableAt.Int64, reservedAt.Int64, failedAt.Int64, lastError.String, int(size.Int64)
+		j.AvailableAt, j.ReservedAt, j.ReservedBy, j.FailedAt, j.LastError, j.PayloadSize = availableAt.Int64, reservedAt.Int64, reservedBy.String, failedAt.Int64, lastError.String, int(size.Int64)
 		return j, nil
 	}
-	var v [11]any
+	var v [12]any
 	if scanAny(row, v[:]) != nil {
 		return j, err
 	}
@@ -374,7 +374,7 @@ func scanInfo(row scanner) (driver.JobInfo, error) {
 	return driver.JobInfo{
 		ID: r.text("id", v[0]), Queue: r.text("queue", v[1]), Name: r.text("name", v[2]),
 		Attempts: int(r.int("attempts", v[3])), MaxAttempts: int(r.int("max_attempts", v[4])),
-		AvailableAt: r.nullInt("available_at", v[5]), ReservedAt: r.nullInt("reserved_at", v[6]), CreatedAt: r.int("created_at", v[7]),
-		FailedAt: r.nullInt("failed_at", v[8]), LastError: r.nullText("error", v[9]), PayloadSize: int(r.nullInt("size", v[10])),
+		AvailableAt: r.nullInt("available_at", v[5]), ReservedAt: r.nullInt("reserved_at", v[6]), ReservedBy: r.nullText("reserved_by", v[7]),
+		CreatedAt: r.int("created_at", v[8]), FailedAt: r.nullInt("failed_at", v[9]), LastError: r.nullText("error", v[10]), PayloadSize: int(r.nullInt("size", v[11])),
 	}, nil
 }

@@ -176,7 +176,7 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 			break
 		}
 		j := l.waiting.pop()
-		j.ReservedAt = at
+		j.ReservedAt, j.ReservedBy = at, r.By
 		j.Attempts++
 		l.reserved[j] = struct{}{}
 		copies = append(copies, *j)
@@ -198,7 +198,7 @@ func (d *Driver) head(l *line) *driver.Job {
 }
 
 // TakeOver implements driver.Driver.
-func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver.Job, error) {
+func (d *Driver) TakeOver(ctx context.Context, queue string, now int64, by string) (*driver.Job, error) {
 	now = d.at(now)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -206,21 +206,22 @@ func (d *Driver) TakeOver(ctx context.Context, queue string, now int64) (*driver
 	if l == nil {
 		return nil, nil
 	}
-	stale := l.stale(now)
+	stale := d.stale(l, now)
 	if stale == nil {
 		return nil, nil
 	}
-	stale.ReservedAt = now
+	stale.ReservedAt, stale.ReservedBy = now, by
 	stale.Attempts++
 	out := *stale
 	return &out, nil
 }
 
-// stale returns the job whose reservation went stale first by now, or nil.
-func (l *line) stale(now int64) *driver.Job {
+// stale returns the job of l whose reservation went stale first by now,
+// or nil.
+func (d *Driver) stale(l *line, now int64) *driver.Job {
 	var stale *driver.Job
 	for j := range l.reserved {
-		if j.ReservedAt+driver.StaleAfter(j.TimeoutMs) > now {
+		if !d.isStale(j, now) {
 			continue
 		}
 		if stale == nil || cmp.Or(cmp.Compare(j.ReservedAt, stale.ReservedAt), cmp.Compare(j.ID, stale.ID)) < 0 {
@@ -240,7 +241,16 @@ func (d *Driver) Stale(_ context.Context, queue string, now int64) (bool, error)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.lines[queue]
-	return l != nil && l.stale(now) != nil, nil
+	return l != nil && d.stale(l, now) != nil, nil
+}
+
+// isStale applies driver.IsStale to j and the worker that holds it.
+func (d *Driver) isStale(j *driver.Job, at int64) bool {
+	var holder *driver.Worker
+	if w, ok := d.beats[j.ReservedBy]; ok {
+		holder = &w
+	}
+	return driver.IsStale(j, holder, at)
 }
 
 // current returns the job id reserved by attempt, if that reservation is
@@ -280,7 +290,7 @@ func (d *Driver) Unreserve(ctx context.Context, id string, attempt int) (bool, e
 	defer d.mu.Unlock()
 	j, ok := d.current(id, attempt)
 	if ok {
-		j.ReservedAt = 0
+		j.ReservedAt, j.ReservedBy = 0, ""
 		j.Attempts--
 		d.wait(j)
 	}
@@ -293,7 +303,7 @@ func (d *Driver) Release(ctx context.Context, id string, attempt int, availableA
 	defer d.mu.Unlock()
 	j, ok := d.current(id, attempt)
 	if ok {
-		j.ReservedAt, j.AvailableAt, j.LastError = 0, availableAt, lastError
+		j.ReservedAt, j.ReservedBy, j.AvailableAt, j.LastError = 0, "", availableAt, lastError
 		d.wait(j)
 	}
 	return ok, nil
@@ -574,7 +584,7 @@ func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
 }
 
 // Heartbeat implements driver.Driver.
-func (d *Driver) Heartbeat(_ context.Context, w driver.Worker, now int64) error {
+func (d *Driver) Heartbeat(_ context.Context, w driver.Worker, now int64, running []driver.Attempt) ([]driver.Attempt, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	at := d.at(now)
@@ -590,7 +600,13 @@ func (d *Driver) Heartbeat(_ context.Context, w driver.Worker, now int64) error 
 			delete(d.beats, id)
 		}
 	}
-	return nil
+	var lost []driver.Attempt
+	for _, a := range running {
+		if _, ok := d.current(a.ID, a.Attempt); !ok {
+			lost = append(lost, a)
+		}
+	}
+	return lost, nil
 }
 
 // Deregister implements driver.Driver.

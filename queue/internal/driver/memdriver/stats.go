@@ -29,7 +29,7 @@ func (d *Driver) Stats(_ context.Context, now, at int64, limit int) ([]driver.St
 		switch {
 		case j.ReservedAt != 0:
 			s.Running++
-			if j.ReservedAt+driver.StaleAfter(j.TimeoutMs) <= at {
+			if d.isStale(j, at) {
 				s.Stale++
 			}
 		case j.AvailableAt <= now:
@@ -83,7 +83,7 @@ func (d *Driver) Jobs(_ context.Context, q driver.JobsQuery) ([]driver.JobInfo, 
 			}
 			if state == q.State {
 				keep(j.Queue, j.Name, driver.JobInfo{ID: j.ID, Queue: j.Queue, Name: j.Name, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
-					AvailableAt: j.AvailableAt, ReservedAt: j.ReservedAt, CreatedAt: j.CreatedAt, LastError: j.LastError, PayloadSize: len(j.Payload)})
+					AvailableAt: j.AvailableAt, ReservedAt: j.ReservedAt, ReservedBy: j.ReservedBy, CreatedAt: j.CreatedAt, LastError: j.LastError, PayloadSize: len(j.Payload)})
 			}
 		}
 	}
