@@ -32,6 +32,7 @@ func commands() []app.Command {
 	return []app.Command{
 		monitorCommand(),
 		workersCommand(),
+		jobCommand(),
 		{
 			Name:  "queue:work",
 			Usage: "Run queued jobs until stopped",

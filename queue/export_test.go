@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"io"
 	"time"
 
 	"github.com/navree/navree/app"
@@ -37,3 +38,6 @@ const (
 
 // SetHeartbeatEvery has q's workers beat their hearts every d.
 func SetHeartbeatEvery(q *Queue, d time.Duration) { q.heartbeatEvery = d }
+
+// PrintJob is what queue:job prints of j.
+func PrintJob(w io.Writer, j JobDetail, payload bool) error { return printJob(w, j, payload) }

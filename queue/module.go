@@ -55,6 +55,13 @@ type Config struct {
 	// judged by. A shorter time rescues sooner; one too short for the
 	// database's pauses makes live workers look gone.
 	RescueAfter time.Duration `koanf:"rescue_after"`
+	// KeepSucceeded is how long the jobs that succeed stay readable in
+	// the history (queue:job ID, Inspector.Job and Jobs, the dashboard),
+	// with their run and queue wait, worker and every failed attempt's
+	// error, such as "24h"; default "0s", none kept, at most 8760h (a
+	// year). The workers prune what is older, once a minute per process,
+	// a thousand to a transaction.
+	KeepSucceeded time.Duration `koanf:"keep_succeeded"`
 	// Monitor holds queue:monitor's thresholds ([queue.monitor]), which
 	// its flags override.
 	Monitor MonitorConfig `koanf:"monitor"`
@@ -77,16 +84,20 @@ func DefaultConfig() Config {
 		RescueAfter: 15 * time.Second}
 }
 
-// The bounds of Config.RescueAfter.
+// The bounds of Config.RescueAfter, and Config.KeepSucceeded's.
 const (
-	MinRescueAfter = 3 * time.Second
-	MaxRescueAfter = time.Hour
+	MinRescueAfter   = 3 * time.Second
+	MaxRescueAfter   = time.Hour
+	MaxKeepSucceeded = 365 * 24 * time.Hour
 )
 
 // Validate checks each queue name, and the rescue time.
 func (c Config) Validate() error {
 	if c.RescueAfter < MinRescueAfter || c.RescueAfter > MaxRescueAfter {
 		return config.Invalid("queue.rescue_after", c.RescueAfter, `a duration from 3s to 1h, such as "15s"`)
+	}
+	if c.KeepSucceeded < 0 || c.KeepSucceeded > MaxKeepSucceeded {
+		return config.Invalid("queue.keep_succeeded", c.KeepSucceeded, `a duration from 0s (keep none) to 8760h, such as "24h"`)
 	}
 	if checkQueue(c.DefaultQueue) != nil {
 		return config.Invalid("queue.default_queue", c.DefaultQueue, "a queue name of "+queueNameRule)

@@ -10,6 +10,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // failAt makes n failed jobs of queue "default" that fail at the
@@ -26,7 +27,7 @@ func failAt(t *testing.T, f fixture, n int, step time.Duration) []string {
 	}
 	for range n {
 		j := f.reserve(t, "default")
-		if ok, err := f.store.Fail(ctx, j.ID, j.Attempts, "smtp refused the message", f.clock.Now().UnixMilli()); !ok || err != nil {
+		if ok, err := f.store.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: "smtp refused the message", At: f.clock.Now().UnixMilli()}); !ok || err != nil {
 			t.Fatalf("fail: %v, %v", ok, err)
 		}
 	}

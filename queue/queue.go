@@ -45,6 +45,7 @@ type Queue struct {
 	started time.Time
 
 	lastSweep atomic.Int64  // when workers last looked for stale reservations (pace, ms)
+	lastPrune atomic.Int64  // when workers last pruned the succeeded jobs kept (pace, ms)
 	pauses    atomic.Int64  // bumped at each Pause and Resume, for this process's workers
 	cancels   atomic.Int64  // bumped at each Cancel of a running job, for this process's workers
 	waker     *worker.Waker // woken at each dispatch, to wake idle workers

@@ -451,7 +451,7 @@ func TestFailedJobs(t *testing.T) {
 		fail := func(queueName, msg string) string {
 			t.Helper()
 			j := f.reserve(t, queueName)
-			if ok, err := f.store.Fail(ctx, j.ID, j.Attempts, msg, f.clock.Now().UnixMilli()); !ok || err != nil {
+			if ok, err := f.store.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: msg, At: f.clock.Now().UnixMilli()}); !ok || err != nil {
 				t.Fatalf("fail: %v, %v", ok, err)
 			}
 			return j.ID
@@ -596,7 +596,7 @@ func TestRetryAllPutsBackABatchAtATime(t *testing.T) {
 		}
 		for range failures {
 			j := f.reserve(t, "default")
-			if ok, err := f.store.Fail(ctx, j.ID, j.Attempts, "smtp refused the message", f.clock.Now().UnixMilli()); !ok || err != nil {
+			if ok, err := f.store.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: "smtp refused the message", At: f.clock.Now().UnixMilli()}); !ok || err != nil {
 				t.Fatalf("fail: %v, %v", ok, err)
 			}
 		}

@@ -290,7 +290,7 @@ func TestFailedJobsComeInPages(t *testing.T) {
 			if err != nil || j.ID != id {
 				t.Fatalf("reserved %+v, %v", j, err)
 			}
-			if ok, err := store.Fail(ctx, j.ID, j.Attempts, "smtp refused the message", t0.Add(time.Duration(i%7)*time.Second).UnixMilli()); !ok || err != nil {
+			if ok, err := store.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: "smtp refused the message", At: t0.Add(time.Duration(i%7) * time.Second).UnixMilli()}); !ok || err != nil {
 				t.Fatal(ok, err)
 			}
 			ids = append(ids, id)

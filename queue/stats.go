@@ -128,15 +128,17 @@ type JobState string
 
 // The states of a job.
 const (
-	StateWaiting JobState = "waiting" // due now, not taken by a worker
-	StateDelayed JobState = "delayed" // due later
-	StateRunning JobState = "running" // taken by a worker
-	StateFailed  JobState = "failed"  // in the failed jobs
+	StateWaiting   JobState = "waiting"   // due now, not taken by a worker
+	StateDelayed   JobState = "delayed"   // due later
+	StateRunning   JobState = "running"   // taken by a worker
+	StateFailed    JobState = "failed"    // in the failed jobs
+	StateSucceeded JobState = "succeeded" // kept in the history for queue.keep_succeeded
 )
 
 // states are the states by the driver's names for them.
 var states = map[JobState]driver.JobState{
 	StateWaiting: driver.Waiting, StateDelayed: driver.Delayed, StateRunning: driver.Running, StateFailed: driver.Failed,
+	StateSucceeded: driver.Succeeded,
 }
 
 // JobsQuery asks [Inspector.Jobs] for a page of the jobs in one state.
@@ -169,10 +171,18 @@ type JobInfo struct {
 	// system clock it is read on the clock of reservations (PostgreSQL's
 	// server clock, the host's monotonic clock on SQLite), which keeps
 	// close to the wall clock but does not follow its steps.
-	ReservedAt   time.Time
-	CreatedAt    time.Time // when it was dispatched
-	FailedAt     time.Time // zero unless it failed
-	LastError    string    // a failed job's error, or that of its last failed attempt
+	ReservedAt time.Time
+	// Worker is the id of the registered worker that runs it, or ran a
+	// succeeded job's last attempt ([Inspector.Workers]); "" for none.
+	Worker     string
+	CreatedAt  time.Time // when it was dispatched
+	FailedAt   time.Time // zero unless it failed
+	FinishedAt time.Time // zero unless it succeeded (and is kept)
+	// RunTime is how long a succeeded job's last attempt ran; Wait how
+	// long it had been due when that attempt started.
+	RunTime      time.Duration
+	Wait         time.Duration
+	LastError    string // a failed job's error, or that of its last failed attempt
 	PayloadBytes int
 }
 
@@ -204,7 +214,7 @@ func (i *Inspector) Jobs(ctx context.Context, query JobsQuery) (jobs []JobInfo, 
 	q := i.q
 	state, ok := states[query.State]
 	if !ok {
-		return nil, "", fmt.Errorf("queue: list jobs: %w: unknown state %q: want waiting, delayed, running or failed", ErrInvalidQuery, query.State)
+		return nil, "", fmt.Errorf("queue: list jobs: %w: unknown state %q: want waiting, delayed, running, failed or succeeded", ErrInvalidQuery, query.State)
 	}
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("queue: list %s jobs: %w: "+format, append([]any{query.State, ErrInvalidQuery}, args...)...)
@@ -244,7 +254,8 @@ func (i *Inspector) Jobs(ctx context.Context, query JobsQuery) (jobs []JobInfo, 
 	jobs = make([]JobInfo, len(rows))
 	for i, r := range rows {
 		jobs[i] = JobInfo{ID: r.ID, Queue: r.Queue, Name: r.Name, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts,
-			AvailableAt: timeOf(r.AvailableAt), ReservedAt: timeOf(r.ReservedAt), CreatedAt: timeOf(r.CreatedAt), FailedAt: timeOf(r.FailedAt),
+			AvailableAt: timeOf(r.AvailableAt), ReservedAt: timeOf(r.ReservedAt), Worker: r.ReservedBy, CreatedAt: timeOf(r.CreatedAt),
+			FailedAt: timeOf(r.FailedAt), FinishedAt: timeOf(r.FinishedAt), RunTime: msDuration(r.RunMs), Wait: msDuration(r.WaitMs),
 			LastError: r.LastError, PayloadBytes: r.PayloadSize}
 	}
 	return jobs, next, nil
@@ -271,13 +282,24 @@ func timeOf(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
+// msDuration is a stored count of milliseconds.
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
 // JobDetail is everything stored of one job: what [JobInfo] shows, its
-// state, and its payload, metadata and options.
+// state, its payload, metadata and options, and its failed attempts.
 type JobDetail struct {
 	JobInfo
-	State   JobState
-	Payload []byte // the JSON it was dispatched with, byte for byte
-	Meta    []byte // what travels beside it (trace context...), JSON; nil for none
+	State JobState
+	// Failures are its failed attempts, oldest first, each with its
+	// error: those released for a retry, and a failed job's last. An
+	// attempt number missing from them and not its last ended without an
+	// outcome: its worker was gone, and the job taken over.
+	Failures []AttemptFailure
+	// Succeeded says that the job succeeded, and is kept in the history
+	// (State StateSucceeded).
+	Succeeded bool
+	Payload   []byte // the JSON it was dispatched with, byte for byte
+	Meta      []byte // what travels beside it (trace context...), JSON; nil for none
 	// Backoff is as stored: "exponential:BASE_MS:MAX_MS" or "fixed:MS".
 	Backoff string
 	Timeout time.Duration // 0: no time limit
@@ -287,26 +309,54 @@ type JobDetail struct {
 	Unique bool
 }
 
+// AttemptFailure is a failed attempt of a job.
+type AttemptFailure struct {
+	Attempt int       // 1 for the first
+	At      time.Time // when it ended
+	RunTime time.Duration
+	Worker  string // the registered worker that ran it, if any
+	Error   string
+}
+
+// failuresOf are the stored failures as AttemptFailures.
+func failuresOf(stored []driver.Failure) []AttemptFailure {
+	out := make([]AttemptFailure, len(stored))
+	for i, f := range stored {
+		out[i] = AttemptFailure{Attempt: f.Attempt, At: timeOf(f.At), RunTime: msDuration(f.Ms), Worker: f.Worker, Error: f.Error}
+	}
+	return out
+}
+
 // Job returns the job with id, in whichever state: waiting, delayed,
-// running or failed. An id that is no job stored (it has succeeded, been
-// deleted, or never was) gives a [*NoJobError].
+// running, failed, or succeeded and kept (queue.keep_succeeded). An id
+// that is no job stored (it succeeded and is not kept, was deleted, or
+// never was) gives a [*NoJobError].
 func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 	q := i.q
 	u, err := uuid.FromString(id)
 	if err != nil {
 		return JobDetail{}, &NoJobError{ID: id}
 	}
-	j, f, err := q.store.Lookup(ctx, u.String())
+	found, err := q.store.Lookup(ctx, u.String())
 	switch {
 	case errors.Is(err, driver.ErrNoJob):
 		return JobDetail{}, &NoJobError{ID: u.String()}
 	case err != nil:
 		return JobDetail{}, fmt.Errorf("queue: look up the job %s: %w", u, err)
-	case f != nil:
+	case found.Failed != nil:
+		f := found.Failed
 		return JobDetail{JobInfo: JobInfo{ID: f.ID, Queue: f.Queue, Name: f.Name, Attempts: f.Attempts, MaxAttempts: f.MaxAttempts,
 			CreatedAt: timeOf(f.CreatedAt), FailedAt: timeOf(f.FailedAt), LastError: f.Error, PayloadBytes: len(f.Payload)},
-			State: StateFailed, Payload: f.Payload, Meta: f.Meta, Backoff: f.Backoff, Timeout: time.Duration(f.TimeoutMs) * time.Millisecond}, nil
+			State: StateFailed, Payload: f.Payload, Meta: f.Meta, Backoff: f.Backoff, Timeout: time.Duration(f.TimeoutMs) * time.Millisecond,
+			Failures: failuresOf(f.Errors)}, nil
+	case found.Succeeded != nil:
+		sj := found.Succeeded
+		return JobDetail{JobInfo: JobInfo{ID: sj.ID, Queue: sj.Queue, Name: sj.Name, Attempts: sj.Attempts, MaxAttempts: sj.MaxAttempts,
+			Worker: sj.Worker, CreatedAt: timeOf(sj.CreatedAt), FinishedAt: timeOf(sj.FinishedAt), RunTime: msDuration(sj.RunMs), Wait: msDuration(sj.WaitMs),
+			PayloadBytes: len(sj.Payload)}, State: StateSucceeded, Succeeded: true, Payload: sj.Payload, Meta: sj.Meta,
+			Failures: failuresOf(sj.Errors)}, nil
 	}
+	j := found.Job
 	state := StateDelayed
 	switch {
 	case j.ReservedAt != 0:
@@ -319,9 +369,9 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 		backoff = j.Backoff.String()
 	}
 	return JobDetail{JobInfo: JobInfo{ID: j.ID, Queue: j.Queue, Name: j.Name, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
-		AvailableAt: timeOf(j.AvailableAt), ReservedAt: timeOf(j.ReservedAt), CreatedAt: timeOf(j.CreatedAt), LastError: j.LastError,
+		AvailableAt: timeOf(j.AvailableAt), ReservedAt: timeOf(j.ReservedAt), Worker: j.ReservedBy, CreatedAt: timeOf(j.CreatedAt), LastError: j.LastError,
 		PayloadBytes: len(j.Payload)}, State: state, Payload: j.Payload, Meta: j.Meta, Backoff: backoff,
-		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != ""}, nil
+		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "", Failures: failuresOf(j.Errors)}, nil
 }
 
 // Throughput is what the workers of every process finished of one queue

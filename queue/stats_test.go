@@ -25,7 +25,7 @@ func (f fixture) stats(t *testing.T) []queue.Stats {
 // fail fails a reserved job as a worker would, at the clock's now.
 func (f fixture) fail(t *testing.T, j *driver.Job, failure string) {
 	t.Helper()
-	if ok, err := f.store.Fail(ctx, j.ID, j.Attempts, failure, f.clock.Now().UnixMilli()); !ok || err != nil {
+	if ok, err := f.store.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: failure, At: f.clock.Now().UnixMilli()}); !ok || err != nil {
 		t.Fatalf("Fail = %v, %v", ok, err)
 	}
 }
@@ -223,7 +223,7 @@ func TestJobsRefusesWhatIsNotAQuery(t *testing.T) {
 			give queue.JobsQuery
 			want string
 		}{
-			{queue.JobsQuery{State: "paused"}, `list jobs: invalid jobs query: unknown state "paused": want waiting, delayed, running or failed`},
+			{queue.JobsQuery{State: "paused"}, `list jobs: invalid jobs query: unknown state "paused": want waiting, delayed, running, failed or succeeded`},
 			{queue.JobsQuery{}, `unknown state ""`},
 			{queue.JobsQuery{State: queue.StateWaiting, Limit: queue.MaxJobsPage + 1}, "list waiting jobs: invalid jobs query: the limit is 501; want 1 to 500"},
 			{queue.JobsQuery{State: queue.StateFailed, Limit: -1}, "the limit is -1; want 1 to 500"},
@@ -311,5 +311,5 @@ func ExampleInspector_Jobs() {
 	// billing.send_invoice due 2026-10-26 08:14:02, 17 bytes
 	// billing.send_invoice due 2026-10-26 08:14:02, 17 bytes
 	// mail.bounce failed after 1 of 1 attempts: smtp refused ada@example.com
-	// true queue: list jobs: invalid jobs query: unknown state "stuck": want waiting, delayed, running or failed
+	// true queue: list jobs: invalid jobs query: unknown state "stuck": want waiting, delayed, running, failed or succeeded
 }

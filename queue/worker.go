@@ -221,6 +221,8 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 		Observer:       q.observer(),
 		Registration:   q.registration(),
 		HeartbeatEvery: q.heartbeatEvery,
+		KeepSucceeded:  q.cfg.KeepSucceeded,
+		Prunes:         &q.lastPrune,
 	}, o)
 	return workStats(s), err
 }

@@ -914,9 +914,9 @@ type calls struct {
 	recorder
 }
 
-func (c *calls) Complete(ctx context.Context, done []driver.Attempt) ([]string, error) {
+func (c *calls) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
 	c.add("complete")
-	return c.Driver.Complete(ctx, done)
+	return c.Driver.Complete(ctx, done, keep)
 }
 
 func (c *calls) Sync(ctx context.Context) error {

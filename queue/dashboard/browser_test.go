@@ -195,6 +195,39 @@ func TestBrowserRetryAFailedJob(t *testing.T) {
 	noViolations(t, ctx)
 }
 
+// TestBrowserASucceededJobsTimeline: with keep_succeeded, the succeeded
+// tab lists a job that succeeded, and its page shows its attempts as a
+// timeline, the worker that ran it, and no action.
+func TestBrowserASucceededJobsTimeline(t *testing.T) {
+	ctx := tab(t)
+	f := setupWith(t, dbtest.SQLiteURL(t), queue.Config{KeepSucceeded: 24 * time.Hour},
+		dashboard.Params{Development: true, Config: dashboard.Config{RefreshMs: 1000}})
+	ids := f.reminders(t, 1)
+	if stats, err := f.q.RunPending(context.Background()); err != nil || stats.Succeeded != 1 {
+		t.Fatalf("RunPending: %v, %v", stats, err)
+	}
+	row := `tr[data-job="` + ids[0] + `"]`
+	do(t, ctx, chromedp.Navigate(f.url+"/jobs?state=succeeded"), chromedp.WaitVisible(chromedp.CSS(row)))
+	if got := textOf(t, ctx, "#tab-succeeded"); got != "succeeded" {
+		t.Errorf("the succeeded tab reads %q", got)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS(row+" a")), chromedp.WaitVisible(chromedp.ID("timeline")))
+	if got := textOf(t, ctx, "#job-state"); got != "succeeded" {
+		t.Errorf("state: %q", got)
+	}
+	if got := textOf(t, ctx, "#timeline li.succeeded .n"); got != "1" {
+		t.Errorf("the timeline's succeeded attempt: %q", got)
+	}
+	if got := textOf(t, ctx, "#job-worker"); len(got) != 36 {
+		t.Errorf("worker: %q; want a worker's id", got)
+	}
+	actions, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('.actions form').length`))
+	if err != nil || actions != 0 {
+		t.Errorf("a succeeded job's page offers %d actions (%v)", actions, err)
+	}
+	noViolations(t, ctx)
+}
+
 func TestBrowserBulkRetryAfterConfirming(t *testing.T) {
 	f, ctx := browserSetup(t)
 	ids := f.failed(t, "boom", "bang", "crash")

@@ -154,6 +154,9 @@ func (d *Dashboard) jobsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	data.Tabs = []stateTab{{queue.StateWaiting, total.Waiting}, {queue.StateDelayed, total.Delayed},
 		{queue.StateRunning, total.Running}, {queue.StateFailed, total.Failed}}
+	if d.q.KeepSucceeded() > 0 || f.State == queue.StateSucceeded {
+		data.Tabs = append(data.Tabs, stateTab{queue.StateSucceeded, -1}) // not counted: the history may hold millions
+	}
 	title, nav := "Jobs", "jobs"
 	if f.State == queue.StateFailed {
 		title, nav = "Failed jobs", "failed"
@@ -195,7 +198,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobStates are the states of the lists, in their tabs' order.
-var jobStates = []queue.JobState{queue.StateWaiting, queue.StateDelayed, queue.StateRunning, queue.StateFailed}
+var jobStates = []queue.JobState{queue.StateWaiting, queue.StateDelayed, queue.StateRunning, queue.StateFailed, queue.StateSucceeded}
 
 // job looks up the job of r's path ([queue.Inspector.Job]); a job stored
 // nowhere is answered 404, an error of the queue 500.
@@ -203,8 +206,8 @@ func (d *Dashboard) job(w http.ResponseWriter, r *http.Request) (queue.JobDetail
 	id := r.PathValue("id")
 	job, err := d.q.Job(r.Context(), id)
 	if errors.Is(err, queue.ErrNoJob) {
-		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no job %s: it has succeeded or been deleted (the queue keeps no finished job), "+
-			"or it never was.", id))
+		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no job %s: it succeeded and is not kept (queue.keep_succeeded), was deleted, "+
+			"or never was.", id))
 		return queue.JobDetail{}, false
 	}
 	if err != nil {

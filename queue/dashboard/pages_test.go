@@ -384,7 +384,7 @@ func TestJobPageOfNoJobIsNotFound(t *testing.T) {
 	for _, id := range []string{succeeded, deleted, "0190c0de-0000-7000-8000-000000000000", "not-an-id"} {
 		for _, path := range []string{"/jobs/" + id, "/jobs/" + id + "?state=failed&payload=show", "/jobs/" + id + "/payload"} {
 			body := f.get(t, "viewer", path, http.StatusNotFound)
-			want := "There is no job " + id + ": it has succeeded or been deleted (the queue keeps no finished job), or it never was."
+			want := "There is no job " + id + ": it succeeded and is not kept (queue.keep_succeeded), was deleted, or never was."
 			if got := text(regexp.MustCompile(`(?s)<p class="error" id="error">.*?</p>`).FindString(body)); got != want {
 				t.Errorf("GET %s says %q, want %q", path, got, want)
 			}

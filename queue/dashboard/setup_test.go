@@ -93,6 +93,12 @@ func byHeader(r *http.Request) dashboard.Role {
 // (on p, its Queue and Clock filled in) served by a test server.
 func setup(t *testing.T, dbURL string, p dashboard.Params) *fixture {
 	t.Helper()
+	return setupWith(t, dbURL, queue.Config{}, p)
+}
+
+// setupWith is setup with the queue configured by cfg (its queues set).
+func setupWith(t *testing.T, dbURL string, cfg queue.Config, p dashboard.Params) *fixture {
+	t.Helper()
 	d := dbtest.Open(t, dbURL)
 	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
 		t.Fatal(err)
@@ -100,7 +106,7 @@ func setup(t *testing.T, dbURL string, p dashboard.Params) *fixture {
 	clock := apptest.FixedClock(t0)
 	f := &fixture{clock: clock, started: make(chan struct{}, 10), finish: make(chan struct{})}
 	q, err := queue.New(queue.Params{
-		Config: queue.Config{Queues: []string{"default", "exports"}},
+		Config: func() queue.Config { cfg.Queues = []string{"default", "exports"}; return cfg }(),
 		DB:     d,
 		Clock:  clock})
 	if err == nil {

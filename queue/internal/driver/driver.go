@@ -98,10 +98,26 @@ func (w *Worker) Gone(at int64) bool { return w.HeartbeatAt+w.RescueMs <= at }
 // deleted.
 const GoneForgottenMs = 3_600_000
 
-// Attempt names a reservation: a job and the attempt it reserved.
+// Attempt names a reservation: a job and the attempt it reserved. A
+// success kept in the history (Complete's keep) also says when it
+// finished (At, the queue's clock), how long it ran (Ms) and how long it
+// had been due when it started (Wait).
 type Attempt struct {
 	ID      string `json:"id"`
 	Attempt int    `json:"attempt"`
+	At      int64  `json:"at,omitempty"`
+	Ms      int64  `json:"ms,omitempty"`
+	Wait    int64  `json:"wait,omitempty"`
+}
+
+// Failure is a failed attempt, kept with its job (the column errors, a
+// JSON array of them, oldest first) into failed_jobs and succeeded_jobs.
+type Failure struct {
+	Attempt int    `json:"attempt"`
+	At      int64  `json:"at"` // when it ended, on the queue's clock
+	Ms      int64  `json:"ms"` // how long it ran
+	Worker  string `json:"worker,omitempty"`
+	Error   string `json:"error"`
 }
 
 // Reservation asks [Driver.Reserve] for jobs.
@@ -135,7 +151,7 @@ func ReserveOne(ctx context.Context, d Driver, queue string, now int64) (*Job, e
 // CompleteOne deletes a job that succeeded, if attempt is still its
 // current reservation, and reports whether it did.
 func CompleteOne(ctx context.Context, d Driver, id string, attempt int) (bool, error) {
-	done, err := d.Complete(ctx, []Attempt{{ID: id, Attempt: attempt}})
+	done, err := d.Complete(ctx, []Attempt{{ID: id, Attempt: attempt}}, false)
 	return len(done) == 1, err
 }
 
@@ -156,7 +172,8 @@ type Job struct {
 	ReservedBy  string // the registered worker that holds the reservation; "" for none
 	CreatedAt   int64
 	LastError   string
-	Meta        []byte // a JSON object, or nil
+	Meta        []byte    // a JSON object, or nil
+	Errors      []Failure // its failed attempts; read by Lookup alone
 	// Corrupt, when set, says which value of the stored row does not
 	// hold what its column should (SQLite keeps any value in any column):
 	// the worker fails the job at once, with this as its error.
@@ -181,6 +198,32 @@ type FailedJob struct {
 	CreatedAt   int64
 	FailedAt    int64
 	Meta        []byte
+	Errors      []Failure // every failed attempt, the last included; read by Lookup alone
+}
+
+// SucceededJob is a job that succeeded, kept in the history
+// (succeeded_jobs) for the queue's keep_succeeded.
+type SucceededJob struct {
+	ID          string
+	Queue       string
+	Name        string
+	Payload     []byte
+	MaxAttempts int
+	Attempts    int
+	CreatedAt   int64
+	FinishedAt  int64  // on the queue's clock
+	RunMs       int64  // how long its last attempt ran
+	WaitMs      int64  // how long it had been due when that attempt started
+	Worker      string // the registered worker that ran it, if any
+	Errors      []Failure
+	Meta        []byte
+}
+
+// Found is what Lookup found of a job: one of the three set.
+type Found struct {
+	Job       *Job // waiting, delayed or running
+	Failed    *FailedJob
+	Succeeded *SucceededJob
 }
 
 // FailedKey is where a failed job stands in the order of failures: by
@@ -242,11 +285,12 @@ type Driver interface {
 	Unreserve(ctx context.Context, id string, attempt int) (bool, error)
 
 	// Complete deletes the jobs that succeeded, each only if its attempt is
-	// still its current reservation, in one statement. It returns the ids
-	// it deleted. Its commit need not wait for the disk (on PostgreSQL it
+	// still its current reservation, in one statement; with keep it moves
+	// them to succeeded_jobs instead, with each Attempt's At, Ms and Wait.
+	// It returns the ids it deleted. Its commit need not wait for the disk (on PostgreSQL it
 	// does not): a completion lost to a crash of the database only runs
 	// the job again, and [Driver.Sync] makes it durable.
-	Complete(ctx context.Context, done []Attempt) ([]string, error)
+	Complete(ctx context.Context, done []Attempt, keep bool) ([]string, error)
 
 	// Sync returns once every change committed before it is durable,
 	// those of Complete and Reserve included. A worker syncs when it
@@ -254,15 +298,16 @@ type Driver interface {
 	Sync(ctx context.Context) error
 
 	// Release puts a reserved job back to wait until availableAt, if
-	// attempt is still its current reservation.
-	Release(ctx context.Context, id string, attempt int, availableAt int64, lastError string) (bool, error)
+	// attempt is still its current reservation, with f's error as its
+	// last and f added to its errors.
+	Release(ctx context.Context, id string, attempt int, availableAt int64, f Failure) (bool, error)
 
-	// Fail moves a reserved job to the failed jobs with its error, in one
-	// transaction, if attempt is still its current reservation. The
-	// attempts it records are those started, at most the job's
-	// MaxAttempts: a takeover's reservation after the last attempt is not
-	// one.
-	Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error)
+	// Fail moves a reserved job to the failed jobs with f's error, failed
+	// at f.At, and f added to its errors, in one transaction, if attempt
+	// is still its current reservation. The attempts it records are those
+	// started, at most the job's MaxAttempts: a takeover's reservation
+	// after the last attempt is not one.
+	Fail(ctx context.Context, id string, attempt int, f Failure) (bool, error)
 
 	// Failed lists up to limit failed jobs, oldest failure first, from
 	// the first after the failure after (the zero FailedKey: from the
@@ -295,9 +340,14 @@ type Driver interface {
 	// then minute.
 	Throughput(ctx context.Context, since int64) ([]Throughput, error)
 
-	// Lookup reads the job id, with its payload: from jobs (the Job), or
-	// else from failed_jobs (the FailedJob); ErrNoJob when in neither.
-	Lookup(ctx context.Context, id string) (*Job, *FailedJob, error)
+	// Lookup reads the job id, with its payload and errors: from jobs,
+	// failed_jobs or succeeded_jobs; ErrNoJob when in none.
+	Lookup(ctx context.Context, id string) (Found, error)
+
+	// PruneSucceeded deletes, in one transaction, up to limit of the jobs
+	// kept in succeeded_jobs that finished before before, oldest first,
+	// and returns how many.
+	PruneSucceeded(ctx context.Context, before int64, limit int) (int, error)
 
 	// PruneFailed deletes, in one transaction, up to limit of the failed
 	// jobs that failed before before, oldest first, and returns how many.
@@ -426,10 +476,11 @@ type JobState int
 
 // The states of a job.
 const (
-	Waiting JobState = iota // not reserved, due by now
-	Delayed                 // not reserved, due after now
-	Running                 // reserved
-	Failed                  // in failed_jobs
+	Waiting   JobState = iota // not reserved, due by now
+	Delayed                   // not reserved, due after now
+	Running                   // reserved
+	Failed                    // in failed_jobs
+	Succeeded                 // in succeeded_jobs
 )
 
 // JobsQuery asks [Driver.Jobs] for a page of the jobs in one state.
@@ -448,7 +499,8 @@ type JobsQuery struct {
 // JobKey is where a job stands in the order of its state: by the time
 // that orders it, then by id. Waiting and delayed jobs are ordered by
 // when they are due (available_at), the order they will run in; running
-// ones by when they were reserved; failed ones by when they failed.
+// ones by when they were reserved; failed ones by when they failed;
+// succeeded ones by when they finished.
 type JobKey struct {
 	At int64
 	ID string
@@ -472,6 +524,9 @@ type JobInfo struct {
 	ReservedBy  string // the registered worker running it, if any
 	CreatedAt   int64
 	FailedAt    int64  // 0 unless failed
+	FinishedAt  int64  // 0 unless succeeded
+	RunMs       int64  // a succeeded job's last attempt's run
+	WaitMs      int64  // and how long it had been due when it started
 	LastError   string // a failed job's error, or the last failed attempt's
 	PayloadSize int    // in bytes
 }
@@ -483,6 +538,8 @@ func (j JobInfo) Key(state JobState) JobKey {
 		return JobKey{At: j.ReservedAt, ID: j.ID}
 	case Failed:
 		return JobKey{At: j.FailedAt, ID: j.ID}
+	case Succeeded:
+		return JobKey{At: j.FinishedAt, ID: j.ID}
 	}
 	return JobKey{At: j.AvailableAt, ID: j.ID}
 }

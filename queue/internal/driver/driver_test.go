@@ -159,8 +159,8 @@ func TestCompletionIsFencedByTheAttempt(t *testing.T) {
 		j := reserve(t, s, "a", 1)
 		for _, op := range []func() (bool, error){
 			func() (bool, error) { return driver.CompleteOne(ctx, s, j.ID, j.Attempts+1) },
-			func() (bool, error) { return s.Release(ctx, j.ID, j.Attempts+1, 0, "x") },
-			func() (bool, error) { return s.Fail(ctx, j.ID, j.Attempts+1, "x", 2) },
+			func() (bool, error) { return s.Release(ctx, j.ID, j.Attempts+1, 0, driver.Failure{Error: "x"}) },
+			func() (bool, error) { return s.Fail(ctx, j.ID, j.Attempts+1, driver.Failure{Error: "x", At: 2}) },
 		} {
 			if ok, err := op(); ok || err != nil {
 				t.Fatalf("an operation with a stale attempt acted: %v, %v", ok, err)
@@ -217,7 +217,7 @@ func TestReleaseWaitsForTheBackoff(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		insert(t, s, newJob(1, "a", 0))
 		j := reserve(t, s, "a", 100)
-		if ok, err := s.Release(ctx, j.ID, j.Attempts, 1100, "smtp refused the message"); !ok || err != nil {
+		if ok, err := s.Release(ctx, j.ID, j.Attempts, 1100, driver.Failure{Error: "smtp refused the message"}); !ok || err != nil {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
 		if again := reserve(t, s, "a", 1099); again != nil {
@@ -238,7 +238,7 @@ func TestFailedPages(t *testing.T) {
 		for i, at := range []int64{3000, 1000, 2000, 2000, 5000} {
 			insert(t, s, newJob(i+1, "a", 0))
 			j := reserve(t, s, "a", 10)
-			if ok, err := s.Fail(ctx, j.ID, j.Attempts, "no", at); !ok || err != nil {
+			if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: "no", At: at}); !ok || err != nil {
 				t.Fatalf("Fail = %v, %v", ok, err)
 			}
 		}
@@ -275,7 +275,7 @@ func TestFailRetryFlush(t *testing.T) {
 		insert(t, s, newJob(1, "a", 0), newJob(2, "b", 0), newJob(3, "a", 0))
 		for i, q := range []string{"a", "b", "a"} {
 			j := reserve(t, s, q, 10)
-			if ok, err := s.Fail(ctx, j.ID, j.Attempts, fmt.Sprintf("error %d\nsecond line", i+1), int64(1000+i)); !ok || err != nil {
+			if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: fmt.Sprintf("error %d\nsecond line", i+1), At: int64(1000 + i)}); !ok || err != nil {
 				t.Fatalf("Fail = %v, %v", ok, err)
 			}
 		}
@@ -311,7 +311,7 @@ func TestFailRetryFlush(t *testing.T) {
 			t.Fatal("retry all did not put every job back on its queue")
 		}
 		j = reserve(t, s, "b", 2000)
-		_, _ = s.Fail(ctx, j.ID, j.Attempts, "again", 3000)
+		_, _ = s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: "again", At: 3000})
 		if n, err := s.FlushFailed(ctx); n != 1 || err != nil {
 			t.Fatalf("FlushFailed = %d, %v; want 1", n, err)
 		}
@@ -340,7 +340,7 @@ func TestUniqueKeys(t *testing.T) {
 		if id, _, _ := s.Insert(ctx, nil, uniqueJob(3, "k", 0, 30)); id != first.ID {
 			t.Fatal("a running job lost its key")
 		}
-		s.Release(ctx, j.ID, j.Attempts, 40, "x")
+		s.Release(ctx, j.ID, j.Attempts, 40, driver.Failure{Error: "x"})
 		if id, _, _ := s.Insert(ctx, nil, uniqueJob(3, "k", 0, 40)); id != first.ID {
 			t.Fatal("a released job lost its key")
 		}
@@ -352,7 +352,7 @@ func TestUniqueKeys(t *testing.T) {
 		}
 		// Failed: the key is free too.
 		j = reserve(t, s, "a", 50)
-		s.Fail(ctx, j.ID, j.Attempts, "x", 60)
+		s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: "x", At: 60})
 		if _, inserted, _ := s.Insert(ctx, nil, uniqueJob(5, "k", 0, 60)); !inserted {
 			t.Fatal("a failed job kept its key")
 		}
@@ -461,7 +461,7 @@ func TestTakeOverStaleReservations(t *testing.T) {
 		if ok, _ := driver.CompleteOne(ctx, s, timed.ID, 1); ok {
 			t.Fatal("the first attempt completed a job that was taken over")
 		}
-		if ok, _ := s.Fail(ctx, timed.ID, 1, "late", 2); ok {
+		if ok, _ := s.Fail(ctx, timed.ID, 1, driver.Failure{Error: "late", At: 2}); ok {
 			t.Fatal("the first attempt failed a job that was taken over")
 		}
 		if ok, _ := driver.CompleteOne(ctx, s, timed.ID, 2); !ok {
@@ -577,7 +577,7 @@ func TestAGoneWorkersJobsAreTakenOverByHeartbeat(t *testing.T) {
 			t.Fatalf("the job of a deregistered worker was not taken over: %+v", j)
 		}
 		// A released job holds no worker.
-		if ok, err := s.Release(ctx, newJob(3, "a", 0).ID, 2, 0, "x"); !ok || err != nil {
+		if ok, err := s.Release(ctx, newJob(3, "a", 0).ID, 2, 0, driver.Failure{Error: "x"}); !ok || err != nil {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
 		if j := reserve(t, s, "a", last+30_000); j == nil || j.ReservedBy != "" {
@@ -658,7 +658,7 @@ func TestReserveAndCompleteInBatches(t *testing.T) {
 		// Complete a batch in which two reservations are stale.
 		done := []driver.Attempt{{ID: got[0].ID, Attempt: 1}, {ID: got[1].ID, Attempt: 2}, {ID: got[2].ID, Attempt: 1},
 			{ID: "01900000-0000-7000-8000-999999999999", Attempt: 1}}
-		ids, err := s.Complete(ctx, done)
+		ids, err := s.Complete(ctx, done, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -762,7 +762,7 @@ func TestRetryFailedMovesABatchOfARange(t *testing.T) {
 			j := newJob(n+1, "a", 0)
 			insert(t, s, j)
 			r := reserve(t, s, "a", 10)
-			if _, err := s.Fail(ctx, r.ID, r.Attempts, "no", failedAt); err != nil {
+			if _, err := s.Fail(ctx, r.ID, r.Attempts, driver.Failure{Error: "no", At: failedAt}); err != nil {
 				t.Fatal(err)
 			}
 			keys = append(keys, driver.FailedKey{FailedAt: failedAt, ID: r.ID})
@@ -891,6 +891,98 @@ func TestCancel(t *testing.T) {
 		}
 		if ids, _ := s.CancelRequested(ctx, []string{r.ID, again.ID}); len(ids) != 0 {
 			t.Fatalf("requests left of finished jobs: %v", ids)
+		}
+	})
+}
+
+// TestHistoryKeepsEveryFailureAndTheSuccesses: each failed attempt's
+// error travels with its job, through a retry of the failed job, into
+// failed_jobs; Complete with keep moves a success to succeeded_jobs with
+// its finish, run, wait, worker and errors, where Lookup and Jobs read it
+// and PruneSucceeded deletes the oldest first; without keep, or for an
+// attempt fenced out, nothing is kept.
+func TestHistoryKeepsEveryFailureAndTheSuccesses(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		const w = "0193f2b0-0000-7000-8000-00000000000a"
+		insert(t, s, newJob(1, "a", 0), newJob(3, "b", 0))
+		run := func(now int64) *driver.Job {
+			t.Helper()
+			jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: now, At: now, By: w, Limit: 1})
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("Reserve = %v, %v", jobs, err)
+			}
+			return jobs[0]
+		}
+		// Job 1 fails twice, the second time for good; retried, it
+		// succeeds at its first attempt of the new run.
+		j := run(100)
+		first := driver.Failure{Attempt: 1, At: 150, Ms: 50, Worker: w, Error: "smtp: 451 try later"}
+		if ok, err := s.Release(ctx, j.ID, 1, 200, first); !ok || err != nil {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		found, err := s.Lookup(ctx, j.ID)
+		if err != nil || found.Job == nil || !slices.Equal(found.Job.Errors, []driver.Failure{first}) {
+			t.Fatalf("Lookup of the released job = %+v, %v; want its failure", found, err)
+		}
+		j = run(200)
+		second := driver.Failure{Attempt: 2, At: 260, Ms: 60, Worker: w, Error: "smtp: 550 no such user \"ada\"\nsecond line"}
+		if ok, err := s.Fail(ctx, j.ID, 2, second); !ok || err != nil {
+			t.Fatalf("Fail = %v, %v", ok, err)
+		}
+		found, err = s.Lookup(ctx, j.ID)
+		if err != nil || found.Failed == nil || found.Failed.Error != second.Error || !slices.Equal(found.Failed.Errors, []driver.Failure{first, second}) {
+			t.Fatalf("Lookup of the failed job = %+v, %v; want both failures", found.Failed, err)
+		}
+		if err := s.Retry(ctx, j.ID, 300); err != nil {
+			t.Fatal(err)
+		}
+		j = run(300)
+		if j.ID != newJob(1, "a", 0).ID || j.Attempts != 1 {
+			t.Fatalf("after the retry reserved %s attempt %d", j.ID, j.Attempts)
+		}
+		// Job 2 succeeds without keep: nothing is kept.
+		insert(t, s, newJob(2, "a", 0))
+		j2 := run(300)
+		if ids, err := s.Complete(ctx, []driver.Attempt{{ID: j2.ID, Attempt: 1}}, false); len(ids) != 1 || err != nil {
+			t.Fatalf("Complete = %v, %v", ids, err)
+		}
+		if _, err := s.Lookup(ctx, j2.ID); !errors.Is(err, driver.ErrNoJob) {
+			t.Fatalf("Lookup of a job completed without keep: %v; want ErrNoJob", err)
+		}
+		// Job 1 succeeds with keep; a fenced-out attempt is not kept.
+		ids, err := s.Complete(ctx, []driver.Attempt{{ID: j.ID, Attempt: 1, At: 400, Ms: 70, Wait: 20}, {ID: j2.ID, Attempt: 1, At: 400}}, true)
+		if err != nil || !slices.Equal(ids, []string{j.ID}) {
+			t.Fatalf("Complete with keep = %v, %v; want job 1 alone", ids, err)
+		}
+		found, err = s.Lookup(ctx, j.ID)
+		want := driver.SucceededJob{ID: j.ID, Queue: "a", Name: "test.job", Payload: []byte(`{"n":1}`), MaxAttempts: 3, Attempts: 1, CreatedAt: 1,
+			FinishedAt: 400, RunMs: 70, WaitMs: 20, Worker: w, Errors: []driver.Failure{first, second}}
+		if err != nil || found.Succeeded == nil || fmt.Sprint(*found.Succeeded) != fmt.Sprint(want) {
+			t.Fatalf("Lookup of the kept job = %+v, %v;\nwant %+v", found.Succeeded, err, want)
+		}
+		// Two more kept, on queue b and a; the page of succeeded jobs goes
+		// by when they finished.
+		jobs, _ := s.Reserve(ctx, driver.Reservation{Queue: "b", Now: 500, At: 500, Limit: 1})
+		if _, err := s.Complete(ctx, []driver.Attempt{{ID: jobs[0].ID, Attempt: 1, At: 390, Ms: 1}}, true); err != nil {
+			t.Fatal(err)
+		}
+		infos, err := s.Jobs(ctx, driver.JobsQuery{State: driver.Succeeded, Limit: 10})
+		if err != nil || len(infos) != 2 || infos[0].ID != jobs[0].ID || infos[1].ID != j.ID || infos[1].FinishedAt != 400 ||
+			infos[1].RunMs != 70 || infos[1].WaitMs != 20 || infos[1].ReservedBy != w || infos[1].PayloadSize != 7 {
+			t.Fatalf("Jobs(succeeded) = %+v, %v", infos, err)
+		}
+		if infos, err := s.Jobs(ctx, driver.JobsQuery{State: driver.Succeeded, Queue: "a", After: infos[0].Key(driver.Succeeded), Limit: 10}); err != nil ||
+			len(infos) != 1 || infos[0].ID != j.ID {
+			t.Fatalf("Jobs(succeeded of a, after the first) = %+v, %v", infos, err)
+		}
+		if n, err := s.PruneSucceeded(ctx, 400, 10); n != 1 || err != nil {
+			t.Fatalf("PruneSucceeded(before 400) = %d, %v; want the one that finished at 390", n, err)
+		}
+		if n, err := s.PruneSucceeded(ctx, 401, 10); n != 1 || err != nil {
+			t.Fatalf("PruneSucceeded(before 401) = %d, %v", n, err)
+		}
+		if _, err := s.Lookup(ctx, j.ID); !errors.Is(err, driver.ErrNoJob) {
+			t.Fatalf("Lookup after the prune: %v", err)
 		}
 	})
 }

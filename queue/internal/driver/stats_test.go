@@ -30,7 +30,7 @@ func reserveAt(t *testing.T, s driver.Driver, queue string, now, at int64) *driv
 
 func fail(t *testing.T, s driver.Driver, j *driver.Job, failure string, at int64) {
 	t.Helper()
-	if ok, err := s.Fail(ctx, j.ID, j.Attempts, failure, at); !ok || err != nil {
+	if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: failure, At: at}); !ok || err != nil {
 		t.Fatalf("Fail = %v, %v", ok, err)
 	}
 }
@@ -280,7 +280,7 @@ func TestJobInfoHoldsWhatAnOperatorNeeds(t *testing.T) {
 		if got := only(driver.JobsQuery{State: driver.Running}); got != want {
 			t.Errorf("running\n%+v\nwant\n%+v", got, want)
 		}
-		if ok, err := s.Release(ctx, r.ID, r.Attempts, 900, "smtp refused"); !ok || err != nil {
+		if ok, err := s.Release(ctx, r.ID, r.Attempts, 900, driver.Failure{Error: "smtp refused"}); !ok || err != nil {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
 		want.AvailableAt, want.ReservedAt, want.LastError = 900, 0, "smtp refused"

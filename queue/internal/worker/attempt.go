@@ -40,8 +40,12 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 	ctx := s.begin(w.jobCtx, job)
 	s.attempt.Store(n)
 	obs := w.cfg.Observer
+	var wait int64 // how long the job had been due, when someone asks
+	if obs != nil || w.cfg.KeepSucceeded > 0 {
+		wait = max(0, w.cfg.Clock.Now().UnixMilli()-job.AvailableAt)
+	}
 	if obs != nil {
-		ctx = obs.Started(ctx, job, max(0, w.cfg.Clock.Now().UnixMilli()-job.AvailableAt))
+		ctx = obs.Started(ctx, job, wait)
 	}
 	failure := w.call(ctx, job)
 	if obs != nil {
@@ -55,20 +59,22 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 	if !s.attempt.CompareAndSwap(n, 0) {
 		return false
 	}
-	w.record(job, time.Since(s.start).Milliseconds(), failure)
+	w.record(job, time.Since(s.start).Milliseconds(), wait, failure)
 	return true
 }
 
 // record stores and logs the outcome of an attempt that ran for ms
-// milliseconds: successes go to the completer, failures are released for
-// a retry or moved to the failed jobs.
-func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
+// milliseconds, its job due for wait when it started: successes go to the
+// completer, failures are released for a retry or moved to the failed
+// jobs.
+func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) {
 	if failure == nil {
-		w.done.in <- success{job: job, ms: ms} // counted once stored
+		w.done.in <- success{job: job, ms: ms, wait: wait} // counted once stored
 		return
 	}
 	ctx := w.jobCtx
 	now := w.cfg.Clock.Now().UnixMilli()
+	kept := driver.Failure{Attempt: job.Attempts, At: now, Ms: ms, Worker: job.ReservedBy}
 	attrs := attemptAttrs(make([]slog.Attr, 0, 10), job, ms)
 	var acted bool
 	var err error
@@ -81,10 +87,11 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 			failure.msg, cut(job.BadBackoff, 40)), stack: failure.stack}
 		retry = false
 	}
+	kept.Error = storable(failure.msg)
 	if retry {
 		delay := job.Backoff.Delay(job.Attempts)
 		err = retried(func() (err error) {
-			acted, err = w.cfg.Store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), storable(failure.msg))
+			acted, err = w.cfg.Store.Release(ctx, job.ID, job.Attempts, now+ceilMs(delay), kept)
 			return err
 		})
 		count = &w.released
@@ -94,7 +101,7 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 		level, attrs = slog.LevelWarn, append(attrs, slog.String("outcome", "released"), slog.Float64("retry_in_secs", delay.Seconds()), slog.String("error", failure.msg))
 	} else {
 		err = retried(func() (err error) {
-			acted, err = w.cfg.Store.Fail(ctx, job.ID, job.Attempts, storable(failure.msg), now)
+			acted, err = w.cfg.Store.Fail(ctx, job.ID, job.Attempts, kept)
 			return err
 		})
 		count, outcome = &w.failed, Failed
@@ -113,7 +120,7 @@ func (w *worker) record(job *driver.Job, ms int64, failure *attemptError) {
 		attrs = append(attrs, slog.String("stack", failure.stack))
 	}
 	if w.opts.Failed != nil {
-		w.opts.Failed(job, retry, storable(failure.msg))
+		w.opts.Failed(job, retry, kept.Error)
 	}
 	w.count(job, count, outcome, ms, acted, err)
 	level, attrs = recorded(level, attrs, acted, err)

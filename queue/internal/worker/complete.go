@@ -19,10 +19,12 @@ type completer struct {
 	flushed bool // it stored a completion: sync at the end
 }
 
-// success is a job whose handler succeeded, and how long it ran.
+// success is a job whose handler succeeded, how long it ran, and, when
+// successes are kept, how long it had been due when it started.
 type success struct {
-	job *driver.Job
-	ms  int64
+	job  *driver.Job
+	ms   int64
+	wait int64
 }
 
 const (
@@ -77,14 +79,22 @@ func (c *completer) flush(batch []success) {
 	if len(batch) == 0 {
 		return
 	}
+	keep := c.w.cfg.KeepSucceeded > 0
+	var at int64
+	if keep {
+		at = c.w.cfg.Clock.Now().UnixMilli()
+	}
 	done := make([]driver.Attempt, len(batch))
 	for i, s := range batch {
 		done[i] = driver.Attempt{ID: s.job.ID, Attempt: s.job.Attempts}
+		if keep {
+			done[i].At, done[i].Ms, done[i].Wait = at, s.ms, s.wait
+		}
 	}
 	var deleted []string
 	c.flushed = true
 	err := retried(func() (err error) {
-		deleted, err = c.w.cfg.Store.Complete(c.w.jobCtx, done)
+		deleted, err = c.w.cfg.Store.Complete(c.w.jobCtx, done, keep)
 		return err
 	})
 	var stored map[string]bool // nil when every job was deleted, as is usual

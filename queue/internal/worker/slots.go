@@ -128,7 +128,7 @@ func (w *worker) watch() (stop func()) {
 				}
 				job := s.job
 				w.log.Error("job handler still running after its timeout; abandoned", "name", job.Name, "job_id", job.ID)
-				w.record(job, time.Since(s.start).Milliseconds(),
+				w.record(job, time.Since(s.start).Milliseconds(), 0,
 					&attemptError{msg: fmt.Sprintf("timed out after %s", time.Duration(job.TimeoutMs)*time.Millisecond)})
 				w.slotsMu.Lock()
 				w.slots[i] = w.startSlot()

@@ -40,11 +40,13 @@ func (w *worker) tallied(queue string, outcome *atomic.Int64) {
 }
 
 // startTallies adds the tallies to the store every tallyEvery, and once
-// more when stopped: the dashboard's throughput, across processes.
+// more when stopped: the dashboard's throughput, across processes. It
+// prunes the history as it starts and then with the tallies.
 func (w *worker) startTallies() (stop func()) {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
+		w.prune(done) // as the worker starts, then once a minute
 		tick := time.NewTicker(tallyEvery)
 		defer tick.Stop()
 		failed := false
@@ -59,6 +61,7 @@ func (w *worker) startTallies() (stop func()) {
 			if last {
 				return
 			}
+			w.prune(done)
 		}
 	}()
 	return func() {
@@ -92,4 +95,40 @@ func (w *worker) addTallies(failedBefore bool) bool {
 		return true
 	}
 	return false
+}
+
+// pruneEveryMs is how often, on Clock.Pace, a process prunes the history;
+// pruneBatch how many jobs a transaction deletes.
+const (
+	pruneEveryMs = 60_000
+	pruneBatch   = 1000
+)
+
+// prune deletes the jobs kept in the history longer than KeepSucceeded,
+// pruneBatch to a transaction until none is left or stop is closed, once
+// every pruneEveryMs per process, by whichever of its workers comes first.
+func (w *worker) prune(stop <-chan struct{}) {
+	if w.cfg.KeepSucceeded <= 0 || w.cfg.Prunes == nil {
+		return
+	}
+	pace, last := w.cfg.Clock.Pace(), w.cfg.Prunes.Load()
+	if last != 0 && pace >= last && pace-last < pruneEveryMs || !w.cfg.Prunes.CompareAndSwap(last, max(pace, 1)) {
+		return
+	}
+	before := w.cfg.Clock.Now().Add(-w.cfg.KeepSucceeded).UnixMilli()
+	for {
+		n, err := w.cfg.Store.PruneSucceeded(w.jobCtx, before, pruneBatch)
+		if err != nil {
+			w.log.Warn("prune the succeeded jobs kept longer than queue.keep_succeeded; the next minute tries again", "error", err)
+			return
+		}
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if n < pruneBatch {
+			return
+		}
+	}
 }

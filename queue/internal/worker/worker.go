@@ -51,6 +51,13 @@ type Config struct {
 	// it when it returns.
 	Registration   driver.Worker
 	HeartbeatEvery time.Duration
+	// KeepSucceeded, when positive, keeps the jobs that succeed in the
+	// history (succeeded_jobs) for that long: the workers prune what is
+	// older once a minute per process (Prunes).
+	KeepSucceeded time.Duration
+	// Prunes is when a worker of the process last pruned the history (on
+	// Clock.Pace).
+	Prunes *atomic.Int64
 }
 
 // Observer is told what the engine does, from several goroutines at once.

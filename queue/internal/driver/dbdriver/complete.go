@@ -8,14 +8,15 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-// Complete implements driver.Driver.
-func (b *base) Complete(ctx context.Context, done []driver.Attempt) ([]string, error) {
+// complete deletes the jobs of done that succeeded, fenced by their
+// attempts, with the statement that does (one returning the ids).
+func (b *base) complete(ctx context.Context, done []driver.Attempt, stmt string) ([]string, error) {
 	batch, err := json.Marshal(done)
 	if err != nil {
 		return nil, err
 	}
 	ids := make([]string, 0, len(done))
-	err = b.query(ctx, b.q.complete, []any{string(batch)}, func(rows *sql.Rows) error {
+	err = b.query(ctx, stmt, []any{string(batch)}, func(rows *sql.Rows) error {
 		var id string
 		err := rows.Scan(&id)
 		ids = append(ids, id)
@@ -28,6 +29,10 @@ func (b *base) Complete(ctx context.Context, done []driver.Attempt) ([]string, e
 }
 
 // Release implements driver.Driver.
-func (b *base) Release(ctx context.Context, id string, attempt int, availableAt int64, lastError string) (bool, error) {
-	return b.exec(ctx, b.q.release, availableAt, lastError, id, attempt)
+func (b *base) Release(ctx context.Context, id string, attempt int, availableAt int64, f driver.Failure) (bool, error) {
+	entry, err := json.Marshal(f)
+	if err != nil {
+		return false, err
+	}
+	return b.exec(ctx, b.q.release, availableAt, f.Error, string(entry), id, attempt)
 }

@@ -56,42 +56,6 @@ const (
 	lookupFailed = "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta FROM failed_jobs WHERE id = ?"
 )
 
-// Lookup implements driver.Driver.
-func (s *sqliteDriver) Lookup(ctx context.Context, id string) (*driver.Job, *driver.FailedJob, error) {
-	return s.lookup(ctx, lookupJob, lookupFailed, id)
-}
-
-// Lookup implements driver.Driver.
-func (p *postgresDriver) Lookup(ctx context.Context, id string) (*driver.Job, *driver.FailedJob, error) {
-	return p.lookup(ctx, numbered(lookupJob), numbered(lookupFailed), id)
-}
-
-func (b *base) lookup(ctx context.Context, inJobs, inFailed, id string) (*driver.Job, *driver.FailedJob, error) {
-	rows, err := b.sqldb.QueryContext(ctx, inJobs, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	if rows.Next() {
-		j, err := scanJob(rows)
-		return j, nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	rows.Close()
-	failed, err := b.sqldb.QueryContext(ctx, inFailed, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer failed.Close()
-	if failed.Next() {
-		f, err := scanFailed(failed)
-		return nil, &f, err
-	}
-	return nil, nil, cmp.Or(failed.Err(), driver.ErrNoJob)
-}
-
 // fromFirst is the key to list failed jobs after: k, or for the zero key
 // one before every failed job.
 func fromFirst(k driver.FailedKey) driver.FailedKey {

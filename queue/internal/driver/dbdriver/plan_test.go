@@ -83,7 +83,7 @@ func TestReservationStartsPastReservedRows(t *testing.T) {
 			done[i] = driver.Attempt{ID: j.ID, Attempt: j.Attempts}
 			cursor = max(cursor, j.AvailableAt)
 		}
-		if _, err := drv.Complete(ctx, done); err != nil {
+		if _, err := drv.Complete(ctx, done, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -134,20 +135,24 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 // meanwhile.
 var (
 	pgFailMove = numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
-		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta) " +
+		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors) " +
 		"INSERT INTO failed_jobs (" + failedColumns + ") " +
-		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ?, meta FROM moved")
-	pgRetryOne = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " +
-		"INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM moved")
+		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ?, meta, " +
+		postgresAppendError + " FROM moved")
+	pgRetryOne    = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
 	pgRetryFailed = numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
 		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +
-		"retried AS (INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM moved) " +
+		"retried AS (" + retriedInto + " FROM moved) " +
 		"SELECT count(*) OVER (), failed_at, id::text FROM moved ORDER BY failed_at DESC, id DESC LIMIT 1")
 )
 
 // Fail implements driver.Driver.
-func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error) {
-	return p.exec(ctx, pgFailMove, id, attempt, failure, now)
+func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, f driver.Failure) (bool, error) {
+	entry, err := json.Marshal(f)
+	if err != nil {
+		return false, err
+	}
+	return p.exec(ctx, pgFailMove, id, attempt, f.Error, f.At, string(entry))
 }
 
 // Retry implements driver.Driver.

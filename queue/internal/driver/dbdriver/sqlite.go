@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"slices"
 	"sync"
 
@@ -121,23 +122,27 @@ func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) 
 // halves that a transaction holding the write lock keeps together.
 const (
 	sqliteFailCopy = "INSERT INTO failed_jobs (" + failedColumns + ") " +
-		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, min(attempts, max_attempts), ?, created_at, ?, meta FROM jobs " +
+		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, min(attempts, max_attempts), ?, created_at, ?, meta, " + sqliteAppendError + " FROM jobs " +
 		"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteFailDelete = "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
-	sqliteRetryOne   = "INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM failed_jobs WHERE id = ?"
+	sqliteRetryOne   = retriedInto + " FROM failed_jobs WHERE id = ?"
 	// The failed jobs of a key range: after one key, up to another.
 	failedRange       = " WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?)"
 	sqliteFailedKeys  = "SELECT failed_at, id FROM failed_jobs" + failedRange + " ORDER BY failed_at, id LIMIT ?"
-	sqliteRetryRange  = "INSERT INTO jobs (" + columns + ") SELECT " + retried + " FROM failed_jobs" + failedRange
+	sqliteRetryRange  = retriedInto + " FROM failed_jobs" + failedRange
 	sqliteDeleteRange = "DELETE FROM failed_jobs" + failedRange
 	sqliteDeleteOne   = "DELETE FROM failed_jobs WHERE id = ?"
 )
 
 // Fail implements driver.Driver.
-func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error) {
+func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, f driver.Failure) (bool, error) {
+	entry, err := json.Marshal(f)
+	if err != nil {
+		return false, err
+	}
 	var moved bool
-	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, sqliteFailCopy, failure, now, id, attempt)
+	err = s.inTx(ctx, nil, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, sqliteFailCopy, f.Error, f.At, string(entry), id, attempt)
 		if err != nil {
 			return err
 		}

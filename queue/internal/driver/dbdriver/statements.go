@@ -29,9 +29,16 @@ const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?)"
 // under SQLite's 32,766 and PostgreSQL's 65,535.
 const rowsPerInsert = 500
 
+// The expressions that add a failed attempt (a JSON object, the
+// argument) to a job's errors, in each database's words.
+const (
+	sqliteAppendError   = "json_insert(coalesce(errors, '[]'), '$[#]', json(?))"
+	postgresAppendError = "(coalesce(errors, '[]')::jsonb || jsonb_build_array(?::jsonb))::text"
+)
+
 // sqliteStatements are the statements in SQLite's words.
 func sqliteStatements() statements {
-	return common("?", "",
+	return common("?", "", sqliteAppendError,
 		"UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN ("+
 			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"+
 			") RETURNING "+columns,
@@ -54,7 +61,7 @@ func sqliteStatements() statements {
 // completion's coalesce keeps it off the index of reserved rows for the
 // same reason.
 func postgresStatements() statements {
-	return common(pgAt, " FOR UPDATE SKIP LOCKED",
+	return common(pgAt, " FOR UPDATE SKIP LOCKED", postgresAppendError,
 		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
 			"UPDATE jobs SET reserved_at = "+pgAt+", reserved_by = ?, attempts = jobs.attempts + 1 "+
 			"FROM lazy WHERE jobs.id = ANY(ARRAY("+
@@ -97,9 +104,10 @@ func atArgs(at any) []any {
 }
 
 // common builds the statements both databases share: at is a time on the
-// clock of reservations, skipLocked what a takeover's search adds, and
+// clock of reservations, skipLocked what a takeover's search adds,
+// appendError the expression that adds a failure to a job's errors, and
 // words rewrites a statement's placeholders for the database.
-func common(at, skipLocked, reserve, complete string, words func(string) string) statements {
+func common(at, skipLocked, appendError, reserve, complete string, words func(string) string) statements {
 	// The reservations of a queue gone stale by a time; its arguments are
 	// queue and atArgs of that time.
 	staleWhere := "queue = ? AND reserved_at IS NOT NULL AND " + staleAt(at)
@@ -116,8 +124,9 @@ func common(at, skipLocked, reserve, complete string, words func(string) string)
 		stale:     words("SELECT 1 FROM jobs WHERE " + staleWhere + " LIMIT 1"),
 		unreserve: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		complete:  words(complete),
-		release:   words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, available_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
-		failed:    words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta" + failedPage),
+		release: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, available_at = ?, last_error = ?, errors = " + appendError +
+			" WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
+		failed: words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta" + failedPage),
 		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta" +
 			failedPage),
 		flush:   "DELETE FROM failed_jobs",
@@ -145,8 +154,11 @@ func common(at, skipLocked, reserve, complete string, words func(string) string)
 // taken over after its last attempt counts the attempts it started, not
 // the takeover's reservation.
 const (
-	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta"
-	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta"
+	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, errors"
+	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta, errors"
+	// retriedInto is the insert a retry moves failed jobs back with: its
+	// errors kept.
+	retriedInto = "INSERT INTO jobs (" + columns + ", errors) SELECT " + retried
 )
 
 // prefixed qualifies each column of a list with prefix.

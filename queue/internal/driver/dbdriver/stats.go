@@ -54,8 +54,10 @@ type pageShape struct {
 
 // The columns of a JobInfo, from jobs and from failed_jobs.
 const (
-	infoColumns       = "id, queue, name, attempts, max_attempts, available_at, reserved_at, reserved_by, created_at, CAST(NULL AS BIGINT), last_error, octet_length(payload)"
-	failedInfoColumns = "id, queue, name, attempts, max_attempts, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS TEXT), created_at, failed_at, error, octet_length(payload)"
+	noFinish             = ", CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT)"
+	infoColumns          = "id, queue, name, attempts, max_attempts, available_at, reserved_at, reserved_by, created_at, CAST(NULL AS BIGINT), last_error, octet_length(payload)" + noFinish
+	failedInfoColumns    = "id, queue, name, attempts, max_attempts, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS TEXT), created_at, failed_at, error, octet_length(payload)" + noFinish
+	succeededInfoColumns = "id, queue, name, attempts, max_attempts, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), worker, created_at, CAST(NULL AS BIGINT), CAST(NULL AS TEXT), octet_length(payload), finished_at, run_ms, wait_ms"
 )
 
 // The bounds of ids, for a key before every job and after every job of a
@@ -108,6 +110,8 @@ func readStatementsOf(at string, words func(string) string, lateral bool) readSt
 				"WHERE reserved_at IS NOT NULL AND (reserved_at, id) > (?, ?)" + filters(byQueue, byName) + " ORDER BY reserved_at, id LIMIT ?")
 			r.pages[pageShape{driver.Failed, byQueue, byName}] = words("SELECT " + failedInfoColumns + " FROM failed_jobs " +
 				"WHERE (failed_at, id) > (?, ?)" + filters(byQueue, byName) + " ORDER BY failed_at, id LIMIT ?")
+			r.pages[pageShape{driver.Succeeded, byQueue, byName}] = words("SELECT " + succeededInfoColumns + " FROM succeeded_jobs " +
+				"WHERE (finished_at, id) > (?, ?)" + filters(byQueue, byName) + " ORDER BY finished_at, id LIMIT ?")
 		}
 		// Waiting and delayed jobs of one queue: after the cursor, due by
 		// a bound.
@@ -261,7 +265,7 @@ func (b *base) jobs(ctx context.Context, r *readStatements, q driver.JobsQuery) 
 		name = []any{q.Name}
 	}
 	switch q.State {
-	case driver.Running, driver.Failed:
+	case driver.Running, driver.Failed, driver.Succeeded:
 		args := []any{after.At, after.ID}
 		if q.Queue != "" {
 			args = append(args, q.Queue)
@@ -359,14 +363,16 @@ func (b *base) page(ctx context.Context, query string, args ...any) ([]driver.Jo
 // not convert is left zero, so that one row never fails a page.
 func scanInfo(row scanner) (driver.JobInfo, error) {
 	var j driver.JobInfo
-	var availableAt, reservedAt, failedAt, size sql.NullInt64
+	var availableAt, reservedAt, failedAt, size, finishedAt, runMs, waitMs sql.NullInt64
 	var lastError, reservedBy sql.NullString
-	err := row.Scan(&j.ID, &j.Queue, &j.Name, &j.Attempts, &j.MaxAttempts, &availableAt, &reservedAt, &reservedBy, &j.CreatedAt, &failedAt, &lastError, &size)
+	err := row.Scan(&j.ID, &j.Queue, &j.Name, &j.Attempts, &j.MaxAttempts, &availableAt, &reservedAt, &reservedBy, &j.CreatedAt, &failedAt, &lastError, &size,
+		&finishedAt, &runMs, &waitMs)
 	if err == nil {
 		j.AvailableAt, j.ReservedAt, j.ReservedBy, j.FailedAt, j.LastError, j.PayloadSize = availableAt.Int64, reservedAt.Int64, reservedBy.String, failedAt.Int64, lastError.String, int(size.Int64)
+		j.FinishedAt, j.RunMs, j.WaitMs = finishedAt.Int64, runMs.Int64, waitMs.Int64
 		return j, nil
 	}
-	var v [12]any
+	var v [15]any
 	if scanAny(row, v[:]) != nil {
 		return j, err
 	}
@@ -376,5 +382,6 @@ func scanInfo(row scanner) (driver.JobInfo, error) {
 		Attempts: int(r.int("attempts", v[3])), MaxAttempts: int(r.int("max_attempts", v[4])),
 		AvailableAt: r.nullInt("available_at", v[5]), ReservedAt: r.nullInt("reserved_at", v[6]), ReservedBy: r.nullText("reserved_by", v[7]),
 		CreatedAt: r.int("created_at", v[8]), FailedAt: r.nullInt("failed_at", v[9]), LastError: r.nullText("error", v[10]), PayloadSize: int(r.nullInt("size", v[11])),
+		FinishedAt: r.nullInt("finished_at", v[12]), RunMs: r.nullInt("run_ms", v[13]), WaitMs: r.nullInt("wait_ms", v[14]),
 	}, nil
 }

@@ -24,6 +24,7 @@ type Driver struct {
 	lines  map[string]*line  // by queue: waiting and reserved jobs
 	unique map[string]string // unique key -> id of the pending job holding it
 	failed map[string]driver.FailedJob
+	kept   map[string]driver.SucceededJob  // succeeded_jobs
 	paused map[string]bool                 // the paused queues, driver.AllQueues among them
 	cancel map[string]bool                 // the ids of running jobs to cancel
 	done   map[[2]string]driver.Throughput // by queue and minute
@@ -38,6 +39,7 @@ func New() *Driver {
 		lines:  map[string]*line{},
 		unique: map[string]string{},
 		failed: map[string]driver.FailedJob{},
+		kept:   map[string]driver.SucceededJob{},
 		paused: map[string]bool{},
 		cancel: map[string]bool{},
 		done:   map[[2]string]driver.Throughput{},
@@ -271,7 +273,7 @@ func (d *Driver) remove(j *driver.Job) {
 }
 
 // Complete implements driver.Driver.
-func (d *Driver) Complete(ctx context.Context, done []driver.Attempt) ([]string, error) {
+func (d *Driver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ids := make([]string, 0, len(done))
@@ -279,6 +281,11 @@ func (d *Driver) Complete(ctx context.Context, done []driver.Attempt) ([]string,
 		if j, ok := d.current(a.ID, a.Attempt); ok {
 			d.remove(j)
 			ids = append(ids, a.ID)
+			if keep {
+				d.kept[j.ID] = driver.SucceededJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
+					Attempts: j.Attempts, CreatedAt: j.CreatedAt, FinishedAt: a.At, RunMs: a.Ms, WaitMs: a.Wait, Worker: j.ReservedBy,
+					Errors: j.Errors, Meta: j.Meta}
+			}
 		}
 	}
 	return ids, nil
@@ -298,26 +305,28 @@ func (d *Driver) Unreserve(ctx context.Context, id string, attempt int) (bool, e
 }
 
 // Release implements driver.Driver.
-func (d *Driver) Release(ctx context.Context, id string, attempt int, availableAt int64, lastError string) (bool, error) {
+func (d *Driver) Release(ctx context.Context, id string, attempt int, availableAt int64, f driver.Failure) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j, ok := d.current(id, attempt)
 	if ok {
-		j.ReservedAt, j.ReservedBy, j.AvailableAt, j.LastError = 0, "", availableAt, lastError
+		j.ReservedAt, j.ReservedBy, j.AvailableAt, j.LastError = 0, "", availableAt, f.Error
+		j.Errors = append(slices.Clip(j.Errors), f)
 		d.wait(j)
 	}
 	return ok, nil
 }
 
 // Fail implements driver.Driver.
-func (d *Driver) Fail(ctx context.Context, id string, attempt int, failure string, now int64) (bool, error) {
+func (d *Driver) Fail(ctx context.Context, id string, attempt int, f driver.Failure) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j, ok := d.current(id, attempt)
 	if ok {
 		d.remove(j)
 		d.failed[j.ID] = driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
-			Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: min(j.Attempts, j.MaxAttempts), Error: failure, CreatedAt: j.CreatedAt, FailedAt: now, Meta: j.Meta}
+			Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: min(j.Attempts, j.MaxAttempts), Error: f.Error, CreatedAt: j.CreatedAt, FailedAt: f.At, Meta: j.Meta,
+			Errors: append(slices.Clip(j.Errors), f)}
 	}
 	return ok, nil
 }
@@ -384,7 +393,7 @@ func (d *Driver) retry(f driver.FailedJob, now int64) {
 	delete(d.failed, f.ID)
 	b, _ := backoff.Parse(f.Backoff) // written by Fail
 	d.insert(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
-		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta})
+		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta, Errors: f.Errors})
 }
 
 // Pause implements driver.Driver.
@@ -508,19 +517,43 @@ func (d *Driver) Throughput(ctx context.Context, since int64) ([]driver.Throughp
 }
 
 // Lookup implements driver.Driver.
-func (d *Driver) Lookup(ctx context.Context, id string) (*driver.Job, *driver.FailedJob, error) {
+func (d *Driver) Lookup(ctx context.Context, id string) (driver.Found, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if j, ok := d.jobs[id]; ok {
 		c := *j
-		c.Payload = slices.Clone(j.Payload)
-		return &c, nil, nil
+		c.Payload, c.Errors = slices.Clone(j.Payload), slices.Clone(j.Errors)
+		return driver.Found{Job: &c}, nil
 	}
 	if f, ok := d.failed[id]; ok {
-		f.Payload = slices.Clone(f.Payload)
-		return nil, &f, nil
+		f.Payload, f.Errors = slices.Clone(f.Payload), slices.Clone(f.Errors)
+		return driver.Found{Failed: &f}, nil
 	}
-	return nil, nil, driver.ErrNoJob
+	if s, ok := d.kept[id]; ok {
+		s.Payload, s.Errors = slices.Clone(s.Payload), slices.Clone(s.Errors)
+		return driver.Found{Succeeded: &s}, nil
+	}
+	return driver.Found{}, driver.ErrNoJob
+}
+
+// PruneSucceeded implements driver.Driver.
+func (d *Driver) PruneSucceeded(ctx context.Context, before int64, limit int) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var old []driver.SucceededJob
+	for _, s := range d.kept {
+		if s.FinishedAt < before {
+			old = append(old, s)
+		}
+	}
+	slices.SortFunc(old, func(a, b driver.SucceededJob) int {
+		return cmp.Or(cmp.Compare(a.FinishedAt, b.FinishedAt), cmp.Compare(a.ID, b.ID))
+	})
+	old = old[:min(len(old), limit)]
+	for _, s := range old {
+		delete(d.kept, s.ID)
+	}
+	return len(old), nil
 }
 
 // PruneFailed implements driver.Driver.

@@ -65,12 +65,18 @@ func (d *Driver) Jobs(_ context.Context, q driver.JobsQuery) ([]driver.JobInfo, 
 			out = append(out, info)
 		}
 	}
-	if q.State == driver.Failed {
+	switch q.State {
+	case driver.Failed:
 		for _, f := range d.failed {
 			keep(f.Queue, f.Name, driver.JobInfo{ID: f.ID, Queue: f.Queue, Name: f.Name, Attempts: f.Attempts, MaxAttempts: f.MaxAttempts,
 				CreatedAt: f.CreatedAt, FailedAt: f.FailedAt, LastError: f.Error, PayloadSize: len(f.Payload)})
 		}
-	} else {
+	case driver.Succeeded:
+		for _, s := range d.kept {
+			keep(s.Queue, s.Name, driver.JobInfo{ID: s.ID, Queue: s.Queue, Name: s.Name, Attempts: s.Attempts, MaxAttempts: s.MaxAttempts,
+				ReservedBy: s.Worker, CreatedAt: s.CreatedAt, FinishedAt: s.FinishedAt, RunMs: s.RunMs, WaitMs: s.WaitMs, PayloadSize: len(s.Payload)})
+		}
+	default:
 		for _, j := range d.jobs {
 			var state driver.JobState
 			switch {

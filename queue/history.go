@@ -1,0 +1,183 @@
+package queue
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/navree/navree/app"
+)
+
+// Outcome is what became of one attempt of a job, in its [JobDetail.Timeline].
+type Outcome string
+
+// The outcomes of an attempt.
+const (
+	OutcomeReleased  Outcome = "released"  // it failed, and the job went back for a retry
+	OutcomeFailed    Outcome = "failed"    // it failed, and the job failed for good
+	OutcomeSucceeded Outcome = "succeeded" // the job succeeded (and is kept)
+	OutcomeRunning   Outcome = "running"   // it runs now
+	// OutcomeLost: it ended without an outcome (its worker was gone, and
+	// the job was taken over).
+	OutcomeLost Outcome = "lost"
+	// OutcomeRetried marks where an operator retried the failed job: the
+	// attempts count again from 1 after it.
+	OutcomeRetried Outcome = "retried"
+)
+
+// Step is one attempt of a job, or an operator's retry, in its timeline.
+type Step struct {
+	Attempt int // 0 for OutcomeRetried
+	Outcome Outcome
+	At      time.Time     // when it ended (when it started, for a running one); zero when not known
+	RunTime time.Duration // for a released, failed or succeeded attempt
+	Worker  string        // the registered worker that ran it, when known
+	Error   string        // a released or failed attempt's
+}
+
+// Timeline is the job's attempts in order, from its Failures and its
+// state: each failed attempt with its error, each that ended without an
+// outcome (its number missing), and the current one when it runs or
+// succeeded.
+func (d JobDetail) Timeline() []Step {
+	var out []Step
+	last := 0 // the attempt number of the step before
+	gap := func(upTo int) {
+		for n := last + 1; n < upTo; n++ {
+			out = append(out, Step{Attempt: n, Outcome: OutcomeLost})
+		}
+	}
+	// retried marks an operator's retry of the failed job, after which the
+	// attempts count again from 1; the attempt before it failed for good.
+	retried := func() {
+		if n := len(out); n > 0 && out[n-1].Outcome == OutcomeReleased {
+			out[n-1].Outcome = OutcomeFailed
+		}
+		out = append(out, Step{Outcome: OutcomeRetried})
+		last = 0
+	}
+	for i, f := range d.Failures {
+		if f.Attempt <= last {
+			retried()
+		}
+		gap(f.Attempt)
+		outcome := OutcomeReleased
+		if d.State == StateFailed && i == len(d.Failures)-1 {
+			outcome = OutcomeFailed
+		}
+		out = append(out, Step{Attempt: f.Attempt, Outcome: outcome, At: f.At, RunTime: f.RunTime, Worker: f.Worker, Error: f.Error})
+		last = f.Attempt
+	}
+	current := Step{Attempt: d.Attempts, Worker: d.Worker}
+	switch d.State {
+	case StateRunning:
+		current.Outcome, current.At = OutcomeRunning, d.ReservedAt
+	case StateSucceeded:
+		current.Outcome, current.At, current.RunTime = OutcomeSucceeded, d.FinishedAt, d.RunTime
+	default: // waiting or delayed: its attempts all ended; or failed: its last is its failure
+		if d.Attempts < last {
+			retried()
+		}
+		gap(d.Attempts + 1)
+		return out
+	}
+	if d.Attempts <= last {
+		retried()
+	}
+	gap(d.Attempts)
+	return append(out, current)
+}
+
+// jobCommand is queue:job.
+func jobCommand() app.Command {
+	return app.Command{
+		Name:      "queue:job",
+		Usage:     "Show one job: its state, times, worker and every attempt, with their errors",
+		ArgsUsage: "ID",
+		Description: "Finds the job in any state: waiting, delayed, running, failed, or succeeded and kept\n" +
+			"(queue.keep_succeeded). Prints its times, how long it waited and ran, the worker that ran it,\n" +
+			"and its attempts in order, each failed one with its error. The payload only with --payload.",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "payload", Usage: "print the payload too (it may hold personal data)"}},
+		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("queue:job takes one argument, a job's id")
+			}
+			j, err := i.Job(c.Context, c.Args().First())
+			if err != nil {
+				return err
+			}
+			return printJob(c.App.Writer, j, c.Bool("payload"))
+		}),
+	}
+}
+
+// printJob writes what queue:job prints of j.
+func printJob(w io.Writer, j JobDetail, payload bool) error {
+	stamp := func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000 UTC") }
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "Job %s: %s on %s, %s\n", j.ID, j.Name, j.Queue, j.State)
+	fmt.Fprintf(tw, "  Dispatched\t%s\n", stamp(j.CreatedAt))
+	switch j.State {
+	case StateWaiting, StateDelayed:
+		fmt.Fprintf(tw, "  Due\t%s\n", stamp(j.AvailableAt))
+	case StateRunning:
+		fmt.Fprintf(tw, "  Running since\t%s\n", stamp(j.ReservedAt))
+	case StateFailed:
+		fmt.Fprintf(tw, "  Failed\t%s\n", stamp(j.FailedAt))
+	case StateSucceeded:
+		fmt.Fprintf(tw, "  Finished\t%s, after waiting %s and running %s\n", stamp(j.FinishedAt), j.Wait, j.RunTime)
+	}
+	fmt.Fprintf(tw, "  Attempts\t%d of %d\n", j.Attempts, j.MaxAttempts)
+	if j.Worker != "" {
+		fmt.Fprintf(tw, "  Worker\t%s\n", j.Worker)
+	}
+	fmt.Fprintf(tw, "  Payload\t%d bytes\n", j.PayloadBytes)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if steps := j.Timeline(); len(steps) > 0 {
+		fmt.Fprintln(w, "Attempts:")
+		type row struct{ n, what, at, ran, by, err string }
+		rows := make([]row, len(steps))
+		var widths [4]int
+		for i, s := range steps {
+			r := row{n: strconv.Itoa(s.Attempt), what: string(s.Outcome), err: s.Error}
+			switch s.Outcome {
+			case OutcomeRetried:
+				r.n, r.what = "-", "retried by an operator: the attempts count again"
+			case OutcomeLost:
+				r.what = "lost: its worker was gone, and the job taken over"
+			case OutcomeReleased, OutcomeFailed, OutcomeSucceeded:
+				r.ran = "ran " + s.RunTime.String()
+			}
+			if !s.At.IsZero() {
+				r.at = stamp(s.At)
+			}
+			if s.Worker != "" {
+				r.by = "worker " + s.Worker
+			}
+			for c, v := range []string{r.n, r.what, r.at, r.ran} {
+				widths[c] = max(widths[c], len(v))
+			}
+			rows[i] = r
+		}
+		for _, r := range rows {
+			line := fmt.Sprintf("  %-*s  %-*s  %-*s  %-*s  %s", widths[0], r.n, widths[1], r.what, widths[2], r.at, widths[3], r.ran, r.by)
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+			for l := range strings.SplitSeq(r.err, "\n") {
+				if r.err != "" {
+					fmt.Fprintf(w, "  %*s  %s\n", widths[0], "", l)
+				}
+			}
+		}
+	}
+	if payload {
+		fmt.Fprintf(w, "Payload:\n%s\n", j.Payload)
+	}
+	return nil
+}

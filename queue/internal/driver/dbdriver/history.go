@@ -1,0 +1,193 @@
+package dbdriver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// succeededColumns are the columns of succeeded_jobs, in the order the
+// statements below write and read them.
+const succeededColumns = "id, queue, name, payload, max_attempts, attempts, created_at, finished_at, run_ms, wait_ms, worker, errors, meta"
+
+// The statements that keep successes in succeeded_jobs. On SQLite the copy
+// runs before the completion's delete, in its transaction (WHERE true:
+// an upsert after a join needs it); on PostgreSQL one statement deletes
+// and inserts.
+const (
+	sqliteKeep = "INSERT INTO succeeded_jobs (" + succeededColumns + ") " +
+		"SELECT j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, " +
+		"coalesce(json_extract(d.value, '$.at'), 0), coalesce(json_extract(d.value, '$.ms'), 0), coalesce(json_extract(d.value, '$.wait'), 0), " +
+		"j.reserved_by, j.errors, j.meta FROM json_each(?) AS d JOIN jobs AS j ON j.id = json_extract(d.value, '$.id') " +
+		"AND j.attempts = json_extract(d.value, '$.attempt') AND j.reserved_at IS NOT NULL WHERE true ON CONFLICT (id) DO NOTHING"
+	pgKeep = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
+		"gone AS (DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int, at bigint, ms bigint, wait bigint) " +
+		"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) " +
+		"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 " +
+		"RETURNING j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, coalesce(d.at, 0) AS at, coalesce(d.ms, 0) AS ms, " +
+		"coalesce(d.wait, 0) AS wait, j.reserved_by, j.errors, j.meta), " +
+		"kept AS (INSERT INTO succeeded_jobs (" + succeededColumns + ") SELECT * FROM gone ON CONFLICT (id) DO NOTHING) " +
+		"SELECT id FROM gone"
+
+	lookupErrors    = "SELECT errors, reserved_by FROM jobs WHERE id = ?"
+	lookupFailedErr = "SELECT errors FROM failed_jobs WHERE id = ?"
+	lookupSucceeded = "SELECT " + succeededColumns + " FROM succeeded_jobs WHERE id = ?"
+	// pruneSucceeded deletes a batch of the oldest, found in
+	// succeeded_jobs_finished_at.
+	pruneSucceeded = "DELETE FROM succeeded_jobs WHERE id IN (SELECT id FROM succeeded_jobs WHERE finished_at < ? ORDER BY finished_at, id LIMIT ?)"
+)
+
+// Complete implements driver.Driver.
+func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
+	if !keep {
+		return s.complete(ctx, done, s.q.complete)
+	}
+	batch, err := json.Marshal(done)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(done))
+	err = s.inTx(ctx, nil, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, sqliteKeep, string(batch)); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, s.q.complete, string(batch))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// Complete implements driver.Driver.
+func (p *postgresDriver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
+	if keep {
+		return p.complete(ctx, done, pgKeep)
+	}
+	return p.complete(ctx, done, p.q.complete)
+}
+
+// Lookup implements driver.Driver.
+func (s *sqliteDriver) Lookup(ctx context.Context, id string) (driver.Found, error) {
+	return s.lookup(ctx, func(q string) string { return q }, id)
+}
+
+// Lookup implements driver.Driver.
+func (p *postgresDriver) Lookup(ctx context.Context, id string) (driver.Found, error) {
+	return p.lookup(ctx, numbered, id)
+}
+
+// lookup looks for the job id in jobs, then failed_jobs, then
+// succeeded_jobs, with the statements in the database's words.
+func (b *base) lookup(ctx context.Context, words func(string) string, id string) (driver.Found, error) {
+	var found driver.Found
+	rows, err := b.sqldb.QueryContext(ctx, words(lookupJob), id)
+	if err != nil {
+		return found, err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		if found.Job, err = scanJob(rows); err != nil {
+			return found, err
+		}
+		rows.Close()
+		var errs, by sql.NullString
+		if err := b.sqldb.QueryRowContext(ctx, words(lookupErrors), id).Scan(&errs, &by); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return found, err
+		}
+		found.Job.Errors, found.Job.ReservedBy = parseErrors(errs), by.String
+		return found, nil
+	}
+	if err := rows.Err(); err != nil {
+		return found, err
+	}
+	rows.Close()
+	failed, err := b.sqldb.QueryContext(ctx, words(lookupFailed), id)
+	if err != nil {
+		return found, err
+	}
+	defer failed.Close()
+	if failed.Next() {
+		f, err := scanFailed(failed)
+		if err != nil {
+			return found, err
+		}
+		failed.Close()
+		found.Failed = &f
+		f.Errors, err = b.errorsOf(ctx, words(lookupFailedErr), id)
+		found.Failed.Errors = f.Errors
+		return found, err
+	}
+	if err := failed.Err(); err != nil {
+		return found, err
+	}
+	var sj driver.SucceededJob
+	var payload string
+	var worker, errs, meta sql.NullString
+	err = b.sqldb.QueryRowContext(ctx, words(lookupSucceeded), id).Scan(&sj.ID, &sj.Queue, &sj.Name, &payload, &sj.MaxAttempts, &sj.Attempts,
+		&sj.CreatedAt, &sj.FinishedAt, &sj.RunMs, &sj.WaitMs, &worker, &errs, &meta)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return found, driver.ErrNoJob
+	case err != nil:
+		return found, err
+	}
+	sj.Payload, sj.Worker, sj.Errors = []byte(payload), worker.String, parseErrors(errs)
+	if meta.Valid {
+		sj.Meta = []byte(meta.String)
+	}
+	found.Succeeded = &sj
+	return found, nil
+}
+
+// errorsOf reads the errors of the job id with query.
+func (b *base) errorsOf(ctx context.Context, query, id string) ([]driver.Failure, error) {
+	var errs sql.NullString
+	if err := b.sqldb.QueryRowContext(ctx, query, id).Scan(&errs); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	return parseErrors(errs), nil
+}
+
+// parseErrors reads a stored errors column: a JSON array of failures. One
+// that does not read is one failure saying so, rather than an error that
+// would hide the job.
+func parseErrors(s sql.NullString) []driver.Failure {
+	if !s.Valid || s.String == "" {
+		return nil
+	}
+	var out []driver.Failure
+	if err := json.Unmarshal([]byte(s.String), &out); err != nil {
+		return []driver.Failure{{Error: fmt.Sprintf("the stored errors do not read (column errors holds %q): %v", cut(s.String, 60), err)}}
+	}
+	return out
+}
+
+// cut shortens s to n bytes at most.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// PruneSucceeded implements driver.Driver.
+func (b *base) PruneSucceeded(ctx context.Context, before int64, limit int) (int, error) {
+	return b.count(ctx, b.q.words(pruneSucceeded), before, limit)
+}
