@@ -2,9 +2,14 @@ package queue
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // TestTimeline: the steps a job's failures and state tell, with the
@@ -46,5 +51,39 @@ func TestTimeline(t *testing.T) {
 		if got := steps(tt.d); got != tt.want {
 			t.Errorf("%s: %q\nwant %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestPercentilesFromBucketsMatchTheExactOnes: against a brute-force
+// reference (the nearest-rank percentile of the sorted durations), the
+// estimate from half-octave counts is in the exact one's bucket, within a
+// quarter octave (19%) of it.
+func TestPercentilesFromBucketsMatchTheExactOnes(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		n := 1 + r.IntN(2000)
+		durations := make([]time.Duration, n)
+		var h histogram
+		for i := range durations {
+			// Log-uniform from 10 µs to 10 min, as real run times spread.
+			us := int64(math.Exp(math.Log(10) + r.Float64()*(math.Log(600e6)-math.Log(10))))
+			durations[i] = time.Duration(us) * time.Microsecond
+			h[driver.Bucket(us)]++
+		}
+		slices.Sort(durations)
+		for _, p := range []float64{0.5, 0.95, 0.99, 1} {
+			exact := durations[int(math.Ceil(p*float64(n)))-1]
+			got := h.percentile(p)
+			if driver.Bucket(exact.Microseconds()) != driver.Bucket(got.Microseconds()) {
+				t.Fatalf("round %d, p%.0f of %d: estimated %s, exact %s: not in one bucket", round, p*100, n, got, exact)
+			}
+			if exact >= 100*time.Microsecond && math.Abs(math.Log2(float64(got)/float64(exact))) > 0.25+1e-9 {
+				t.Fatalf("round %d, p%.0f: estimated %s, exact %s: more than a quarter octave apart", round, p*100, got, exact)
+			}
+		}
+	}
+	var empty histogram
+	if got := empty.percentile(0.5); got != 0 {
+		t.Fatalf("no count: %s", got)
 	}
 }

@@ -97,3 +97,54 @@ func TestSucceededJobsAreKeptWithTheirHistory(t *testing.T) {
 		})
 	})
 }
+
+// TestTimingsGivePercentilesByMinute: the workers count how long each
+// attempt waited and ran, by minute, queue and type; Timings reads their
+// percentiles back, a point per step, filtered by queue and type, and
+// refuses a window it does not keep.
+func TestTimingsGivePercentilesByMinute(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f fixture) {
+		for range 20 {
+			f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
+		}
+		f.clock.Advance(2 * time.Second) // each job has waited 2 s
+		if stats, err := f.q.RunPending(ctx); stats.Succeeded != 20 || err != nil {
+			t.Fatalf("RunPending: %v, %v", stats, err)
+		}
+		f.clock.Advance(2 * time.Minute)
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "c2"})
+		f.clock.Advance(30 * time.Second)
+		if stats, err := f.q.RunPending(ctx); stats.Succeeded != 1 || err != nil {
+			t.Fatalf("RunPending: %v, %v", stats, err)
+		}
+		within := func(got, want time.Duration) bool { return got >= want*84/100 && got <= want*119/100 }
+		points, err := f.q.Inspector().Timings(ctx, queue.TimingsQuery{Window: 5 * time.Minute})
+		if err != nil || len(points) != 5 {
+			t.Fatalf("Timings = %d points, %v; want 5", len(points), err)
+		}
+		first, last := points[2], points[4] // the minutes of the two runs: now is 2 min 32 s on
+		if !first.Start.Equal(t0.Truncate(time.Minute)) || first.Attempts != 20 || !within(first.WaitP50, 2*time.Second) ||
+			!within(first.WaitP95, 2*time.Second) || first.RunP95 <= 0 {
+			t.Errorf("the first minute: %+v", first)
+		}
+		if last.Attempts != 1 || !within(last.WaitP50, 30*time.Second) || points[3].Attempts != 0 || points[3].WaitP50 != 0 {
+			t.Errorf("the last minutes: %+v, %+v", points[3], last)
+		}
+		whole, err := f.q.Inspector().Timings(ctx, queue.TimingsQuery{Window: 5 * time.Minute, Step: 5 * time.Minute, Name: "contacts.export"})
+		if err != nil || len(whole) != 1 || whole[0].Attempts != 21 || !within(whole[0].WaitP50, 2*time.Second) || !within(whole[0].WaitP95, 2*time.Second) {
+			t.Errorf("the window's contacts.export: %+v, %v; want 21 attempts", whole, err)
+		}
+		if none, _ := f.q.Inspector().Timings(ctx, queue.TimingsQuery{Window: 5 * time.Minute, Step: 5 * time.Minute, Name: "reports.build"}); len(none) != 1 || none[0].Attempts != 0 {
+			t.Errorf("a type that never ran: %+v", none)
+		}
+		if other, _ := f.q.Inspector().Timings(ctx, queue.TimingsQuery{Window: time.Hour, Queue: "mail"}); len(other) != 60 || other[59].Attempts != 0 {
+			t.Errorf("the queue mail: %+v", other)
+		}
+		for _, bad := range []queue.TimingsQuery{{Window: 25 * time.Hour}, {Window: time.Hour, Step: 90 * time.Second}, {}} {
+			if _, err := f.q.Inspector().Timings(ctx, bad); !errors.Is(err, queue.ErrInvalidQuery) {
+				t.Errorf("Timings(%+v): %v; want ErrInvalidQuery", bad, err)
+			}
+		}
+	})
+}

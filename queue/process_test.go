@@ -320,6 +320,21 @@ func TestFailedJobCommands(t *testing.T) {
 	})
 }
 
+// zombieStarted migrates the database at url, dispatches a Zombie job,
+// and starts a worker process with a rescue time of 3 s that runs it as
+// attempt 1.
+func zombieStarted(t *testing.T, url string) (*queue.Queue, string, *exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	t.Helper()
+	migrate(t, url)
+	q := localQueue(t, url, &clock{t: time.Now()}, noop[Zombie]())
+	id, _ := q.Dispatch(ctx, Zombie{})
+	cmd, stdin, stdout, stderr := workerIn(t, url, []string{"APP_QUEUE__RESCUE_AFTER=3s"}, "queue:work", "--workers", "1")
+	if line, err := stdout.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", id) {
+		t.Fatalf("the worker printed %q (%v)\n%s", line, err, stderr)
+	}
+	return q, id, cmd, stdin, stdout
+}
+
 // TestAKilledWorkersJobIsRescued kills a worker process with SIGKILL in
 // the middle of a job; another worker process, both on the system clock
 // with a rescue time of 3 s, runs it as attempt 2 once the killed one's
@@ -328,15 +343,8 @@ func TestFailedJobCommands(t *testing.T) {
 func TestAKilledWorkersJobIsRescued(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
-		q := localQueue(t, url, &clock{t: time.Now()}, noop[Zombie]())
-		id, _ := q.Dispatch(ctx, Zombie{})
+		q, id, cmd, _, _ := zombieStarted(t, url)
 		rescue := []string{"APP_QUEUE__RESCUE_AFTER=3s"}
-
-		cmd, _, stdout, stderr := workerIn(t, url, rescue, "queue:work", "--workers", "1")
-		if line, err := stdout.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", id) {
-			t.Fatalf("the worker printed %q (%v)\n%s", line, err, stderr)
-		}
 		killed := time.Now()
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
@@ -372,15 +380,9 @@ func TestAKilledWorkersJobIsRescued(t *testing.T) {
 func TestAPausedWorkersJobIsRescuedAndFencedOut(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
-		q := localQueue(t, url, &clock{t: time.Now()}, noop[Zombie]())
-		id, _ := q.Dispatch(ctx, Zombie{})
+		q, id, zombie, zombieIn, zombieOut := zombieStarted(t, url)
+		zombieErr := zombie.Stderr.(*syncBuffer)
 		rescue := []string{"APP_QUEUE__RESCUE_AFTER=3s"}
-
-		zombie, zombieIn, zombieOut, zombieErr := workerIn(t, url, rescue, "queue:work", "--workers", "1")
-		if line, err := zombieOut.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", id) {
-			t.Fatalf("the worker printed %q (%v)\n%s", line, err, zombieErr)
-		}
 		zombie.Process.Signal(syscall.SIGSTOP)
 		t.Cleanup(func() { zombie.Process.Signal(syscall.SIGCONT) }) // so that the cleanup's kill ends it
 

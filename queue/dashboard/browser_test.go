@@ -345,4 +345,16 @@ func TestScreenshots(t *testing.T) {
 	shoot(t, ctx, "job")
 	do(t, ctx, chromedp.Navigate(f.url+"/failed?queue=exports"), chromedp.Click(chromedp.ID("retry-all")), chromedp.WaitVisible(chromedp.ID("confirm")))
 	shoot(t, ctx, "confirm")
+	// An hour of work: each minute some reminders, waiting longer as the
+	// hour goes on.
+	for m := range 60 {
+		f.reminders(t, 5+m%7*3)
+		f.clock.Advance(time.Duration(200+m*40) * time.Millisecond)
+		if _, err := f.q.RunPending(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(time.Minute - time.Duration(200+m*40)*time.Millisecond)
+	}
+	do(t, ctx, chromedp.EmulateViewport(1200, 1100), chromedp.Navigate(f.url+"/charts"), chromedp.WaitVisible(chromedp.ID("chart-run")))
+	shoot(t, ctx, "charts")
 }

@@ -102,6 +102,7 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST "+p+"/queues/{name}/pause", d.operator(d.pause))
 	mux.HandleFunc("POST "+p+"/queues/{name}/resume", d.operator(d.pause))
 	mux.HandleFunc("GET "+p+"/workers", d.workersPage)
+	mux.HandleFunc("GET "+p+"/charts", d.chartsPage)
 	if d.scheduler != nil {
 		mux.HandleFunc("GET "+p+"/schedules", d.schedulesPage)
 		mux.HandleFunc("POST "+p+"/schedules/{name}/run", d.operator(d.runEntry))

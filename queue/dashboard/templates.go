@@ -44,6 +44,7 @@ func parsePages() (map[string]*template.Template, error) {
 var funcs = template.FuncMap{
 	"count":    count,
 	"duration": duration,
+	"span":     func(d time.Duration) string { return durationLabel(d.Seconds()) },
 	"time":     timeOf,
 	"short":    shortID,
 	"perMin":   perMinute,

@@ -19,6 +19,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"math/bits"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/backoff"
@@ -333,8 +334,13 @@ type Driver interface {
 	DeleteFailed(ctx context.Context, id string) error
 
 	// AddThroughput adds counts to those of their queue and minute, and
-	// deletes the counts of minutes before keepFrom.
-	AddThroughput(ctx context.Context, counts []Throughput, keepFrom int64) error
+	// timings to those of their minute, queue, job type and bucket, and
+	// deletes the counts and timings of minutes before keepFrom.
+	AddThroughput(ctx context.Context, counts []Throughput, timings []Timing, keepFrom int64) error
+
+	// Timings lists the timings of the minutes from since on, of queue and
+	// of the job type name where they are set, by minute.
+	Timings(ctx context.Context, since int64, queue, name string) ([]Timing, error)
 
 	// Throughput lists the counts of the minutes from since on, by queue,
 	// then minute.
@@ -434,6 +440,50 @@ type Throughput struct {
 	Queue                       string
 	Minute                      int64
 	Succeeded, Released, Failed int64
+}
+
+// Timing counts the attempts of a job type on a queue, in a minute (Unix
+// milliseconds of its start), whose run time, or queue wait, fell in a
+// bucket (see Bucket).
+type Timing struct {
+	Queue  string
+	Name   string
+	Minute int64
+	Wait   bool // the queue wait; false: the run time
+	Bucket int
+	Count  int64
+}
+
+// Buckets is how many buckets a timing has: bucket 0 holds the durations
+// under 100 µs, bucket b the half-octave from BucketFloor(b) up to
+// BucketFloor(b+1), and the last everything from its floor on (past a
+// day).
+const Buckets = 62
+
+// Bucket returns the bucket of a duration of us microseconds.
+func Bucket(us int64) int {
+	if us < 100 {
+		return 0
+	}
+	// b = 1 + floor(2 log2(us/100)), found by comparing with the floors.
+	b := 1 + 2*(bits.Len64(uint64(us/100))-1)
+	if us >= BucketFloor(b+1) {
+		b++
+	}
+	return min(b, Buckets-1)
+}
+
+// BucketFloor is the least duration, in microseconds, of bucket b ≥ 1:
+// 100 µs times √2 to the power b-1.
+func BucketFloor(b int) int64 {
+	if b <= 0 {
+		return 0
+	}
+	f := int64(100) << ((b - 1) / 2)
+	if (b-1)%2 == 1 {
+		f = f * 92682 / 65536 // √2, to five digits: the floors of odd steps
+	}
+	return f
 }
 
 // Cancelled says what Cancel did.

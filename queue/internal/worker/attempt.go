@@ -40,14 +40,12 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 	ctx := s.begin(w.jobCtx, job)
 	s.attempt.Store(n)
 	obs := w.cfg.Observer
-	var wait int64 // how long the job had been due, when someone asks
-	if obs != nil || w.cfg.KeepSucceeded > 0 {
-		wait = max(0, w.cfg.Clock.Now().UnixMilli()-job.AvailableAt)
-	}
+	wait := max(0, w.cfg.Clock.Now().UnixMilli()-job.AvailableAt) // how long the job had been due
 	if obs != nil {
 		ctx = obs.Started(ctx, job, wait)
 	}
 	failure := w.call(ctx, job)
+	w.timed(job, wait, time.Since(s.start))
 	if obs != nil {
 		msg := ""
 		if failure != nil {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,8 +13,32 @@ import (
 // every process (Store.AddThroughput).
 const tallyEvery = 5 * time.Second
 
-// tally is what a worker finished on one queue since it last added it.
-type tally struct{ succeeded, released, failed atomic.Int64 }
+// tally is what a worker finished on one queue since it last added it:
+// its outcomes, and by job type how long its attempts waited and ran.
+type tally struct {
+	succeeded, released, failed atomic.Int64
+	types                       sync.Map // job type -> *timings
+}
+
+// timings count a job type's attempts by bucket (driver.Bucket) of their
+// run time ([0]) and queue wait ([1]).
+type timings [2][driver.Buckets]atomic.Int64
+
+// timed counts an attempt of job that had been due waitMs when it
+// started and ran for run.
+func (w *worker) timed(job *driver.Job, waitMs int64, run time.Duration) {
+	t := w.tallies[job.Queue]
+	if t == nil {
+		return
+	}
+	v, ok := t.types.Load(job.Name)
+	if !ok {
+		v, _ = t.types.LoadOrStore(job.Name, new(timings))
+	}
+	c := v.(*timings)
+	c[0][driver.Bucket(run.Microseconds())].Add(1)
+	c[1][driver.Bucket(waitMs*1000)].Add(1)
+}
 
 // newTallies makes the tally of each queue; read-only after, so counting
 // takes no lock.
@@ -77,18 +102,30 @@ func (w *worker) startTallies() (stop func()) {
 func (w *worker) addTallies(failedBefore bool) bool {
 	minute := w.cfg.Clock.Now().UnixMilli() / 60_000 * 60_000
 	var counts []driver.Throughput
+	var timed []driver.Timing
 	for queue, t := range w.tallies {
 		c := driver.Throughput{Queue: queue, Minute: minute, Succeeded: t.succeeded.Swap(0), Released: t.released.Swap(0), Failed: t.failed.Swap(0)}
 		if c.Succeeded+c.Released+c.Failed > 0 {
 			counts = append(counts, c)
 		}
+		t.types.Range(func(name, v any) bool {
+			c := v.(*timings)
+			for kind := range c {
+				for b := range c[kind] {
+					if n := c[kind][b].Swap(0); n > 0 {
+						timed = append(timed, driver.Timing{Queue: queue, Name: name.(string), Minute: minute, Wait: kind == 1, Bucket: b, Count: n})
+					}
+				}
+			}
+			return true
+		})
 	}
-	if len(counts) == 0 {
+	if len(counts) == 0 && len(timed) == 0 {
 		return failedBefore
 	}
 	ctx, cancel := context.WithTimeout(w.jobCtx, 10*time.Second)
 	defer cancel()
-	if err := w.cfg.Store.AddThroughput(ctx, counts, minute-24*time.Hour.Milliseconds()); err != nil {
+	if err := w.cfg.Store.AddThroughput(ctx, counts, timed, minute-24*time.Hour.Milliseconds()); err != nil {
 		if !failedBefore {
 			w.log.Warn("add the attempts finished to the queue's throughput; counting on", "error", err)
 		}

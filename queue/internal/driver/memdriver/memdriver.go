@@ -28,6 +28,7 @@ type Driver struct {
 	paused map[string]bool                 // the paused queues, driver.AllQueues among them
 	cancel map[string]bool                 // the ids of running jobs to cancel
 	done   map[[2]string]driver.Throughput // by queue and minute
+	timed  map[driver.Timing]int64         // counts by timing, Count zero
 	start  time.Time                       // its clock of reservations: the monotonic time since
 	beats  map[string]driver.Worker        // the registered workers, by id
 }
@@ -43,6 +44,7 @@ func New() *Driver {
 		paused: map[string]bool{},
 		cancel: map[string]bool{},
 		done:   map[[2]string]driver.Throughput{},
+		timed:  map[driver.Timing]int64{},
 		start:  time.Now(),
 		beats:  map[string]driver.Worker{},
 	}
@@ -482,9 +484,19 @@ func (d *Driver) DeleteFailed(ctx context.Context, id string) error {
 }
 
 // AddThroughput implements driver.Driver.
-func (d *Driver) AddThroughput(ctx context.Context, counts []driver.Throughput, keepFrom int64) error {
+func (d *Driver) AddThroughput(ctx context.Context, counts []driver.Throughput, timings []driver.Timing, keepFrom int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for _, t := range timings {
+		n := t.Count
+		t.Count = 0
+		d.timed[t] += n
+	}
+	for t := range d.timed {
+		if t.Minute < keepFrom {
+			delete(d.timed, t)
+		}
+	}
 	for _, c := range counts {
 		k := [2]string{c.Queue, strconv.FormatInt(c.Minute, 10)}
 		t := d.done[k]
@@ -498,6 +510,21 @@ func (d *Driver) AddThroughput(ctx context.Context, counts []driver.Throughput, 
 		}
 	}
 	return nil
+}
+
+// Timings implements driver.Driver.
+func (d *Driver) Timings(ctx context.Context, since int64, queue, name string) ([]driver.Timing, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []driver.Timing
+	for t, n := range d.timed {
+		if t.Minute >= since && (queue == "" || t.Queue == queue) && (name == "" || t.Name == name) {
+			t.Count = n
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b driver.Timing) int { return cmp.Compare(a.Minute, b.Minute) })
+	return out, nil
 }
 
 // Throughput implements driver.Driver.
@@ -540,40 +567,35 @@ func (d *Driver) Lookup(ctx context.Context, id string) (driver.Found, error) {
 func (d *Driver) PruneSucceeded(ctx context.Context, before int64, limit int) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var old []driver.SucceededJob
-	for _, s := range d.kept {
-		if s.FinishedAt < before {
-			old = append(old, s)
-		}
-	}
-	slices.SortFunc(old, func(a, b driver.SucceededJob) int {
-		return cmp.Or(cmp.Compare(a.FinishedAt, b.FinishedAt), cmp.Compare(a.ID, b.ID))
-	})
-	old = old[:min(len(old), limit)]
-	for _, s := range old {
-		delete(d.kept, s.ID)
-	}
-	return len(old), nil
+	return pruneOldest(d.kept, before, limit, func(s driver.SucceededJob) int64 { return s.FinishedAt }), nil
 }
 
 // PruneFailed implements driver.Driver.
 func (d *Driver) PruneFailed(ctx context.Context, before int64, limit int) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var old []driver.FailedJob
-	for _, f := range d.failed {
-		if f.FailedAt < before {
-			old = append(old, f)
+	return pruneOldest(d.failed, before, limit, func(f driver.FailedJob) int64 { return f.FailedAt }), nil
+}
+
+// pruneOldest deletes from jobs, by id, up to limit of those whose time
+// (at) is before before, oldest first (then by id), and returns how many.
+func pruneOldest[J any](jobs map[string]J, before int64, limit int, at func(J) int64) int {
+	type key struct {
+		at int64
+		id string
+	}
+	var old []key
+	for id, j := range jobs {
+		if t := at(j); t < before {
+			old = append(old, key{t, id})
 		}
 	}
-	slices.SortFunc(old, func(a, b driver.FailedJob) int {
-		return cmp.Or(cmp.Compare(a.FailedAt, b.FailedAt), cmp.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(old, func(a, b key) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id)) })
 	old = old[:min(len(old), limit)]
-	for _, f := range old {
-		delete(d.failed, f.ID)
+	for _, k := range old {
+		delete(jobs, k.id)
 	}
-	return len(old), nil
+	return len(old)
 }
 
 // FlushFailed implements driver.Driver.
