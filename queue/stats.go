@@ -196,7 +196,8 @@ var ErrInvalidQuery = errors.New("invalid jobs query")
 // next page, "" after the last. Each state comes in its order: waiting
 // and delayed jobs by when they are due, the order the workers take them
 // in; running jobs by when they were taken; failed ones by when they
-// failed; ties by id. A page is found from the cursor in the index of
+// failed; succeeded ones (kept for queue.keep_succeeded) by when they
+// finished; ties by id. A page is found from the cursor in the index of
 // its state, never by an offset, so a page deep in a backlog costs what
 // the first costs. A filter the index does not hold (the type; the queue
 // of running and failed jobs) is checked on the jobs the walk meets.
