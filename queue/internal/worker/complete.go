@@ -19,8 +19,8 @@ type completer struct {
 	flushed bool // it stored a completion: sync at the end
 }
 
-// success is a job whose handler succeeded, how long it ran, and, when
-// successes are kept, how long it had been due when it started.
+// success is a job whose handler succeeded, how long it ran, and how long
+// it had been due when it started (kept with it where successes are).
 type success struct {
 	job  *driver.Job
 	ms   int64
