@@ -17,23 +17,43 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
+// blocker runs contacts.export jobs whose first attempt says it started
+// and waits to be released; a later attempt (a takeover) fails at once.
+// The backends run one after another, each with channels of its own.
+type blocker struct{ started, release chan struct{} }
+
+func (b *blocker) handlers() map[string]queue.Registration {
+	return map[string]queue.Registration{"contacts.export": queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](
+		func(ctx context.Context, _ ExportContacts, jc queue.JobContext) error {
+			if jc.Attempt > 1 {
+				return errors.New("taken over")
+			}
+			b.started <- struct{}{}
+			<-b.release
+			return nil
+		}))}
+}
+
+// start makes the backend's channels, has f's workers beat every 10 ms,
+// and dispatches the job.
+func (b *blocker) start(t *testing.T, f fixture) (started <-chan struct{}, release chan struct{}) {
+	t.Helper()
+	b.started, b.release = make(chan struct{}, 1), make(chan struct{})
+	queue.SetHeartbeatEvery(f.q, 10*time.Millisecond)
+	if _, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	return b.started, b.release
+}
+
 // TestAWorkerRegistersBeatsAndDeregisters: a Work call registers itself
 // with its host, pid, queues and concurrency, reports the jobs it runs at
 // its heartbeats, and deletes its row when it returns.
 func TestAWorkerRegistersBeatsAndDeregisters(t *testing.T) {
 	t.Parallel()
-	var release, started chan struct{} // each backend's, the backends one after another
-	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error {
-		started <- struct{}{}
-		<-release
-		return nil
-	}))
-	eachWith(t, queue.Config{}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
-		release, started = make(chan struct{}), make(chan struct{}, 1)
-		queue.SetHeartbeatEvery(f.q, 10*time.Millisecond)
-		if _, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"}); err != nil {
-			t.Fatal(err)
-		}
+	b := &blocker{}
+	eachWith(t, queue.Config{}, b.handlers(), func(t *testing.T, f fixture) {
+		started, release := b.start(t, f)
 		done := make(chan error, 1)
 		go func() {
 			_, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"high", "default"}, Workers: 3, StopWhenEmpty: true})
@@ -167,21 +187,9 @@ func TestWorkersCommand(t *testing.T) {
 // job's own attempt succeeds.
 func TestALiveWorkersLongJobIsNeverTakenOver(t *testing.T) {
 	t.Parallel()
-	var release, started chan struct{}
-	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, _ ExportContacts, jc queue.JobContext) error {
-		if jc.Attempt > 1 {
-			return errors.New("taken over")
-		}
-		started <- struct{}{}
-		<-release
-		return nil
-	}))
-	eachWith(t, queue.Config{}, map[string]queue.Registration{"contacts.export": handler}, func(t *testing.T, f fixture) {
-		release, started = make(chan struct{}), make(chan struct{}, 1)
-		queue.SetHeartbeatEvery(f.q, 10*time.Millisecond)
-		if _, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"}); err != nil {
-			t.Fatal(err)
-		}
+	b := &blocker{}
+	eachWith(t, queue.Config{}, b.handlers(), func(t *testing.T, f fixture) {
+		started, release := b.start(t, f)
 		beats := make(chan error, 100)
 		done := make(chan queue.WorkStats, 1)
 		go func() {
