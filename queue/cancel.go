@@ -29,11 +29,18 @@ var ErrReservationLost = worker.ErrReservationLost
 var ErrNoJob = errors.New("there is no job with that id")
 
 // NoJobError is the error of [Inspector.Cancel] for an id that is no job
-// waiting, delayed or running: it has finished, failed, or never was.
-type NoJobError struct{ ID string }
+// waiting, delayed or running: it has finished, failed, or never was; and
+// of [Inspector.Job] (Anywhere set) for an id that is no job stored.
+type NoJobError struct {
+	ID       string
+	Anywhere bool // looked for in every state, the failed and kept ones too
+}
 
-// Error names the id.
+// Error names the id, and says where it was looked for.
 func (e *NoJobError) Error() string {
+	if e.Anywhere {
+		return "there is no job with id " + e.ID + ": it succeeded and is not kept (queue.keep_succeeded), was deleted, or never was"
+	}
 	return "there is no waiting, delayed or running job with id " + e.ID + " (queue:failed lists the failed ones)"
 }
 

@@ -91,8 +91,9 @@ func TestSucceededJobsAreKeptWithTheirHistory(t *testing.T) {
 			if stats, err := f.q.RunPending(ctx); stats.Succeeded != 1 || err != nil {
 				t.Fatalf("second run: %v, %v", stats, err)
 			}
-			if _, err := f.q.Inspector().Job(ctx, id); !errors.Is(err, queue.ErrNoJob) {
-				t.Fatalf("without keep_succeeded: %v; want the job gone", err)
+			if _, err := f.q.Inspector().Job(ctx, id); !errors.Is(err, queue.ErrNoJob) ||
+				err.Error() != "there is no job with id "+id+": it succeeded and is not kept (queue.keep_succeeded), was deleted, or never was" {
+				t.Fatalf("without keep_succeeded: %v; want the job gone, saying why", err)
 			}
 		})
 	})

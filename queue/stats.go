@@ -336,12 +336,12 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 	q := i.q
 	u, err := uuid.FromString(id)
 	if err != nil {
-		return JobDetail{}, &NoJobError{ID: id}
+		return JobDetail{}, &NoJobError{ID: id, Anywhere: true}
 	}
 	found, err := q.store.Lookup(ctx, u.String())
 	switch {
 	case errors.Is(err, driver.ErrNoJob):
-		return JobDetail{}, &NoJobError{ID: u.String()}
+		return JobDetail{}, &NoJobError{ID: u.String(), Anywhere: true}
 	case err != nil:
 		return JobDetail{}, fmt.Errorf("queue: look up the job %s: %w", u, err)
 	case found.Failed != nil:
