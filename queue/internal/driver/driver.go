@@ -109,6 +109,10 @@ type Attempt struct {
 	At      int64  `json:"at,omitempty"`
 	Ms      int64  `json:"ms,omitempty"`
 	Wait    int64  `json:"wait,omitempty"`
+	// Flow is the flow of the job, if any, and Result what its handler
+	// recorded, if anything: either sends it through Finish.
+	Flow   string `json:"-"`
+	Result string `json:"-"`
 }
 
 // Failure is a failed attempt, kept with its job (the column errors, a
@@ -119,6 +123,8 @@ type Failure struct {
 	Ms      int64  `json:"ms"` // how long it ran
 	Worker  string `json:"worker,omitempty"`
 	Error   string `json:"error"`
+	// Flow is the flow of the failed job, if any: Fail then resolves it.
+	Flow string `json:"-"`
 }
 
 // Reservation asks [Driver.Reserve] for jobs.
@@ -174,7 +180,11 @@ type Job struct {
 	CreatedAt   int64
 	LastError   string
 	Meta        []byte    // a JSON object, or nil
+	Flow        string    // the flow whose step it is, if any
 	Errors      []Failure // its failed attempts; read by Lookup alone
+	// Result is what its handler recorded for this attempt (JSON), kept
+	// when it succeeds.
+	Result []byte
 	// Corrupt, when set, says which value of the stored row does not
 	// hold what its column should (SQLite keeps any value in any column):
 	// the worker fails the job at once, with this as its error.
@@ -199,6 +209,7 @@ type FailedJob struct {
 	CreatedAt   int64
 	FailedAt    int64
 	Meta        []byte
+	Flow        string
 	Errors      []Failure // every failed attempt, the last included; read by Lookup alone
 }
 
@@ -242,8 +253,10 @@ func (k FailedKey) Before(o FailedKey) bool {
 	return k.FailedAt < o.FailedAt || k.FailedAt == o.FailedAt && k.ID < o.ID
 }
 
-// Driver stores jobs.
+// Driver stores jobs, and the flows they are steps of.
 type Driver interface {
+	Flows
+
 	// Insert stores job, in uow when it is not nil (the database driver
 	// writes in its transaction, the memory driver queues after its
 	// commit). A job with a UniqueKey is not stored while a pending job
@@ -503,6 +516,11 @@ const CancelledError = "cancelled"
 // dispatches, that asks the workers to read the cancel requests: it
 // cannot begin a queue name.
 const CancelNote = "!"
+
+// ResultNote is the notification, on the channel of dispatches, that
+// jobs of flows or with results finished: it wakes the callers of Await
+// in processes whose workers listen. It cannot be a queue name.
+const ResultNote = "="
 
 // ErrNoJob is returned by Cancel for an id that is no job waiting,
 // delayed or running.

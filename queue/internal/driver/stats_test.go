@@ -30,7 +30,7 @@ func reserveAt(t *testing.T, s driver.Driver, queue string, now, at int64) *driv
 
 func fail(t *testing.T, s driver.Driver, j *driver.Job, failure string, at int64) {
 	t.Helper()
-	if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: failure, At: at}); !ok || err != nil {
+	if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: failure, At: at, Flow: j.Flow}); !ok || err != nil {
 		t.Fatalf("Fail = %v, %v", ok, err)
 	}
 }

@@ -72,7 +72,7 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 	}
 	ctx := w.jobCtx
 	now := w.cfg.Clock.Now().UnixMilli()
-	kept := driver.Failure{Attempt: job.Attempts, At: now, Ms: ms, Worker: job.ReservedBy}
+	kept := driver.Failure{Attempt: job.Attempts, At: now, Ms: ms, Worker: job.ReservedBy, Flow: job.Flow}
 	attrs := attemptAttrs(make([]slog.Attr, 0, 10), job, ms)
 	var acted bool
 	var err error
@@ -102,6 +102,9 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 			acted, err = w.cfg.Store.Fail(ctx, job.ID, job.Attempts, kept)
 			return err
 		})
+		if job.Flow != "" && acted {
+			w.cfg.Waker.Wake() // its flow's catch, or its dependants that run if it failed
+		}
 		count, outcome = &w.failed, Failed
 		level, attrs = slog.LevelError, append(attrs, slog.String("outcome", "failed"), slog.String("error", failure.msg))
 		if failure.cancelled {

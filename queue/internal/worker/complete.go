@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"cmp"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/navree/navree/queue/internal/driver"
@@ -85,18 +87,43 @@ func (c *completer) flush(batch []success) {
 		at = c.w.cfg.Clock.Now().UnixMilli()
 	}
 	done := make([]driver.Attempt, len(batch))
+	var composed []driver.Attempt // of flows, or with results: through Finish
 	for i, s := range batch {
 		done[i] = driver.Attempt{ID: s.job.ID, Attempt: s.job.Attempts}
 		if keep {
 			done[i].At, done[i].Ms, done[i].Wait = at, s.ms, s.wait
 		}
+		if s.job.Flow != "" || s.job.Result != nil {
+			if at == 0 {
+				at = c.w.cfg.Clock.Now().UnixMilli()
+			}
+			a := done[i]
+			a.At, a.Flow, a.Result = at, s.job.Flow, string(s.job.Result)
+			composed = append(composed, a)
+		}
 	}
-	var deleted []string
+	if composed != nil {
+		done = slices.DeleteFunc(done, func(a driver.Attempt) bool {
+			return slices.ContainsFunc(composed, func(b driver.Attempt) bool { return b.ID == a.ID })
+		})
+	}
+	var deleted, finished []string
+	var err, finishErr error
 	c.flushed = true
-	err := retried(func() (err error) {
-		deleted, err = c.w.cfg.Store.Complete(c.w.jobCtx, done, keep)
-		return err
-	})
+	if len(done) > 0 {
+		err = retried(func() (err error) {
+			deleted, err = c.w.cfg.Store.Complete(c.w.jobCtx, done, keep)
+			return err
+		})
+	}
+	if len(composed) > 0 {
+		finishErr = retried(func() (err error) {
+			finished, err = c.w.cfg.Store.Finish(c.w.jobCtx, composed, keep)
+			return err
+		})
+		deleted, err = append(deleted, finished...), cmp.Or(err, finishErr)
+		c.w.cfg.Waker.Wake() // the steps it released may be this process's to run
+	}
 	var stored map[string]bool // nil when every job was deleted, as is usual
 	if len(deleted) != len(batch) {
 		stored = make(map[string]bool, len(deleted))

@@ -60,6 +60,8 @@ func (w *worker) listen(queues []string) (stop func()) {
 					w.cfg.Waker.Wake()
 				case strings.HasPrefix(queue, driver.CancelNote): // a cancel
 					w.cancelNote.Store(true)
+				case queue == driver.ResultNote: // for Await
+					w.cfg.Waker.Wake()
 				case slices.Contains(queues, queue):
 					w.cfg.Waker.Wake()
 				}

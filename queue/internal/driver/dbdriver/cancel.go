@@ -13,7 +13,7 @@ import (
 const (
 	forgetFinished = "DELETE FROM queue_cancels WHERE job_id NOT IN (SELECT id FROM jobs WHERE reserved_at IS NOT NULL)"
 	cancelCopy     = "INSERT INTO failed_jobs (" + failedColumns + ") " +
-		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, '" + driver.CancelledError + "', created_at, ?, meta, errors FROM jobs " +
+		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, '" + driver.CancelledError + "', created_at, ?, meta, errors, flow FROM jobs " +
 		"WHERE id = ? AND reserved_at IS NULL"
 	cancelDelete  = "DELETE FROM jobs WHERE id = ? AND reserved_at IS NULL"
 	cancelRequest = "INSERT INTO queue_cancels (job_id, requested_at) SELECT id, ? FROM jobs WHERE id = ? AND reserved_at IS NOT NULL " +
@@ -27,7 +27,7 @@ func (s *sqliteDriver) Cancel(ctx context.Context, id string, now int64) (driver
 	var did driver.Cancelled
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		var err error
-		did, err = cancel(ctx, tx, id, now, func(s string) string { return s })
+		did, err = cancel(ctx, tx, id, now, sqliteDialect)
 		return err
 	})
 	if err == nil && did == 0 {
@@ -44,7 +44,7 @@ func (p *postgresDriver) Cancel(ctx context.Context, id string, now int64) (driv
 		return 0, err
 	}
 	defer tx.Rollback()
-	did, err := cancel(ctx, tx, id, now, numbered)
+	did, err := cancel(ctx, tx, id, now, pgDialect)
 	if err != nil {
 		return 0, err
 	}
@@ -59,10 +59,11 @@ func (p *postgresDriver) Cancel(ctx context.Context, id string, now int64) (driv
 	return 0, driver.ErrNoJob
 }
 
-// cancel is Cancel in tx, its statements in words; 0 for an id that is
-// no job waiting or running (the transaction still commits what it
-// forgot).
-func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, words func(string) string) (driver.Cancelled, error) {
+// cancel is Cancel in tx, its statements in d's words; 0 for an id that
+// is no job waiting or running (the transaction still commits what it
+// forgot). A job of a flow ends its step, resolved in tx.
+func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, d dialect) (driver.Cancelled, error) {
+	words := d.words
 	if _, err := tx.ExecContext(ctx, words(forgetFinished)); err != nil {
 		return 0, err
 	}
@@ -71,8 +72,18 @@ func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, words func(st
 		return 0, err
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
-		_, err := tx.ExecContext(ctx, words(cancelDelete), id)
-		return driver.Removed, err
+		if _, err := tx.ExecContext(ctx, words(cancelDelete), id); err != nil {
+			return 0, err
+		}
+		var flow string
+		if err := tx.QueryRowContext(ctx, d.q(flowOfFailed), id).Scan(&flow); err != nil || flow == "" {
+			return driver.Removed, err
+		}
+		t := newFlowTx(ctx, tx, d)
+		if err := stepFailed(t, id, driver.CancelledError, now); err != nil {
+			return 0, err
+		}
+		return driver.Removed, t.notify()
 	}
 	var running int
 	if err := tx.QueryRowContext(ctx, words(isRunning), id).Scan(&running); err != nil {

@@ -135,10 +135,10 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 // meanwhile.
 var (
 	pgFailMove = numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
-		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors) " +
+		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors, flow) " +
 		"INSERT INTO failed_jobs (" + failedColumns + ") " +
 		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ?, meta, " +
-		postgresAppendError + " FROM moved")
+		postgresAppendError + ", flow FROM moved")
 	pgRetryOne    = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
 	pgRetryFailed = numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
 		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +
@@ -152,11 +152,36 @@ func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, f dri
 	if err != nil {
 		return false, err
 	}
-	return p.exec(ctx, pgFailMove, id, attempt, f.Error, f.At, string(entry))
+	if f.Flow == "" {
+		return p.exec(ctx, pgFailMove, id, attempt, f.Error, f.At, string(entry))
+	}
+	var moved bool
+	err = p.inFlow(ctx, nil, func(t *flowTx) error {
+		res, err := t.tx.ExecContext(ctx, pgFailMove, id, attempt, f.Error, f.At, string(entry))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil
+		}
+		moved = true
+		return stepFailed(t, id, f.Error, f.At)
+	})
+	return moved, err
 }
 
 // Retry implements driver.Driver.
 func (p *postgresDriver) Retry(ctx context.Context, id string, now int64) error {
+	var flow string
+	switch err := p.sqldb.QueryRowContext(ctx, pgDialect.q(flowOfFailed), id).Scan(&flow); {
+	case errors.Is(err, sql.ErrNoRows):
+		return driver.ErrNoFailedJob
+	case err != nil:
+		return err
+	case flow != "":
+		_, err := p.RetryFlow(ctx, flow, now)
+		return err
+	}
 	res, err := p.sqldb.ExecContext(ctx, pgRetryOne, id, now)
 	if err != nil {
 		return err
@@ -169,6 +194,12 @@ func (p *postgresDriver) Retry(ctx context.Context, id string, now int64) error 
 
 // RetryFailed implements driver.Driver, in one statement.
 func (p *postgresDriver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
+	if flows, err := p.anyFailedOfFlow(ctx); err != nil || flows {
+		if err != nil {
+			return 0, after, err
+		}
+		return p.retryFailedFlows(ctx, after, upTo, limit, now)
+	}
 	var n int
 	from, last := fromFirst(after), after
 	err := p.sqldb.QueryRowContext(ctx, pgRetryFailed, from.FailedAt, from.ID, upTo.FailedAt, upTo.ID, limit, now).Scan(&n, &last.FailedAt, &last.ID)

@@ -16,10 +16,10 @@ import (
 func scanJob(row scanner) (*driver.Job, error) {
 	var j driver.Job
 	var payload, stored string
-	var uniqueKey, lastError, meta sql.NullString
+	var uniqueKey, lastError, meta, flow sql.NullString
 	var uniqueUntil, reservedAt sql.NullInt64
 	err := row.Scan(&j.ID, &j.Queue, &j.Name, &payload, &j.MaxAttempts, &stored, &j.TimeoutMs,
-		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError, &meta)
+		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError, &meta, &flow)
 	if err != nil {
 		return readJob(row, err)
 	}
@@ -27,7 +27,7 @@ func scanJob(row scanner) (*driver.Job, error) {
 	if meta.Valid {
 		j.Meta = []byte(meta.String)
 	}
-	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError = uniqueKey.String, uniqueUntil.Int64, reservedAt.Int64, lastError.String
+	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError, j.Flow = uniqueKey.String, uniqueUntil.Int64, reservedAt.Int64, lastError.String, flow.String
 	setBackoff(&j, stored)
 	return &j, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 
@@ -122,7 +123,7 @@ func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) 
 // halves that a transaction holding the write lock keeps together.
 const (
 	sqliteFailCopy = "INSERT INTO failed_jobs (" + failedColumns + ") " +
-		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, min(attempts, max_attempts), ?, created_at, ?, meta, " + sqliteAppendError + " FROM jobs " +
+		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, min(attempts, max_attempts), ?, created_at, ?, meta, " + sqliteAppendError + ", flow FROM jobs " +
 		"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteFailDelete = "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteRetryOne   = retriedInto + " FROM failed_jobs WHERE id = ?"
@@ -153,6 +154,9 @@ func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, f drive
 			return err
 		}
 		moved = true
+		if f.Flow != "" {
+			return stepFailed(newFlowTx(ctx, tx, sqliteDialect), id, f.Error, f.At)
+		}
 		return nil
 	})
 	return moved, err
@@ -161,6 +165,16 @@ func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, f drive
 // Retry implements driver.Driver.
 func (s *sqliteDriver) Retry(ctx context.Context, id string, now int64) error {
 	return s.inTx(ctx, nil, func(tx *sql.Tx) error {
+		var flow string
+		switch err := tx.QueryRowContext(ctx, flowOfFailed, id).Scan(&flow); {
+		case errors.Is(err, sql.ErrNoRows):
+			return driver.ErrNoFailedJob
+		case err != nil:
+			return err
+		case flow != "":
+			_, err := retryFlow(newFlowTx(ctx, tx, sqliteDialect), flow, now)
+			return err
+		}
 		res, err := tx.ExecContext(ctx, sqliteRetryOne, now, id)
 		if err != nil {
 			return err
@@ -176,6 +190,12 @@ func (s *sqliteDriver) Retry(ctx context.Context, id string, now int64) error {
 // RetryFailed implements driver.Driver: the keys of the batch first, then
 // the range up to the last of them moved, in one write transaction.
 func (s *sqliteDriver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
+	if flows, err := s.anyFailedOfFlow(ctx); err != nil || flows {
+		if err != nil {
+			return 0, after, err
+		}
+		return s.retryFailedFlows(ctx, after, upTo, limit, now)
+	}
 	var n int
 	from, last := fromFirst(after), after
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {

@@ -20,12 +20,12 @@ type statements struct {
 	words      func(string) string // rewrites a statement's placeholders
 }
 
-const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta"
+const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow"
 
 // values are the placeholders of one inserted row (see appendRow).
-const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?)"
+const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?)"
 
-// rowsPerInsert bounds a multi-row insert: 12 parameters a row stays
+// rowsPerInsert bounds a multi-row insert: 13 parameters a row stays
 // under SQLite's 32,766 and PostgreSQL's 65,535.
 const rowsPerInsert = 500
 
@@ -154,8 +154,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 // taken over after its last attempt counts the attempts it started, not
 // the takeover's reservation.
 const (
-	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, errors"
-	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta, errors"
+	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, errors, flow"
+	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta, flow, errors"
 	// retriedInto is the insert a retry moves failed jobs back with: its
 	// errors kept.
 	retriedInto = "INSERT INTO jobs (" + columns + ", errors) SELECT " + retried

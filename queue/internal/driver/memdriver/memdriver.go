@@ -31,6 +31,7 @@ type Driver struct {
 	timed  map[driver.Timing]int64         // counts by timing, Count zero
 	start  time.Time                       // its clock of reservations: the monotonic time since
 	beats  map[string]driver.Worker        // the registered workers, by id
+	f      flows
 }
 
 // New returns an empty memory driver.
@@ -47,6 +48,7 @@ func New() *Driver {
 		timed:  map[driver.Timing]int64{},
 		start:  time.Now(),
 		beats:  map[string]driver.Worker{},
+		f:      newFlows(),
 	}
 }
 
@@ -326,9 +328,10 @@ func (d *Driver) Fail(ctx context.Context, id string, attempt int, f driver.Fail
 	j, ok := d.current(id, attempt)
 	if ok {
 		d.remove(j)
-		d.failed[j.ID] = driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
-			Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: min(j.Attempts, j.MaxAttempts), Error: f.Error, CreatedAt: j.CreatedAt, FailedAt: f.At, Meta: j.Meta,
-			Errors: append(slices.Clip(j.Errors), f)}
+		d.failed[j.ID] = failedOf(j, f.Error, f.At, min(j.Attempts, j.MaxAttempts), append(slices.Clip(j.Errors), f))
+		if j.Flow != "" {
+			d.stepFailed(j.ID, f.Error, f.At)
+		}
 	}
 	return ok, nil
 }
@@ -360,10 +363,14 @@ func (d *Driver) Retry(ctx context.Context, id string, now int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	f, ok := d.failed[id]
-	if !ok {
+	switch {
+	case !ok:
 		return driver.ErrNoFailedJob
+	case f.Flow != "":
+		d.retryFlow(f.Flow, now)
+	default:
+		d.retry(f, now)
 	}
-	d.retry(f, now)
 	return nil
 }
 
@@ -382,7 +389,12 @@ func (d *Driver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, 
 	})
 	batch = batch[:min(len(batch), limit)]
 	for _, f := range batch {
-		d.retry(f, now)
+		switch {
+		case f.Flow == "":
+			d.retry(f, now)
+		case d.failed[f.ID].ID != "": // not put back yet by its flow's retry
+			d.retryFlow(f.Flow, now)
+		}
 	}
 	if len(batch) == 0 {
 		return 0, after, nil
@@ -395,7 +407,7 @@ func (d *Driver) retry(f driver.FailedJob, now int64) {
 	delete(d.failed, f.ID)
 	b, _ := backoff.Parse(f.Backoff) // written by Fail
 	d.insert(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
-		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta, Errors: f.Errors})
+		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta, Errors: f.Errors, Flow: f.Flow})
 }
 
 // Pause implements driver.Driver.
@@ -445,9 +457,10 @@ func (d *Driver) Cancel(ctx context.Context, id string, now int64) (driver.Cance
 		return driver.Signalled, nil
 	}
 	d.remove(j) // still in its line's waiting jobs, which Reserve drops (see head)
-	d.failed[id] = driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
-		Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: j.Attempts, Error: driver.CancelledError,
-		CreatedAt: j.CreatedAt, FailedAt: now, Meta: j.Meta}
+	d.failed[id] = failedOf(j, driver.CancelledError, now, j.Attempts, j.Errors)
+	if j.Flow != "" {
+		d.stepFailed(id, driver.CancelledError, now)
+	}
 	return driver.Removed, nil
 }
 

@@ -1,0 +1,826 @@
+package dbdriver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// The statements of flows, in SQLite's words with LIST for a list of ids
+// (one argument: a JSON array); dialect rewrites them for each database.
+const (
+	flowColumns = "id, kind, name, created_at, finished_at, state, cancel_on_failure, total, pending, succeeded, failed"
+	stepColumns = "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, queue, name, payload, max_attempts, backoff, timeout_ms, delay_ms, meta"
+
+	flowInsert = "INSERT INTO queue_flows (" + flowColumns + ") VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, 0, 0)"
+	flowLock   = "SELECT kind, pending FROM queue_flows WHERE id = ?"
+	flowGrow   = "UPDATE queue_flows SET total = total + ?, pending = pending + ? WHERE id = ? AND pending > 0"
+	flowSeq    = "SELECT coalesce(max(seq), 0) FROM queue_steps WHERE flow_id = ?"
+	flowRead   = "SELECT " + flowColumns + " FROM queue_flows WHERE id = ?"
+	flowList   = "SELECT " + flowColumns + " FROM queue_flows WHERE (kind = ? OR ? = '') AND id < ? ORDER BY id DESC LIMIT ?"
+	stepsRead  = "SELECT s.job_id, s.step, s.role, s.state, s.waiting, s.failed_deps, s.run_if_failed, s.error, s.ended_at, " +
+		"s.queue, s.name, s.payload, s.max_attempts, s.timeout_ms, s.delay_ms, r.result FROM queue_steps s " +
+		"LEFT JOIN queue_results r ON r.job_id = s.job_id WHERE s.flow_id = ? ORDER BY s.seq"
+	edgesRead = "SELECT from_id, to_id FROM queue_edges WHERE flow_id = ?"
+	upstream  = "SELECT s.job_id, s.step, s.role, s.state, s.waiting, s.failed_deps, s.run_if_failed, s.error, s.ended_at, " +
+		"s.queue, s.name, s.payload, s.max_attempts, s.timeout_ms, s.delay_ms, r.result FROM queue_steps s " +
+		"LEFT JOIN queue_results r ON r.job_id = s.job_id WHERE s.job_id IN (SELECT from_id FROM queue_edges WHERE to_id = ?) " +
+		"OR s.role = 'step' AND s.flow_id = (SELECT flow_id FROM queue_steps c WHERE c.job_id = ? AND c.role <> 'step') ORDER BY s.seq"
+
+	stepEnd = "UPDATE queue_steps SET state = ?, error = ?, ended_at = ? " +
+		"WHERE job_id IN LIST AND state IN ('held', 'queued') RETURNING job_id, flow_id, role"
+	stepSatisfy = "UPDATE queue_steps SET waiting = queue_steps.waiting - e.n, failed_deps = queue_steps.failed_deps + e.n * ? " +
+		"FROM (SELECT to_id, count(*) AS n FROM queue_edges WHERE from_id IN LIST GROUP BY to_id) AS e " +
+		"WHERE queue_steps.job_id = e.to_id AND queue_steps.state = 'held' " +
+		"RETURNING queue_steps.job_id, queue_steps.flow_id, queue_steps.waiting, queue_steps.failed_deps, queue_steps.run_if_failed"
+	flowTally = "UPDATE queue_flows SET pending = pending - ?, succeeded = succeeded + ?, failed = failed + ?, " +
+		"finished_at = CASE WHEN pending = ? AND finished_at IS NULL THEN ? ELSE finished_at END, " +
+		"state = CASE WHEN pending = ? AND state = 'running' THEN CASE WHEN failed + ? > 0 THEN 'failed' ELSE 'succeeded' END ELSE state END " +
+		"WHERE id = ? RETURNING " + flowColumns
+	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow) " +
+		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id FROM queue_steps " +
+		"WHERE job_id IN LIST AND state = 'held' RETURNING queue"
+	stepQueued  = "UPDATE queue_steps SET state = 'queued', payload = NULL WHERE job_id IN LIST AND state = 'held'"
+	heldOf      = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = ? AND state = 'held' ORDER BY seq"
+	waitingOf   = "SELECT id FROM jobs WHERE flow = ? AND reserved_at IS NULL"
+	failedCopy  = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ?, meta, errors, flow FROM jobs WHERE id IN LIST"
+	jobsDelete  = "DELETE FROM jobs WHERE id IN LIST"
+	runningOf   = "INSERT INTO queue_cancels (job_id, requested_at) SELECT id, ? FROM jobs WHERE flow = ? AND reserved_at IS NOT NULL ON CONFLICT (job_id) DO NOTHING RETURNING job_id"
+	flowCancel  = "UPDATE queue_flows SET state = 'cancelled' WHERE id = ? AND pending > 0"
+	thenAgain   = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL WHERE flow_id = ? AND role = 'then' AND state = 'skipped'"
+	stepsFailed = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = 'step' AND state IN ('failed', 'cancelled') ORDER BY seq"
+	failedIn    = "SELECT id FROM failed_jobs WHERE id IN LIST"
+	retryIn     = retriedInto + " FROM failed_jobs WHERE id IN LIST"
+	failedDel   = "DELETE FROM failed_jobs WHERE id IN LIST"
+	stepsBack   = "UPDATE queue_steps SET state = 'queued', error = NULL, ended_at = NULL WHERE job_id IN LIST"
+	stepsHeld   = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL, failed_deps = 0, waiting = (" +
+		"SELECT count(*) FROM queue_edges e JOIN queue_steps d ON d.job_id = e.from_id WHERE e.to_id = queue_steps.job_id AND d.state <> 'succeeded') " +
+		"WHERE job_id IN LIST RETURNING job_id, waiting"
+	flowAgain = "UPDATE queue_flows SET pending = pending + ?, failed = failed - ?, finished_at = NULL, state = 'running' WHERE id = ?"
+
+	resultInsert   = "INSERT INTO queue_results (job_id, flow_id, result, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING"
+	outcomeResult  = "SELECT result FROM queue_results WHERE job_id = ?"
+	outcomePending = "SELECT count(*) FROM jobs WHERE id = ?"
+	outcomeFailed  = "SELECT error FROM failed_jobs WHERE id = ?"
+	outcomeStep    = "SELECT state, coalesce(error, '') FROM queue_steps WHERE job_id = ?"
+	outcomeKept    = "SELECT count(*) FROM succeeded_jobs WHERE id = ?"
+
+	flowsOld      = "SELECT id FROM queue_flows WHERE finished_at < ? ORDER BY finished_at LIMIT ?"
+	resultsPrune  = "DELETE FROM queue_results WHERE flow_id IN LIST"
+	edgesPrune    = "DELETE FROM queue_edges WHERE flow_id IN LIST"
+	stepsPrune    = "DELETE FROM queue_steps WHERE flow_id IN LIST"
+	flowsPrune    = "DELETE FROM queue_flows WHERE id IN LIST"
+	loosePrune    = "DELETE FROM queue_results WHERE job_id IN (SELECT job_id FROM queue_results WHERE flow_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?)"
+	flowOfFailed  = "SELECT coalesce(CAST(flow AS TEXT), '') FROM failed_jobs WHERE id = ?"
+	anyFlowFailed = "SELECT count(*) FROM (SELECT 1 FROM failed_jobs WHERE flow IS NOT NULL LIMIT 1) AS f"
+)
+
+// dialect rewrites a statement of flows for one database: SQLite reads a
+// list from json_each; PostgreSQL from a jsonb array of uuids, its text
+// columns compared as text, and numbered placeholders.
+type dialect struct {
+	words func(string) string
+	list  string
+	pg    bool
+}
+
+var (
+	sqliteDialect = dialect{words: func(s string) string { return s }, list: "(SELECT value FROM json_each(?))"}
+	pgDialect     = dialect{words: numbered, list: "(SELECT x::uuid FROM jsonb_array_elements_text(?::jsonb) AS x)", pg: true}
+)
+
+func (d dialect) q(s string) string {
+	s = strings.ReplaceAll(s, "LIST", d.list)
+	if d.pg {
+		s = strings.ReplaceAll(s, "id = ?", "id = ?::uuid")
+		s = strings.ReplaceAll(s, "flow = ?", "flow = ?::uuid")
+		s = strings.ReplaceAll(s, "AND id < ?", "AND id < ?::uuid")
+	}
+	return d.words(s)
+}
+
+// dialect is b's.
+func (b *base) dialect() dialect {
+	if b.db.Dialect() == db.Postgres {
+		return pgDialect
+	}
+	return sqliteDialect
+}
+
+// listOf is ids as the argument of LIST.
+func listOf(ids []string) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// flowTx is a transaction that resolves flows: the driver's FlowTx.
+type flowTx struct {
+	ctx    context.Context
+	tx     *sql.Tx
+	d      dialect
+	queues map[string]bool // the queues of the jobs it released
+	ended  bool            // it ended steps or kept results: tell Await's callers
+}
+
+func (t *flowTx) exec(query string, args ...any) (int64, error) {
+	res, err := t.tx.ExecContext(t.ctx, t.d.q(query), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// strings runs query and reads the first column of each row.
+func (t *flowTx) strings(query string, args ...any) ([]string, error) {
+	rows, err := t.tx.QueryContext(t.ctx, t.d.q(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func (t *flowTx) End(ids []string, state, errText string, at int64) ([]driver.Ended, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := t.tx.QueryContext(t.ctx, t.d.q(stepEnd), state, nullString(errText), at, listOf(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.Ended
+	for rows.Next() {
+		e := driver.Ended{State: state}
+		if err := rows.Scan(&e.ID, &e.Flow, &e.Role); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (t *flowTx) Satisfy(ids []string, failed bool) ([]driver.Held, error) {
+	n := 0
+	if failed {
+		n = 1
+	}
+	rows, err := t.tx.QueryContext(t.ctx, t.d.q(stepSatisfy), n, listOf(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.Held
+	for rows.Next() {
+		var h driver.Held
+		if err := rows.Scan(&h.ID, &h.Flow, &h.Waiting, &h.FailedDeps, &h.RunIfFailed); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+func (t *flowTx) Tally(flow string, succeeded, failed int, at int64) (driver.Flow, error) {
+	n := succeeded + failed
+	return scanFlow(t.tx.QueryRowContext(t.ctx, t.d.q(flowTally), n, succeeded, failed, n, at, n, failed, flow))
+}
+
+func (t *flowTx) Release(ids []string, now int64) error {
+	queues, err := t.strings(stepRelease, now, now, listOf(ids))
+	if err != nil {
+		return err
+	}
+	for _, q := range queues {
+		t.queues[q] = true
+	}
+	_, err = t.exec(stepQueued, listOf(ids))
+	return err
+}
+
+func (t *flowTx) HeldOf(flow, role string) ([]string, error) {
+	return t.strings(heldOf, flow, role)
+}
+
+func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
+	query := waitingOf
+	if t.d.pg {
+		query += " FOR UPDATE SKIP LOCKED" // a job being reserved runs
+	}
+	ids, err := t.strings(query, flow)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	if _, err := t.exec(failedCopy, errText, now, listOf(ids)); err != nil {
+		return nil, err
+	}
+	_, err = t.exec(jobsDelete, listOf(ids))
+	return ids, err
+}
+
+// notify tells the listening workers of the queues of the jobs t
+// released, by a NOTIFY its commit sends (on PostgreSQL; SQLite's
+// workers poll).
+func (t *flowTx) notify() error {
+	if !t.d.pg {
+		return nil
+	}
+	if t.ended {
+		t.queues[driver.ResultNote] = true
+	}
+	for q := range t.queues {
+		if _, err := t.tx.ExecContext(t.ctx, "SELECT pg_notify($1, $2)", Channel, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newFlowTx is a FlowTx on tx.
+func newFlowTx(ctx context.Context, tx *sql.Tx, d dialect) *flowTx {
+	return &flowTx{ctx: ctx, tx: tx, d: d, queues: map[string]bool{}}
+}
+
+// scanFlow reads a row of flowColumns.
+func scanFlow(row scanner) (driver.Flow, error) {
+	var f driver.Flow
+	var finished sql.NullInt64
+	err := row.Scan(&f.ID, &f.Kind, &f.Name, &f.CreatedAt, &finished, &f.State, &f.CancelOnFailure, &f.Total, &f.Pending, &f.Succeeded, &f.Failed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, driver.ErrNoFlow
+	}
+	f.FinishedAt = finished.Int64
+	return f, err
+}
+
+// inFlow runs fn in a transaction that resolves flows, in uow when it is
+// b's, and afterwards tells the listening workers of the queues of the
+// jobs it released (on PostgreSQL, by a NOTIFY its commit sends). On
+// its own, a transaction that PostgreSQL aborts for a deadlock (two
+// transactions ending steps of one flow can lock its rows in different
+// orders) or a serialization failure is run again.
+func (b *base) inFlow(ctx context.Context, uow *db.UnitOfWork, fn func(t *flowTx) error) error {
+	d := b.dialect()
+	run := func() error {
+		return b.inTx(ctx, uow, func(tx *sql.Tx) error {
+			t := newFlowTx(ctx, tx, d)
+			if err := fn(t); err != nil {
+				return err
+			}
+			return t.notify()
+		})
+	}
+	for try := 0; ; try++ {
+		err := run()
+		var pgErr *pgconn.PgError
+		if err == nil || uow != nil || try == 9 || !errors.As(err, &pgErr) || pgErr.Code != "40P01" && pgErr.Code != "40001" {
+			return err
+		}
+		time.Sleep(time.Duration(try+1) * time.Millisecond)
+	}
+}
+
+// StartFlow implements driver.Flows.
+func (b *base) StartFlow(ctx context.Context, uow *db.UnitOfWork, nf *driver.NewFlow) error {
+	f := nf.Flow
+	return b.inFlow(ctx, uow, func(t *flowTx) error {
+		if _, err := t.exec(flowInsert, f.ID, f.Kind, f.Name, f.CreatedAt, f.State, f.CancelOnFailure, f.Total, f.Pending); err != nil {
+			return err
+		}
+		return b.addSteps(t, f.ID, 0, nf.Steps, nf.Edges)
+	})
+}
+
+// AddSteps implements driver.Flows.
+func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, steps []*driver.Step, edges []driver.Edge) error {
+	n := 0
+	for _, s := range steps {
+		if s.Role == driver.RoleStep {
+			n++
+		}
+	}
+	return b.inFlow(ctx, uow, func(t *flowTx) error {
+		grown, err := t.exec(flowGrow, n, n, id)
+		if err != nil {
+			return err
+		}
+		if grown == 0 {
+			var kind string
+			var pending int
+			if err := t.tx.QueryRowContext(ctx, t.d.q(flowLock), id).Scan(&kind, &pending); errors.Is(err, sql.ErrNoRows) {
+				return driver.ErrNoFlow
+			} else if err != nil {
+				return err
+			}
+			return driver.ErrFlowEnded
+		}
+		var seq int
+		if err := t.tx.QueryRowContext(ctx, t.d.q(flowSeq), id).Scan(&seq); err != nil {
+			return err
+		}
+		return b.addSteps(t, id, seq, steps, edges)
+	})
+}
+
+// stepsPerInsert bounds a multi-row insert of steps (17 parameters a
+// row) and of edges (3).
+const stepsPerInsert = 500
+
+// addSteps stores steps of flow (numbered from after seq) and edges in
+// t, and the roots' jobs.
+func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, edges []driver.Edge) error {
+	var roots []*driver.Job
+	for from := 0; from < len(steps); from += stepsPerInsert {
+		chunk := steps[from:min(len(steps), from+stepsPerInsert)]
+		var q strings.Builder
+		q.WriteString("INSERT INTO queue_steps (" + stepColumns + ") VALUES ")
+		args := make([]any, 0, 17*len(chunk))
+		for i, s := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			j := s.Job
+			state, payload := driver.StepHeld, any(string(j.Payload))
+			if s.Role == driver.RoleStep && s.Waiting == 0 {
+				state, payload = driver.StepQueued, nil
+				root := *j
+				root.Flow = flow
+				roots = append(roots, &root)
+			}
+			seq++
+			args = append(args, j.ID, flow, seq, s.Name, s.Role, state, s.Waiting, s.RunIfFailed,
+				j.Queue, j.Name, payload, j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, s.DelayMs, nullBytes(j.Meta))
+		}
+		if _, err := t.exec(q.String(), args...); err != nil {
+			return err
+		}
+	}
+	for from := 0; from < len(edges); from += stepsPerInsert {
+		chunk := edges[from:min(len(edges), from+stepsPerInsert)]
+		var q strings.Builder
+		q.WriteString("INSERT INTO queue_edges (from_id, to_id, flow_id) VALUES ")
+		args := make([]any, 0, 3*len(chunk))
+		for i, e := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?)")
+			args = append(args, e.From, e.To, flow)
+		}
+		if _, err := t.exec(q.String(), args...); err != nil {
+			return err
+		}
+	}
+	for _, r := range roots {
+		t.queues[r.Queue] = true
+	}
+	return b.insertChunks(t.ctx, t.tx, nil, roots, false)
+}
+
+// Finish implements driver.Flows.
+func (b *base) Finish(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
+	batch, err := json.Marshal(done)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	err = b.inFlow(ctx, nil, func(t *flowTx) error {
+		query := b.q.complete
+		if keep {
+			if t.d.pg {
+				query = pgKeep
+			} else if _, err := t.tx.ExecContext(ctx, sqliteKeep, string(batch)); err != nil {
+				return err
+			}
+		}
+		var err error
+		if ids, err = t.strings(query, string(batch)); err != nil {
+			return err
+		}
+		var steps []string
+		var at int64
+		for _, a := range done {
+			if !containsID(ids, a.ID) {
+				continue
+			}
+			at = max(at, a.At)
+			if a.Result != "" {
+				if _, err := t.exec(resultInsert, a.ID, nullString(a.Flow), a.Result, a.At); err != nil {
+					return err
+				}
+			}
+			if a.Flow != "" {
+				steps = append(steps, a.ID)
+			}
+		}
+		t.ended = len(ids) > 0
+		ended, err := t.End(steps, driver.StepSucceeded, "", at)
+		if err != nil {
+			return err
+		}
+		return driver.Resolve(t, ended, at)
+	})
+	return ids, err
+}
+
+// containsID reports whether ids holds id, PostgreSQL's uuids and the
+// ids given compared as the same text.
+func containsID(ids []string, id string) bool {
+	for _, x := range ids {
+		if strings.EqualFold(x, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// stepFailed ends, in t, the step of the job id moved to the failed jobs.
+func stepFailed(t *flowTx, id, errText string, at int64) error {
+	t.ended = true
+	ended, err := t.End([]string{id}, driver.FailedState(errText), errText, at)
+	if err != nil {
+		return err
+	}
+	return driver.Resolve(t, ended, at)
+}
+
+// CancelFlow implements driver.Flows.
+func (b *base) CancelFlow(ctx context.Context, id string, now int64) (driver.FlowCancel, error) {
+	var did driver.FlowCancel
+	err := b.inFlow(ctx, nil, func(t *flowTx) error {
+		did = driver.FlowCancel{}
+		kind, err := t.lockFlow(id)
+		if err != nil {
+			return err
+		}
+		if _, err := t.exec(flowCancel, id); err != nil {
+			return err
+		}
+		why := driver.FlowCancelledErr + kind
+		for _, role := range []string{driver.RoleThen, driver.RoleCatch, driver.RoleFinally} {
+			ids, err := t.HeldOf(id, role)
+			if err != nil {
+				return err
+			}
+			if _, err := t.End(ids, driver.StepCancelled, why, now); err != nil {
+				return err
+			}
+		}
+		waiting, err := t.Unqueue(id, why, now)
+		if err != nil {
+			return err
+		}
+		held, err := t.HeldOf(id, driver.RoleStep)
+		if err != nil {
+			return err
+		}
+		ended, err := t.End(append(waiting, held...), driver.StepCancelled, why, now)
+		if err != nil {
+			return err
+		}
+		did.Ended = len(ended)
+		running, err := t.strings(runningOf, now, id)
+		if err != nil {
+			return err
+		}
+		did.Signalled = len(running)
+		if t.d.pg {
+			for _, r := range running {
+				if _, err := t.tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", Channel, driver.CancelNote+r); err != nil {
+					return err
+				}
+			}
+		}
+		return driver.Resolve(t, ended, now)
+	})
+	return did, err
+}
+
+// lockFlow reads the kind of the flow id, locking its row on PostgreSQL:
+// ErrNoFlow when there is none.
+func (t *flowTx) lockFlow(id string) (string, error) {
+	query := flowLock
+	if t.d.pg {
+		query += " FOR UPDATE"
+	}
+	var kind string
+	var pending int
+	err := t.tx.QueryRowContext(t.ctx, t.d.q(query), id).Scan(&kind, &pending)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", driver.ErrNoFlow
+	}
+	return kind, err
+}
+
+// RetryFlow implements driver.Flows.
+func (b *base) RetryFlow(ctx context.Context, id string, now int64) (int, error) {
+	var n int
+	err := b.inFlow(ctx, nil, func(t *flowTx) (err error) {
+		n, err = retryFlow(t, id, now)
+		return err
+	})
+	return n, err
+}
+
+// retryFlow is RetryFlow in t.
+func retryFlow(t *flowTx, id string, now int64) (int, error) {
+	if _, err := t.lockFlow(id); err != nil {
+		return 0, err
+	}
+	if _, err := t.exec(thenAgain, id); err != nil {
+		return 0, err
+	}
+	failed, err := t.strings(stepsFailed, id)
+	if err != nil || len(failed) == 0 {
+		return 0, err
+	}
+	ran, err := t.strings(failedIn, listOf(failed))
+	if err != nil {
+		return 0, err
+	}
+	if len(ran) > 0 {
+		queues, err := t.strings(retryIn+" RETURNING queue", now, listOf(ran))
+		if err != nil {
+			return 0, err
+		}
+		for _, q := range queues {
+			t.queues[q] = true
+		}
+		if _, err := t.exec(failedDel, listOf(ran)); err != nil {
+			return 0, err
+		}
+		if _, err := t.exec(stepsBack, listOf(ran)); err != nil {
+			return 0, err
+		}
+	}
+	var never []string
+	for _, s := range failed {
+		if !containsID(ran, s) {
+			never = append(never, s)
+		}
+	}
+	if _, err := t.exec(flowAgain, len(failed), len(failed), id); err != nil {
+		return 0, err
+	}
+	if len(never) > 0 {
+		rows, err := t.tx.QueryContext(t.ctx, t.d.q(stepsHeld), listOf(never))
+		if err != nil {
+			return 0, err
+		}
+		var due []string
+		for rows.Next() {
+			var sid string
+			var waiting int
+			if err := rows.Scan(&sid, &waiting); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			if waiting == 0 {
+				due = append(due, sid)
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return 0, err
+		}
+		if len(due) > 0 {
+			if err := t.Release(due, now); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(failed), nil
+}
+
+// ReadFlow implements driver.Flows.
+func (b *base) ReadFlow(ctx context.Context, id string) (driver.Flow, []driver.Step, error) {
+	d := b.dialect()
+	f, err := scanFlow(b.sqldb.QueryRowContext(ctx, d.q(flowRead), id))
+	if err != nil {
+		return f, nil, err
+	}
+	steps, err := b.readSteps(ctx, d.q(stepsRead), id)
+	if err != nil {
+		return f, nil, err
+	}
+	at := make(map[string]int, len(steps))
+	for i, s := range steps {
+		at[strings.ToLower(s.Job.ID)] = i
+	}
+	rows, err := b.sqldb.QueryContext(ctx, d.q(edgesRead), id)
+	if err != nil {
+		return f, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var from, to string
+		if err := rows.Scan(&from, &to); err != nil {
+			return f, nil, err
+		}
+		if i, ok := at[strings.ToLower(to)]; ok {
+			steps[i].Deps = append(steps[i].Deps, from)
+		}
+	}
+	return f, steps, rows.Err()
+}
+
+// readSteps reads steps with the statement query (stepsRead's columns).
+func (b *base) readSteps(ctx context.Context, query string, args ...any) ([]driver.Step, error) {
+	rows, err := b.sqldb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.Step
+	for rows.Next() {
+		s := driver.Step{Job: &driver.Job{}}
+		var errText, payload, result sql.NullString
+		var ended sql.NullInt64
+		if err := rows.Scan(&s.Job.ID, &s.Name, &s.Role, &s.State, &s.Waiting, &s.FailedDeps, &s.RunIfFailed, &errText, &ended,
+			&s.Job.Queue, &s.Job.Name, &payload, &s.Job.MaxAttempts, &s.Job.TimeoutMs, &s.DelayMs, &result); err != nil {
+			return nil, err
+		}
+		s.Error, s.EndedAt = errText.String, ended.Int64
+		if payload.Valid {
+			s.Job.Payload = []byte(payload.String)
+		}
+		if result.Valid {
+			s.Result = []byte(result.String)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// ListFlows implements driver.Flows.
+func (b *base) ListFlows(ctx context.Context, q driver.FlowsQuery) ([]driver.Flow, error) {
+	before := q.Before
+	if before == "" {
+		before = lastID
+	}
+	rows, err := b.sqldb.QueryContext(ctx, b.dialect().q(flowList), q.Kind, q.Kind, before, q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.Flow
+	for rows.Next() {
+		f, err := scanFlow(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// Upstream implements driver.Flows.
+func (b *base) Upstream(ctx context.Context, id string) ([]driver.Step, error) {
+	return b.readSteps(ctx, b.dialect().q(upstream), id, id)
+}
+
+// Outcome implements driver.Flows.
+func (b *base) Outcome(ctx context.Context, id string) (driver.Outcome, error) {
+	d := b.dialect()
+	var result string
+	err := b.sqldb.QueryRowContext(ctx, d.q(outcomeResult), id).Scan(&result)
+	if err == nil {
+		return driver.Outcome{State: driver.OutcomeSucceeded, Result: []byte(result)}, nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return driver.Outcome{}, err
+	}
+	var n int
+	if err := b.sqldb.QueryRowContext(ctx, d.q(outcomePending), id).Scan(&n); err != nil || n > 0 {
+		return driver.Outcome{State: driver.OutcomePending}, err
+	}
+	var errText string
+	if err := b.sqldb.QueryRowContext(ctx, d.q(outcomeFailed), id).Scan(&errText); err == nil {
+		return driver.Outcome{State: driver.OutcomeFailed, Error: errText}, nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return driver.Outcome{}, err
+	}
+	var state string
+	if err := b.sqldb.QueryRowContext(ctx, d.q(outcomeStep), id).Scan(&state, &errText); err == nil {
+		switch state {
+		case driver.StepHeld, driver.StepQueued:
+			return driver.Outcome{State: driver.OutcomePending}, nil
+		case driver.StepSucceeded:
+			return driver.Outcome{State: driver.OutcomeSucceeded}, nil
+		}
+		if errText == "" {
+			errText = state
+		}
+		return driver.Outcome{State: driver.OutcomeFailed, Error: errText}, nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return driver.Outcome{}, err
+	}
+	if err := b.sqldb.QueryRowContext(ctx, d.q(outcomeKept), id).Scan(&n); err != nil || n > 0 {
+		return driver.Outcome{State: driver.OutcomeSucceeded}, err
+	}
+	return driver.Outcome{}, nil
+}
+
+// PruneFlows implements driver.Flows.
+func (b *base) PruneFlows(ctx context.Context, before int64, limit int) (int, error) {
+	var n int
+	err := b.inFlow(ctx, nil, func(t *flowTx) error {
+		old, err := t.strings(flowsOld, before, limit)
+		if err != nil {
+			return err
+		}
+		n = len(old)
+		if n > 0 {
+			for _, q := range []string{resultsPrune, edgesPrune, stepsPrune, flowsPrune} {
+				if _, err := t.exec(q, listOf(old)); err != nil {
+					return err
+				}
+			}
+		}
+		loose, err := t.exec(loosePrune, before, limit-n)
+		n += int(loose)
+		return err
+	})
+	return n, err
+}
+
+// failedKeysFlows lists the keys of a batch of failed jobs, with their
+// flows.
+const failedKeysFlows = "SELECT failed_at, id, coalesce(CAST(flow AS TEXT), '') FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?"
+
+// anyFailedOfFlow reports whether a failed job of a flow is kept: then
+// RetryFailed takes retryFailedFlows.
+func (b *base) anyFailedOfFlow(ctx context.Context) (bool, error) {
+	var n int
+	err := b.sqldb.QueryRowContext(ctx, anyFlowFailed).Scan(&n)
+	return n > 0, err
+}
+
+// retryFailedFlows is RetryFailed when failed jobs of flows may be among
+// those retried: the jobs of no flow are moved back, and each flow of the
+// others is retried whole (RetryFlow), in one transaction.
+func (b *base) retryFailedFlows(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
+	var n int
+	from, last := fromFirst(after), after
+	err := b.inFlow(ctx, nil, func(t *flowTx) error {
+		n, last = 0, after
+		rows, err := t.tx.QueryContext(ctx, t.d.q(failedKeysFlows), from.FailedAt, from.ID, upTo.FailedAt, upTo.ID, limit)
+		if err != nil {
+			return err
+		}
+		var plain, flows []string
+		for rows.Next() {
+			var flow string
+			if err := rows.Scan(&last.FailedAt, &last.ID, &flow); err != nil {
+				rows.Close()
+				return err
+			}
+			n++
+			switch {
+			case flow == "":
+				plain = append(plain, last.ID)
+			case !containsID(flows, flow):
+				flows = append(flows, flow)
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if len(plain) > 0 {
+			queues, err := t.strings(retryIn+" RETURNING queue", now, listOf(plain))
+			if err != nil {
+				return err
+			}
+			for _, q := range queues {
+				t.queues[q] = true
+			}
+			if _, err := t.exec(failedDel, listOf(plain)); err != nil {
+				return err
+			}
+		}
+		for _, f := range flows {
+			if _, err := retryFlow(t, f, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, after, err
+	}
+	return n, last, nil
+}
