@@ -11,6 +11,7 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue/internal/backoff"
+	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/worker"
 	"go.uber.org/fx"
 )
@@ -123,6 +124,12 @@ type JobContext struct {
 	Queue   string
 	Attempt int             // 1 for the first
 	Meta    json.RawMessage // the envelope's Meta, nil if it had none
+	// Flow is the id of the chain, batch or workflow whose step the job
+	// is, "" for none.
+	Flow string
+
+	job *driver.Job // the attempt's, for SetResult
+	q   *Queue      // for Upstream
 }
 
 // Handler runs jobs of type T. Its ctx ends when the attempt's time limit

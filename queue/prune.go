@@ -13,7 +13,10 @@ const pruneBatch = 1000
 // PruneFailed deletes the failed jobs that failed more than olderThan
 // ago, pruneBatch to a transaction, oldest first, so that a million
 // never hold one long transaction (nor, on SQLite, the write lock); and
-// returns how many it deleted. progress, when not nil, is called with that
+// returns how many it deleted. Then it deletes, as it does them, the
+// chains, batches and workflows that ended as long ago, with their steps
+// and results, and the results of jobs of no flow kept as long (not
+// counted). progress, when not nil, is called with that
 // count after each batch. Stopped by ctx or an error, it returns the count
 // so far with the error: the batches before it are deleted. olderThan
 // must be positive.
@@ -39,6 +42,18 @@ func (i *Inspector) PruneFailed(ctx context.Context, olderThan time.Duration, pr
 		deleted += n
 		if n > 0 && progress != nil {
 			progress(deleted)
+		}
+		if n < pruneBatch {
+			break
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return deleted, fmt.Errorf("queue: prune the flows that ended: %w", err)
+		}
+		n, err := q.store.PruneFlows(ctx, before, pruneBatch)
+		if err != nil {
+			return deleted, fmt.Errorf("queue: prune the flows that ended: %w", err)
 		}
 		if n < pruneBatch {
 			return deleted, nil

@@ -143,7 +143,7 @@ func (q *Queue) Handle(regs ...Registration) error {
 		}
 		t.jobs[reg.name] = reg
 		if reg.handle != nil { // nil: declared by Register, whose handler is built with the Queue (bind)
-			t.handles[reg.name] = handle(reg)
+			t.handles[reg.name] = q.handle(reg)
 		}
 	}
 	q.table.Store(t)
@@ -157,7 +157,7 @@ func (q *Queue) bind(handlers []built) *Queue {
 	old := q.table.Load()
 	t := &table{jobs: old.jobs, handles: maps.Clone(old.handles)}
 	for _, b := range handlers {
-		t.handles[b.name] = handle(Registration(b))
+		t.handles[b.name] = q.handle(Registration(b))
 	}
 	q.table.Store(t)
 	return q

@@ -235,9 +235,10 @@ func (q *Queue) handler(name string) (worker.Handle, bool) {
 
 // handle is the engine's handle of reg: its handler, given the job's
 // payload and its JobContext.
-func handle(reg Registration) worker.Handle {
+func (q *Queue) handle(reg Registration) worker.Handle {
 	return func(ctx context.Context, job *driver.Job) error {
-		return reg.handle(ctx, job.Payload, JobContext{JobID: job.ID, Name: job.Name, Queue: job.Queue, Attempt: job.Attempts, Meta: job.Meta})
+		return reg.handle(ctx, job.Payload, JobContext{JobID: job.ID, Name: job.Name, Queue: job.Queue, Attempt: job.Attempts, Meta: job.Meta,
+			Flow: job.Flow, job: job, q: q})
 	}
 }
 

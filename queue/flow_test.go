@@ -1,0 +1,395 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue"
+)
+
+// addJob adds Add to the results of the steps it comes after and records
+// the sum as its result; Fail makes it fail for good.
+type addJob struct {
+	Step string `json:"step"`
+	Add  int    `json:"add"`
+	Fail bool   `json:"fail,omitempty"`
+}
+
+func (addJob) JobName() string { return "test.add" }
+
+// ranLog records the steps run, in order.
+type ranLog struct {
+	mu  sync.Mutex
+	ran []string
+	up  map[string][]queue.StepResult // what each step read upstream
+}
+
+func (l *ranLog) steps() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ran)
+}
+
+func (l *ranLog) handler() queue.Registration {
+	return queue.HandlerOf[addJob](queue.HandlerFunc[addJob](func(ctx context.Context, j addJob, jc queue.JobContext) error {
+		up, err := jc.Upstream(ctx)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.ran = append(l.ran, j.Step)
+		if l.up == nil {
+			l.up = map[string][]queue.StepResult{}
+		}
+		l.up[j.Step] = up
+		l.mu.Unlock()
+		if j.Fail {
+			return queue.Permanent(errors.New(j.Step + " failed"))
+		}
+		sum := j.Add
+		for _, r := range up {
+			var n int
+			if r.State == "succeeded" {
+				if err := r.Decode(&n); err != nil {
+					return err
+				}
+			}
+			sum += n
+		}
+		return jc.SetResult(sum)
+	}))
+}
+
+// drain runs the jobs available until none is left.
+func drain(t *testing.T, f fixture) {
+	t.Helper()
+	for range 50 {
+		s, err := f.q.RunPending(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Processed == 0 {
+			return
+		}
+	}
+	t.Fatal("jobs kept coming")
+}
+
+func flowFixture(t *testing.T, f func(t *testing.T, fx fixture, log *ranLog)) {
+	log := &ranLog{}
+	eachWith(t, queue.Config{}, map[string]queue.Registration{"test.add": log.handler()}, func(t *testing.T, fx fixture) {
+		log.mu.Lock()
+		log.ran, log.up = nil, nil
+		log.mu.Unlock()
+		f(t, fx, log)
+	})
+}
+
+// stepStates is a flow's steps as "name=state" in their order.
+func stepStates(t *testing.T, f fixture, id string) (queue.FlowDetail, string) {
+	t.Helper()
+	d, err := f.q.Inspector().Flow(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, s := range d.Steps {
+		parts = append(parts, s.Name+"="+s.State)
+	}
+	return d, strings.Join(parts, " ")
+}
+
+func TestAChainPassesItsResultsOn(t *testing.T) {
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		id, err := f.q.DispatchFlow(ctx, queue.Chain(addJob{Step: "a", Add: 1}, addJob{Step: "b", Add: 2}, addJob{Step: "c", Add: 3}).
+			Catch(addJob{Step: "catch"}).Named("import"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := f.pending(t, "default"); n != 1 {
+			t.Fatalf("pending at first: %d; want the chain's first job alone", n)
+		}
+		drain(t, f)
+		if got := log.steps(); !slices.Equal(got, []string{"a", "b", "c"}) {
+			t.Fatalf("ran %v; want a, b, c in order and no catch", got)
+		}
+		d, states := stepStates(t, f, id)
+		if states != "test.add=succeeded test.add=succeeded test.add=succeeded catch=skipped" || d.State != "succeeded" || d.Name != "import" ||
+			d.Kind != "chain" || d.Total != 3 || d.Succeeded != 3 || !d.FinishedAt.Equal(t0) {
+			t.Fatalf("the chain: %+v\n%s", d.FlowInfo, states)
+		}
+		last := d.Steps[2]
+		if string(last.Result) != "6" || !slices.Equal(last.After, []string{"test.add"}) {
+			t.Fatalf("the last step: %+v; want result 6, after the one before", last)
+		}
+		if v, err := queue.AwaitResult[int](ctx, f.q, last.JobID); v != 6 || err != nil {
+			t.Fatalf("AwaitResult = %d, %v; want 6", v, err)
+		}
+	})
+}
+
+func TestAChainStopsAtAFailureAndRunsItsCatch(t *testing.T) {
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		id, err := f.q.DispatchFlow(ctx, queue.Chain(addJob{Step: "a", Add: 1}, addJob{Step: "b", Fail: true}, addJob{Step: "c"}).
+			Catch(addJob{Step: "catch"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, f)
+		if got := log.steps(); !slices.Equal(got, []string{"a", "b", "catch"}) {
+			t.Fatalf("ran %v; want a, b, then the catch", got)
+		}
+		d, states := stepStates(t, f, id)
+		if states != "test.add=succeeded test.add=failed test.add=failed catch=succeeded" || d.State != "failed" || d.Failed != 2 {
+			t.Fatalf("the chain: %+v\n%s", d.FlowInfo, states)
+		}
+		if d.Steps[1].Error != "b failed" || d.Steps[2].Error != "not run: a step it depends on did not succeed" {
+			t.Fatalf("errors: %q, %q", d.Steps[1].Error, d.Steps[2].Error)
+		}
+		// The catch reads every step of its chain.
+		var seen []string
+		for _, r := range log.up["catch"] {
+			seen = append(seen, r.State)
+		}
+		if !slices.Equal(seen, []string{"succeeded", "failed", "failed"}) {
+			t.Fatalf("the catch read %v", seen)
+		}
+		// queue:retry of the failed job runs the chain on from it.
+		if _, err := f.q.Inspector().Retry(ctx, d.Steps[1].JobID); err != nil {
+			t.Fatal(err)
+		}
+		if _, states := stepStates(t, f, id); states != "test.add=succeeded test.add=queued test.add=held catch=succeeded" {
+			t.Fatalf("after the retry: %s", states)
+		}
+	})
+}
+
+func TestABatchCallsBackOnce(t *testing.T) {
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		id, err := f.q.DispatchFlow(ctx, queue.Batch(addJob{Step: "a", Add: 1}, addJob{Step: "b", Add: 2}).
+			Chain(addJob{Step: "c1", Add: 10}, addJob{Step: "c2", Add: 20}).
+			Then(addJob{Step: "then"}).Catch(addJob{Step: "catch"}).Finally(addJob{Step: "finally"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.q.AddToBatch(ctx, id, addJob{Step: "d", Add: 100}); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, f)
+		got := log.steps()
+		if len(got) != 7 || got[5] != "then" && got[5] != "finally" || slices.Contains(got, "catch") {
+			t.Fatalf("ran %v; want the five jobs, then then and finally", got)
+		}
+		var sum int
+		for _, r := range log.up["then"] {
+			var n int
+			_ = r.Decode(&n)
+			sum += n
+		}
+		if sum != 1+2+10+30+100 || len(log.up["then"]) != 5 {
+			t.Fatalf("then read %d results summing %d; want 5 summing 143", len(log.up["then"]), sum)
+		}
+		d, states := stepStates(t, f, id)
+		if d.Total != 5 || d.Succeeded != 5 || d.State != "succeeded" || d.Done() != 1 ||
+			states != "test.add=succeeded test.add=succeeded 3.1 test.add=succeeded 3.2 test.add=succeeded then=succeeded catch=skipped finally=succeeded test.add=succeeded" {
+			t.Fatalf("the batch: %+v\n%s", d.FlowInfo, states)
+		}
+		err = f.q.AddToBatch(ctx, id, addJob{Step: "e"})
+		if !errors.Is(err, queue.ErrFlowEnded) || err.Error() != "queue: add 1 jobs to batch "+id+": the batch has ended: every job of it has succeeded or failed, and its callbacks were queued" {
+			t.Fatalf("AddToBatch to an ended batch: %v", err)
+		}
+		list, _, err := f.q.Inspector().Flows(ctx, queue.FlowsQuery{Kind: "batch"})
+		if err != nil || len(list) != 1 || list[0].ID != id {
+			t.Fatalf("Flows = %+v, %v", list, err)
+		}
+	})
+}
+
+func TestABatchStopsAtItsFirstFailureUnlessFailuresAreAllowed(t *testing.T) {
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		id, err := f.q.DispatchFlow(ctx, queue.Batch(addJob{Step: "a", Fail: true}, addJob{Step: "b"}).
+			Then(addJob{Step: "then"}).Catch(addJob{Step: "catch"}).Finally(addJob{Step: "finally"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, f)
+		if got := log.steps(); !slices.Equal(got, []string{"a", "catch", "finally"}) {
+			t.Fatalf("ran %v; want a, then catch and finally, b cancelled", got)
+		}
+		if _, states := stepStates(t, f, id); states != "test.add=failed test.add=cancelled then=skipped catch=succeeded finally=succeeded" {
+			t.Fatalf("the batch: %s", states)
+		}
+		log.mu.Lock()
+		log.ran = nil
+		log.mu.Unlock()
+		id, err = f.q.DispatchFlow(ctx, queue.Batch(addJob{Step: "a", Fail: true}, addJob{Step: "b"}).AllowFailures().
+			Then(addJob{Step: "then"}).Finally(addJob{Step: "finally"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, f)
+		if got := log.steps(); !slices.Equal(got, []string{"a", "b", "finally"}) {
+			t.Fatalf("ran %v; want a and b, then finally", got)
+		}
+	})
+}
+
+func TestAWorkflowFansOutAndIn(t *testing.T) {
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		// Steps may be given in any order.
+		w := queue.Workflow("onboard").
+			Step("notify", addJob{Step: "notify"}, queue.After("resize", "scan")).
+			Step("fetch", addJob{Step: "fetch", Add: 1}).
+			Step("resize", addJob{Step: "resize", Add: 2}, queue.After("fetch")).
+			Step("scan", addJob{Step: "scan", Fail: true}, queue.After("fetch")).
+			Step("audit", addJob{Step: "audit"}, queue.After("scan"), queue.RunIfFailed())
+		id, err := f.q.DispatchFlow(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, f)
+		got := log.steps()
+		if len(got) != 4 || got[0] != "fetch" || got[3] != "audit" || slices.Contains(got, "notify") {
+			t.Fatalf("ran %v; want fetch, resize and scan, then audit; notify not", got)
+		}
+		d, states := stepStates(t, f, id)
+		if states != "fetch=succeeded resize=succeeded scan=failed notify=failed audit=succeeded" || d.State != "failed" {
+			t.Fatalf("the workflow: %s %s", d.State, states)
+		}
+		if up := log.up["audit"]; len(up) != 1 || up[0].Step != "scan" || up[0].State != "failed" || up[0].Result != nil {
+			t.Fatalf("audit read %+v", up)
+		}
+		// Retried from its failed steps: scan fails again, notify waits
+		// for it and fails again; nothing succeeded runs twice.
+		if n, err := f.q.Inspector().RetryFlow(ctx, id); n != 2 || err != nil {
+			t.Fatalf("RetryFlow = %d, %v", n, err)
+		}
+		drain(t, f)
+		if got := log.steps(); len(got) != 5 || got[4] != "scan" {
+			t.Fatalf("ran %v after the retry; want scan again alone", got)
+		}
+	})
+}
+
+func TestFlowsJoinTheUnitOfWork(t *testing.T) {
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		boom := errors.New("boom")
+		err := f.db.Transaction(ctx, func(ctx context.Context) error {
+			if _, err := f.q.DispatchFlow(ctx, queue.Chain(addJob{Step: "a"}, addJob{Step: "b"})); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) || f.pending(t, "default") != 0 {
+			t.Fatalf("rolled back: %v, %d pending", err, f.pending(t, "default"))
+		}
+		if list, _, _ := f.q.Inspector().Flows(ctx, queue.FlowsQuery{}); len(list) != 0 {
+			t.Fatalf("a flow rolled back is kept: %+v", list)
+		}
+		err = f.db.Transaction(ctx, func(ctx context.Context) error {
+			_, err := f.q.DispatchFlow(ctx, queue.Chain(addJob{Step: "a"}, addJob{Step: "b"}))
+			return err
+		})
+		if err != nil || f.pending(t, "default") != 1 {
+			t.Fatalf("committed: %v, %d pending", err, f.pending(t, "default"))
+		}
+		drain(t, f)
+		if got := log.steps(); !slices.Equal(got, []string{"a", "b"}) {
+			t.Fatalf("ran %v", got)
+		}
+	})
+}
+
+func TestCancelAFlow(t *testing.T) {
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		id, err := f.q.DispatchFlow(ctx, queue.Chain(addJob{Step: "a"}, addJob{Step: "b"}).Finally(addJob{Step: "finally"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		did, err := f.q.Inspector().CancelFlow(ctx, id)
+		if err != nil || did.Ended != 2 || did.Signalled != 0 {
+			t.Fatalf("CancelFlow = %+v, %v", did, err)
+		}
+		drain(t, f)
+		if got := log.steps(); len(got) != 0 {
+			t.Fatalf("ran %v after the cancel", got)
+		}
+		d, states := stepStates(t, f, id)
+		if states != "test.add=cancelled test.add=cancelled finally=cancelled" || d.State != "cancelled" || d.Steps[0].Error != "cancelled with its chain" {
+			t.Fatalf("the chain: %s %s %q", d.State, states, d.Steps[0].Error)
+		}
+		if _, err := f.q.Inspector().CancelFlow(ctx, "0190d2a4-0000-7000-8000-000000000000"); !errors.Is(err, queue.ErrNoFlow) ||
+			err.Error() != "there is no chain, batch or workflow with id 0190d2a4-0000-7000-8000-000000000000: it was pruned with the failed jobs (queue.prune_failed), or never was" {
+			t.Fatalf("CancelFlow of no flow: %v", err)
+		}
+	})
+}
+
+func TestAwait(t *testing.T) {
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		ok, err := f.q.Dispatch(ctx, addJob{Step: "ok", Add: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad, _ := f.q.Dispatch(ctx, addJob{Step: "bad", Fail: true})
+		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		if _, err := f.q.Await(short, ok); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "still pending") {
+			t.Fatalf("Await of a waiting job past its deadline: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			v, err := queue.AwaitResult[int](ctx, f.q, ok)
+			if err == nil && v != 7 {
+				err = fmt.Errorf("result %d", v)
+			}
+			done <- err
+		}()
+		drain(t, f)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		var failed *queue.JobFailedError
+		if _, err := f.q.Await(ctx, bad); !errors.As(err, &failed) || err.Error() != "queue: job "+bad+" failed: bad failed" {
+			t.Fatalf("Await of a failed job: %v", err)
+		}
+		if _, err := f.q.Await(ctx, "0190d2a4-0000-7000-8000-000000000000"); !errors.Is(err, queue.ErrNoResult) {
+			t.Fatalf("Await of no job: %v", err)
+		}
+	})
+}
+
+func TestFlowsRefusedAtDispatch(t *testing.T) {
+	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, map[string]queue.Registration{"test.add": (&ranLog{}).handler()})
+	a := addJob{Step: "a"}
+	for _, c := range []struct {
+		flow *queue.Flow
+		want string
+	}{
+		{queue.Batch(), "queue: the batch has no step: give it at least one job"},
+		{queue.Chain(a, nil), "queue: the chain's step 2 () is nil: give it a job"},
+		{queue.Chain(a, Unregistered{}), `queue: unknown job "nobody.handles": no module registered a handler for it`},
+		{queue.Batch(a).Then(SyncCalendar{}), "queue: the batch's then job: job activities.sync_calendar is unique (UniqueFor), and a step cannot be: its flow already runs it once"},
+		{queue.Chain(a).Step("x", a), `queue: Step "x": only a workflow has named steps; a chain takes its jobs in queue.Chain`},
+		{queue.Workflow("w").Step("a", a).Step("a", a), `queue: the workflow "w" has two steps named "a": name each step once`},
+		{queue.Workflow("w").Step("a", a, queue.After("b")).Step("c", a), `queue: the workflow "w"'s step "a" comes after "b", which is no step of it (its steps: a, c)`},
+		{queue.Workflow("w").Step("a", a, queue.After("c")).Step("b", a, queue.After("a")).Step("c", a, queue.After("b")),
+			`queue: the workflow "w" has a cycle: a -> c -> b -> a: a step cannot wait for itself`},
+		{queue.Workflow("w").Step("a", a, queue.After("a")), `queue: the workflow "w"'s step "a" comes after itself`},
+		{queue.Chain(a).AllowFailures(), "queue: AllowFailures: only a batch has it; a failed step of a chain fails its dependants unless they RunIfFailed"},
+	} {
+		if _, err := f.q.DispatchFlow(ctx, c.flow); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("DispatchFlow:\n got %v\nwant %s", err, c.want)
+		}
+	}
+	if n := f.pending(t, "default"); n != 0 {
+		t.Fatalf("%d jobs queued by flows refused", n)
+	}
+}
