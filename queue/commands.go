@@ -33,6 +33,8 @@ func commands() []app.Command {
 		monitorCommand(),
 		workersCommand(),
 		jobCommand(),
+		batchesCommand(),
+		workflowCommand(),
 		{
 			Name:  "queue:work",
 			Usage: "Run queued jobs until stopped",

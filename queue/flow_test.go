@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 )
@@ -392,4 +395,88 @@ func TestFlowsRefusedAtDispatch(t *testing.T) {
 	if n := f.pending(t, "default"); n != 0 {
 		t.Fatalf("%d jobs queued by flows refused", n)
 	}
+}
+
+// TestFlowCommands: queue:batches lists flows with their progress, and
+// queue:workflow shows one step by step, cancels it or retries it.
+func TestFlowCommands(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		c := &clock{t: t0}
+		run := func(args ...string) string {
+			t.Helper()
+			out, err := runApp(t, map[string]any{"database.url": url}, args, db.Module(), queue.Module(), app.WithClock(c))
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			return out
+		}
+		if out := run("queue:batches"); out != "No batch is kept: dispatch one with queue.Batch (those that ended are pruned with the failed jobs).\n" {
+			t.Fatalf("no batch: %q", out)
+		}
+		log := &ranLog{}
+		q := localQueue(t, url, c, log.handler())
+		batch, err := q.DispatchFlow(ctx, queue.Batch(addJob{Step: "a", Add: 1}, addJob{Step: "b", Fail: true}, addJob{Step: "c"}).AllowFailures().Named("import"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Second)
+		wf, err := q.DispatchFlow(ctx, queue.Workflow("onboard").Step("fetch", addJob{Step: "fetch", Add: 2}).
+			Step("scan", addJob{Step: "scan"}, queue.After("fetch")).Finally(addJob{Step: "finally"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := q.RunPending(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := "ID                                    KIND   NAME    STATE   PROGRESS          FAILED  DISPATCHED\n" +
+			batch + "  batch  import  failed  [##########] 3/3  1       2026-10-26 08:14:02 UTC\n"
+		if out := run("queue:batches"); out != want {
+			t.Errorf("queue:batches printed:\n%s\nwant:\n%s", out, want)
+		}
+		if out := run("queue:batches", "--kind", "all"); !strings.HasPrefix(out, "ID ") || strings.Index(out, wf) > strings.Index(out, batch) {
+			t.Errorf("queue:batches --kind all, newest first:\n%s", out)
+		}
+		if out := run("queue:batches", "--kind", "nope"); out != `error: queue:batches: --kind: queue: list flows: unknown kind "nope"; want chain, batch or workflow` {
+			t.Errorf("a bad kind: %q", out)
+		}
+		d, err := q.Inspector().Flow(ctx, wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = "Workflow " + wf + " (onboard): succeeded, [##########] 2/2, 0 failed\n" +
+			"  Dispatched  2026-10-26 08:14:03.000 UTC\n" +
+			"  Ended       2026-10-26 08:14:03.000 UTC\n" +
+			"STEP     STATE      AFTER      JOB                                   RESULT OR ERROR\n" +
+			"fetch    succeeded  -          " + d.Steps[0].JobID + "  2\n" +
+			"scan     succeeded  fetch      " + d.Steps[1].JobID + "  2\n" +
+			"finally  succeeded  (finally)  " + d.Steps[2].JobID + "  4\n"
+		if out := run("queue:workflow", wf); out != want {
+			t.Errorf("queue:workflow printed:\n%s\nwant:\n%s", out, want)
+		}
+		var row struct {
+			State string `json:"state"`
+			Steps []struct {
+				Name   string          `json:"name"`
+				After  []string        `json:"after"`
+				Result json.RawMessage `json:"result"`
+			} `json:"steps"`
+		}
+		if err := json.Unmarshal([]byte(run("queue:workflow", wf, "--json")), &row); err != nil || row.State != "succeeded" || len(row.Steps) != 3 ||
+			row.Steps[1].After[0] != "fetch" || string(row.Steps[2].Result) != "4" {
+			t.Errorf("queue:workflow --json: %+v, %v", row, err)
+		}
+		if out := run("queue:workflow", batch, "--retry"); out != "Retrying "+batch+": 1 steps put back.\n" {
+			t.Errorf("--retry: %q", out)
+		}
+		if out := run("queue:workflow", batch, "--cancel"); out != "Cancelled "+batch+": 1 steps will not run, 0 running were asked to stop.\n" {
+			t.Errorf("--cancel: %q", out)
+		}
+		if out := run("queue:workflow", "nope"); out != "error: there is no chain, batch or workflow with id nope: it was pruned with the failed jobs (queue.prune_failed), or never was" {
+			t.Errorf("a bad id: %q", out)
+		}
+	})
 }
