@@ -76,6 +76,45 @@ func New(p Params) (*Bus, error) {
 	return b, nil
 }
 
+// Envelopes returns the jobs of e's queued listeners, one per listener,
+// without queueing them: to run them as the steps of a flow, such as a
+// batch whose then runs once every listener has handled e:
+//
+//	envs, err := bus.Envelopes(ContactsImported{CompanyID: "c1"})
+//	id, err := q.DispatchFlow(ctx, queue.Batch(queue.JobsOf(envs...)...).Then(ReportImport{CompanyID: "c1"}))
+//
+// Its sync listeners do not run: Dispatch runs them.
+func (b *Bus) Envelopes(e Event) ([]queue.Envelope, error) {
+	if e == nil {
+		return nil, errors.New("events: envelopes of a nil event")
+	}
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("events: %s: the event does not encode to JSON: %w", e.EventName(), err)
+	}
+	envs, err := b.envelopes(e, payload)
+	if err != nil {
+		return nil, fmt.Errorf("events: %s: %w", e.EventName(), err)
+	}
+	return envs, nil
+}
+
+// envelopes are the jobs of e's queued listeners, e encoded as payload.
+func (b *Bus) envelopes(e Event, payload []byte) ([]queue.Envelope, error) {
+	name := e.EventName()
+	listeners := b.byEvent[name]
+	if len(listeners) > 0 && reflect.TypeOf(e) != listeners[0].typ {
+		return nil, fmt.Errorf("its listeners take a %s, not a %s", listeners[0].typ, reflect.TypeOf(e))
+	}
+	var jobs []queue.Envelope
+	for _, l := range listeners {
+		if l.Queued {
+			jobs = append(jobs, queue.Envelope{Name: l.JobName(), Payload: payload, Options: l.Options, Meta: b.meta[name]})
+		}
+	}
+	return jobs, nil
+}
+
 // Listeners returns every registered listener, in the order they run.
 func (b *Bus) Listeners() []Listener { return slices.Clone(b.listeners) }
 
@@ -121,15 +160,9 @@ func (b *Bus) Dispatch(ctx context.Context, e Event) error {
 	if len(listeners) == 0 {
 		return nil
 	}
-	if typ := reflect.TypeOf(e); typ != listeners[0].typ {
-		return fmt.Errorf("events: dispatch %s: its listeners take a %s, not a %s", name, listeners[0].typ, typ)
-	}
-	meta := b.meta[name]
-	var jobs []queue.Envelope
-	for _, l := range listeners {
-		if l.Queued {
-			jobs = append(jobs, queue.Envelope{Name: l.JobName(), Payload: payload, Options: l.Options, Meta: meta})
-		}
+	jobs, err := b.envelopes(e, payload)
+	if err != nil {
+		return fmt.Errorf("events: dispatch %s: %w", name, err)
 	}
 	if len(jobs) > 0 {
 		if _, err := b.dispatcher.PushMany(ctx, jobs...); err != nil {

@@ -186,3 +186,55 @@ func ExampleListen() {
 	// events.billing.send_receipt: receipt-42, attempt 1
 	// 1 succeeded <nil>
 }
+
+// ReceiptsSent is a job that runs once every listener of an invoice's
+// payment has handled it.
+type ReceiptsSent struct {
+	InvoiceID int `json:"invoice_id"`
+}
+
+func (ReceiptsSent) JobName() string { return "billing.receipts_sent" }
+
+func ExampleBus_Envelopes() {
+	listener := func(name string) events.Listener {
+		return events.QueuedListener[InvoicePaid](name, events.HandlerFunc[InvoicePaid](
+			func(ctx context.Context, e InvoicePaid, jc queue.JobContext) error {
+				fmt.Printf("%s: invoice %d\n", jc.Name, e.InvoiceID)
+				return nil
+			}))
+	}
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	if err != nil {
+		panic(err)
+	}
+	bus, err := events.New(events.Params{Dispatcher: q, Listeners: []events.Listener{listener("billing.send_receipt"), listener("billing.update_ledger")}})
+	if err == nil {
+		err = q.Handle(append(bus.Jobs(), queue.HandlerOf[ReceiptsSent](queue.HandlerFunc[ReceiptsSent](
+			func(ctx context.Context, j ReceiptsSent, jc queue.JobContext) error {
+				up, err := jc.Upstream(ctx)
+				fmt.Printf("then: invoice %d, after %d listeners\n", j.InvoiceID, len(up))
+				return err
+			})))...)
+	}
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	// The event's queued listeners as a batch, with a then job.
+	envs, err := bus.Envelopes(InvoicePaid{InvoiceID: 42})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := q.DispatchFlow(ctx, queue.Batch(queue.JobsOf(envs...)...).Then(ReceiptsSent{InvoiceID: 42})); err != nil {
+		panic(err)
+	}
+	for {
+		if stats, err := q.RunPending(ctx); err != nil || stats.Processed == 0 {
+			break
+		}
+	}
+	// Output:
+	// events.billing.send_receipt: invoice 42
+	// events.billing.update_ledger: invoice 42
+	// then: invoice 42, after 2 listeners
+}

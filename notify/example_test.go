@@ -595,3 +595,40 @@ type inboxNote struct {
 func (inboxNote) NotificationType() string                    { return "crm.note" }
 func (inboxNote) Via(notify.Notifiable) []string              { return []string{notify.Database} }
 func (n inboxNote) ToDatabase(notify.Notifiable) (any, error) { return n, nil }
+
+// AlertsDelivered runs once every delivery of an alert has ended.
+type AlertsDelivered struct{}
+
+func (AlertsDelivered) JobName() string { return "ops.alerts_delivered" }
+
+// A notification's deliveries (by mail and to the log, for two routes) as
+// a batch, with a finally job.
+func ExampleNotifier_Envelopes() {
+	mailer, _ := mail.New(mail.Params{Config: mail.Config{Transport: mail.Memory}})
+	q, _ := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	notifier, _ := notify.New(notify.Params{Dispatcher: q, Mailer: mailer, Types: []notify.Type{notify.TypeOf[OpsAlert]()}})
+	q.Handle(append(notifier.Jobs(), queue.HandlerOf[AlertsDelivered](queue.HandlerFunc[AlertsDelivered](
+		func(ctx context.Context, _ AlertsDelivered, jc queue.JobContext) error {
+			up, err := jc.Upstream(ctx)
+			fmt.Println("finally: after", len(up), "deliveries,", len(mailer.Memory().Sent()), "mail sent")
+			return err
+		})))...)
+	ctx := context.Background()
+	to := []notify.Notifiable{notify.Route(notify.Mail, "ops@example.com"), notify.Route(notify.Mail, "oncall@example.com")}
+	envs, ids, err := notifier.Envelopes(to, OpsAlert{Text: "disk full"})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := q.DispatchFlow(ctx, queue.Batch(queue.JobsOf(envs...)...).Finally(AlertsDelivered{})); err != nil {
+		panic(err)
+	}
+	for {
+		if stats, err := q.RunPending(ctx); err != nil || stats.Processed == 0 {
+			break
+		}
+	}
+	fmt.Println(len(ids), "notification ids")
+	// Output:
+	// finally: after 4 deliveries, 2 mail sent
+	// 2 notification ids
+}

@@ -51,6 +51,36 @@ func (s *Notifier) Send(ctx context.Context, to []Notifiable, n Notification) ([
 	if s.dispatcher == nil {
 		return nil, errors.New("notify: this Notifier has no queue: build it with Params.Dispatcher to queue notifications (SendNow needs none)")
 	}
+	envelopes, err := envelopesOf(deliveries, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(envelopes) > 0 {
+		if _, err := s.dispatcher.PushMany(ctx, envelopes...); err != nil {
+			return nil, fmt.Errorf("notify: queue %s: %w", n.NotificationType(), err)
+		}
+	}
+	return ids, nil
+}
+
+// Envelopes returns the notify.send jobs of n, one per notifiable and
+// channel, and the notification's ids, without queueing them: to run the
+// deliveries as the steps of a flow, such as a batch whose finally runs
+// once every delivery has ended:
+//
+//	envs, ids, err := notifier.Envelopes(owners, DealWon{DealID: "d1"})
+//	id, err := q.DispatchFlow(ctx, queue.Batch(queue.JobsOf(envs...)...).Finally(AuditDeal{DealID: "d1"}))
+func (s *Notifier) Envelopes(to []Notifiable, n Notification) ([]queue.Envelope, []string, error) {
+	deliveries, ids, err := s.plan(to, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	envelopes, err := envelopesOf(deliveries, n)
+	return envelopes, ids, err
+}
+
+// envelopesOf are the jobs of deliveries of n.
+func envelopesOf(deliveries []delivery, n Notification) ([]queue.Envelope, error) {
 	envelopes := make([]queue.Envelope, 0, len(deliveries))
 	for _, d := range deliveries {
 		payload, err := json.Marshal(d.job)
@@ -59,12 +89,7 @@ func (s *Notifier) Send(ctx context.Context, to []Notifiable, n Notification) ([
 		}
 		envelopes = append(envelopes, queue.Envelope{Name: SendJob{}.JobName(), Payload: payload, Options: d.options})
 	}
-	if len(envelopes) > 0 {
-		if _, err := s.dispatcher.PushMany(ctx, envelopes...); err != nil {
-			return nil, fmt.Errorf("notify: queue %s: %w", n.NotificationType(), err)
-		}
-	}
-	return ids, nil
+	return envelopes, nil
 }
 
 // SendNow delivers n to each notifiable over each channel in the caller,

@@ -137,6 +137,24 @@ func stepName(j Job) string {
 	return j.JobName()
 }
 
+// JobsOf makes envelopes jobs, for the steps of a flow: the jobs modules
+// make as envelopes (an event's queued listeners, events.Bus.Envelopes; a
+// notification's deliveries, notify.Notifier.Envelopes) run as steps with
+// their payloads, options, delays and meta.
+func JobsOf(envs ...Envelope) []Job {
+	jobs := make([]Job, len(envs))
+	for i, e := range envs {
+		jobs[i] = envelopeJob{e}
+	}
+	return jobs
+}
+
+// envelopeJob is an envelope as a step's job.
+type envelopeJob struct{ e Envelope }
+
+func (j envelopeJob) JobName() string              { return j.e.Name }
+func (j envelopeJob) MarshalJSON() ([]byte, error) { return j.e.Payload, nil }
+
 // Named names the flow, for queue:batches and the dashboard.
 func (f *Flow) Named(name string) *Flow {
 	f.name = name
@@ -313,8 +331,12 @@ func (q *Queue) newFlow(f *Flow) (*driver.NewFlow, error) {
 		if s.job == nil {
 			return nil, fmt.Errorf("queue: %s is nil: give it a job", where)
 		}
-		e, err := EnvelopeOf(s.job)
-		if err != nil {
+		var e Envelope
+		if ej, ok := s.job.(envelopeJob); ok {
+			if e = ej.e; e.check() != nil {
+				return nil, fmt.Errorf("%w (in %s)", e.check(), where)
+			}
+		} else if e, err = EnvelopeOf(s.job); err != nil {
 			return nil, err
 		}
 		row, err := q.row(e)
@@ -324,7 +346,7 @@ func (q *Queue) newFlow(f *Flow) (*driver.NewFlow, error) {
 		if row.UniqueKey != "" {
 			return nil, fmt.Errorf("queue: %s: job %s is unique (UniqueFor), and a step cannot be: its flow already runs it once", where, row.Name)
 		}
-		step := &driver.Step{Job: row, Name: s.name, Role: s.role, RunIfFailed: s.runIfFailed, Waiting: len(s.deps)}
+		step := &driver.Step{Job: row, Name: s.name, Role: s.role, RunIfFailed: s.runIfFailed, Waiting: len(s.deps), DelayMs: ceilMs(max(e.Delay, 0))}
 		ids = append(ids, row.ID)
 		for _, dep := range s.deps {
 			nf.Edges = append(nf.Edges, driver.Edge{From: ids[dep], To: row.ID})
