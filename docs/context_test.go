@@ -230,6 +230,57 @@ var (
 )
 `,
 
+	"docs/workflows.md": `
+type job struct{ CompanyID, AccountID, Path string }
+
+type (
+	ImportFile         struct{ Path string }
+	DedupeContacts     struct{ CompanyID string }
+	MailImportReport   struct{ CompanyID string }
+	MailImportFailed   struct{ CompanyID string }
+	EnrichContact      struct{ ContactID string }
+	MailEnrichReport   struct{ CompanyID string }
+	MailEnrichFailed   struct{ CompanyID string }
+	UnlockCompany      struct{ CompanyID string }
+	FetchLogo          struct{ AccountID string }
+	ResizeLogo         struct{ AccountID string }
+	ScanLogo           struct{ AccountID string }
+	PublishLogo        struct{ AccountID string }
+	AuditLogo          struct{ AccountID string }
+	NotifyOnboarded    struct{ AccountID string }
+	RebuildSearchIndex struct{ CompanyID string }
+	ContactsImported   struct{ CompanyID string }
+	ImportResult       struct{ Rows int }
+)
+
+func (ImportFile) JobName() string         { return "contacts.import_file" }
+func (DedupeContacts) JobName() string     { return "contacts.dedupe" }
+func (MailImportReport) JobName() string   { return "contacts.mail_import_report" }
+func (MailImportFailed) JobName() string   { return "contacts.mail_import_failed" }
+func (EnrichContact) JobName() string      { return "contacts.enrich" }
+func (MailEnrichReport) JobName() string   { return "contacts.mail_enrich_report" }
+func (MailEnrichFailed) JobName() string   { return "contacts.mail_enrich_failed" }
+func (UnlockCompany) JobName() string      { return "contacts.unlock_company" }
+func (FetchLogo) JobName() string          { return "accounts.fetch_logo" }
+func (ResizeLogo) JobName() string         { return "accounts.resize_logo" }
+func (ScanLogo) JobName() string           { return "accounts.scan_logo" }
+func (PublishLogo) JobName() string        { return "accounts.publish_logo" }
+func (AuditLogo) JobName() string          { return "accounts.audit_logo" }
+func (NotifyOnboarded) JobName() string    { return "accounts.notify_onboarded" }
+func (RebuildSearchIndex) JobName() string { return "search.rebuild_index" }
+func (ContactsImported) EventName() string { return "contacts.imported" }
+
+type importHandler struct{}
+
+func (importHandler) importRows(ctx context.Context, path string) (int, error) { return 0, nil }
+
+type reportHandler struct{}
+
+func (reportHandler) mailReport(ctx context.Context, companyID string, rows int) error { return nil }
+
+var contactIDs []string
+`,
+
 	"docs/queues.md": `
 type ExportContacts struct {
 	CompanyID   uuid.UUID
