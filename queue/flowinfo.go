@@ -44,6 +44,7 @@ type FlowStep struct {
 	Job         string // the job type
 	Queue       string
 	After       []string // the names of the steps it comes after
+	AfterJobs   []string // and their job ids, in the same order
 	RunIfFailed bool
 	Error       string          // why it ended, when it did not succeed
 	EndedAt     time.Time       // zero while it has not ended
@@ -135,6 +136,7 @@ func (i *Inspector) Flow(ctx context.Context, id string) (FlowDetail, error) {
 		}
 		for _, dep := range s.Deps {
 			st.After = append(st.After, names[strings.ToLower(dep)])
+			st.AfterJobs = append(st.AfterJobs, strings.ToLower(dep))
 		}
 		d.Steps[k] = st
 	}

@@ -17,7 +17,7 @@ const (
 	// keys masked).
 	Viewer
 	// Operator reads, and acts: retries, cancels and deletes jobs,
-	// pauses and resumes queues.
+	// cancels and retries flows, pauses and resumes queues.
 	Operator
 )
 

@@ -14,7 +14,7 @@ import (
 
 // Every page and asset a request may ask for, and the actions.
 var everyPage = []string{"/", "/partials/queues", "/jobs", "/failed", "/jobs/0190c0de-0000-7000-8000-000000000000?state=failed",
-	"/bulk?action=retry", "/static/htmx.min.js", "/static/dashboard.css", "/no-such-page"}
+	"/bulk?action=retry", "/flows", "/static/htmx.min.js", "/static/dashboard.css", "/no-such-page"}
 
 func TestClosedWithoutAnAccessFunc(t *testing.T) {
 	t.Parallel()

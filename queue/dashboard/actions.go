@@ -61,6 +61,37 @@ func (d *Dashboard) jobAction(name string) http.HandlerFunc {
 	}
 }
 
+// flowAction is the handler of an action on a chain, batch or workflow:
+// cancel ([queue.Inspector.CancelFlow]) or retry from its failed steps
+// ([queue.Inspector.RetryFlow]).
+func (d *Dashboard) flowAction(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		var n int
+		var extra []string
+		var err error
+		switch name {
+		case "cancel":
+			var did queue.FlowCancellation
+			did, err = d.q.CancelFlow(r.Context(), id)
+			n, extra = did.Ended, []string{"signalled", strconv.Itoa(did.Signalled)}
+		case "retry":
+			n, err = d.q.RetryFlow(r.Context(), id)
+		}
+		if errors.Is(err, queue.ErrNoFlow) {
+			d.fail(w, r, http.StatusNotFound, noFlowText(err))
+			return
+		} else if err != nil {
+			d.logger.ErrorContext(r.Context(), "queue dashboard: "+name+" a flow", "flow_id", id, "error", err, "remote_addr", r.RemoteAddr)
+			d.fail(w, r, http.StatusInternalServerError, "The queue could not "+name+" the flow; the app's log has the error.")
+			return
+		}
+		done := map[string]string{"cancel": "flow_cancelled", "retry": "flow_retried"}[name]
+		d.logger.InfoContext(r.Context(), "queue dashboard: "+strings.TrimPrefix(done, "flow_")+" a flow", "flow_id", id, "steps", n, "remote_addr", r.RemoteAddr)
+		d.done(w, r, done, n, extra...)
+	}
+}
+
 // pause pauses or resumes a queue, or every queue for the name "all"
 // (queue.AllQueues).
 func (d *Dashboard) pause(w http.ResponseWriter, r *http.Request) {
@@ -164,6 +195,15 @@ func flash(q url.Values) string {
 		return "Paused queue " + name + ": its workers take none of its jobs until it is resumed."
 	case what == "resumed" && name != "":
 		return "Resumed queue " + name + "."
+	case what == "flow_cancelled":
+		signalled, err := strconv.Atoi(q.Get("done_signalled"))
+		if err != nil || signalled < 0 {
+			signalled = 0
+		}
+		return fmt.Sprintf("Cancelled: %d %s will not run, %d running %s asked to stop.", n, plural(n, "step", "steps"),
+			signalled, plural(signalled, "was", "were"))
+	case what == "flow_retried":
+		return fmt.Sprintf("Retrying from the failed steps: %d %s put back.", n, plural(n, "step", "steps"))
 	case what == "dispatched" && schedule.ValidEntryName(q.Get("done_entry")):
 		if id, err := uuid.FromString(q.Get("done_job")); err == nil {
 			return "Dispatched the job of " + q.Get("done_entry") + " now: job " + id.String() + "."
@@ -192,4 +232,12 @@ func (d *Dashboard) runEntry(w http.ResponseWriter, r *http.Request) {
 	}
 	d.logger.InfoContext(r.Context(), "queue dashboard: ran a schedule entry now", "entry", name, "job_id", job, "remote_addr", r.RemoteAddr)
 	d.done(w, r, "dispatched", 1, "entry", name, "job", job)
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -2,7 +2,9 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -310,6 +312,95 @@ func TestBrowserPauseAQueue(t *testing.T) {
 	noViolations(t, ctx)
 }
 
+// watchErrors records, in the tab, the page's uncaught errors, the
+// resources it failed to load and what its scripts log as errors, which
+// [noErrors] checks.
+func watchErrors(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `window.__errors = [];
+addEventListener("error", e => window.__errors.push(e.message || "failed to load " + (e.target.src || e.target.href)), true);
+const logError = console.error;
+console.error = (...args) => { window.__errors.push(args.join(" ")); logError(...args); };`,
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noErrors fails the test if the page had an error [watchErrors] saw.
+func noErrors(t *testing.T, ctx context.Context) {
+	t.Helper()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__errors`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) > 0 {
+		t.Errorf("the page had errors: %q", got)
+	}
+}
+
+// The batches page draws each flow's progress bar with CSS alone, and a
+// workflow's page its graph as SVG, whose nodes open their jobs.
+func TestBrowserFlowsShowProgressAndGraph(t *testing.T) {
+	f, ctx := browserSetup(t)
+	f.handleSteps(t)
+	watchErrors(t, ctx)
+	batch := f.dispatch(t, queue.Batch(Step{Name: "a"}, Step{Name: "b", Fail: "boom"}, Step{Name: "c"}).AllowFailures().Named("import"))
+	wf := f.dispatch(t, queue.Workflow("onboard").Step("fetch", Step{}).
+		Step("resize", Step{}, queue.After("fetch")).
+		Step("scan", Step{Fail: "virus found"}, queue.After("fetch")).
+		Step("notify", Step{}, queue.After("resize", "scan")).
+		Finally(Step{}))
+	f.drain(t)
+
+	row := `tr[data-flow="` + batch + `"]`
+	do(t, ctx, chromedp.Navigate(f.url+"/flows"), chromedp.WaitVisible(chromedp.CSS(row+" .progress .bar")))
+	if got := textOf(t, ctx, row+" .progress-n"); got != "3 of 3 ended: 2 succeeded, 1 failed, 0 pending" {
+		t.Errorf("the batch's progress reads %q", got)
+	}
+	// The segments' widths, as shares of the bar: the stylesheet's classes
+	// size them, the page's policy allowing no style attribute.
+	widths, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
+		const bar = document.querySelector('`+row+` .bar'), w = bar.getBoundingClientRect().width;
+		return ["seg-ok", "seg-bad", "seg-rest"].map(c => Math.round(100 * bar.querySelector("." + c).getBoundingClientRect().width / w));
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(widths, []float64{67, 33, 0}) {
+		t.Errorf("the bar's segments are %v%% of it, want 67, 33 and 0", widths)
+	}
+
+	do(t, ctx, chromedp.Click(chromedp.CSS(`tr[data-flow="`+wf+`"] a`)), chromedp.WaitVisible(chromedp.ID("flow-graph")))
+	counts, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[document.querySelectorAll("#flow-graph a.node").length,
+		document.querySelectorAll("#flow-graph path.edge").length, Math.round(document.getElementById("flow-graph").getBoundingClientRect().width)]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts[0] != 5 || counts[1] != 4 || counts[2] == 0 {
+		t.Errorf("the graph: %d nodes, %d edges, %d px wide; want 5 nodes, 4 edges", counts[0], counts[1], counts[2])
+	}
+	fill, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('#flow-graph a.node[data-step="scan"] rect')).fill`))
+	if err != nil || fill != "rgb(254, 243, 242)" {
+		t.Errorf("the failed step's box is filled %q (%v), want the failed colour", fill, err)
+	}
+	if got := textOf(t, ctx, "#flow-state"); got != "failed" {
+		t.Errorf("the workflow's state reads %q", got)
+	}
+	noViolations(t, ctx)
+	noErrors(t, ctx)
+
+	// A node opens its step's job: the failed scan's.
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#flow-graph a.node[data-step="scan"]`)), chromedp.WaitVisible(chromedp.ID("job-state")))
+	if got := textOf(t, ctx, "#job-state"); got != "failed" {
+		t.Errorf("the scan step's job is %q, want failed", got)
+	}
+	if got := textOf(t, ctx, "#job-error"); got != "virus found" {
+		t.Errorf("the scan step's job's error: %q", got)
+	}
+	noErrors(t, ctx)
+}
+
 // TestScreenshots writes the screenshots of docs/dashboard.md:
 //
 //	go test ./queue/dashboard -run TestScreenshots -screenshots
@@ -357,4 +448,42 @@ func TestScreenshots(t *testing.T) {
 	}
 	do(t, ctx, chromedp.EmulateViewport(1200, 1100), chromedp.Navigate(f.url+"/charts"), chromedp.WaitVisible(chromedp.ID("chart-run")))
 	shoot(t, ctx, "charts")
+
+	// Flows: a workflow that failed, a chain that succeeded, a batch
+	// halfway, one cancelled and one just dispatched.
+	f.handleSteps(t)
+	wf := f.dispatch(t, queue.Workflow("onboard customer").
+		Step("fetch profile", Step{Result: json.RawMessage(`{"customer":"c-1042","plan":"team"}`)}).
+		Step("create workspace", Step{Result: json.RawMessage(`{"workspace":"w-77"}`)}, queue.After("fetch profile")).
+		Step("import contacts", Step{Fail: "contacts.csv: line 17: wrong number of fields"}, queue.After("fetch profile")).
+		Step("invite team", Step{}, queue.After("create workspace")).
+		Step("send welcome", Step{}, queue.After("invite team", "import contacts")).
+		Step("notify sales", Step{}, queue.After("import contacts"), queue.RunIfFailed()).
+		Catch(Step{}).Finally(Step{}))
+	f.clock.Advance(3 * time.Minute)
+	f.dispatch(t, queue.Chain(Step{}, Step{}, Step{}, Step{}).Named("nightly report"))
+	f.drain(t)
+	f.clock.Advance(4 * time.Minute)
+	jobs := make([]queue.Job, 40)
+	for i := range jobs {
+		jobs[i] = Step{Name: fmt.Sprint("row ", i)}
+		if i%13 == 5 {
+			jobs[i] = Step{Fail: "geocoder: 429 Too Many Requests"}
+		}
+	}
+	f.dispatch(t, queue.Batch(jobs...).AllowFailures().Named("import contacts").Finally(Step{}))
+	if _, err := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"default"}, MaxJobs: 25}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Minute)
+	cancelled := f.dispatch(t, queue.Chain(Step{}, Step{}).Named("sync calendars"))
+	if _, err := f.q.Inspector().CancelFlow(ctx, cancelled); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(30 * time.Second)
+	f.dispatch(t, queue.Batch(Step{}, Step{}, Step{}, Step{}, Step{}, Step{}).Named("resize images"))
+	do(t, ctx, chromedp.EmulateViewport(1200, 560), chromedp.Navigate(f.url+"/flows"), chromedp.WaitVisible(chromedp.ID("flow-rows")))
+	shoot(t, ctx, "flows")
+	do(t, ctx, chromedp.EmulateViewport(1200, 900), chromedp.Navigate(f.url+"/flows/"+wf), chromedp.WaitVisible(chromedp.ID("flow-graph")))
+	shoot(t, ctx, "flow")
 }

@@ -101,6 +101,10 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST "+p+"/jobs/{id}/cancel", d.operator(d.jobAction("cancel")))
 	mux.HandleFunc("POST "+p+"/queues/{name}/pause", d.operator(d.pause))
 	mux.HandleFunc("POST "+p+"/queues/{name}/resume", d.operator(d.pause))
+	mux.HandleFunc("GET "+p+"/flows", d.flowsPage)
+	mux.HandleFunc("GET "+p+"/flows/{id}", d.flowPage)
+	mux.HandleFunc("POST "+p+"/flows/{id}/cancel", d.operator(d.flowAction("cancel")))
+	mux.HandleFunc("POST "+p+"/flows/{id}/retry", d.operator(d.flowAction("retry")))
 	mux.HandleFunc("GET "+p+"/workers", d.workersPage)
 	mux.HandleFunc("GET "+p+"/charts", d.chartsPage)
 	if d.scheduler != nil {

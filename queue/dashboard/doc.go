@@ -1,7 +1,8 @@
 // Package dashboard is the queue's web dashboard: the queues with their
 // counts, the jobs of each state, a job's detail and the failed jobs,
-// with the actions an operator takes on them. It is served by the app's
-// serve command, under /navree/queue by default.
+// and the batches, chains and workflows, with the actions an operator
+// takes on them. It is served by the app's serve command, under
+// /navree/queue by default.
 //
 //	app.New(
 //		config.Module(config.Defaults()),
@@ -34,6 +35,15 @@
 // payload and meta are shown when asked for, with the values of the keys
 // of [Config.MaskKeys] masked at any depth. The queues page pauses and
 // resumes queues ([queue.Inspector.Pause]).
+//
+// The batches page lists the chains, batches and workflows, newest
+// first, by kind, with a progress bar of their steps
+// ([queue.Inspector.Flows]). A flow's page shows its steps
+// ([queue.Inspector.Flow]) as a graph, drawn on the server as SVG in
+// layers by dependency depth (but for a batch of more than 60 steps), and
+// as a table with each step's result or error; an operator cancels it
+// while it runs ([queue.Inspector.CancelFlow]) and retries its failed
+// steps ([queue.Inspector.RetryFlow]).
 //
 // # Access
 //

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -52,6 +53,9 @@ var funcs = template.FuncMap{
 	"timeout":  timeoutText,
 	"query":    query,
 	"withData": func(v view, data any) view { v.Data = data; return v },
+	"progress": progressOf,
+	"json":     func(b json.RawMessage) string { return string(b) },
+	"maxGraph": func() int { return maxGraphSteps },
 	"cut": func(s string, n int) string {
 		if len(s) <= n {
 			return s
