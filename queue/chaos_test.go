@@ -80,7 +80,9 @@ type run struct {
 
 // TestChaos runs 3 worker processes of 4 loops on one database and kills
 // one with SIGKILL about every second, starting a new one each time,
-// until every job is done. Their rescue time (queue.rescue_after) is 5 s:
+// until every job is done: 5,000 plain jobs, a batch of 3,000 with a then
+// job, and a workflow of 100 steps, each after one to three of the ten
+// before it. Their rescue time (queue.rescue_after) is 5 s:
 // a killed worker's jobs are taken over 5 s after its last heartbeat, on
 // the system clock, as in production; the test reports how long after
 // the kills they ran again. Nothing may be lost, no job may run beside
@@ -110,6 +112,29 @@ func TestChaos(t *testing.T) {
 		if _, err := q.DispatchMany(ctx, batch...); err != nil {
 			t.Fatal(err)
 		}
+		inBatch := make([]queue.Job, 3000)
+		for i := range inBatch {
+			inBatch[i] = Chaos{}
+		}
+		batchID, err := q.DispatchFlow(ctx, queue.Batch(inBatch...).Then(Chaos{}).Named("chaos"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := queue.Workflow("chaos")
+		for i := range 100 {
+			var after []string
+			for range min(i, 1+rand.IntN(3)) {
+				if dep := fmt.Sprint(i - 1 - rand.IntN(min(i, 10))); !slices.Contains(after, dep) {
+					after = append(after, dep)
+				}
+			}
+			w.Step(fmt.Sprint(i), Chaos{}, queue.After(after...))
+		}
+		workflowID, err := q.DispatchFlow(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += 3000 + 1 + 100
 
 		var mu sync.Mutex
 		var logged []string             // errors the workers logged; there must be none
@@ -253,6 +278,7 @@ func TestChaos(t *testing.T) {
 				reruns++
 			}
 		}
+		checkFlows(t, q, byJob, batchID, workflowID)
 		slices.Sort(rescues)
 		rescue := "none"
 		if len(rescues) > 0 {
@@ -262,6 +288,56 @@ func TestChaos(t *testing.T) {
 		t.Logf("%d jobs, %d workers killed, %d jobs ran more than once (each after a kill), 0 lost; the %d cut off by a kill ran again after it: %s",
 			n, len(killed), reruns, len(rescues), rescue)
 	})
+}
+
+// checkFlows checks the chaos test's flows: the batch's then ran once
+// (one job, its reruns checked as any job's) after every job of the batch
+// had finished, and each step of the workflow after every step it comes
+// after had finished, none lost.
+func checkFlows(t *testing.T, q *queue.Queue, byJob map[string][]run, batchID, workflowID string) {
+	t.Helper()
+	lastFinish := func(id string) int64 { runs := byJob[id]; return runs[len(runs)-1].finished }
+	firstStart := func(id string) int64 {
+		return slices.MinFunc(byJob[id], func(a, b run) int { return cmp.Compare(a.started, b.started) }).started
+	}
+	b, err := q.Inspector().Flow(ctx, batchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.State != "succeeded" || b.Succeeded != 3000 || len(b.Steps) != 3001 {
+		t.Fatalf("the batch: %+v", b.FlowInfo)
+	}
+	then := b.Steps[3000]
+	if then.Role != "then" || then.State != "succeeded" || len(byJob[then.JobID]) == 0 {
+		t.Fatalf("the batch's then: %+v, %d runs", then, len(byJob[then.JobID]))
+	}
+	for _, s := range b.Steps[:3000] {
+		if lastFinish(s.JobID) > firstStart(then.JobID) {
+			t.Fatalf("the batch's then started before its job %s finished", s.JobID)
+		}
+	}
+	wf, err := q.Inspector().Flow(ctx, workflowID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wf.State != "succeeded" || wf.Succeeded != 100 {
+		t.Fatalf("the workflow: %+v", wf.FlowInfo)
+	}
+	ids := map[string]string{}
+	for _, s := range wf.Steps {
+		ids[s.Name] = s.JobID
+	}
+	edges := 0
+	for _, s := range wf.Steps {
+		for _, dep := range s.After {
+			edges++
+			if lastFinish(ids[dep]) > firstStart(s.JobID) {
+				t.Fatalf("workflow step %s started before step %s, which it comes after, finished", s.Name, dep)
+			}
+		}
+	}
+	t.Logf("the batch of 3,000 queued its then once, which ran after all of them (%d attempts); the workflow's 100 steps each ran after the steps it comes after (%d dependencies)",
+		len(byJob[then.JobID]), edges)
 }
 
 // finished says when an attempt finished, if it did.
