@@ -47,7 +47,7 @@ func BenchmarkTenThousandFinishing(b *testing.B) {
 				f := newFixture(b, queue.Database, backend.url(b), queue.Config{Queues: []string{"tick"}}, map[string]queue.Registration{"bench.tick": noop[Tick]()})
 				pg := f.db.Dialect() == db.Postgres
 				var elapsed time.Duration
-				var samples, waited, most int64
+				var samples, waited, flowWaited, most int64
 				for b.Loop() {
 					b.StopTimer()
 					if mode == "plain" {
@@ -67,13 +67,17 @@ func BenchmarkTenThousandFinishing(b *testing.B) {
 									return
 								case <-time.After(time.Millisecond):
 								}
-								var n int64
-								if err := f.db.QueryRowContext(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted").Scan(&n); err != nil {
+								var n, onFlow int64
+								if err := f.db.QueryRowContext(ctx, "SELECT count(*), count(*) FILTER (WHERE query LIKE '%UPDATE queue_flows%') "+
+									"FROM pg_stat_activity WHERE wait_event_type = 'Lock'").Scan(&n, &onFlow); err != nil {
 									continue
 								}
 								samples++
 								if n > 0 {
 									waited++
+								}
+								if onFlow > 0 {
+									flowWaited++
 								}
 								most = max(most, n)
 							}
@@ -111,6 +115,7 @@ func BenchmarkTenThousandFinishing(b *testing.B) {
 				b.ReportMetric(float64(b.N)*10_000/elapsed.Seconds(), "jobs/s")
 				if pg && samples > 0 {
 					b.ReportMetric(float64(waited)/float64(samples), "waits/sample")
+					b.ReportMetric(float64(flowWaited)/float64(samples), "flow-waits/sample")
 					b.ReportMetric(float64(most), "max-waiters")
 				}
 			})

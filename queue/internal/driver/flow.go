@@ -101,9 +101,11 @@ func FailedState(errText string) string {
 	return StepFailed
 }
 
-// Ended is a step whose state FlowTx.End changed.
+// Ended is a step whose state FlowTx.End changed; Dependants says that
+// steps wait for it (Resolve asks FlowTx.Satisfy of those alone).
 type Ended struct {
 	ID, Flow, Role, State string
+	Dependants            bool
 }
 
 // Held is a held step as FlowTx.Satisfy left it.
@@ -162,12 +164,17 @@ func Resolve(tx FlowTx, ended []Ended, now int64) error {
 				tallies[e.Flow] = t
 				flows = append(flows, e.Flow)
 			}
-			if e.State == StepSucceeded {
-				ok = append(ok, e.ID)
+			switch {
+			case e.State == StepSucceeded:
 				t.succeeded++
-			} else {
-				bad = append(bad, e.ID)
+				if e.Dependants {
+					ok = append(ok, e.ID)
+				}
+			default:
 				t.failed++
+				if e.Dependants {
+					bad = append(bad, e.ID)
+				}
 			}
 		}
 		// The dependants first, then the flows' rows: each transaction

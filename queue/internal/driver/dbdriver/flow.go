@@ -1,6 +1,7 @@
 package dbdriver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -35,7 +36,8 @@ const (
 		"OR s.role = 'step' AND s.flow_id = (SELECT flow_id FROM queue_steps c WHERE c.job_id = ? AND c.role <> 'step') ORDER BY s.seq"
 
 	stepEnd = "UPDATE queue_steps SET state = ?, error = ?, ended_at = ? " +
-		"WHERE job_id IN LIST AND state IN ('held', 'queued') RETURNING job_id, flow_id, role"
+		"WHERE job_id IN LIST AND state IN ('held', 'queued') " +
+		"RETURNING job_id, flow_id, role, EXISTS (SELECT 1 FROM queue_edges WHERE queue_edges.from_id = queue_steps.job_id)"
 	stepSatisfy = "UPDATE queue_steps SET waiting = queue_steps.waiting - e.n, failed_deps = queue_steps.failed_deps + e.n * ? " +
 		"FROM (SELECT to_id, count(*) AS n FROM queue_edges WHERE from_id IN LIST GROUP BY to_id) AS e " +
 		"WHERE queue_steps.job_id = e.to_id AND queue_steps.state = 'held' " +
@@ -65,12 +67,10 @@ const (
 		"WHERE job_id IN LIST RETURNING job_id, waiting"
 	flowAgain = "UPDATE queue_flows SET pending = pending + ?, failed = failed - ?, finished_at = NULL, state = 'running' WHERE id = ?"
 
-	resultInsert   = "INSERT INTO queue_results (job_id, flow_id, result, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING"
-	outcomeResult  = "SELECT result FROM queue_results WHERE job_id = ?"
-	outcomePending = "SELECT count(*) FROM jobs WHERE id = ?"
-	outcomeFailed  = "SELECT error FROM failed_jobs WHERE id = ?"
-	outcomeStep    = "SELECT state, coalesce(error, '') FROM queue_steps WHERE job_id = ?"
-	outcomeKept    = "SELECT count(*) FROM succeeded_jobs WHERE id = ?"
+	resultInsert = "INSERT INTO queue_results (job_id, flow_id, result, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING"
+	outcomeOf    = "SELECT (SELECT result FROM queue_results WHERE job_id = ?), (SELECT count(*) FROM jobs WHERE id = ?), " +
+		"(SELECT error FROM failed_jobs WHERE id = ?), (SELECT state FROM queue_steps WHERE job_id = ?), " +
+		"(SELECT error FROM queue_steps WHERE job_id = ?), (SELECT count(*) FROM succeeded_jobs WHERE id = ?)"
 
 	flowsOld      = "SELECT id FROM queue_flows WHERE finished_at < ? ORDER BY finished_at LIMIT ?"
 	resultsPrune  = "DELETE FROM queue_results WHERE flow_id IN LIST"
@@ -167,7 +167,7 @@ func (t *flowTx) End(ids []string, state, errText string, at int64) ([]driver.En
 	var out []driver.Ended
 	for rows.Next() {
 		e := driver.Ended{State: state}
-		if err := rows.Scan(&e.ID, &e.Flow, &e.Role); err != nil {
+		if err := rows.Scan(&e.ID, &e.Flow, &e.Role, &e.Dependants); err != nil {
 			return nil, err
 		}
 		out = append(out, e)
@@ -694,43 +694,28 @@ func (b *base) Upstream(ctx context.Context, id string) ([]driver.Step, error) {
 	return b.readSteps(ctx, b.dialect().q(upstream), id, id)
 }
 
-// Outcome implements driver.Flows.
+// Outcome implements driver.Flows, in one statement: one snapshot, so
+// that a job that finishes meanwhile is read either pending or with its
+// result, never gone without one.
 func (b *base) Outcome(ctx context.Context, id string) (driver.Outcome, error) {
-	d := b.dialect()
-	var result string
-	err := b.sqldb.QueryRowContext(ctx, d.q(outcomeResult), id).Scan(&result)
-	if err == nil {
-		return driver.Outcome{State: driver.OutcomeSucceeded, Result: []byte(result)}, nil
-	} else if !errors.Is(err, sql.ErrNoRows) {
+	var result, failed, state, stepErr sql.NullString
+	var pending, kept int
+	err := b.sqldb.QueryRowContext(ctx, b.dialect().q(outcomeOf), id, id, id, id, id, id).Scan(&result, &pending, &failed, &state, &stepErr, &kept)
+	switch {
+	case err != nil:
 		return driver.Outcome{}, err
-	}
-	var n int
-	if err := b.sqldb.QueryRowContext(ctx, d.q(outcomePending), id).Scan(&n); err != nil || n > 0 {
-		return driver.Outcome{State: driver.OutcomePending}, err
-	}
-	var errText string
-	if err := b.sqldb.QueryRowContext(ctx, d.q(outcomeFailed), id).Scan(&errText); err == nil {
-		return driver.Outcome{State: driver.OutcomeFailed, Error: errText}, nil
-	} else if !errors.Is(err, sql.ErrNoRows) {
-		return driver.Outcome{}, err
-	}
-	var state string
-	if err := b.sqldb.QueryRowContext(ctx, d.q(outcomeStep), id).Scan(&state, &errText); err == nil {
-		switch state {
-		case driver.StepHeld, driver.StepQueued:
-			return driver.Outcome{State: driver.OutcomePending}, nil
-		case driver.StepSucceeded:
-			return driver.Outcome{State: driver.OutcomeSucceeded}, nil
-		}
-		if errText == "" {
-			errText = state
-		}
-		return driver.Outcome{State: driver.OutcomeFailed, Error: errText}, nil
-	} else if !errors.Is(err, sql.ErrNoRows) {
-		return driver.Outcome{}, err
-	}
-	if err := b.sqldb.QueryRowContext(ctx, d.q(outcomeKept), id).Scan(&n); err != nil || n > 0 {
-		return driver.Outcome{State: driver.OutcomeSucceeded}, err
+	case result.Valid:
+		return driver.Outcome{State: driver.OutcomeSucceeded, Result: []byte(result.String)}, nil
+	case pending > 0:
+		return driver.Outcome{State: driver.OutcomePending}, nil
+	case failed.Valid:
+		return driver.Outcome{State: driver.OutcomeFailed, Error: failed.String}, nil
+	case state.String == driver.StepHeld || state.String == driver.StepQueued:
+		return driver.Outcome{State: driver.OutcomePending}, nil
+	case state.String == driver.StepSucceeded || kept > 0:
+		return driver.Outcome{State: driver.OutcomeSucceeded}, nil
+	case state.Valid:
+		return driver.Outcome{State: driver.OutcomeFailed, Error: cmp.Or(stepErr.String, state.String)}, nil
 	}
 	return driver.Outcome{}, nil
 }

@@ -355,7 +355,7 @@ func (t memTx) End(ids []string, state, errText string, at int64) ([]driver.Ende
 			continue
 		}
 		s.State, s.Error, s.EndedAt = state, errText, at
-		out = append(out, driver.Ended{ID: id, Flow: s.Flow, Role: s.Role, State: state})
+		out = append(out, driver.Ended{ID: id, Flow: s.Flow, Role: s.Role, State: state, Dependants: len(t.d.f.out[id]) > 0})
 	}
 	return out, nil
 }
