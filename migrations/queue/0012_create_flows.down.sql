@@ -3,6 +3,5 @@ DROP TABLE queue_edges;
 DROP TABLE queue_steps;
 DROP TABLE queue_flows;
 DROP INDEX failed_jobs_flow;
-DROP INDEX jobs_flow;
 ALTER TABLE failed_jobs DROP COLUMN flow;
 ALTER TABLE jobs DROP COLUMN flow;

@@ -8,9 +8,9 @@
 ALTER TABLE jobs ADD COLUMN flow UUID;
 ALTER TABLE failed_jobs ADD COLUMN flow UUID;
 
--- The waiting jobs of a flow, for a batch cancelled by its first failure
--- and for a flow cancelled whole; plain jobs stay out of it.
-CREATE INDEX jobs_flow ON jobs (flow) WHERE flow IS NOT NULL;
+-- The failed jobs of flows, for a retry of failed jobs to find them; jobs
+-- has no index on flow (a flow's jobs are found through queue_steps), so
+-- that a dispatch maintains no more index than it did.
 CREATE INDEX failed_jobs_flow ON failed_jobs (flow) WHERE flow IS NOT NULL;
 
 CREATE TABLE queue_flows (

@@ -51,10 +51,11 @@ const (
 		"WHERE job_id IN LIST AND state = 'held' RETURNING queue"
 	stepQueued  = "UPDATE queue_steps SET state = 'queued', payload = NULL WHERE job_id IN LIST AND state = 'held'"
 	heldOf      = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = ? AND state = 'held' ORDER BY seq"
-	waitingOf   = "SELECT id FROM jobs WHERE flow = ? AND reserved_at IS NULL"
+	waitingOf   = "SELECT j.id FROM queue_steps s JOIN jobs j ON j.id = s.job_id WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NULL"
 	failedCopy  = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ?, meta, errors, flow FROM jobs WHERE id IN LIST"
 	jobsDelete  = "DELETE FROM jobs WHERE id IN LIST"
-	runningOf   = "INSERT INTO queue_cancels (job_id, requested_at) SELECT id, ? FROM jobs WHERE flow = ? AND reserved_at IS NOT NULL ON CONFLICT (job_id) DO NOTHING RETURNING job_id"
+	runningOf   = "INSERT INTO queue_cancels (job_id, requested_at) SELECT j.id, ? FROM queue_steps s JOIN jobs j ON j.id = s.job_id " +
+		"WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NOT NULL ON CONFLICT (job_id) DO NOTHING RETURNING job_id"
 	flowCancel  = "UPDATE queue_flows SET state = 'cancelled' WHERE id = ? AND pending > 0"
 	thenAgain   = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL WHERE flow_id = ? AND role = 'then' AND state = 'skipped'"
 	stepsFailed = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = 'step' AND state IN ('failed', 'cancelled') ORDER BY seq"
@@ -100,7 +101,6 @@ func (d dialect) q(s string) string {
 	s = strings.ReplaceAll(s, "LIST", d.list)
 	if d.pg {
 		s = strings.ReplaceAll(s, "id = ?", "id = ?::uuid")
-		s = strings.ReplaceAll(s, "flow = ?", "flow = ?::uuid")
 		s = strings.ReplaceAll(s, "AND id < ?", "AND id < ?::uuid")
 	}
 	return d.words(s)
@@ -220,7 +220,7 @@ func (t *flowTx) HeldOf(flow, role string) ([]string, error) {
 func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 	query := waitingOf
 	if t.d.pg {
-		query += " FOR UPDATE SKIP LOCKED" // a job being reserved runs
+		query += " FOR UPDATE OF j SKIP LOCKED" // a job being reserved runs
 	}
 	ids, err := t.strings(query, flow)
 	if err != nil || len(ids) == 0 {
