@@ -49,12 +49,12 @@ const (
 	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow) " +
 		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id FROM queue_steps " +
 		"WHERE job_id IN LIST AND state = 'held' RETURNING queue"
-	stepQueued  = "UPDATE queue_steps SET state = 'queued', payload = NULL WHERE job_id IN LIST AND state = 'held'"
-	heldOf      = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = ? AND state = 'held' ORDER BY seq"
-	waitingOf   = "SELECT j.id FROM queue_steps s JOIN jobs j ON j.id = s.job_id WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NULL"
-	failedCopy  = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ?, meta, errors, flow FROM jobs WHERE id IN LIST"
-	jobsDelete  = "DELETE FROM jobs WHERE id IN LIST"
-	runningOf   = "INSERT INTO queue_cancels (job_id, requested_at) SELECT j.id, ? FROM queue_steps s JOIN jobs j ON j.id = s.job_id " +
+	stepQueued = "UPDATE queue_steps SET state = 'queued', payload = NULL WHERE job_id IN LIST AND state = 'held'"
+	heldOf     = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = ? AND state = 'held' ORDER BY seq"
+	waitingOf  = "SELECT j.id FROM queue_steps s JOIN jobs j ON j.id = s.job_id WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NULL"
+	failedCopy = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ?, meta, errors, flow FROM jobs WHERE id IN LIST"
+	jobsDelete = "DELETE FROM jobs WHERE id IN LIST"
+	runningOf  = "INSERT INTO queue_cancels (job_id, requested_at) SELECT j.id, ? FROM queue_steps s JOIN jobs j ON j.id = s.job_id " +
 		"WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NOT NULL ON CONFLICT (job_id) DO NOTHING RETURNING job_id"
 	flowCancel  = "UPDATE queue_flows SET state = 'cancelled' WHERE id = ? AND pending > 0"
 	thenAgain   = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL WHERE flow_id = ? AND role = 'then' AND state = 'skipped'"
