@@ -95,3 +95,57 @@ func ExampleInspector_Failed() {
 	// -- next page
 	// mail.bounce after 1 attempt(s): smtp refused cy@example.com
 }
+
+// CountRows counts the rows of an import and records the count as its
+// result; ReportRows reads it.
+type CountRows struct {
+	File string `json:"file"`
+}
+
+func (CountRows) JobName() string { return "imports.count_rows" }
+
+type ReportRows struct{}
+
+func (ReportRows) JobName() string { return "imports.report_rows" }
+
+// A chain passes a result on: each job runs once the one before it has
+// succeeded, and reads what it recorded.
+func ExampleChain() {
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	if err == nil {
+		err = q.Handle(
+			queue.HandlerOf[CountRows](queue.HandlerFunc[CountRows](func(ctx context.Context, job CountRows, jc queue.JobContext) error {
+				return jc.SetResult(map[string]int{"rows": 1204})
+			})),
+			queue.HandlerOf[ReportRows](queue.HandlerFunc[ReportRows](func(ctx context.Context, job ReportRows, jc queue.JobContext) error {
+				before, err := jc.Upstream(ctx)
+				if err != nil {
+					return err
+				}
+				var counted struct{ Rows int }
+				if err := before[0].Decode(&counted); err != nil {
+					return err
+				}
+				fmt.Printf("%s counted %d rows\n", before[0].Step, counted.Rows)
+				return nil
+			})))
+	}
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	id, err := q.DispatchFlow(ctx, queue.Chain(CountRows{File: "contacts.csv"}, ReportRows{}))
+	if err != nil {
+		panic(err)
+	}
+	for { // what the workers do
+		if stats, err := q.RunPending(ctx); err != nil || stats.Processed == 0 {
+			break
+		}
+	}
+	chain, _ := q.Inspector().Flow(ctx, id)
+	fmt.Println(chain.Kind, chain.State, chain.Succeeded, "of", chain.Total)
+	// Output:
+	// imports.count_rows counted 1204 rows
+	// chain succeeded 2 of 2
+}

@@ -480,3 +480,59 @@ func TestFlowCommands(t *testing.T) {
 		}
 	})
 }
+
+// TestResultsAreBounded: a result over MaxResultBytes, or one that does
+// not encode, is refused by SetResult, and the job succeeds without one.
+func TestResultsAreBounded(t *testing.T) {
+	errs := make(chan error, 2)
+	handler := queue.HandlerOf[ExportContacts](queue.HandlerFunc[ExportContacts](func(ctx context.Context, _ ExportContacts, jc queue.JobContext) error {
+		errs <- jc.SetResult(strings.Repeat("x", queue.MaxResultBytes))
+		errs <- jc.SetResult(make(chan int))
+		return nil
+	}))
+	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, map[string]queue.Registration{"contacts.export": handler})
+	id, err := f.q.Dispatch(ctx, ExportContacts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, f)
+	tooBig, bad := <-errs, <-errs
+	if !errors.Is(tooBig, queue.ErrPayloadTooLarge) || tooBig.Error() != "queue: the result of job "+id+" (contacts.export) is 1048578 bytes, over the limit of 1048576: store the data elsewhere and record its id: payload too large" {
+		t.Errorf("SetResult of 1 MiB and 2 bytes: %v", tooBig)
+	}
+	if bad == nil || !strings.HasPrefix(bad.Error(), "queue: encode the result of job "+id+" (contacts.export): json: unsupported type") {
+		t.Errorf("SetResult of a channel: %v", bad)
+	}
+	if _, err := f.q.Await(ctx, id); !errors.Is(err, queue.ErrNoResult) {
+		t.Errorf("Await of the job: %v; want ErrNoResult", err)
+	}
+	if err := (queue.JobContext{}).SetResult(1); err == nil {
+		t.Error("SetResult outside an attempt: no error")
+	}
+}
+
+// TestPruneFailedPrunesTheFlowsThatEnded: flows that ended before the
+// age given are deleted with the failed jobs; running ones are kept.
+func TestPruneFailedPrunesTheFlowsThatEnded(t *testing.T) {
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		ended, err := f.q.DispatchFlow(ctx, queue.Chain(addJob{Step: "a", Add: 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, f)
+		f.clock.Advance(48 * time.Hour)
+		running, err := f.q.DispatchFlow(ctx, queue.Chain(addJob{Step: "b"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.q.Inspector().PruneFailed(ctx, 24*time.Hour, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.q.Inspector().Flow(ctx, ended); !errors.Is(err, queue.ErrNoFlow) {
+			t.Errorf("the flow that ended two days ago: %v; want it pruned", err)
+		}
+		if _, err := f.q.Inspector().Flow(ctx, running); err != nil {
+			t.Errorf("the running flow: %v", err)
+		}
+	})
+}

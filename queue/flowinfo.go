@@ -175,8 +175,9 @@ func (i *Inspector) CancelFlow(ctx context.Context, id string) (FlowCancellation
 // RetryFlow runs the chain, batch or workflow id again from its steps
 // that did not succeed: their jobs go back to their queues, attempts
 // started over; the steps that never ran wait again for their
-// dependencies; a then that was skipped waits again. It returns how many
-// steps it put back. [Inspector.Retry] of a failed job of a flow does the
+// dependencies; a then that was skipped, and the callbacks a cancel
+// ended, wait again. It returns how many steps it put back: 0, and
+// nothing changed, for a flow with no failed step. [Inspector.Retry] of a failed job of a flow does the
 // same for its flow.
 func (i *Inspector) RetryFlow(ctx context.Context, id string) (int, error) {
 	id, err := flowID(id)

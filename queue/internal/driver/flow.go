@@ -369,8 +369,9 @@ type Flows interface {
 	CancelFlow(ctx context.Context, id string, now int64) (FlowCancel, error)
 	// RetryFlow runs the flow id again from its steps that did not
 	// succeed: their jobs back from the failed jobs, the steps that never
-	// ran held again, and its then held again if it was skipped. It
-	// returns how many steps it put back.
+	// ran held again, and its callbacks that were cancelled, and its then
+	// if it was skipped, held again. It returns how many steps it put
+	// back; with none to put back, it changes nothing.
 	RetryFlow(ctx context.Context, id string, now int64) (int, error)
 	// ReadFlow reads the flow id, its steps (in the order stored, with
 	// their results and dependencies), ErrNoFlow when there is none.

@@ -340,6 +340,28 @@ func TestCancelFlow(t *testing.T) {
 		if _, err := s.CancelFlow(ctx, flowID(9), 30); !errors.Is(err, driver.ErrNoFlow) {
 			t.Fatalf("CancelFlow of no flow: %v", err)
 		}
+		// Retried, a cancelled flow runs on: its steps that did not run,
+		// then its finally; retried again, with nothing failed, nothing
+		// changes.
+		if n, err := s.RetryFlow(ctx, b.nf.Flow.ID, 40); n != 2 || err != nil {
+			t.Fatalf("RetryFlow of the cancelled flow = %d, %v; want b and c back", n, err)
+		}
+		f, st = b.states(t, s)
+		wantStates(t, st, "a=succeeded b=queued c=queued finally=held")
+		wantCounts(t, f, driver.FlowRunning, 3, 2, 1, 0)
+		_, jobs = b.dueNames(t, s, 40)
+		succeed(t, s, 50, "", jobs["b"], jobs["c"])
+		names, jobs := b.dueNames(t, s, 50)
+		if !slices.Equal(names, []string{"finally"}) {
+			t.Fatalf("due once the retried steps ended: %v; want [finally]", names)
+		}
+		succeed(t, s, 60, "", jobs["finally"])
+		if n, err := s.RetryFlow(ctx, b.nf.Flow.ID, 70); n != 0 || err != nil {
+			t.Fatalf("RetryFlow of a flow that succeeded = %d, %v", n, err)
+		}
+		f, st = b.states(t, s)
+		wantStates(t, st, "a=succeeded b=succeeded c=succeeded finally=succeeded")
+		wantCounts(t, f, driver.FlowSucceeded, 3, 0, 3, 0)
 		// Cancelling a waiting job of a flow ends its step.
 		b = newFlow(2, driver.KindChain, false).step("a", driver.RoleStep, false).step("b", driver.RoleStep, false, "a").start(t, s)
 		if did, err := s.Cancel(ctx, b.ids["a"], 40); did != driver.Removed || err != nil {

@@ -179,18 +179,24 @@ func (d *Driver) RetryFlow(ctx context.Context, id string, now int64) (int, erro
 // retryFlow puts back the steps of flow id that did not succeed.
 func (d *Driver) retryFlow(id string, now int64) int {
 	f := d.f.rows[id]
-	var again, held []*driver.Step
+	var again, held, callbacks []*driver.Step
 	for _, sid := range d.f.order[id] {
 		s := d.f.steps[sid]
 		switch {
-		case s.Role == driver.RoleThen && s.State == driver.StepSkipped:
-			s.State, s.Error, s.EndedAt = driver.StepHeld, "", 0
+		case s.Role != driver.RoleStep && (s.State == driver.StepCancelled || s.Role == driver.RoleThen && s.State == driver.StepSkipped):
+			callbacks = append(callbacks, s)
 		case s.Role != driver.RoleStep || s.State != driver.StepFailed && s.State != driver.StepCancelled:
 		case d.failed[sid].ID != "":
 			again = append(again, s)
 		default:
 			held = append(held, s)
 		}
+	}
+	if len(again)+len(held) == 0 {
+		return 0
+	}
+	for _, s := range callbacks {
+		s.State, s.Error, s.EndedAt = driver.StepHeld, "", 0
 	}
 	for _, s := range again {
 		s.State, s.Error, s.EndedAt = driver.StepQueued, "", 0
