@@ -56,8 +56,8 @@ const (
 	jobsDelete = "DELETE FROM jobs WHERE id IN LIST"
 	runningOf  = "INSERT INTO queue_cancels (job_id, requested_at) SELECT j.id, ? FROM queue_steps s JOIN jobs j ON j.id = s.job_id " +
 		"WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NOT NULL ON CONFLICT (job_id) DO NOTHING RETURNING job_id"
-	flowCancel  = "UPDATE queue_flows SET state = 'cancelled' WHERE id = ? AND pending > 0"
-	thenAgain   = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL WHERE flow_id = ? AND role <> 'step' " +
+	flowCancel = "UPDATE queue_flows SET state = 'cancelled' WHERE id = ? AND pending > 0"
+	thenAgain  = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL WHERE flow_id = ? AND role <> 'step' " +
 		"AND (state = 'cancelled' OR role = 'then' AND state = 'skipped')"
 	stepsFailed = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = 'step' AND state IN ('failed', 'cancelled') ORDER BY seq"
 	failedIn    = "SELECT id FROM failed_jobs WHERE id IN LIST"
