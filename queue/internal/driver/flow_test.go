@@ -469,3 +469,27 @@ func TestRetryFailedRetriesFlows(t *testing.T) {
 		}
 	})
 }
+
+// A failed step whose failed job was deleted (queue:failed delete, a
+// prune) has nothing left to run: RetryFlow leaves it failed, and puts
+// back the steps that can run.
+func TestRetryFlowLeavesAStepWhoseJobIsGone(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		b := newFlow(1, driver.KindBatch, false).step("a", driver.RoleStep, false).step("b", driver.RoleStep, false).start(t, s)
+		jobs := b.due(t, s, 10)
+		fail(t, s, jobs["a"], "boom", 20)
+		fail(t, s, jobs["b"], "boom", 20)
+		if err := s.DeleteFailed(ctx, jobs["a"].ID); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.RetryFlow(ctx, b.nf.Flow.ID, 30); n != 1 || err != nil {
+			t.Fatalf("RetryFlow = %d, %v; want b alone back", n, err)
+		}
+		f, st := b.states(t, s)
+		wantStates(t, st, "a=failed b=queued")
+		wantCounts(t, f, driver.FlowRunning, 2, 1, 0, 1)
+		if names, _ := b.dueNames(t, s, 30); !slices.Equal(names, []string{"b"}) {
+			t.Fatalf("due after the retry: %v; want [b]", names)
+		}
+	})
+}

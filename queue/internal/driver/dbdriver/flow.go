@@ -59,7 +59,11 @@ const (
 	flowCancel = "UPDATE queue_flows SET state = 'cancelled' WHERE id = ? AND pending > 0"
 	thenAgain  = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL WHERE flow_id = ? AND role <> 'step' " +
 		"AND (state = 'cancelled' OR role = 'then' AND state = 'skipped')"
-	stepsFailed = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = 'step' AND state IN ('failed', 'cancelled') ORDER BY seq"
+	// stepsFailed: the steps to put back, those whose job is gone (a
+	// failed job deleted or pruned) left out: neither a held job nor a
+	// failed one is left to run.
+	stepsFailed = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = 'step' AND state IN ('failed', 'cancelled') " +
+		"AND (payload IS NOT NULL OR job_id IN (SELECT id FROM failed_jobs WHERE flow = queue_steps.flow_id)) ORDER BY seq"
 	failedIn    = "SELECT id FROM failed_jobs WHERE id IN LIST"
 	retryIn     = retriedInto + " FROM failed_jobs WHERE id IN LIST"
 	failedDel   = "DELETE FROM failed_jobs WHERE id IN LIST"

@@ -52,6 +52,7 @@ func (d *Driver) addSteps(flow string, steps []*driver.Step, edges []driver.Edge
 	for _, s := range steps {
 		c := *s
 		job := *s.Job
+		job.Payload, job.Meta = slices.Clone(job.Payload), slices.Clone(job.Meta)
 		c.Job = &job
 		c.Flow, c.State = flow, driver.StepHeld
 		d.f.steps[job.ID] = &c
@@ -92,7 +93,7 @@ func (d *Driver) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, st
 func (d *Driver) releaseStep(s *driver.Step, now int64) {
 	j := *s.Job
 	j.Flow, j.AvailableAt, j.CreatedAt = s.Flow, now+s.DelayMs, now
-	s.State = driver.StepQueued
+	s.State, s.Job.Payload = driver.StepQueued, nil // the job has it now, as in the database
 	d.insert(&j)
 }
 
@@ -188,7 +189,7 @@ func (d *Driver) retryFlow(id string, now int64) int {
 		case s.Role != driver.RoleStep || s.State != driver.StepFailed && s.State != driver.StepCancelled:
 		case d.failed[sid].ID != "":
 			again = append(again, s)
-		default:
+		case s.Job.Payload != nil: // never released; else its failed job is gone
 			held = append(held, s)
 		}
 	}
