@@ -64,11 +64,11 @@ const (
 	// failed one is left to run.
 	stepsFailed = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = 'step' AND state IN ('failed', 'cancelled') " +
 		"AND (payload IS NOT NULL OR job_id IN (SELECT id FROM failed_jobs WHERE flow = queue_steps.flow_id)) ORDER BY seq"
-	failedIn    = "SELECT id FROM failed_jobs WHERE id IN LIST"
-	retryIn     = retriedInto + " FROM failed_jobs WHERE id IN LIST"
-	failedDel   = "DELETE FROM failed_jobs WHERE id IN LIST"
-	stepsBack   = "UPDATE queue_steps SET state = 'queued', error = NULL, ended_at = NULL WHERE job_id IN LIST"
-	stepsHeld   = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL, failed_deps = 0, waiting = (" +
+	failedIn  = "SELECT id FROM failed_jobs WHERE id IN LIST"
+	retryIn   = retriedInto + " FROM failed_jobs WHERE id IN LIST"
+	failedDel = "DELETE FROM failed_jobs WHERE id IN LIST"
+	stepsBack = "UPDATE queue_steps SET state = 'queued', error = NULL, ended_at = NULL WHERE job_id IN LIST"
+	stepsHeld = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL, failed_deps = 0, waiting = (" +
 		"SELECT count(*) FROM queue_edges e JOIN queue_steps d ON d.job_id = e.from_id WHERE e.to_id = queue_steps.job_id AND d.state <> 'succeeded') " +
 		"WHERE job_id IN LIST RETURNING job_id, waiting"
 	flowAgain = "UPDATE queue_flows SET pending = pending + ?, failed = failed - ?, finished_at = NULL, state = 'running' WHERE id = ?"
