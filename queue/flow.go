@@ -13,6 +13,7 @@ import (
 	"github.com/gofrs/uuid/v5"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Flow is jobs composed: a [Chain], a [Batch] or a [Workflow], each a
@@ -210,10 +211,19 @@ func (f *Flow) what() string {
 // A flow with no step, a step of no job or of an unknown job type, a
 // unique job, a step after one that is not in the workflow, or a cycle is
 // refused with an error that names it, and nothing is queued.
-func (q *Queue) DispatchFlow(ctx context.Context, f *Flow) (string, error) {
+func (q *Queue) DispatchFlow(ctx context.Context, f *Flow) (id string, err error) {
 	nf, err := q.newFlow(f)
 	if err != nil {
 		return "", err
+	}
+	if q.tracing != nil { // one send span for the flow; every step's attempt links to it
+		rows := make([]*driver.Job, len(nf.Steps))
+		for i, s := range nf.Steps {
+			rows[i] = s.Job
+		}
+		var span trace.Span
+		ctx, span = q.tracing.send(ctx, rows)
+		defer func() { sent(span, nil, err) }() // no message id: a flow is many
 	}
 	if q.recorder != nil { // a fake records what is queued now: the roots
 		var envs []Envelope

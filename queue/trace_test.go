@@ -200,3 +200,44 @@ func TestATraceFromARequestToTheWorker(t *testing.T) {
 func noopModule[T queue.Job]() fx.Option {
 	return queue.HandleFunc(func(context.Context, T, queue.JobContext) error { return nil })
 }
+
+// TestAFlowIsOneSend: a flow dispatched makes one producer span, whose
+// context every step carries, released at once or later: each step's
+// attempt links to it.
+func TestAFlowIsOneSend(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}, Logger: slog.New(slog.DiscardHandler), TracerProvider: tp})
+	if err == nil {
+		err = q.Handle(noop[ExportContacts]())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := q.DispatchFlow(ctx, queue.Chain(ExportContacts{CompanyID: "c1"}, ExportContacts{CompanyID: "c2"}).Then(ExportContacts{CompanyID: "c3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if s, err := q.RunPending(ctx); err != nil || s.Processed == 0 {
+			break
+		}
+	}
+	byName := map[string][]sdktrace.ReadOnlySpan{}
+	for _, s := range spans.Ended() {
+		byName[s.Name()] = append(byName[s.Name()], s)
+	}
+	send, process := byName["send default"], byName["process default"]
+	if len(send) != 1 || len(process) != 3 {
+		t.Fatalf("spans: %v; want one send default, three process default", names(spans.Ended()))
+	}
+	wantAttrs(t, send[0], map[attribute.Key]string{"messaging.batch.message_count": "3"})
+	if id == "" {
+		t.Fatal("no flow id")
+	}
+	for _, s := range process {
+		if links := s.Links(); len(links) != 1 || links[0].SpanContext.SpanID() != send[0].SpanContext().SpanID() {
+			t.Errorf("a step's attempt links to %v; want the flow's send", links)
+		}
+	}
+}
