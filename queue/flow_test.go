@@ -307,6 +307,20 @@ func TestFlowsJoinTheUnitOfWork(t *testing.T) {
 		if got := log.steps(); !slices.Equal(got, []string{"a", "b"}) {
 			t.Fatalf("ran %v", got)
 		}
+		// Jobs added to a batch in a unit of work that rolls back are not.
+		batch, err := f.q.DispatchFlow(ctx, queue.Batch(addJob{Step: "c"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.db.Transaction(ctx, func(ctx context.Context) error {
+			if err := f.q.AddToBatch(ctx, batch, addJob{Step: "d"}); err != nil {
+				return err
+			}
+			return boom
+		})
+		if d, _ := f.q.Inspector().Flow(ctx, batch); !errors.Is(err, boom) || d.Total != 1 || f.pending(t, "default") != 1 {
+			t.Fatalf("AddToBatch rolled back: %v; the batch has %d steps, %d jobs pending", err, d.Total, f.pending(t, "default"))
+		}
 	})
 }
 

@@ -66,27 +66,48 @@ func (d *Driver) addSteps(flow string, steps []*driver.Step, edges []driver.Edge
 	}
 }
 
-// AddSteps implements driver.Flows.
+// AddSteps implements driver.Flows: inside a unit of work, the steps are
+// added when it commits (if the flow is still running then).
 func (d *Driver) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, steps []*driver.Step, edges []driver.Edge) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	f := d.f.rows[id]
-	switch {
+	if err := d.running(id); err != nil || uow == nil {
+		if err == nil {
+			d.grow(id, steps, edges)
+		}
+		return err
+	}
+	uow.AfterCommit(func(context.Context) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.running(id) == nil {
+			d.grow(id, steps, edges)
+		}
+	})
+	return nil
+}
+
+// running says whether the flow id takes steps: ErrNoFlow, ErrFlowEnded.
+func (d *Driver) running(id string) error {
+	switch f := d.f.rows[id]; {
 	case f == nil:
 		return driver.ErrNoFlow
 	case f.Pending == 0:
 		return driver.ErrFlowEnded
 	}
-	n := 0
+	return nil
+}
+
+// grow adds steps and edges to the running flow id, and counts them.
+func (d *Driver) grow(id string, steps []*driver.Step, edges []driver.Edge) {
+	f := d.f.rows[id]
 	for _, s := range steps {
 		if s.Role == driver.RoleStep {
-			n++
+			f.Total++
+			f.Pending++
 		}
 	}
-	f.Total += n
-	f.Pending += n
 	d.addSteps(id, steps, edges)
-	return nil
 }
 
 // releaseStep puts a held step's job in its queue.
@@ -99,12 +120,9 @@ func (d *Driver) releaseStep(s *driver.Step, now int64) {
 
 // Finish implements driver.Flows.
 func (d *Driver) Finish(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
-	ids, err := d.Complete(ctx, done, keep)
-	if err != nil || len(ids) == 0 {
-		return ids, err
-	}
-	d.mu.Lock()
+	d.mu.Lock() // the jobs, their results and their flows change at once
 	defer d.mu.Unlock()
+	ids := d.complete(done, keep)
 	var steps []string
 	var at int64
 	for _, a := range done {

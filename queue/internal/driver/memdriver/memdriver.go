@@ -280,6 +280,11 @@ func (d *Driver) remove(j *driver.Job) {
 func (d *Driver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.complete(done, keep), nil
+}
+
+// complete is Complete under the lock.
+func (d *Driver) complete(done []driver.Attempt, keep bool) []string {
 	ids := make([]string, 0, len(done))
 	for _, a := range done {
 		if j, ok := d.current(a.ID, a.Attempt); ok {
@@ -292,7 +297,7 @@ func (d *Driver) Complete(ctx context.Context, done []driver.Attempt, keep bool)
 			}
 		}
 	}
-	return ids, nil
+	return ids
 }
 
 // Unreserve implements driver.Driver.
