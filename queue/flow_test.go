@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -549,4 +550,146 @@ func TestPruneFailedPrunesTheFlowsThatEnded(t *testing.T) {
 			t.Errorf("the running flow: %v", err)
 		}
 	})
+}
+
+// TestWorkflowsAgainstABruteForceReference builds random graphs of up to
+// 8 steps, some failing, some running if failed, and checks DispatchFlow
+// and the runs against a reference that knows nothing of the queue: a
+// graph has a cycle if a step reaches itself in the transitive closure of
+// its edges (refused); otherwise a step runs if every step it comes after
+// has ended and either succeeded or it runs if failed, worked out by
+// sweeping until nothing changes; and each step that runs does so once,
+// after every step it comes after.
+func TestWorkflowsAgainstABruteForceReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 13))
+	graphs := make([][]refStep, 60)
+	for g := range graphs {
+		n := 1 + rng.IntN(8)
+		steps := make([]refStep, n)
+		for i := range steps {
+			for j := range n {
+				if rng.IntN(3) == 0 && (j < i || rng.IntN(8) == 0) { // mostly backward edges; some forward, which may close a cycle
+					steps[i].after = append(steps[i].after, j)
+				}
+			}
+			steps[i].fail, steps[i].runIfFailed = rng.IntN(4) == 0, rng.IntN(3) == 0
+		}
+		graphs[g] = steps
+	}
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		var cycles, run, notRun int
+		defer func() { t.Logf("%d graphs: %d refused for a cycle; %d steps run, %d not run", len(graphs), cycles, run, notRun) }()
+		for g, steps := range graphs {
+			log.mu.Lock()
+			log.ran = nil
+			log.mu.Unlock()
+			w := queue.Workflow(fmt.Sprint("g", g))
+			for i, s := range steps {
+				var after []string
+				for _, j := range s.after {
+					after = append(after, fmt.Sprint("s", j))
+				}
+				opts := []queue.StepOption{queue.After(after...)}
+				if s.runIfFailed {
+					opts = append(opts, queue.RunIfFailed())
+				}
+				w.Step(fmt.Sprint("s", i), addJob{Step: fmt.Sprint("s", i), Fail: s.fail}, opts...)
+			}
+			_, err := f.q.DispatchFlow(ctx, w)
+			if refCycle(steps) {
+				if err == nil || !strings.Contains(err.Error(), "cycle") && !strings.Contains(err.Error(), "comes after itself") {
+					t.Fatalf("graph %d %v has a cycle; DispatchFlow: %v", g, steps, err)
+				}
+				cycles++
+				continue
+			}
+			if err != nil {
+				t.Fatalf("graph %d %v: %v", g, steps, err)
+			}
+			drain(t, f)
+			ran := log.steps()
+			at := map[string]int{}
+			for k, name := range ran {
+				if _, twice := at[name]; twice {
+					t.Fatalf("graph %d: %s ran twice: %v", g, name, ran)
+				}
+				at[name] = k
+			}
+			want := refRuns(steps)
+			for i, s := range steps {
+				name := fmt.Sprint("s", i)
+				if _, did := at[name]; did != want[i] {
+					t.Fatalf("graph %d %v: %s ran %v, the reference says %v (ran: %v)", g, steps, name, did, want[i], ran)
+				} else if did {
+					run++
+				} else {
+					notRun++
+				}
+				for _, j := range s.after {
+					if k, ok := at[fmt.Sprint("s", j)]; want[i] && ok && k > at[name] {
+						t.Fatalf("graph %d: %s ran before s%d, which it comes after: %v", g, name, j, ran)
+					}
+				}
+			}
+		}
+	})
+}
+
+// refStep is a step of a reference graph: the steps it comes after, by
+// index; whether it fails; whether it runs if they failed.
+type refStep struct {
+	after             []int
+	fail, runIfFailed bool
+}
+
+// refCycle reports whether a step reaches itself, by the transitive
+// closure of the edges (Warshall).
+func refCycle(steps []refStep) bool {
+	n := len(steps)
+	reach := make([][]bool, n)
+	for i := range reach {
+		reach[i] = make([]bool, n)
+		for _, j := range steps[i].after {
+			reach[i][j] = true
+		}
+	}
+	for k := range n {
+		for i := range n {
+			for j := range n {
+				reach[i][j] = reach[i][j] || reach[i][k] && reach[k][j]
+			}
+		}
+	}
+	for i := range n {
+		if reach[i][i] {
+			return true
+		}
+	}
+	return false
+}
+
+// refRuns says which steps of an acyclic graph run: sweeping until
+// nothing changes, a step ends once every step it comes after has ended;
+// it runs if each of them succeeded (ran and did not fail), or, running
+// if failed, whatever they did.
+func refRuns(steps []refStep) []bool {
+	n := len(steps)
+	ended, runs := make([]bool, n), make([]bool, n)
+	for changed := true; changed; {
+		changed = false
+		for i, s := range steps {
+			if ended[i] {
+				continue
+			}
+			ready, ok := true, true
+			for _, j := range s.after {
+				ready = ready && ended[j]
+				ok = ok && runs[j] && !steps[j].fail
+			}
+			if ready {
+				ended[i], runs[i], changed = true, ok || s.runIfFailed, true
+			}
+		}
+	}
+	return runs
 }
