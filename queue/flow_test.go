@@ -578,7 +578,9 @@ func TestWorkflowsAgainstABruteForceReference(t *testing.T) {
 	}
 	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
 		var cycles, run, notRun int
-		defer func() { t.Logf("%d graphs: %d refused for a cycle; %d steps run, %d not run", len(graphs), cycles, run, notRun) }()
+		defer func() {
+			t.Logf("%d graphs: %d refused for a cycle; %d steps run, %d not run", len(graphs), cycles, run, notRun)
+		}()
 		for g, steps := range graphs {
 			log.mu.Lock()
 			log.ran = nil
