@@ -12,6 +12,7 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/app/term"
+	"github.com/navree/navree/queue/internal/worker"
 	"github.com/urfave/cli/v2"
 )
 
@@ -205,20 +206,9 @@ func printFlow(w io.Writer, d FlowDetail) error {
 		}
 		out := s.Error
 		if s.Result != nil {
-			out = cut(string(s.Result), 60)
+			out = worker.Cut(string(s.Result), 60)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, paintState(w, s.State), cmp.Or(after, "-"), s.JobID, cmp.Or(out, "-"))
 	}
 	return tw.Flush()
-}
-
-// cut shortens s to n bytes, on a rune boundary, ending in "…" if cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -82,7 +82,7 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 	retry := !failure.permanent && job.Attempts < job.MaxAttempts
 	if retry && job.BadBackoff != "" { // read only now: a job that succeeds needs none
 		failure = &attemptError{msg: fmt.Sprintf("%s; and the stored job does not read: column backoff holds %q, not exponential:BASE_MS:MAX_MS or fixed:MS, so no retry can be scheduled",
-			failure.msg, cut(job.BadBackoff, 40)), stack: failure.stack}
+			failure.msg, Cut(job.BadBackoff, 40)), stack: failure.stack}
 		retry = false
 	}
 	kept.Error = storable(failure.msg)
@@ -217,9 +217,9 @@ func unreadable(job *driver.Job) string {
 	return ""
 }
 
-// cut shortens s to at most n bytes, on a character boundary, ending in
+// Cut shortens s to at most n bytes, on a character boundary, ending in
 // "…" when it cut.
-func cut(s string, n int) string {
+func Cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -241,7 +241,7 @@ func storable(s string) string {
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	}
-	return cut(s, MaxErrorLen)
+	return Cut(s, MaxErrorLen)
 }
 
 // logAttempt writes an attempt's log line. It hands the record to the

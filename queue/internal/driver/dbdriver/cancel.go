@@ -130,7 +130,17 @@ func (p *postgresDriver) ForgetCancel(ctx context.Context, id string) error {
 
 // ids runs a query of one text column and reads it.
 func (b *base) ids(ctx context.Context, query string, args ...any) ([]string, error) {
-	rows, err := b.sqldb.QueryContext(ctx, query, args...)
+	return texts(ctx, b.sqldb, query, args...)
+}
+
+// querier is a database or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// texts runs, on q, a query of one text column and reads it.
+func texts(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -144,20 +144,7 @@ func (t *flowTx) exec(query string, args ...any) (int64, error) {
 
 // strings runs query and reads the first column of each row.
 func (t *flowTx) strings(query string, args ...any) ([]string, error) {
-	rows, err := t.tx.QueryContext(t.ctx, t.d.q(query), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return texts(t.ctx, t.tx, t.d.q(query), args...)
 }
 
 func (t *flowTx) End(ids []string, state, errText string, at int64) ([]driver.Ended, error) {
