@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -106,10 +108,26 @@ func (d *Dashboard) flowPage(w http.ResponseWriter, r *http.Request) {
 	}
 	data := flowData{Flow: f, Title: capital(f.Kind), Graph: newGraph(d.cfg.Prefix, f),
 		CanCancel: f.State == "running", Back: d.cfg.Prefix + "/flows/" + f.ID}
-	for _, s := range f.Steps {
+	for i, s := range f.Steps {
 		data.CanRetry = data.CanRetry || s.Role == "step" && (s.State == "failed" || s.State == "cancelled")
+		f.Steps[i].Result = d.maskResult(s.Result)
 	}
 	d.render(w, r, http.StatusOK, "flow.html", d.view(r, data.Title+" "+shortID(f.ID), "flows", data))
+}
+
+// maskResult is a step's result as the page shows it: its masked keys'
+// values replaced, as a payload's are, on one line; nil for none, and a
+// note for one that is not JSON.
+func (d *Dashboard) maskResult(result json.RawMessage) json.RawMessage {
+	if result == nil {
+		return nil
+	}
+	masked, err := maskJSON(result, d.mask)
+	var line bytes.Buffer
+	if err != nil || json.Compact(&line, []byte(masked)) != nil {
+		return json.RawMessage(`"[not shown: not JSON]"`)
+	}
+	return line.Bytes()
 }
 
 // noFlowText is the 404's message for an id that is no flow: the text of

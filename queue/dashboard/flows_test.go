@@ -337,7 +337,7 @@ func TestFlowPageDrawsTheWorkflow(t *testing.T) {
 		// The table: markup in a name, an error or a result is escaped; a
 		// long result is cut.
 		want := [][2]string{
-			{"fetch", "fetch step succeeded – " + d.Steps[0].JobID[24:] + ` flows.step {"html":"\u003cscript\u003ealert(1)\u003c/script\u003e","n":1}`},
+			{"fetch", "fetch step succeeded – " + d.Steps[0].JobID[24:] + ` flows.step {"html":"<script>alert(1)</script>","n":1}`},
 			{"resize", "resize step succeeded fetch " + d.Steps[1].JobID[24:] + ` flows.step "` + strings.Repeat("x", 199) + "…"},
 			{scan, scan + " step failed fetch " + d.Steps[2].JobID[24:] + " flows.step virus <b>found</b>"},
 			{"notify", "notify step failed resize, " + scan + " " + d.Steps[3].JobID[24:] + " flows.step not run: a step it depends on did not succeed"},
@@ -502,6 +502,22 @@ func TestCancelAndRetryAFlow(t *testing.T) {
 		}
 		if got := f.ids(t, queue.StateWaiting); !slices.Contains(got, failed.JobID) {
 			t.Errorf("the retried step's job is not waiting: %v", got)
+		}
+	})
+}
+
+// TestFlowPageMasksResults: a step's result is shown with the values of
+// the masked keys replaced, as a payload is.
+func TestFlowPageMasksResults(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
+		f := flowSetup(t, dbURL)
+		id := f.dispatch(t, queue.Chain(Step{Result: json.RawMessage(`{"n":2,"api":{"Token":"tk-secret-1"}}`)}))
+		f.drain(t)
+		body := f.get(t, "viewer", "/flows/"+id, http.StatusOK)
+		if strings.Contains(body, "tk-secret-1") || !strings.Contains(body, `{&#34;n&#34;:2,&#34;api&#34;:{&#34;Token&#34;:&#34;[masked]&#34;}}`) {
+			t.Errorf("the step's result is not masked:\n%s", rowHTML(body, f.flow(t, id).Steps[0].JobID))
 		}
 	})
 }
