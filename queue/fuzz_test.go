@@ -24,14 +24,16 @@ func FuzzWorkFlags(f *testing.F) {
 	f.Add("--help")
 	f.Fuzz(func(t *testing.T, line string) {
 		args := strings.Fields(line)
-		if slices.Contains(args, "--") {
-			return // positional arguments are not what this explores
+		if slices.Contains(args, "--") || strings.Contains(line, "stop-when-empty") {
+			return // positional arguments are not what this explores, nor a worker told not to stop
 		}
 		a := apptest.New(t, queue.ModuleWith(queue.Config{Driver: queue.Memory}))
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			a.RunCommand("queue:work", append(args, "--stop-when-empty")...)
+			// First: last, it was the value of a flag left without one
+			// ("-queue"), and the worker was told nothing of stopping.
+			a.RunCommand("queue:work", append([]string{"--stop-when-empty"}, args...)...)
 		}()
 		select {
 		case <-done:
