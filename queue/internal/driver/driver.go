@@ -179,9 +179,15 @@ type Job struct {
 	ReservedBy  string // the registered worker that holds the reservation; "" for none
 	CreatedAt   int64
 	LastError   string
-	Meta        []byte    // a JSON object, or nil
-	Flow        string    // the flow whose step it is, if any
-	Errors      []Failure // its failed attempts; read by Lookup alone
+	Meta        []byte // a JSON object, or nil
+	Flow        string // the flow whose step it is, if any
+	// Priority orders the due jobs of its queue: higher first, then by
+	// available_at and id; 0 for most.
+	Priority int
+	// Snoozes counts the times its handler put it back to wait without
+	// spending an attempt (Snooze).
+	Snoozes int
+	Errors  []Failure // its failed attempts; read by Lookup alone
 	// Result is what its handler recorded for this attempt (JSON), kept
 	// when it succeeds.
 	Result []byte
@@ -210,6 +216,7 @@ type FailedJob struct {
 	FailedAt    int64
 	Meta        []byte
 	Flow        string
+	Priority    int       // kept for its retry
 	Errors      []Failure // every failed attempt, the last included; read by Lookup alone
 }
 
@@ -272,9 +279,12 @@ type Driver interface {
 	InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*Job, now int64) ([]string, error)
 
 	// Reserve takes up to r.Limit available jobs of r.Queue (due by r.Now,
-	// waiting, not before r.From), the next ones by available_at then id,
-	// marks them reserved at r.At and counts their attempt, in one
-	// statement. It returns them in that order, none when there is none.
+	// waiting), the next ones by priority (higher first), then
+	// available_at, then id, marks them reserved at r.At and counts their
+	// attempt, in one statement. Of the jobs of priority 0 it leaves out
+	// those available before r.From; a job with a priority is found
+	// wherever it stands. It returns them in that order, none when there
+	// is none.
 	Reserve(ctx context.Context, r Reservation) ([]*Job, error)
 
 	// TakeOver takes the job of queue whose reservation went stale first
@@ -315,6 +325,12 @@ type Driver interface {
 	// attempt is still its current reservation, with f's error as its
 	// last and f added to its errors.
 	Release(ctx context.Context, id string, attempt int, availableAt int64, f Failure) (bool, error)
+
+	// Snooze puts a reserved job back to wait until availableAt, if
+	// attempt is still its current reservation, giving its attempt back
+	// (the next reservation counts the same attempt again) and counting
+	// the snooze in its Snoozes; its errors stay as they were.
+	Snooze(ctx context.Context, id string, attempt int, availableAt int64) (bool, error)
 
 	// Fail moves a reserved job to the failed jobs with f's error, failed
 	// at f.At, and f added to its errors, in one transaction, if attempt

@@ -15,7 +15,7 @@ import (
 // appendRow appends the values of insert's placeholders for j.
 func appendRow(args []any, j *driver.Job) []any {
 	return append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs,
-		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), nullString(j.Flow))
+		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), nullString(j.Flow), j.Priority)
 }
 
 func nullBytes(b []byte) any {

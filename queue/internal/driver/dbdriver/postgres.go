@@ -135,10 +135,10 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 // meanwhile.
 var (
 	pgFailMove = numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
-		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors, flow) " +
+		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors, flow, priority) " +
 		"INSERT INTO failed_jobs (" + failedColumns + ") " +
 		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ?, meta, " +
-		postgresAppendError + ", flow FROM moved")
+		postgresAppendError + ", flow, priority FROM moved")
 	pgRetryOne    = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
 	pgRetryFailed = numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
 		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +

@@ -19,7 +19,7 @@ func scanJob(row scanner) (*driver.Job, error) {
 	var uniqueKey, lastError, meta, flow sql.NullString
 	var uniqueUntil, reservedAt sql.NullInt64
 	err := row.Scan(&j.ID, &j.Queue, &j.Name, &payload, &j.MaxAttempts, &stored, &j.TimeoutMs,
-		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError, &meta, &flow)
+		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError, &meta, &flow, &j.Priority, &j.Snoozes)
 	if err != nil {
 		return readJob(row, err)
 	}
@@ -48,7 +48,7 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 		return nil, err
 	}
 	var jobs []*driver.Job
-	err = b.query(ctx, b.q.reserve, []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit}, func(rows *sql.Rows) error {
+	err = b.query(ctx, b.q.reserve, b.q.reserveArgs(at, r), func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
 		jobs = append(jobs, j)
 		return err
@@ -61,7 +61,7 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 	}
 	// RETURNING gives no order.
 	slices.SortFunc(jobs, func(a, b *driver.Job) int {
-		return cmp.Or(cmp.Compare(a.AvailableAt, b.AvailableAt), cmp.Compare(a.ID, b.ID))
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.AvailableAt, b.AvailableAt), cmp.Compare(a.ID, b.ID))
 	})
 	return jobs, nil
 }
@@ -100,6 +100,11 @@ func (b *base) Stale(ctx context.Context, queue string, now int64) (bool, error)
 // Unreserve implements driver.Driver.
 func (b *base) Unreserve(ctx context.Context, id string, attempt int) (bool, error) {
 	return b.exec(ctx, b.q.unreserve, id, attempt)
+}
+
+// Snooze implements driver.Driver.
+func (b *base) Snooze(ctx context.Context, id string, attempt int, availableAt int64) (bool, error) {
+	return b.exec(ctx, b.q.snooze, availableAt, id, attempt)
 }
 
 // nullable is s, or NULL for "".

@@ -19,7 +19,7 @@ type scanner interface{ Scan(dest ...any) error }
 // fail it, and the other rows of the statement are read as usual. Only a
 // row that cannot be read at all returns scanErr.
 func readJob(row scanner, scanErr error) (*driver.Job, error) {
-	var v [16]any
+	var v [18]any
 	if err := scanAny(row, v[:]); err != nil {
 		return nil, scanErr
 	}
@@ -30,6 +30,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 		UniqueKey: r.nullText("unique_key", v[7]), UniqueUntil: r.nullInt("unique_until", v[8]), Attempts: int(r.int("attempts", v[9])),
 		AvailableAt: r.int("available_at", v[10]), ReservedAt: r.nullInt("reserved_at", v[11]), CreatedAt: r.int("created_at", v[12]),
 		LastError: r.nullText("last_error", v[13]), Meta: nullBytesOf(r.nullText("meta", v[14])), Flow: r.nullText("flow", v[15]),
+		Priority: int(r.int("priority", v[16])), Snoozes: int(r.int("snoozes", v[17])),
 	}
 	setBackoff(j, r.text("backoff", v[5]))
 	j.Corrupt = r.problem

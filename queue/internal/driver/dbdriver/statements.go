@@ -12,20 +12,24 @@ import (
 type statements struct {
 	insert, expireUnique, insertUnique, findUnique string
 	reserve, takeOver, behind, stale, unreserve    string
-	complete, release                              string
+	complete, release, snooze                      string
 	failed, failedPayloads, flush, pending, purge  string
+
+	// reserveArgs are reserve's arguments, in its order, for a
+	// reservation at at.
+	reserveArgs func(at any, r driver.Reservation) []any
 
 	insertFull string              // the multi-row insert of a full chunk
 	insertRows func(int) string    // the multi-row insert of n rows
 	words      func(string) string // rewrites a statement's placeholders
 }
 
-const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow"
+const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes"
 
 // values are the placeholders of one inserted row (see appendRow).
-const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?)"
+const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0)"
 
-// rowsPerInsert bounds a multi-row insert: 13 parameters a row stays
+// rowsPerInsert bounds a multi-row insert: 14 parameters a row stays
 // under SQLite's 32,766 and PostgreSQL's 65,535.
 const rowsPerInsert = 500
 
@@ -36,15 +40,21 @@ const (
 	postgresAppendError = "(coalesce(errors, '[]')::jsonb || jsonb_build_array(?::jsonb))::text"
 )
 
-// sqliteStatements are the statements in SQLite's words.
+// sqliteStatements are the statements in SQLite's words. Its planner,
+// seeing an empty table's statistics, would take the jobs with a priority
+// by jobs_waiting and sort them all: the reservation names their index.
 func sqliteStatements() statements {
-	return common("?", "", sqliteAppendError,
+	q := common("?", "", sqliteAppendError,
 		"UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN ("+
-			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"+
-			") RETURNING "+columns,
+			"SELECT id FROM (SELECT * FROM ("+strings.Replace(prioritized, "FROM jobs", "FROM jobs INDEXED BY jobs_prioritized", 1)+") UNION ALL SELECT * FROM ("+unprioritized+")) "+
+			"ORDER BY priority DESC, available_at, id LIMIT ?) RETURNING "+columns,
 		"DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN ("+
 			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
 		func(s string) string { return s })
+	q.reserveArgs = func(at any, r driver.Reservation) []any {
+		return []any{at, nullable(r.By), r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Limit}
+	}
+	return q
 }
 
 // postgresStatements are the statements in PostgreSQL's words: SKIP
@@ -61,18 +71,35 @@ func sqliteStatements() statements {
 // completion's coalesce keeps it off the index of reserved rows for the
 // same reason.
 func postgresStatements() statements {
-	return common(pgAt, " FOR UPDATE SKIP LOCKED", postgresAppendError,
-		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
+	q := common(pgAt, " FOR UPDATE SKIP LOCKED", postgresAppendError,
+		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), "+
+			"p AS ("+prioritized+" FOR UPDATE SKIP LOCKED), u AS ("+unprioritized+" FOR UPDATE SKIP LOCKED) "+
 			"UPDATE jobs SET reserved_at = "+pgAt+", reserved_by = ?, attempts = jobs.attempts + 1 "+
 			"FROM lazy WHERE jobs.id = ANY(ARRAY("+
-			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? "+
-			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING "+prefixed("jobs.", columns),
+			"SELECT id FROM (SELECT * FROM p UNION ALL SELECT * FROM u) c ORDER BY priority DESC, available_at, id LIMIT ?)) "+
+			"RETURNING "+prefixed("jobs.", columns),
 		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
 			"DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int) "+
 			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) "+
 			"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 RETURNING j.id",
 		numbered)
+	q.reserveArgs = func(at any, r driver.Reservation) []any {
+		return []any{r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, at, nullable(r.By), r.Limit}
+	}
+	return q
 }
+
+// The two searches of a reservation, each of up to its limit: the jobs
+// with a priority (by the index jobs_prioritized, empty where none has
+// one), and the others from a bound (by jobs_waiting). The next jobs by
+// priority, then due time, are the first of the two together. Their
+// arguments are queue, now, limit and queue, from, now, limit.
+const (
+	prioritized = "SELECT id, priority, available_at FROM jobs WHERE queue = ? AND reserved_at IS NULL AND priority <> 0 AND available_at <= ? " +
+		"ORDER BY priority DESC, available_at, id LIMIT ?"
+	unprioritized = "SELECT id, priority, available_at FROM jobs WHERE queue = ? AND reserved_at IS NULL AND priority = 0 AND available_at >= ? AND available_at <= ? " +
+		"ORDER BY available_at, id LIMIT ?"
+)
 
 // pgAt is a time on the clock of reservations on PostgreSQL: the
 // argument, or for NULL the server's clock.
@@ -124,6 +151,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 		stale:     words("SELECT 1 FROM jobs WHERE " + staleWhere + " LIMIT 1"),
 		unreserve: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		complete:  words(complete),
+		snooze: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1, snoozes = snoozes + 1, available_at = ? " +
+			"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		release: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, available_at = ?, last_error = ?, errors = " + appendError +
 			" WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		failed: words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta" + failedPage),
@@ -154,8 +183,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 // taken over after its last attempt counts the attempts it started, not
 // the takeover's reservation.
 const (
-	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, errors, flow"
-	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta, flow, errors"
+	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, errors, flow, priority"
+	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta, flow, priority, 0, errors"
 	// retriedInto is the insert a retry moves failed jobs back with: its
 	// errors kept.
 	retriedInto = "INSERT INTO jobs (" + columns + ", errors) SELECT " + retried

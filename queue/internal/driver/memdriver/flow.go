@@ -458,5 +458,5 @@ func (t memTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 func failedOf(j *driver.Job, errText string, at int64, attempts int, errs []driver.Failure) driver.FailedJob {
 	return driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
 		Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: attempts, Error: errText,
-		CreatedAt: j.CreatedAt, FailedAt: at, Meta: j.Meta, Flow: j.Flow, Errors: errs}
+		CreatedAt: j.CreatedAt, FailedAt: at, Meta: j.Meta, Flow: j.Flow, Priority: j.Priority, Errors: errs}
 }

@@ -77,7 +77,7 @@ func (d *Driver) line(queue string) *line {
 func (d *Driver) wait(j *driver.Job) {
 	l := d.line(j.Queue)
 	delete(l.reserved, j)
-	l.waiting.push(j)
+	l.of(j.Priority).push(j)
 }
 
 // holder returns the id of the pending job holding key at now, letting a
@@ -171,35 +171,41 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.lines[queue]
-	if l == nil || d.head(l) == nil || d.head(l).AvailableAt > now {
+	if l == nil {
 		return nil, nil
 	}
-	n := min(limit, l.waiting.len())
-	out := make([]*driver.Job, 0, n)
-	copies := make([]driver.Job, 0, n) // the caller's copies, in one allocation
-	for len(copies) < n {
-		if j := d.head(l); j == nil || j.AvailableAt > now {
-			break
+	n := min(limit, l.len())
+	var out []*driver.Job
+	var copies []driver.Job // the caller's copies, in one allocation
+	l.inOrder(func(w *waiting) bool {
+		for len(out) < n {
+			if j := d.head(w); j == nil || j.AvailableAt > now {
+				break
+			}
+			if copies == nil {
+				out, copies = make([]*driver.Job, 0, n), make([]driver.Job, 0, n)
+			}
+			j := w.pop()
+			j.ReservedAt, j.ReservedBy = at, r.By
+			j.Attempts++
+			l.reserved[j] = struct{}{}
+			copies = append(copies, *j)
+			out = append(out, &copies[len(copies)-1])
 		}
-		j := l.waiting.pop()
-		j.ReservedAt, j.ReservedBy = at, r.By
-		j.Attempts++
-		l.reserved[j] = struct{}{}
-		copies = append(copies, *j)
-		out = append(out, &copies[len(copies)-1])
-	}
+		return len(out) < n
+	})
 	return out, nil
 }
 
-// head returns the first waiting job of l, or nil; it first drops the
-// jobs cancelled while they waited (Cancel leaves them in l).
-func (d *Driver) head(l *line) *driver.Job {
+// head returns the first job of w, or nil; it first drops the jobs
+// cancelled while they waited (Cancel leaves them in w).
+func (d *Driver) head(w *waiting) *driver.Job {
 	for {
-		j := l.waiting.peek()
+		j := w.peek()
 		if j == nil || d.jobs[j.ID] == j {
 			return j
 		}
-		l.waiting.pop()
+		w.pop()
 	}
 }
 
@@ -313,6 +319,20 @@ func (d *Driver) Unreserve(ctx context.Context, id string, attempt int) (bool, e
 	return ok, nil
 }
 
+// Snooze implements driver.Driver.
+func (d *Driver) Snooze(ctx context.Context, id string, attempt int, availableAt int64) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j, ok := d.current(id, attempt)
+	if ok {
+		j.ReservedAt, j.ReservedBy, j.AvailableAt = 0, "", availableAt
+		j.Attempts--
+		j.Snoozes++
+		d.wait(j)
+	}
+	return ok, nil
+}
+
 // Release implements driver.Driver.
 func (d *Driver) Release(ctx context.Context, id string, attempt int, availableAt int64, f driver.Failure) (bool, error) {
 	d.mu.Lock()
@@ -412,7 +432,7 @@ func (d *Driver) retry(f driver.FailedJob, now int64) {
 	delete(d.failed, f.ID)
 	b, _ := backoff.Parse(f.Backoff) // written by Fail
 	d.insert(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
-		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta, Errors: f.Errors, Flow: f.Flow})
+		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta, Errors: f.Errors, Flow: f.Flow, Priority: f.Priority})
 }
 
 // Pause implements driver.Driver.
