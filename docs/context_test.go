@@ -230,6 +230,13 @@ var (
 )
 `,
 
+	"docs/flow-control.md": `
+type exportHandler struct{}
+
+func (*exportHandler) reportReady(ctx context.Context, companyID string) (bool, error) { return true, nil }
+func (*exportHandler) send(ctx context.Context, companyID string) error                 { return nil }
+`,
+
 	"docs/workflows.md": `
 type job struct{ CompanyID, AccountID, Path string }
 

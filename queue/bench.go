@@ -23,11 +23,12 @@ const benchQueueName = "navree-bench"
 // benchJob is the benchmark's no-op job: it carries the time it was
 // dispatched, for the latency.
 type benchJob struct {
-	DispatchedAt int64 `json:"t"` // Unix nanoseconds
+	DispatchedAt int64 `json:"t"`           // Unix nanoseconds
+	Priority     int   `json:"p,omitempty"` // with --priorities
 }
 
-func (benchJob) JobName() string     { return "navree.bench" }
-func (benchJob) JobOptions() Options { return Options{Queue: benchQueueName} }
+func (benchJob) JobName() string       { return "navree.bench" }
+func (j benchJob) JobOptions() Options { return Options{Queue: benchQueueName, Priority: j.Priority} }
 func (q *Queue) handleBench(_ context.Context, j benchJob, _ JobContext) error {
 	if hook := q.benchHook.Load(); hook != nil {
 		(*hook)(j.DispatchedAt, time.Now())
@@ -50,6 +51,9 @@ type benchOptions struct {
 	Dispatch    string // "bulk" (the default: DispatchMany, 10,000 a call) or "single" (Dispatch)
 	Dispatchers int    // goroutines dispatching with "single"; default 8
 	Latency     int    // jobs for the latency, dispatched 5 ms apart; default 1,000, negative for none
+	// Priorities spreads the jobs over that many priorities, 0 to
+	// Priorities-1, in turn; default 1, every job of priority 0.
+	Priorities int
 	// LogJobs logs every successful attempt of the benchmark's jobs, as
 	// queue:work does. Off, only failed and released attempts are logged:
 	// the lines would measure the log handler more than the queue (a few
@@ -90,15 +94,17 @@ type latencyResult struct {
 
 // benchResult is what Queue.bench measured.
 type benchResult struct {
-	Driver   string         `json:"driver"`
-	Database string         `json:"database,omitempty"` // sqlite or postgres
-	Jobs     int            `json:"jobs"`
-	Workers  int            `json:"workers"`
-	Mode     string         `json:"dispatch_mode"` // single or bulk
-	LogJobs  bool           `json:"log_jobs"`      // every successful attempt was logged
-	Dispatch benchRate      `json:"dispatch"`
-	Work     benchRate      `json:"work"`
-	Latency  *latencyResult `json:"latency,omitempty"`
+	Driver   string `json:"driver"`
+	Database string `json:"database,omitempty"` // sqlite or postgres
+	Jobs     int    `json:"jobs"`
+	Workers  int    `json:"workers"`
+	Mode     string `json:"dispatch_mode"` // single or bulk
+	// Priorities is how many priorities the jobs were spread over.
+	Priorities int            `json:"priorities"`
+	LogJobs    bool           `json:"log_jobs"` // every successful attempt was logged
+	Dispatch   benchRate      `json:"dispatch"`
+	Work       benchRate      `json:"work"`
+	Latency    *latencyResult `json:"latency,omitempty"`
 	// Memory after the work, once garbage is collected: the process's
 	// resident set (Linux only, else 0) and the Go heap in use, in KiB.
 	RSSKiB  int64 `json:"rss_kib"`
@@ -142,7 +148,12 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 	if o.Latency == 0 {
 		o.Latency = 1000
 	}
+	if o.Priorities == 0 {
+		o.Priorities = 1
+	}
 	switch {
+	case o.Priorities < 1 || o.Priorities > MaxPriority+1:
+		return benchResult{}, fmt.Errorf("queue: bench: priorities (%d) must be 1 to %d", o.Priorities, MaxPriority+1)
 	case o.Jobs < 1 || o.Jobs > maxBenchJobs || o.Workers < 1 || o.Workers > MaxWorkers || o.Dispatchers < 1 || o.Dispatchers > MaxWorkers:
 		return benchResult{}, fmt.Errorf("queue: bench: jobs (%d) must be 1 to %d, workers (%d) and dispatchers (%d) 1 to %d",
 			o.Jobs, maxBenchJobs, o.Workers, o.Dispatchers, MaxWorkers)
@@ -155,7 +166,7 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 	if progress == nil {
 		progress = func(string, int, int) {}
 	}
-	res := benchResult{Driver: string(q.cfg.Driver), Jobs: o.Jobs, Workers: o.Workers, Mode: o.Dispatch, LogJobs: o.LogJobs}
+	res := benchResult{Driver: string(q.cfg.Driver), Jobs: o.Jobs, Workers: o.Workers, Mode: o.Dispatch, LogJobs: o.LogJobs, Priorities: o.Priorities}
 	if q.cfg.Driver == Database && q.db != nil {
 		res.Database = string(q.db.Dialect())
 	}
@@ -171,8 +182,8 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		batch := make([]Job, 0, 10_000) // bigger chunks than this gain little: one COPY or transaction each
 		for i := 0; i < o.Jobs; i += cap(batch) {
 			batch = batch[:0]
-			for range min(cap(batch), o.Jobs-i) {
-				batch = append(batch, benchJob{DispatchedAt: time.Now().UnixNano()})
+			for k := range min(cap(batch), o.Jobs-i) {
+				batch = append(batch, benchJob{DispatchedAt: time.Now().UnixNano(), Priority: (i + k) % o.Priorities})
 			}
 			if _, err := q.DispatchMany(ctx, batch...); err != nil {
 				return res, fmt.Errorf("queue: bench: %w", err)
@@ -184,8 +195,8 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		errs := make(chan error, o.Dispatchers)
 		for range o.Dispatchers {
 			wg.Go(func() {
-				for dispatched.Add(1) <= int64(o.Jobs) {
-					if _, err := q.Dispatch(ctx, benchJob{DispatchedAt: time.Now().UnixNano()}); err != nil {
+				for n := dispatched.Add(1); n <= int64(o.Jobs); n = dispatched.Add(1) {
+					if _, err := q.Dispatch(ctx, benchJob{DispatchedAt: time.Now().UnixNano(), Priority: int(n-1) % o.Priorities}); err != nil {
 						errs <- err
 						return
 					}

@@ -111,6 +111,7 @@ func commands() []app.Command {
 				&cli.IntFlag{Name: "workers", Usage: "jobs run at once", DefaultText: "queue.workers"},
 				&cli.StringFlag{Name: "dispatch", Value: "bulk", Usage: "single (Dispatch from --dispatchers goroutines) or bulk (DispatchMany, 10,000 jobs a call)"},
 				&cli.IntFlag{Name: "dispatchers", Value: 8, Usage: "goroutines dispatching with --dispatch single"},
+				&cli.IntFlag{Name: "priorities", Value: 1, Usage: "spread the jobs over this many priorities, 0 to N-1, in turn (1: all of priority 0)"},
 				&cli.IntFlag{Name: "latency", Value: 1000, Usage: "jobs for the latency measure: its p99 is the tenth-slowest (0: skip it)"},
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 				&cli.BoolFlag{Name: "log-jobs", Usage: "log every successful attempt, as queue:work does (off: only failures)"},
@@ -138,7 +139,7 @@ func commands() []app.Command {
 					defer pprof.StopCPUProfile()
 				}
 				o := benchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
-					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency"), LogJobs: c.Bool("log-jobs")}
+					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency"), LogJobs: c.Bool("log-jobs"), Priorities: c.Int("priorities")}
 				if o.Latency == 0 {
 					o.Latency = -1
 				}

@@ -301,6 +301,8 @@ func (q *Queue) resolve(name string, o Options) (Options, error) {
 		return o, fmt.Errorf("queue: job %s: Timeout is %s; want a positive duration, 0 for the default or queue.NoTimeout", name, o.Timeout)
 	case o.UniqueFor < 0:
 		return o, fmt.Errorf("queue: job %s: UniqueFor is %s; want 0 or more", name, o.UniqueFor)
+	case o.Priority < MinPriority || o.Priority > MaxPriority:
+		return o, fmt.Errorf("queue: job %s: Priority is %d; want %d to %d (0, the default, for most jobs)", name, o.Priority, MinPriority, MaxPriority)
 	case o.Backoff.b.Negative():
 		return o, fmt.Errorf("queue: job %s: the backoff %s is negative", name, o.Backoff.b)
 	}
@@ -361,6 +363,7 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		AvailableAt: now + ceilMs(max(e.Delay, 0)),
 		CreatedAt:   now,
 		Meta:        e.Meta,
+		Priority:    o.Priority,
 	}
 	if o.Timeout > 0 {
 		job.TimeoutMs = ceilMs(o.Timeout)

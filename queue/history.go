@@ -133,6 +133,12 @@ func printJob(w io.Writer, j JobDetail, payload bool) error {
 		fmt.Fprintf(tw, "  Finished\t%s, after waiting %s and running %s\n", stamp(j.FinishedAt), j.Wait, j.RunTime)
 	}
 	fmt.Fprintf(tw, "  Attempts\t%d of %d\n", j.Attempts, j.MaxAttempts)
+	if j.Priority != 0 {
+		fmt.Fprintf(tw, "  Priority\t%d\n", j.Priority)
+	}
+	if j.Snoozes > 0 {
+		fmt.Fprintf(tw, "  Snoozed\t%d time(s), attempts not spent\n", j.Snoozes)
+	}
 	if j.Worker != "" {
 		fmt.Fprintf(tw, "  Worker\t%s\n", j.Worker)
 	}

@@ -62,7 +62,18 @@ type Options struct {
 	// dispatching returns that job's id instead of queueing another.
 	// Default 0: not unique (see [Envelope.UniqueKey]).
 	UniqueFor time.Duration
+	// Priority orders the due jobs of its queue: higher first, then by
+	// due time; default 0, from [MinPriority] to [MaxPriority]. It orders
+	// jobs within a queue; a worker's queues are taken in their own
+	// order first (queue.queues).
+	Priority int
 }
+
+// The bounds of [Options.Priority].
+const (
+	MinPriority = -100
+	MaxPriority = 100
+)
 
 // Override returns o with the fields that over sets (those not zero).
 func (o Options) Override(over Options) Options {
@@ -80,6 +91,9 @@ func (o Options) Override(over Options) Options {
 	}
 	if over.UniqueFor != 0 {
 		o.UniqueFor = over.UniqueFor
+	}
+	if over.Priority != 0 {
+		o.Priority = over.Priority
 	}
 	return o
 }
@@ -127,6 +141,8 @@ type JobContext struct {
 	// Flow is the id of the chain, batch or workflow whose step the job
 	// is, "" for none.
 	Flow string
+	// Snoozes counts the times the job snoozed (see [Snooze]).
+	Snoozes int
 
 	job *driver.Job // the attempt's, for SetResult
 	q   *Queue      // for Upstream
@@ -186,6 +202,22 @@ func registration[T Job](h Handler[T], where string) Registration {
 //		return queue.Permanent(fmt.Errorf("smtp refused the message: %s", resp.Status))
 //	}
 func Permanent(err error) error { return worker.Permanent(err) }
+
+// Snooze returns an error that, returned by a handler, puts the job
+// back to wait for d (0 or less: due again at once) without spending an
+// attempt: the same attempt runs again then, and no error is kept. Use it
+// for a resource not ready yet (an export still being built, an API's
+// "try again in 30s"); a failure that should count is an ordinary error.
+//
+//	if !report.Ready() {
+//		return queue.Snooze(30 * time.Second)
+//	}
+//
+// A job snoozes at most queue.max_snoozes times (default 100); asking
+// once more fails it, with an error that says so. Its snoozes are
+// counted: JobContext.Snoozes, queue:job, the dashboard, the log line
+// (outcome "snoozed") and the metric navree.queue.jobs.snoozed.
+func Snooze(d time.Duration) error { return worker.Snooze(d) }
 
 // PayloadError is a stored payload that does not decode into its job type.
 type PayloadError struct {

@@ -62,6 +62,9 @@ type Config struct {
 	// year). The workers prune what is older, once a minute per process,
 	// a thousand to a transaction.
 	KeepSucceeded time.Duration `koanf:"keep_succeeded"`
+	// MaxSnoozes is how many times a job may snooze (queue.Snooze) before
+	// asking once more fails it; default 100, from 1 to 1000000.
+	MaxSnoozes int `koanf:"max_snoozes"`
 	// Monitor holds queue:monitor's thresholds ([queue.monitor]), which
 	// its flags override.
 	Monitor MonitorConfig `koanf:"monitor"`
@@ -81,7 +84,7 @@ type MonitorConfig struct {
 // DefaultConfig returns the defaults of the [queue] section.
 func DefaultConfig() Config {
 	return Config{Driver: Database, DefaultQueue: "default", Workers: 4, PollIntervalMs: 1000, Queues: []string{"high", "default"},
-		RescueAfter: 15 * time.Second}
+		RescueAfter: 15 * time.Second, MaxSnoozes: 100}
 }
 
 // The bounds of Config.RescueAfter, and Config.KeepSucceeded's.
@@ -98,6 +101,9 @@ func (c Config) Validate() error {
 	}
 	if c.KeepSucceeded < 0 || c.KeepSucceeded > MaxKeepSucceeded {
 		return config.Invalid("queue.keep_succeeded", c.KeepSucceeded, `a duration from 0s (keep none) to 8760h, such as "24h"`)
+	}
+	if c.MaxSnoozes < 1 || c.MaxSnoozes > 1_000_000 {
+		return config.Invalid("queue.max_snoozes", c.MaxSnoozes, "a count from 1 to 1000000, such as 100")
 	}
 	if checkQueue(c.DefaultQueue) != nil {
 		return config.Invalid("queue.default_queue", c.DefaultQueue, "a queue name of "+queueNameRule)
@@ -129,6 +135,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RescueAfter == 0 {
 		c.RescueAfter = def.RescueAfter
+	}
+	if c.MaxSnoozes == 0 {
+		c.MaxSnoozes = def.MaxSnoozes
 	}
 	if c.Queues == nil {
 		c.Queues = def.Queues

@@ -308,6 +308,11 @@ type JobDetail struct {
 	// no job of the same key is stored while it does. Failed jobs hold
 	// none.
 	Unique bool
+	// Priority orders it among the due jobs of its queue (see
+	// Options.Priority); read for a pending job, 0 for the others.
+	Priority int
+	// Snoozes counts the times a pending job snoozed (see [Snooze]).
+	Snoozes int
 }
 
 // AttemptFailure is a failed attempt of a job.
@@ -372,7 +377,8 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 	return JobDetail{JobInfo: JobInfo{ID: j.ID, Queue: j.Queue, Name: j.Name, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		AvailableAt: timeOf(j.AvailableAt), ReservedAt: timeOf(j.ReservedAt), Worker: j.ReservedBy, CreatedAt: timeOf(j.CreatedAt), LastError: j.LastError,
 		PayloadBytes: len(j.Payload)}, State: state, Payload: j.Payload, Meta: j.Meta, Backoff: backoff,
-		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "", Failures: failuresOf(j.Errors)}, nil
+		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "", Failures: failuresOf(j.Errors),
+		Priority: j.Priority, Snoozes: j.Snoozes}, nil
 }
 
 // Throughput is what the workers of every process finished of one queue

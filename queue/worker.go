@@ -50,6 +50,9 @@ type WorkStats struct {
 	Succeeded int
 	Released  int // failed and put back for a retry
 	Failed    int // failed for good: moved to the failed jobs
+	// Snoozed counts the attempts whose handler snoozed (see [Snooze]):
+	// their jobs wait again, the attempt not spent.
+	Snoozed int
 	// Lost counts the attempts whose outcome was not kept: another worker
 	// had taken their job over (this one was presumed dead), or the
 	// database could not store it. Their jobs run again (or, after their
@@ -120,6 +123,9 @@ func (s WorkStats) summary(w io.Writer) string {
 	}
 	out := fmt.Sprintf("Processed %d job attempt(s): %d succeeded, %s, %s", s.Processed, s.Succeeded,
 		some(s.Released, term.Yellow, fmt.Sprintf("%d released for retry", s.Released)), some(s.Failed, term.Red, fmt.Sprintf("%d failed", s.Failed)))
+	if s.Snoozed > 0 {
+		out += fmt.Sprintf(", %d snoozed", s.Snoozed)
+	}
 	switch {
 	case s.Lost == 1:
 		out += ", " + term.Paint(w, term.Red, "1 lost its reservation")
@@ -202,7 +208,8 @@ func (q *Queue) workOptions(o WorkOptions) WorkOptions {
 
 // workStats are the engine's counts as WorkStats.
 func workStats(s worker.Stats) WorkStats {
-	return WorkStats{Processed: s.Succeeded + s.Released + s.Failed + s.Lost, Succeeded: s.Succeeded, Released: s.Released, Failed: s.Failed, Lost: s.Lost}
+	return WorkStats{Processed: s.Succeeded + s.Released + s.Failed + s.Snoozed + s.Lost, Succeeded: s.Succeeded, Released: s.Released, Failed: s.Failed,
+		Snoozed: s.Snoozed, Lost: s.Lost}
 }
 
 // work runs the engine on q with o.
@@ -223,6 +230,7 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 		HeartbeatEvery: q.heartbeatEvery,
 		KeepSucceeded:  q.cfg.KeepSucceeded,
 		Prunes:         &q.lastPrune,
+		MaxSnoozes:     q.cfg.MaxSnoozes,
 	}, o)
 	return workStats(s), err
 }
@@ -238,7 +246,7 @@ func (q *Queue) handler(name string) (worker.Handle, bool) {
 func (q *Queue) handle(reg Registration) worker.Handle {
 	return func(ctx context.Context, job *driver.Job) error {
 		return reg.handle(ctx, job.Payload, JobContext{JobID: job.ID, Name: job.Name, Queue: job.Queue, Attempt: job.Attempts, Meta: job.Meta,
-			Flow: job.Flow, job: job, q: q})
+			Flow: job.Flow, Snoozes: job.Snoozes, job: job, q: q})
 	}
 }
 

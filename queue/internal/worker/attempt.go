@@ -25,6 +25,9 @@ type attemptError struct {
 	permanent bool
 	cancelled bool   // by a cancel request
 	stack     string // for a panic
+	// snooze, when set, is not a failure: the handler asked (Snooze) for
+	// the job to wait that long and run the same attempt again.
+	snooze *time.Duration
 }
 
 // run runs one attempt of job in slot s and records its outcome, unless
@@ -48,7 +51,7 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 	w.timed(job, wait, time.Since(s.start))
 	if obs != nil {
 		msg := ""
-		if failure != nil {
+		if failure != nil && failure.snooze == nil {
 			msg = failure.msg
 		}
 		obs.Ran(ctx, job, msg)
@@ -69,6 +72,14 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 	if failure == nil {
 		w.done.in <- success{job: job, ms: ms, wait: wait} // counted once stored
 		return
+	}
+	if failure.snooze != nil {
+		if job.Snoozes < w.cfg.MaxSnoozes {
+			w.snoozeJob(job, ms, *failure.snooze)
+			return
+		}
+		failure = &attemptError{msg: fmt.Sprintf("asked to snooze for %s after %d snoozes, the most queue.max_snoozes allows", *failure.snooze, job.Snoozes),
+			permanent: true}
 	}
 	ctx := w.jobCtx
 	now := w.cfg.Clock.Now().UnixMilli()
@@ -125,6 +136,24 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 	}
 	w.count(job, count, outcome, ms, acted, err)
 	level, attrs = recorded(level, attrs, acted, err)
+	w.logAttempt(level, attrs)
+}
+
+// snoozeJob puts job back to wait for d, its attempt given back, and
+// logs it.
+func (w *worker) snoozeJob(job *driver.Job, ms int64, d time.Duration) {
+	var acted bool
+	err := retried(func() (err error) {
+		acted, err = w.cfg.Store.Snooze(w.jobCtx, job.ID, job.Attempts, w.cfg.Clock.Now().UnixMilli()+ceilMs(d))
+		return err
+	})
+	if acted && err == nil && d <= 0 {
+		w.cfg.Waker.Wake() // due now: the fetcher does not search when a handler comes free
+	}
+	w.count(job, &w.snoozed, Snoozed, ms, acted, err)
+	attrs := append(attemptAttrs(make([]slog.Attr, 0, 9), job, ms), slog.String("outcome", "snoozed"),
+		slog.Float64("snooze_secs", d.Seconds()), slog.Int("snoozes", job.Snoozes+1))
+	level, attrs := recorded(slog.LevelInfo, attrs, acted, err)
 	w.logAttempt(level, attrs)
 }
 
@@ -195,6 +224,8 @@ func (w *worker) call(ctx context.Context, job *driver.Job) (failure *attemptErr
 		return nil
 	case errors.Is(context.Cause(ctx), ErrCancelled):
 		return &attemptError{msg: driver.CancelledError, permanent: true, cancelled: true}
+	case snoozed(err) != nil:
+		return &attemptError{msg: "snoozed", snooze: snoozed(err)}
 	case IsPermanent(err):
 		return &attemptError{msg: err.Error(), permanent: true}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -283,6 +314,26 @@ func (p *permanent) Unwrap() error { return p.err }
 func IsPermanent(err error) bool {
 	var p *permanent // declared here: errors.As moves it to the heap
 	return errors.As(err, &p)
+}
+
+// Snooze returns an error that, returned by a handler, puts its job back
+// to wait for d (0 or less: due at once) and runs the same attempt again
+// then: the attempt is not spent, and no error is kept. A job snoozes
+// at most Config.MaxSnoozes times. errors.Is and errors.As see through it
+// to nothing: it wraps no error.
+func Snooze(d time.Duration) error { return &snooze{d: d} }
+
+type snooze struct{ d time.Duration }
+
+func (s *snooze) Error() string { return fmt.Sprintf("snooze for %s", s.d) }
+
+// snoozed returns the delay a snooze in err's chain asked for, or nil.
+func snoozed(err error) *time.Duration {
+	var s *snooze
+	if errors.As(err, &s) {
+		return &s.d
+	}
+	return nil
 }
 
 // ceilMs is d in whole milliseconds, rounded up.

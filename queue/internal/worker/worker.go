@@ -58,6 +58,9 @@ type Config struct {
 	// Prunes is when a worker of the process last pruned the history (on
 	// Clock.Pace).
 	Prunes *atomic.Int64
+	// MaxSnoozes is how many times a job may snooze (Snooze); a job asking
+	// once more fails, with an error that says so.
+	MaxSnoozes int
 }
 
 // Observer is told what the engine does, from several goroutines at once.
@@ -84,6 +87,7 @@ const (
 	Released          // for a retry
 	Failed
 	Cancelled // failed, by a cancel request
+	Snoozed   // back to wait, its attempt given back (Snooze)
 )
 
 // Handle runs one attempt of a job. An error made by [Permanent] fails
@@ -132,6 +136,7 @@ type Options struct {
 // Stats counts the attempts a worker ran, by outcome.
 type Stats struct {
 	Succeeded, Released, Failed int
+	Snoozed                     int // back to wait without spending an attempt
 	Lost                        int // the outcome was not kept: fenced out, or not stored
 }
 
@@ -215,16 +220,17 @@ type worker struct {
 	// lease is the worker's registration, nil when it has none.
 	lease *lease
 
-	succeeded, released, failed, lost atomic.Int64
-	tallies                           map[string]*tally // by queue, since last added to the store
-	listening                         atomic.Bool       // for opts.idle
+	succeeded, released, failed, snoozed, lost atomic.Int64
+	tallies                                    map[string]*tally // by queue, since last added to the store
+	listening                                  atomic.Bool       // for opts.idle
 
 	mu  sync.Mutex
 	err error
 }
 
 func (w *worker) stats() Stats {
-	return Stats{Succeeded: int(w.succeeded.Load()), Released: int(w.released.Load()), Failed: int(w.failed.Load()), Lost: int(w.lost.Load())}
+	return Stats{Succeeded: int(w.succeeded.Load()), Released: int(w.released.Load()), Failed: int(w.failed.Load()),
+		Snoozed: int(w.snoozed.Load()), Lost: int(w.lost.Load())}
 }
 
 func (w *worker) setErr(err error) {
