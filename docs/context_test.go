@@ -235,6 +235,8 @@ type exportHandler struct{}
 
 func (*exportHandler) reportReady(ctx context.Context, companyID string) (bool, error) { return true, nil }
 func (*exportHandler) send(ctx context.Context, companyID string) error                 { return nil }
+
+func newReindexer() {}
 `,
 
 	"docs/workflows.md": `

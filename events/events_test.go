@@ -337,3 +337,53 @@ func TestAfterCommitListeners(t *testing.T) {
 		}
 	})
 }
+
+// ContactChanged is an event debounced by its contact.
+type ContactChanged struct {
+	ContactID string `json:"contact_id"`
+	Field     string `json:"field"`
+}
+
+func (ContactChanged) EventName() string     { return "contacts.changed" }
+func (e ContactChanged) DebounceKey() string { return "contact:" + e.ContactID }
+
+// TestADebouncedListenerRunsOncePerBurst: a burst of events for one
+// contact queues one job of a debounced listener, which runs with the
+// last event once the burst has been quiet for its window.
+func TestADebouncedListenerRunsOncePerBurst(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, database fx.Option) {
+		j := &journal{}
+		clock := apptest.FixedClock(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
+		var bus *events.Bus
+		var q *queue.Queue
+		apptest.New(t, database, db.Module(), queue.Module(), events.Module(), app.WithClock(clock), fx.Populate(&bus, &q),
+			events.Listen[ContactChanged]("search.reindex", func() events.Handler[ContactChanged] {
+				return events.HandlerFunc[ContactChanged](func(ctx context.Context, e ContactChanged, jc queue.JobContext) error {
+					j.add("search.reindex " + e.ContactID + " " + e.Field)
+					return nil
+				})
+			}, events.Options(queue.Options{Debounce: queue.Debounce{For: 5 * time.Second}})))
+		for _, e := range []ContactChanged{{"42", "name"}, {"7", "name"}, {"42", "email"}, {"42", "phone"}} {
+			if err := bus.Dispatch(context.Background(), e); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Second)
+		}
+		if n := pending(t, q); n != 2 {
+			t.Fatalf("%d jobs queued, want one per contact", n)
+		}
+		if attempts := drain(t, q); attempts != 0 {
+			t.Fatalf("%d attempts while the burst was not yet quiet for 5s", attempts)
+		}
+		clock.Advance(4 * time.Second)
+		if attempts := drain(t, q); attempts != 2 {
+			t.Fatalf("%d attempts, want 2", attempts)
+		}
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		slices.Sort(j.lines)
+		if got := strings.Join(j.lines, ", "); got != "search.reindex 42 phone, search.reindex 7 name" {
+			t.Fatalf("ran %s; want the last event of each contact", got)
+		}
+	})
+}

@@ -23,12 +23,32 @@ const benchQueueName = "navree-bench"
 // benchJob is the benchmark's no-op job: it carries the time it was
 // dispatched, for the latency.
 type benchJob struct {
-	DispatchedAt int64 `json:"t"`           // Unix nanoseconds
-	Priority     int   `json:"p,omitempty"` // with --priorities
+	DispatchedAt int64  `json:"t"`           // Unix nanoseconds
+	Priority     int    `json:"p,omitempty"` // with --priorities
+	Queue        string `json:"q,omitempty"` // with --queues; "" for benchQueueName
 }
 
-func (benchJob) JobName() string       { return "navree.bench" }
-func (j benchJob) JobOptions() Options { return Options{Queue: benchQueueName, Priority: j.Priority} }
+func (benchJob) JobName() string { return "navree.bench" }
+func (j benchJob) JobOptions() Options {
+	return Options{Queue: cmp.Or(j.Queue, benchQueueName), Priority: j.Priority}
+}
+
+// benchQueues are the queues of a benchmark spread over n: benchQueueName
+// alone, or for n > 1 benchQueueName-0 to benchQueueName-(n-1).
+func benchQueues(n int) []string {
+	if n <= 1 {
+		return []string{benchQueueName}
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = benchQueueName + "-" + strconv.Itoa(i)
+	}
+	return out
+}
+
+// maxBenchQueues bounds benchOptions.Queues.
+const maxBenchQueues = 1000
+
 func (q *Queue) handleBench(_ context.Context, j benchJob, _ JobContext) error {
 	if hook := q.benchHook.Load(); hook != nil {
 		(*hook)(j.DispatchedAt, time.Now())
@@ -54,6 +74,9 @@ type benchOptions struct {
 	// Priorities spreads the jobs over that many priorities, 0 to
 	// Priorities-1, in turn; default 1, every job of priority 0.
 	Priorities int
+	// Queues spreads the jobs over that many queues in turn (see
+	// benchQueues), all of them worked by the one worker; default 1.
+	Queues int
 	// LogJobs logs every successful attempt of the benchmark's jobs, as
 	// queue:work does. Off, only failed and released attempts are logged:
 	// the lines would measure the log handler more than the queue (a few
@@ -99,8 +122,10 @@ type benchResult struct {
 	Jobs     int    `json:"jobs"`
 	Workers  int    `json:"workers"`
 	Mode     string `json:"dispatch_mode"` // single or bulk
-	// Priorities is how many priorities the jobs were spread over.
+	// Priorities and Queues are how many priorities and queues the jobs
+	// were spread over.
 	Priorities int            `json:"priorities"`
+	Queues     int            `json:"queues"`
 	LogJobs    bool           `json:"log_jobs"` // every successful attempt was logged
 	Dispatch   benchRate      `json:"dispatch"`
 	Work       benchRate      `json:"work"`
@@ -151,7 +176,12 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 	if o.Priorities == 0 {
 		o.Priorities = 1
 	}
+	if o.Queues == 0 {
+		o.Queues = 1
+	}
 	switch {
+	case o.Queues < 1 || o.Queues > maxBenchQueues:
+		return benchResult{}, fmt.Errorf("queue: bench: queues (%d) must be 1 to %d", o.Queues, maxBenchQueues)
 	case o.Priorities < 1 || o.Priorities > MaxPriority+1:
 		return benchResult{}, fmt.Errorf("queue: bench: priorities (%d) must be 1 to %d", o.Priorities, MaxPriority+1)
 	case o.Jobs < 1 || o.Jobs > maxBenchJobs || o.Workers < 1 || o.Workers > MaxWorkers || o.Dispatchers < 1 || o.Dispatchers > MaxWorkers:
@@ -166,14 +196,18 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 	if progress == nil {
 		progress = func(string, int, int) {}
 	}
-	res := benchResult{Driver: string(q.cfg.Driver), Jobs: o.Jobs, Workers: o.Workers, Mode: o.Dispatch, LogJobs: o.LogJobs, Priorities: o.Priorities}
+	res := benchResult{Driver: string(q.cfg.Driver), Jobs: o.Jobs, Workers: o.Workers, Mode: o.Dispatch, LogJobs: o.LogJobs, Priorities: o.Priorities,
+		Queues: o.Queues}
 	if q.cfg.Driver == Database && q.db != nil {
 		res.Database = string(q.db.Dialect())
 	}
-	if _, err := q.store.Purge(ctx, benchQueueName); err != nil {
-		return res, fmt.Errorf("queue: bench: %w", err)
+	queues := benchQueues(o.Queues)
+	for _, name := range queues {
+		if _, err := q.store.Purge(ctx, name); err != nil {
+			return res, fmt.Errorf("queue: bench: %w", err)
+		}
 	}
-	defer q.cleanUpBench(context.WithoutCancel(ctx))
+	defer q.cleanUpBench(context.WithoutCancel(ctx), queues)
 
 	// Dispatch.
 	start := time.Now()
@@ -183,7 +217,7 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		for i := 0; i < o.Jobs; i += cap(batch) {
 			batch = batch[:0]
 			for k := range min(cap(batch), o.Jobs-i) {
-				batch = append(batch, benchJob{DispatchedAt: time.Now().UnixNano(), Priority: (i + k) % o.Priorities})
+				batch = append(batch, benchJob{DispatchedAt: time.Now().UnixNano(), Priority: (i + k) % o.Priorities, Queue: benchQueueOf(queues, i+k)})
 			}
 			if _, err := q.DispatchMany(ctx, batch...); err != nil {
 				return res, fmt.Errorf("queue: bench: %w", err)
@@ -196,7 +230,8 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		for range o.Dispatchers {
 			wg.Go(func() {
 				for n := dispatched.Add(1); n <= int64(o.Jobs); n = dispatched.Add(1) {
-					if _, err := q.Dispatch(ctx, benchJob{DispatchedAt: time.Now().UnixNano(), Priority: int(n-1) % o.Priorities}); err != nil {
+					job := benchJob{DispatchedAt: time.Now().UnixNano(), Priority: int(n-1) % o.Priorities, Queue: benchQueueOf(queues, int(n-1))}
+					if _, err := q.Dispatch(ctx, job); err != nil {
 						errs <- err
 						return
 					}
@@ -243,7 +278,7 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		}
 	}()
 	start = time.Now()
-	stats, err := q.work(ctx, worker.Options{Queues: []string{benchQueueName}, Workers: o.Workers, StopWhenEmpty: true, Quiet: !o.LogJobs})
+	stats, err := q.work(ctx, worker.Options{Queues: queues, Workers: o.Workers, StopWhenEmpty: true, Quiet: !o.LogJobs})
 	elapsed := time.Since(start)
 	ticker.Stop()
 	close(done)
@@ -258,7 +293,7 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 
 	// Latency.
 	if o.Latency > 0 {
-		lat, err := q.benchLatency(ctx, o, progress)
+		lat, err := q.benchLatency(ctx, o, queues, progress)
 		if err != nil {
 			return res, err
 		}
@@ -270,15 +305,26 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 // cleanUpBench deletes the benchmark's jobs (Purge: on PostgreSQL it also
 // vacuums the jobs table, so the dead rows the run left do not slow the
 // next searches). It logs what fails: the figures stand.
-func (q *Queue) cleanUpBench(ctx context.Context) {
-	if _, err := q.store.Purge(ctx, benchQueueName); err != nil {
-		q.logger.Error("queue: bench: delete the benchmark's jobs", "error", err)
+func (q *Queue) cleanUpBench(ctx context.Context, queues []string) {
+	for _, name := range queues {
+		if _, err := q.store.Purge(ctx, name); err != nil {
+			q.logger.Error("queue: bench: delete the benchmark's jobs", "queue", name, "error", err)
+		}
 	}
+}
+
+// benchQueueOf is the queue of the benchmark's job i: "" (benchQueueName)
+// for one queue, else the queues in turn.
+func benchQueueOf(queues []string, i int) string {
+	if len(queues) == 1 {
+		return ""
+	}
+	return queues[i%len(queues)]
 }
 
 // benchLatency dispatches o.Latency jobs 5 ms apart to idle workers and
 // measures when each handler starts.
-func (q *Queue) benchLatency(ctx context.Context, o benchOptions, progress func(string, int, int)) (latencyResult, error) {
+func (q *Queue) benchLatency(ctx context.Context, o benchOptions, queues []string, progress func(string, int, int)) (latencyResult, error) {
 	type start struct {
 		dispatched int64 // Unix nanoseconds
 		at         time.Time
@@ -292,7 +338,7 @@ func (q *Queue) benchLatency(ctx context.Context, o benchOptions, progress func(
 	idle := make(chan struct{})
 	var once sync.Once
 	go func() {
-		_, err := q.work(workCtx, worker.Options{Queues: []string{benchQueueName}, Workers: o.Workers, Quiet: !o.LogJobs,
+		_, err := q.work(workCtx, worker.Options{Queues: queues, Workers: o.Workers, Quiet: !o.LogJobs,
 			Idle: func() { once.Do(func() { close(idle) }) }})
 		worked <- err
 	}()
@@ -317,7 +363,7 @@ func (q *Queue) benchLatency(ctx context.Context, o benchOptions, progress func(
 		case <-tick.C:
 		}
 		at := time.Now()
-		if _, err := q.Dispatch(ctx, benchJob{DispatchedAt: at.UnixNano()}); err != nil {
+		if _, err := q.Dispatch(ctx, benchJob{DispatchedAt: at.UnixNano(), Queue: benchQueueOf(queues, i)}); err != nil {
 			return latencyResult{}, fmt.Errorf("queue: bench: %w", err)
 		}
 		stored[at.UnixNano()] = time.Now()

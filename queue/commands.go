@@ -112,6 +112,7 @@ func commands() []app.Command {
 				&cli.StringFlag{Name: "dispatch", Value: "bulk", Usage: "single (Dispatch from --dispatchers goroutines) or bulk (DispatchMany, 10,000 jobs a call)"},
 				&cli.IntFlag{Name: "dispatchers", Value: 8, Usage: "goroutines dispatching with --dispatch single"},
 				&cli.IntFlag{Name: "priorities", Value: 1, Usage: "spread the jobs over this many priorities, 0 to N-1, in turn (1: all of priority 0)"},
+				&cli.IntFlag{Name: "queues", Value: 1, Usage: "spread the jobs over this many queues, " + benchQueueName + "-0 to -(N-1), in turn, all worked by the one worker"},
 				&cli.IntFlag{Name: "latency", Value: 1000, Usage: "jobs for the latency measure: its p99 is the tenth-slowest (0: skip it)"},
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 				&cli.BoolFlag{Name: "log-jobs", Usage: "log every successful attempt, as queue:work does (off: only failures)"},
@@ -139,7 +140,8 @@ func commands() []app.Command {
 					defer pprof.StopCPUProfile()
 				}
 				o := benchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
-					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency"), LogJobs: c.Bool("log-jobs"), Priorities: c.Int("priorities")}
+					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency"), LogJobs: c.Bool("log-jobs"), Priorities: c.Int("priorities"),
+					Queues: c.Int("queues")}
 				if o.Latency == 0 {
 					o.Latency = -1
 				}
@@ -497,10 +499,11 @@ func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 			OldestWaitingSec float64 `json:"oldest_waiting_secs"`
 			Paused           bool    `json:"paused"`
 			Unworked         bool    `json:"unworked"`
+			Prioritized      bool    `json:"prioritized"`
 		}
 		rows := make([]row, len(stats))
 		for i, s := range stats {
-			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused, s.Unworked}
+			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused, s.Unworked, s.Prioritized}
 		}
 		return json.NewEncoder(w).Encode(rows)
 	}
@@ -524,6 +527,9 @@ func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 		}
 		if s.Unworked {
 			marks = append(marks, "no worker")
+		}
+		if s.Prioritized {
+			marks = append(marks, "by priority")
 		}
 		name := s.Queue
 		if marks != nil {

@@ -14,6 +14,8 @@ import (
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/internal/backoff"
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // snoozing is a handler of the job type "test.snooze" that snoozes for
@@ -160,13 +162,24 @@ func TestPriorityOrdersAQueue(t *testing.T) {
 		if d, err := f.q.Inspector().Job(ctx, id); err != nil || d.Priority != 50 {
 			t.Fatalf("the job's detail: priority %d, %v; want 50", d.Priority, err)
 		}
+		if s, err := f.q.Inspector().Stats(ctx); err != nil || len(s) != 1 || !s[0].Prioritized {
+			t.Fatalf("Stats: %+v, %v; want default prioritized", s, err)
+		}
 		if _, err := f.q.RunPending(ctx); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
-		defer mu.Unlock()
-		if got := strings.Join(ran, ", "); got != "urgent, high, first, second, low" {
+		got := strings.Join(ran, ", ")
+		mu.Unlock()
+		if got != "urgent, high, first, second, low" {
 			t.Fatalf("ran %s; want urgent, high, first, second, low (the delayed one waits)", got)
+		}
+		f.clock.Advance(time.Minute)
+		if _, err := f.q.RunPending(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := f.q.Inspector().Stats(ctx); err != nil || len(s) != 0 {
+			t.Fatalf("Stats once every job ran: %+v, %v; want none", s, err)
 		}
 	})
 }
@@ -198,4 +211,136 @@ func logLineWith(t *testing.T, logs, part string) map[string]any {
 	}
 	t.Fatalf("no log line holds %s in\n%s", part, logs)
 	return nil
+}
+
+// TestPriorityOfJobsAnotherProcessDispatched: a worker's first search
+// finds the jobs with a priority stored by another process (here, written
+// to the store directly), and takes them first.
+func TestPriorityOfJobsAnotherProcessDispatched(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var ran []string
+	reg := queue.HandlerOf[prioritizedJob](queue.HandlerFunc[prioritizedJob](func(_ context.Context, j prioritizedJob, _ queue.JobContext) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, j.Name)
+		return nil
+	}))
+	eachWith(t, queue.Config{}, map[string]queue.Registration{"test.prioritized": reg}, func(t *testing.T, f fixture) {
+		mu.Lock()
+		ran = nil
+		mu.Unlock()
+		for i, j := range []prioritizedJob{{"first", 0}, {"second", 0}, {"urgent", 2}} {
+			row := &driver.Job{ID: fmt.Sprintf("01900000-0000-7000-8000-%012d", i+1), Queue: "default", Name: "test.prioritized",
+				Payload: []byte(fmt.Sprintf(`{"name":%q}`, j.Name)), MaxAttempts: 1, Backoff: backoff.Fixed(0), AvailableAt: t0.UnixMilli(),
+				CreatedAt: t0.UnixMilli(), Priority: j.Priority}
+			if _, _, err := f.store.Insert(ctx, nil, row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := f.q.RunPending(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if got := strings.Join(ran, ", "); got != "urgent, first, second" {
+			t.Fatalf("ran %s; want urgent, first, second", got)
+		}
+	})
+}
+
+// contactChanged is a debounced job: by contact, 10s quiet, 25s at most.
+type contactChanged struct {
+	ContactID string `json:"contact_id"`
+	Change    int    `json:"change"`
+}
+
+func (contactChanged) JobName() string { return "test.contact_changed" }
+func (contactChanged) JobOptions() queue.Options {
+	return queue.Options{Debounce: queue.Debounce{For: 10 * time.Second, MaxWait: 25 * time.Second}}
+}
+func (c contactChanged) DebounceKey() string { return "contact:" + c.ContactID }
+
+// TestDebounceCollapsesABurst: dispatches of one key while its job waits
+// return that job's id and replace its payload; it runs once, with the
+// last payload, when the burst has been quiet for Debounce.For or at
+// MaxWait after the first dispatch.
+func TestDebounceCollapsesABurst(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var ran []contactChanged
+	reg := queue.HandlerOf[contactChanged](queue.HandlerFunc[contactChanged](func(_ context.Context, c contactChanged, _ queue.JobContext) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, c)
+		return nil
+	}))
+	eachWith(t, queue.Config{}, map[string]queue.Registration{"test.contact_changed": reg}, func(t *testing.T, f fixture) {
+		mu.Lock()
+		ran = nil
+		mu.Unlock()
+		var first string
+		for i := range 5 { // every 5s: due 10s after each, but at most 25s after the first
+			id, err := f.q.Dispatch(ctx, contactChanged{ContactID: "42", Change: i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = id
+			} else if id != first {
+				t.Fatalf("dispatch %d returned %s; want the waiting job's id %s", i, id, first)
+			}
+			f.clock.Advance(5 * time.Second)
+		}
+		other, err := f.q.Dispatch(ctx, contactChanged{ContactID: "7"})
+		if err != nil || other == first {
+			t.Fatalf("another contact's dispatch: %s, %v; want a job of its own", other, err)
+		}
+		d, err := f.q.Inspector().Job(ctx, first)
+		if err != nil || !d.AvailableAt.Equal(t0.Add(25*time.Second)) || string(d.Payload) != `{"contact_id":"42","change":4}` || d.Unique {
+			t.Fatalf("the waiting job: due %s, payload %s, unique %v, %v; want due at the maximum wait, the last payload, not shown unique",
+				d.AvailableAt, d.Payload, d.Unique, err)
+		}
+		f.clock.Advance(-time.Millisecond) // 25s after the first, less a millisecond
+		if s, _ := f.q.RunPending(ctx); s.Processed != 0 {
+			t.Fatalf("ran %+v before the maximum wait", s)
+		}
+		f.clock.Advance(time.Millisecond)
+		if s, _ := f.q.RunPending(ctx); s.Succeeded != 1 {
+			t.Fatalf("at the maximum wait ran %+v; want the one job", s)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ran) != 1 || ran[0].Change != 4 {
+			t.Fatalf("ran %+v; want contact 42's last change alone", ran)
+		}
+	})
+}
+
+func TestDebounceRefusals(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, map[string]queue.Registration{"test.contact_changed": noop[contactChanged]()})
+	key := "k"
+	for _, c := range []struct {
+		e    queue.Envelope
+		want string
+	}{
+		{queue.Envelope{Options: queue.Options{Debounce: queue.Debounce{For: time.Second}, UniqueFor: time.Minute}},
+			"queue: job contacts.export: Debounce and UniqueFor cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; choose one"},
+		{queue.Envelope{Options: queue.Options{Debounce: queue.Debounce{For: time.Second}}, UniqueKey: &key},
+			"queue: job contacts.export: Debounce and an envelope's UniqueKey cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; set DebounceKey instead"},
+		{queue.Envelope{Options: queue.Options{Debounce: queue.Debounce{MaxWait: time.Second}}},
+			"queue: job contacts.export: Debounce is {For: 0s, MaxWait: 1s}; want For more than 0, and MaxWait 0 (10 times For) or at least For"},
+		{queue.Envelope{Options: queue.Options{Debounce: queue.Debounce{For: time.Minute, MaxWait: time.Second}}},
+			"queue: job contacts.export: Debounce.MaxWait (1s) is less than Debounce.For (1m0s); want at least For, or 0 for 10 times For"},
+	} {
+		c.e.Name, c.e.Payload = "contacts.export", json.RawMessage(`{}`)
+		if _, err := f.q.Push(ctx, c.e); err == nil || err.Error() != c.want {
+			t.Errorf("%+v: %v; want %q", c.e.Options, err, c.want)
+		}
+	}
+	_, err := f.q.DispatchFlow(ctx, queue.Chain(ExportContacts{CompanyID: "c"}, contactChanged{ContactID: "1"}))
+	if err == nil || !strings.Contains(err.Error(), "job test.contact_changed is debounced (Debounce), and a step cannot be: its flow runs each step once") {
+		t.Fatalf("a debounced step: %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -53,6 +54,10 @@ type Envelope struct {
 	// pending (and, with Options.UniqueFor, was dispatched less than that
 	// ago), pushing returns that job's id.
 	UniqueKey *string
+	// DebounceKey is the key a job with Options.Debounce is debounced by
+	// (see [WithDebounceKey], which EnvelopeOf reads); "" for its type
+	// alone.
+	DebounceKey string
 	// Meta is a JSON object stored with the job and kept through its
 	// retries, for what travels beside the payload (trace context, the
 	// payload's version); the handler reads it in [JobContext]. It is
@@ -72,6 +77,9 @@ func EnvelopeOf(job Job) (Envelope, error) {
 	e := Envelope{Name: job.JobName(), Payload: payload}
 	if o, ok := job.(WithOptions); ok {
 		e.Options = o.JobOptions()
+	}
+	if k, ok := job.(WithDebounceKey); ok {
+		e.DebounceKey = k.DebounceKey()
 	}
 	return e, nil
 }
@@ -301,6 +309,14 @@ func (q *Queue) resolve(name string, o Options) (Options, error) {
 		return o, fmt.Errorf("queue: job %s: Timeout is %s; want a positive duration, 0 for the default or queue.NoTimeout", name, o.Timeout)
 	case o.UniqueFor < 0:
 		return o, fmt.Errorf("queue: job %s: UniqueFor is %s; want 0 or more", name, o.UniqueFor)
+	case o.Debounce.For < 0 || o.Debounce.MaxWait < 0 || !o.Debounce.IsZero() && o.Debounce.For == 0:
+		return o, fmt.Errorf("queue: job %s: Debounce is {For: %s, MaxWait: %s}; want For more than 0, and MaxWait 0 (10 times For) or at least For",
+			name, o.Debounce.For, o.Debounce.MaxWait)
+	case o.Debounce.MaxWait > 0 && o.Debounce.MaxWait < o.Debounce.For:
+		return o, fmt.Errorf("queue: job %s: Debounce.MaxWait (%s) is less than Debounce.For (%s); want at least For, or 0 for 10 times For",
+			name, o.Debounce.MaxWait, o.Debounce.For)
+	case !o.Debounce.IsZero() && o.UniqueFor > 0:
+		return o, fmt.Errorf("queue: job %s: Debounce and UniqueFor cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; choose one", name)
 	case o.Priority < MinPriority || o.Priority > MaxPriority:
 		return o, fmt.Errorf("queue: job %s: Priority is %d; want %d to %d (0, the default, for most jobs)", name, o.Priority, MinPriority, MaxPriority)
 	case o.Backoff.b.Negative():
@@ -365,10 +381,27 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		Meta:        e.Meta,
 		Priority:    o.Priority,
 	}
+	if o.Priority != 0 {
+		q.prioritized.Add(1) // this process's workers search by priority at once
+	}
 	if o.Timeout > 0 {
 		job.TimeoutMs = ceilMs(o.Timeout)
 	}
+	if !o.Debounce.IsZero() {
+		if e.UniqueKey != nil {
+			return nil, fmt.Errorf("queue: job %s: Debounce and an envelope's UniqueKey cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; set DebounceKey instead", e.Name)
+		}
+		if e.DebounceKey != "" {
+			if err := checkText("the debounce key of "+e.Name, e.DebounceKey, MaxUniqueKeyLen); err != nil {
+				return nil, err
+			}
+		}
+		maxWait := cmp.Or(o.Debounce.MaxWait, 10*o.Debounce.For)
+		job.UniqueKey, job.DebounceMaxMs = e.Name+debounceKeyMark+e.DebounceKey, ceilMs(maxWait)
+		job.AvailableAt = now + ceilMs(max(e.Delay, o.Debounce.For))
+	}
 	switch {
+	case job.UniqueKey != "":
 	case e.UniqueKey != nil:
 		if err := checkText("the unique key of "+e.Name, *e.UniqueKey, MaxUniqueKeyLen); err != nil {
 			return nil, err
@@ -383,6 +416,10 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 	}
 	return job, nil
 }
+
+// debounceKeyMark is what a debounced job's key holds between its type
+// and its debounce key (a unique job's holds "|key:" or "|payload:").
+const debounceKeyMark = "|debounce:"
 
 // announcer is a driver that tells other processes of new jobs.
 type announcer interface{ Announce(queue string) }

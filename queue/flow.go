@@ -353,7 +353,10 @@ func (q *Queue) newFlow(f *Flow) (*driver.NewFlow, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w (in %s)", err, where)
 		}
-		if row.UniqueKey != "" {
+		switch {
+		case row.DebounceMaxMs > 0:
+			return nil, fmt.Errorf("queue: %s: job %s is debounced (Debounce), and a step cannot be: its flow runs each step once", where, row.Name)
+		case row.UniqueKey != "":
 			return nil, fmt.Errorf("queue: %s: job %s is unique (UniqueFor), and a step cannot be: its flow already runs it once", where, row.Name)
 		}
 		step := &driver.Step{Job: row, Name: s.name, Role: s.role, RunIfFailed: s.runIfFailed, Waiting: len(s.deps), DelayMs: ceilMs(max(e.Delay, 0))}

@@ -67,6 +67,34 @@ type Options struct {
 	// jobs within a queue; a worker's queues are taken in their own
 	// order first (queue.queues).
 	Priority int
+	// Debounce collapses a burst of dispatches into one job: see
+	// [Debounce]. The zero value does not debounce. It cannot be combined
+	// with UniqueFor or an envelope's UniqueKey.
+	Debounce Debounce
+}
+
+// Debounce makes a job wait For after its dispatch, and a dispatch of the
+// same job type and debounce key (see [WithDebounceKey]) while it still
+// waits replaces it: the waiting job takes the new payload (the last one
+// wins) and waits For again from then, but never past MaxWait after the
+// first dispatch of the burst. A dispatch once the job runs queues a new
+// one. Dispatch returns the id of the job that waits, new or replaced.
+type Debounce struct {
+	For time.Duration // the quiet time a burst must leave before the job runs; more than 0
+	// MaxWait bounds how long a burst can keep the job waiting, counted
+	// from its first dispatch; default 10 times For, at least For.
+	MaxWait time.Duration
+}
+
+// IsZero reports whether d is unset: the job is not debounced.
+func (d Debounce) IsZero() bool { return d == Debounce{} }
+
+// WithDebounceKey is a [Job] (or an event, for its queued listeners) that
+// names the key its dispatches are debounced by, such as "contact:42":
+// only jobs of the same type and key replace each other. A debounced job
+// without one is debounced by its type alone.
+type WithDebounceKey interface {
+	DebounceKey() string
 }
 
 // The bounds of [Options.Priority].
@@ -94,6 +122,9 @@ func (o Options) Override(over Options) Options {
 	}
 	if over.Priority != 0 {
 		o.Priority = over.Priority
+	}
+	if !over.Debounce.IsZero() {
+		o.Debounce = over.Debounce
 	}
 	return o
 }

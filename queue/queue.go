@@ -44,11 +44,14 @@ type Queue struct {
 	system  bool
 	started time.Time
 
-	lastSweep atomic.Int64  // when workers last looked for stale reservations (pace, ms)
-	lastPrune atomic.Int64  // when workers last pruned the succeeded jobs kept (pace, ms)
-	pauses    atomic.Int64  // bumped at each Pause and Resume, for this process's workers
-	cancels   atomic.Int64  // bumped at each Cancel of a running job, for this process's workers
-	waker     *worker.Waker // woken at each dispatch, to wake idle workers
+	lastSweep atomic.Int64 // when workers last looked for stale reservations (pace, ms)
+	lastPrune atomic.Int64 // when workers last pruned the succeeded jobs kept (pace, ms)
+	// prioritized counts the dispatches of this process with a priority:
+	// its workers then search by priority (worker.Config.Prioritized).
+	prioritized atomic.Int64
+	pauses      atomic.Int64  // bumped at each Pause and Resume, for this process's workers
+	cancels     atomic.Int64  // bumped at each Cancel of a running job, for this process's workers
+	waker       *worker.Waker // woken at each dispatch, to wake idle workers
 }
 
 // Params are what [New] builds a Queue from.

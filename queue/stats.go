@@ -44,6 +44,9 @@ type Stats struct {
 	// worker is started with --queue NAME or the queue is added to
 	// queue.queues.
 	Unworked bool
+	// Prioritized says that jobs with a priority (see Options.Priority)
+	// wait on the queue: workers take them by priority, highest first.
+	Prioritized bool
 }
 
 // Stats counts the jobs of every queue that has one, failed jobs
@@ -75,6 +78,11 @@ func (i *Inspector) Stats(ctx context.Context) ([]Stats, error) {
 			Unworked: r.Waiting > 0 && r.Running == 0 && !slices.Contains(q.cfg.Queues, r.Queue)}
 		if r.Waiting > 0 {
 			out[i].OldestWaiting = time.Duration(max(now-r.OldestAvailableAt, 0)) * time.Millisecond
+		}
+		if r.Waiting+r.Delayed > 0 { // a look into the index of jobs with a priority
+			if out[i].Prioritized, err = q.store.Prioritized(ctx, r.Queue); err != nil {
+				return nil, fmt.Errorf("queue: look for jobs with a priority on %s: %w", r.Queue, err)
+			}
 		}
 	}
 	counted := len(out)
@@ -377,7 +385,7 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 	return JobDetail{JobInfo: JobInfo{ID: j.ID, Queue: j.Queue, Name: j.Name, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		AvailableAt: timeOf(j.AvailableAt), ReservedAt: timeOf(j.ReservedAt), Worker: j.ReservedBy, CreatedAt: timeOf(j.CreatedAt), LastError: j.LastError,
 		PayloadBytes: len(j.Payload)}, State: state, Payload: j.Payload, Meta: j.Meta, Backoff: backoff,
-		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "", Failures: failuresOf(j.Errors),
+		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "" && !strings.Contains(j.UniqueKey, debounceKeyMark), Failures: failuresOf(j.Errors),
 		Priority: j.Priority, Snoozes: j.Snoozes}, nil
 }
 

@@ -231,6 +231,7 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 		KeepSucceeded:  q.cfg.KeepSucceeded,
 		Prunes:         &q.lastPrune,
 		MaxSnoozes:     q.cfg.MaxSnoozes,
+		Prioritized:    &q.prioritized,
 	}, o)
 	return workStats(s), err
 }

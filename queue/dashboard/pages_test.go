@@ -77,17 +77,20 @@ func TestQueuesPageMarksAQueueNoWorkerTakes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.Options.Queue = "reports"
+		e.Options.Queue, e.Options.Priority = "reports", 3
 		if _, err := f.q.Push(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 		f.clock.Advance(time.Minute)
 		body := f.get(t, "viewer", "/", http.StatusOK)
-		want := [][2]string{{"default", "default 1 0 0 0 1m0s 0/min"}, {"reports", "reports no worker 1 0 0 0 1m0s 0/min"}}
+		want := [][2]string{{"default", "default 1 0 0 0 1m0s 0/min"}, {"reports", "reports no worker by priority 1 0 0 0 1m0s 0/min"}}
 		if got := rows(body, "data-queue"); !slices.Equal(got, want) {
 			t.Errorf("rows of the queues page:\n%q\nwant\n%q", got, want)
 		}
 		if mark := `<span class="paused" title="reports is not in queue.queues, so queue:work leaves it alone: run queue:work --queue reports, or add reports to queue.queues.">no worker</span>`; !strings.Contains(body, mark) {
+			t.Errorf("the queues page lacks %s:\n%s", mark, body)
+		}
+		if mark := `<span class="mark" title="Jobs with a priority wait on reports: workers take them first, highest first.">by priority</span>`; !strings.Contains(body, mark) {
 			t.Errorf("the queues page lacks %s:\n%s", mark, body)
 		}
 	})
@@ -283,6 +286,23 @@ func TestJobPageShowsAttemptsAndError(t *testing.T) {
 	}
 }
 
+// A job that snoozed says how many times.
+func TestJobPageShowsSnoozes(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	id, err := f.q.Dispatch(ctx, Export{Reason: "snooze"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := f.q.RunPending(ctx); err != nil || s.Snoozed != 1 {
+		t.Fatalf("RunPending: %+v, %v; want a snooze", s, err)
+	}
+	body := f.get(t, "operator", "/jobs/"+id, http.StatusOK)
+	if got := facts(body); !strings.Contains(got, " Attempts 0 of 1 Snoozed 1 time(s), its attempts not spent Backoff ") {
+		t.Errorf("the snoozed job's facts: %s", got)
+	}
+}
+
 // A job's page shows the options the job was dispatched with.
 func TestJobPageShowsItsOptions(t *testing.T) {
 	t.Parallel()
@@ -291,14 +311,15 @@ func TestJobPageShowsItsOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Options = queue.Options{MaxAttempts: 5, Backoff: queue.Fixed(30 * time.Second), Timeout: queue.NoTimeout, UniqueFor: time.Hour}
+	e.Options = queue.Options{MaxAttempts: 5, Backoff: queue.Fixed(30 * time.Second), Timeout: queue.NoTimeout, UniqueFor: time.Hour, Priority: 7}
 	e.Delay, e.Meta = 90*time.Minute, []byte(`{"trace_id":"t-1"}`)
 	id, err := f.q.Push(ctx, e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := f.get(t, "operator", "/jobs/"+id+"?state=delayed&queue=default", http.StatusOK)
-	want := "Type crm.send_reminder State delayed Queue default Attempts 0 of 5 Backoff fixed 30s Timeout no limit " +
+	want := "Type crm.send_reminder State delayed Queue default Attempts 0 of 5 Priority 7: before the jobs of priority 0 due on its queue " +
+		"Backoff fixed 30s Timeout no limit " +
 		"Unique yes: it holds its unique key (no job of the same key is stored beside it) " +
 		"Dispatched 2026-03-02 09:30:00Z Due 2026-03-02 11:00:00Z Payload 7 bytes, with meta"
 	if got := facts(body); got != want {

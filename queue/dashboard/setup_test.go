@@ -111,6 +111,9 @@ func setupWith(t *testing.T, dbURL string, cfg queue.Config, p dashboard.Params)
 		Clock:  clock})
 	if err == nil {
 		err = q.Handle(queue.HandlerOf[Export](queue.HandlerFunc[Export](func(_ context.Context, j Export, _ queue.JobContext) error {
+			if j.Reason == "snooze" {
+				return queue.Snooze(time.Hour)
+			}
 			return errors.New(j.Reason)
 		})),
 			queue.HandlerOf[Reminder](queue.HandlerFunc[Reminder](func(context.Context, Reminder, queue.JobContext) error { return nil })),

@@ -33,7 +33,7 @@ func TestPriorityOrdersTheDueJobs(t *testing.T) {
 			prioritized(7, "a", 30, 0),
 			prioritized(8, "b", 0, 9), // another queue
 		)
-		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 4})
+		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 4, Prioritized: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestPriorityOrdersTheDueJobs(t *testing.T) {
 		}
 		// From past every job: it leaves out the waiting job of priority
 		// 0 (7, at 30), not the one of priority -2 (at 5).
-		jobs, err = s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, From: 60, Limit: 10})
+		jobs, err = s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, From: 60, Limit: 10, Prioritized: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,6 +66,42 @@ func TestPriorityOrdersTheDueJobs(t *testing.T) {
 	})
 }
 
+// TestPrioritizedTellsWhetherAJobWithAPriorityWaits: only waiting jobs
+// count, of the queue asked about; without Prioritized a database
+// driver's reservation goes by due time alone.
+func TestPrioritizedTellsWhetherAJobWithAPriorityWaits(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		prio := func(queue string) bool {
+			t.Helper()
+			ok, err := s.Prioritized(ctx, queue)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		insert(t, s, prioritized(1, "a", 0, 0), prioritized(2, "b", 0, 0))
+		if prio("a") || prio("b") || prio("none") {
+			t.Fatal("Prioritized with no job of a priority")
+		}
+		insert(t, s, prioritized(3, "a", 500, -1))
+		if !prio("a") || prio("b") {
+			t.Fatal("a delayed job of priority -1 on a: want a prioritized, b not")
+		}
+		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 500, At: 500, Limit: 1})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Reserve: %v, %v", jobs, err)
+		}
+		_, isMemory := s.(*memdriver.Driver)
+		if want := "1"; !isMemory && tails(jobs) != want {
+			t.Fatalf("without Prioritized reserved %s, want %s, by due time", tails(jobs), want)
+		}
+		reserveAll(t, s, "a", 500)
+		if prio("a") {
+			t.Fatal("Prioritized once the job of a priority runs")
+		}
+	})
+}
+
 // tails is the last digits of the jobs' ids, in order.
 func tails(jobs []*driver.Job) string {
 	out := ""
@@ -80,7 +116,7 @@ func tails(jobs []*driver.Job) string {
 
 func reserveAll(t *testing.T, s driver.Driver, queue string, now int64) []*driver.Job {
 	t.Helper()
-	jobs, err := s.Reserve(ctx, driver.Reservation{Queue: queue, Now: now, At: now, Limit: 1000})
+	jobs, err := s.Reserve(ctx, driver.Reservation{Queue: queue, Now: now, At: now, Limit: 1000, Prioritized: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +142,7 @@ func TestPriorityAgainstABruteForceReference(t *testing.T) {
 		for now := int64(0); len(left) > 0; now += 50 {
 			for {
 				limit := 1 + r.IntN(12)
-				got, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: now, At: now, Limit: limit})
+				got, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: now, At: now, Limit: limit, Prioritized: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -185,6 +221,67 @@ func TestSnoozeGivesTheAttemptBack(t *testing.T) {
 		found, err := s.Lookup(ctx, j.ID)
 		if err != nil || found.Job == nil || found.Job.Snoozes != 2 || found.Job.Attempts != 0 || len(found.Job.Errors) != 0 {
 			t.Fatalf("Lookup after two snoozes: %+v, %v; want 2 snoozes, no attempt, no error", found.Job, err)
+		}
+	})
+}
+
+func debounced(n int, key string, created, availableAt, maxMs int64) *driver.Job {
+	j := newJob(n, "a", availableAt)
+	j.CreatedAt, j.UniqueKey, j.DebounceMaxMs = created, "test.job|debounce:"+key, maxMs
+	return j
+}
+
+// TestDebounceReplacesTheWaitingJob: a debounced dispatch replaces the
+// waiting job of its key (its payload, and its due time up to the
+// maximum wait from the first dispatch); once that job runs, the next
+// dispatch stores a new one.
+func TestDebounceReplacesTheWaitingJob(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		put := func(j *driver.Job) (string, bool) {
+			t.Helper()
+			id, inserted, err := s.Insert(ctx, nil, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id, inserted
+		}
+		first := debounced(1, "k", 0, 100, 500)
+		if id, inserted := put(first); id != first.ID || !inserted {
+			t.Fatalf("the first dispatch: %s, %v; want it stored", id, inserted)
+		}
+		if id, inserted := put(debounced(2, "k", 100, 200, 500)); id != first.ID || inserted {
+			t.Fatalf("the second dispatch: %s, %v; want the first job's id, not stored", id, inserted)
+		}
+		if id, inserted := put(debounced(3, "other", 100, 200, 500)); id == first.ID || !inserted {
+			t.Fatal("a dispatch of another key replaced the first")
+		}
+		put(debounced(4, "k", 450, 550, 500)) // due at 550, past the first's 0 + 500
+		found, err := s.Lookup(ctx, first.ID)
+		if err != nil || found.Job == nil || string(found.Job.Payload) != `{"n":4}` || found.Job.AvailableAt != 500 || found.Job.CreatedAt != 0 {
+			t.Fatalf("the waiting job: %+v, %v; want the last payload, due at 500 (the maximum wait), created at 0", found.Job, err)
+		}
+		if n := pending(t, s, "a"); n != 2 {
+			t.Fatalf("pending: %d; want 2 (one per key)", n)
+		}
+		if j := reserve(t, s, "a", 499); j == nil || j.ID == first.ID {
+			t.Fatalf("at 499 reserved %+v; want the other key's job, not the first", j)
+		}
+		running := reserve(t, s, "a", 500)
+		if running == nil || running.ID != first.ID || string(running.Payload) != `{"n":4}` {
+			t.Fatalf("at 500 reserved %+v; want the first job with the last payload", running)
+		}
+		next := debounced(5, "k", 600, 700, 500)
+		if id, inserted := put(next); id != next.ID || !inserted {
+			t.Fatalf("a dispatch while the job runs: %s, %v; want a new job", id, inserted)
+		}
+		if id, inserted := put(debounced(6, "k", 650, 750, 500)); id != next.ID || inserted {
+			t.Fatalf("then: %s, %v; want the new job replaced", id, inserted)
+		}
+		if ok, err := driver.CompleteOne(ctx, s, running.ID, running.Attempts); !ok || err != nil {
+			t.Fatalf("complete the running job: %v, %v", ok, err)
+		}
+		if j := reserve(t, s, "a", 750); j == nil || j.ID != next.ID || string(j.Payload) != `{"n":6}` {
+			t.Fatalf("at 750 reserved %+v; want the new job with the last payload", j)
 		}
 	})
 }

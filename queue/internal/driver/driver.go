@@ -137,6 +137,11 @@ type Reservation struct {
 	// By is the registered worker that reserves, kept with each job it
 	// reserves; "" for none (a worker not registered).
 	By string
+	// Prioritized says that jobs with a priority may wait on Queue: the
+	// search orders by priority. Without it a database driver takes the
+	// jobs by due time alone, as the search of a queue where none has a
+	// priority costs least; the memory driver orders by priority always.
+	Prioritized bool
 	// From leaves out the jobs available before it (0 leaves out none):
 	// a worker passes a bound a little behind the last job it reserved, so
 	// that PostgreSQL's search starts past the index entries of the rows
@@ -187,7 +192,10 @@ type Job struct {
 	// Snoozes counts the times its handler put it back to wait without
 	// spending an attempt (Snooze).
 	Snoozes int
-	Errors  []Failure // its failed attempts; read by Lookup alone
+	// DebounceMaxMs, set on a job to insert, debounces it by its
+	// UniqueKey: see Driver.Insert. It is not stored.
+	DebounceMaxMs int64
+	Errors        []Failure // its failed attempts; read by Lookup alone
 	// Result is what its handler recorded for this attempt (JSON), kept
 	// when it succeeds.
 	Result []byte
@@ -270,6 +278,12 @@ type Driver interface {
 	// holds the same key, unless that job's UniqueUntil has passed when
 	// job was created (its CreatedAt): Insert then returns the pending
 	// job's id and false.
+	//
+	// A job with DebounceMaxMs replaces instead the job holding its key
+	// that waits (not reserved): that one takes its Payload and Meta, and
+	// its AvailableAt, or its own CreatedAt plus DebounceMaxMs if earlier;
+	// Insert returns its id and false. A reserved job holding the key
+	// gives it up, and job is stored.
 	Insert(ctx context.Context, uow *db.UnitOfWork, job *Job) (id string, inserted bool, err error)
 
 	// InsertMany stores jobs, in uow when it is not nil, all or none, and
@@ -279,12 +293,12 @@ type Driver interface {
 	InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*Job, now int64) ([]string, error)
 
 	// Reserve takes up to r.Limit available jobs of r.Queue (due by r.Now,
-	// waiting), the next ones by priority (higher first), then
-	// available_at, then id, marks them reserved at r.At and counts their
-	// attempt, in one statement. Of the jobs of priority 0 it leaves out
-	// those available before r.From; a job with a priority is found
-	// wherever it stands. It returns them in that order, none when there
-	// is none.
+	// waiting), the next ones by priority (higher first; with
+	// r.Prioritized), then available_at, then id, marks them reserved at
+	// r.At and counts their attempt, in one statement. It leaves out the
+	// jobs available before r.From, but for those with a priority when
+	// r.Prioritized. It returns them in that order, none when there is
+	// none.
 	Reserve(ctx context.Context, r Reservation) ([]*Job, error)
 
 	// TakeOver takes the job of queue whose reservation went stale first
@@ -299,6 +313,10 @@ type Driver interface {
 	// would leave out. The memory driver, whose Reserve leaves out none,
 	// reports false.
 	Behind(ctx context.Context, queue string, now, from int64) (bool, error)
+
+	// Prioritized reports, reading only, whether a waiting job of queue
+	// has a priority other than 0: whether Reserve needs r.Prioritized.
+	Prioritized(ctx context.Context, queue string) (bool, error)
 
 	// Stale reports, reading only, whether TakeOver would find a job of
 	// queue at now (0 for the driver's own clock of reservations).

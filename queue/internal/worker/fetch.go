@@ -126,6 +126,14 @@ func (w *worker) fetch(ctx context.Context) {
 // the last before a StopWhenEmpty worker stops are full sweeps, made
 // inline; swept reports whether this was one.
 //
+// A queue where no waiting job has a priority is searched by due time
+// alone, the search that costs least; one where some may wait, by
+// priority first (see driver.Reservation). Which is which the sweeps
+// find, and then the prober once a second, and a dispatch of this
+// process with a priority marks every queue at once: a job with a
+// priority dispatched by another process may be taken in due order for up
+// to a second before its priority counts.
+//
 // A search never starts past now: after the clock moved back, jobs
 // dispatched since are due before the cursor, and are found at once.
 func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept bool, err error) {
@@ -136,6 +144,22 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 	} else if since := pace - w.probedAt; since < 0 || since >= max(sweepEveryMs, w.probeEveryMs.Load()) {
 		w.probedAt = pace
 		w.probe(now, at, pace)
+	}
+	if swept {
+		for i, name := range w.opts.Queues {
+			if !w.paused(name) {
+				p, err := w.cfg.Store.Prioritized(ctx, name)
+				w.prio[i].Store(p || err != nil)
+			}
+		}
+	}
+	if n := w.cfg.Prioritized; n != nil {
+		if seen := n.Load(); seen != w.prioSeen {
+			w.prioSeen = seen
+			for i := range w.prio {
+				w.prio[i].Store(true)
+			}
+		}
 	}
 	if swept || w.stale.Load() {
 		done := true
@@ -168,7 +192,7 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 			from = min(last, now) - cursorSlackMs
 		}
 		want := limit - len(jobs)
-		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, By: by, From: from, Limit: want})
+		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, By: by, From: from, Limit: want, Prioritized: w.prio[i].Load()})
 		if err == nil && len(got) < want {
 			// It found no more: every job due by now is taken, so the next
 			// search need not walk the rows of those it reserved (nor, on

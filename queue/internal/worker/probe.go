@@ -46,7 +46,8 @@ func (w *worker) probe(now, at, pace int64) {
 }
 
 // startProber runs the prober until stop: it looks, reading only, for
-// what the fetcher's next searches would miss, and tells the fetcher. A
+// what the fetcher's next searches would miss (and for the queues where
+// jobs with a priority wait), and tells the fetcher. A
 // look that fails counts as found: the fetcher's own search then reports
 // the error, and loses nothing.
 //
@@ -72,6 +73,12 @@ func (w *worker) startProber() (stop func()) {
 				if p.from[i] > 0 {
 					if behind, err := w.cfg.Store.Behind(ctx, name, p.now, p.from[i]); behind || err != nil {
 						w.behind[i].Store(true)
+						found = true
+					}
+				}
+				if !p.paused[i] {
+					prio, err := w.cfg.Store.Prioritized(ctx, name)
+					if was := w.prio[i].Swap(prio || err != nil); prio && !was {
 						found = true
 					}
 				}

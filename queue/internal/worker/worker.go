@@ -58,6 +58,10 @@ type Config struct {
 	// Prunes is when a worker of the process last pruned the history (on
 	// Clock.Pace).
 	Prunes *atomic.Int64
+	// Prioritized is bumped each time this process dispatches a job with
+	// a priority: its workers then search every queue by priority until
+	// their prober finds none waiting (see fetch.go). Nil: none is.
+	Prioritized *atomic.Int64
 	// MaxSnoozes is how many times a job may snooze (Snooze); a job asking
 	// once more fails, with an error that says so.
 	MaxSnoozes int
@@ -154,7 +158,7 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	}
 	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: cfg.Log,
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
-		cursor: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)),
+		cursor: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)), prio: make([]atomic.Bool, len(o.Queues)),
 		probes: make(chan probe, 1), probed: make(chan struct{}, 1), tallies: newTallies(o.Queues)}
 	w.done = newCompleter(w)
 	stopListening := w.listen(o.Queues)
@@ -211,6 +215,12 @@ type worker struct {
 	// opts.Queues), a job waiting behind the cursor; a stale reservation.
 	behind []atomic.Bool
 	stale  atomic.Bool
+	// prio says, by queue, that jobs with a priority may wait there (set
+	// by a sweep, the prober and this process's dispatches): its search
+	// orders by priority. prioSeen is the last count of Config.Prioritized
+	// the fetcher saw.
+	prio     []atomic.Bool
+	prioSeen int64
 	// probeEveryMs is how long the fetcher lets pass between two probes:
 	// a second, or longer where probes are slow (see startProber).
 	probeEveryMs atomic.Int64

@@ -146,6 +146,9 @@ const proof = "SELECT 1 FROM jobs WHERE id = $1 UNION ALL SELECT 1 FROM failed_j
 // holds the key: it returns that job's id then. Three statements in one
 // transaction, so that no other dispatch slips between them.
 func (b *base) insertUnique(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job, now int64) (string, bool, error) {
+	if job.DebounceMaxMs > 0 {
+		return b.insertDebounced(ctx, tx, uow, job)
+	}
 	// A pending job past its window no longer holds the key.
 	if _, err := tx.ExecContext(ctx, b.q.expireUnique, job.UniqueKey, now); err != nil {
 		return "", false, err
@@ -158,6 +161,32 @@ func (b *base) insertUnique(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork,
 		return "", false, fmt.Errorf("find the pending job with unique key %q: %w", job.UniqueKey, err)
 	}
 	return id, false, nil
+}
+
+// insertDebounced stores a debounced job in tx, or has the waiting job
+// holding its key take its payload, meta and due time (see
+// driver.Driver.Insert). A reserved holder first gives the key up. When
+// another transaction stores a holder between the update and the insert
+// (PostgreSQL), the insert does nothing and the update is tried again.
+func (b *base) insertDebounced(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job) (string, bool, error) {
+	if _, err := tx.ExecContext(ctx, b.q.releaseKey, job.UniqueKey); err != nil {
+		return "", false, err
+	}
+	for range 3 {
+		var id string
+		err := tx.QueryRowContext(ctx, b.q.debounce, string(job.Payload), nullBytes(job.Meta),
+			job.AvailableAt, job.DebounceMaxMs, job.AvailableAt, job.DebounceMaxMs, job.UniqueKey).Scan(&id)
+		switch {
+		case err == nil:
+			return id, false, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return "", false, err
+		}
+		if n, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, b.q.insertUnique, appendRow(nil, job)...); err != nil || n == 1 {
+			return job.ID, err == nil, err
+		}
+	}
+	return "", false, fmt.Errorf("debounce a job by key %q: other dispatches kept taking the key; try again", job.UniqueKey)
 }
 
 // InsertMany implements driver.Driver: jobs without a unique key in

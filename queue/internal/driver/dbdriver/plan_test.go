@@ -26,7 +26,10 @@ func TestReservationUsesTheWaitingIndex(t *testing.T) {
 		args       []any
 		want       []string
 	}{
-		{"reserve", q.reserve, q.reserveArgs(1, driver.Reservation{Queue: "default", Now: 1, Limit: 10}), []string{"USING INDEX jobs_waiting", "USING INDEX jobs_prioritized"}},
+		{"reserve", q.reserve, q.reserveArgs(1, driver.Reservation{Queue: "default", Now: 1, Limit: 10}), []string{"USING INDEX jobs_waiting"}},
+		{"reserve by priority", q.reservePrioritized, q.reserveArgs(1, driver.Reservation{Queue: "default", Now: 1, Limit: 10, Prioritized: true}),
+			[]string{"USING INDEX jobs_waiting", "USING INDEX jobs_prioritized"}},
+		{"prioritized", q.prioritized, []any{"default"}, []string{"USING INDEX jobs_prioritized"}},
 		{"find unique", q.findUnique, []any{"k"}, []string{"INDEX jobs_unique_key"}},
 		{"take over", q.takeOver, []any{1, nil, "default", 1, 1, 1}, []string{"INDEX jobs_reserved", "SEARCH queue_workers USING INDEX sqlite_autoindex_queue_workers_1 (id=?)"}},
 		{"stale", q.stale, []any{"default", 1, 1, 1}, []string{"INDEX jobs_reserved", "SEARCH queue_workers USING INDEX sqlite_autoindex_queue_workers_1 (id=?)"}},
@@ -185,12 +188,14 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 		if total > 2000 {
 			t.Errorf("read %d buffers for 100 of %d jobs:\n%s", total, n, plan.String())
 		}
-		if stmt == drv.q.reserve && !strings.Contains(plan.String(), "Index Scan using jobs_prioritized") {
+		if stmt == drv.q.reservePrioritized && !strings.Contains(plan.String(), "Index Scan using jobs_prioritized") {
 			t.Errorf("the reservation does not search the jobs with a priority by their index:\n%s", plan.String())
 		}
 		return total
 	}
 	t.Logf("reservation: %d buffers", buffers(drv.q.reserve, drv.q.reserveArgs(n, driver.Reservation{Queue: "default", Now: n, Limit: 100})...))
+	t.Logf("reservation by priority: %d buffers", buffers(drv.q.reservePrioritized,
+		drv.q.reserveArgs(n, driver.Reservation{Queue: "default", Now: n, Limit: 100, Prioritized: true})...))
 	jobs, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: n, At: n, Limit: 100})
 	if err != nil || len(jobs) != 100 {
 		t.Fatalf("reserve: %d jobs, %v", len(jobs), err)

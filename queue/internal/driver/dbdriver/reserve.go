@@ -48,7 +48,11 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 		return nil, err
 	}
 	var jobs []*driver.Job
-	err = b.query(ctx, b.q.reserve, b.q.reserveArgs(at, r), func(rows *sql.Rows) error {
+	stmt := b.q.reserve
+	if r.Prioritized {
+		stmt = b.q.reservePrioritized
+	}
+	err = b.query(ctx, stmt, b.q.reserveArgs(at, r), func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
 		jobs = append(jobs, j)
 		return err
@@ -86,6 +90,11 @@ func (b *base) TakeOver(ctx context.Context, queue string, now int64, by string)
 // Behind implements driver.Driver.
 func (b *base) Behind(ctx context.Context, queue string, now, from int64) (bool, error) {
 	return b.exists(ctx, b.q.behind, queue, from, now)
+}
+
+// Prioritized implements driver.Driver.
+func (b *base) Prioritized(ctx context.Context, queue string) (bool, error) {
+	return b.exists(ctx, b.q.prioritized, queue)
 }
 
 // Stale implements driver.Driver.

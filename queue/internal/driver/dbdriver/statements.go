@@ -12,11 +12,13 @@ import (
 type statements struct {
 	insert, expireUnique, insertUnique, findUnique string
 	reserve, takeOver, behind, stale, unreserve    string
+	reservePrioritized, prioritized                string
+	releaseKey, debounce                           string
 	complete, release, snooze                      string
 	failed, failedPayloads, flush, pending, purge  string
 
-	// reserveArgs are reserve's arguments, in its order, for a
-	// reservation at at.
+	// reserveArgs are the arguments of reserve, or for r.Prioritized of
+	// reservePrioritized, in its order, for a reservation at at.
 	reserveArgs func(at any, r driver.Reservation) []any
 
 	insertFull string              // the multi-row insert of a full chunk
@@ -42,17 +44,27 @@ const (
 
 // sqliteStatements are the statements in SQLite's words. Its planner,
 // seeing an empty table's statistics, would take the jobs with a priority
-// by jobs_waiting and sort them all: the reservation names their index.
+// by jobs_waiting and sort them all: their searches name their index.
 func sqliteStatements() statements {
 	q := common("?", "", sqliteAppendError,
 		"UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN ("+
-			"SELECT id FROM (SELECT * FROM ("+strings.Replace(prioritized, "FROM jobs", "FROM jobs INDEXED BY jobs_prioritized", 1)+") UNION ALL SELECT * FROM ("+unprioritized+")) "+
-			"ORDER BY priority DESC, available_at, id LIMIT ?) RETURNING "+columns,
+			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"+
+			") RETURNING "+columns,
 		"DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN ("+
 			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
 		func(s string) string { return s })
+	byIndex := func(s string) string {
+		return strings.Replace(s, "FROM jobs", "FROM jobs INDEXED BY jobs_prioritized", 1)
+	}
+	q.reservePrioritized = "UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN (" +
+		"SELECT id FROM (SELECT * FROM (" + byIndex(prioritized) + ") UNION ALL SELECT * FROM (" + unprioritized + ")) " +
+		"ORDER BY priority DESC, available_at, id LIMIT ?) RETURNING " + columns
+	q.prioritized = byIndex(anyPrioritized)
 	q.reserveArgs = func(at any, r driver.Reservation) []any {
-		return []any{at, nullable(r.By), r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Limit}
+		if r.Prioritized {
+			return []any{at, nullable(r.By), r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Limit}
+		}
+		return []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit}
 	}
 	return q
 }
@@ -72,30 +84,42 @@ func sqliteStatements() statements {
 // same reason.
 func postgresStatements() statements {
 	q := common(pgAt, " FOR UPDATE SKIP LOCKED", postgresAppendError,
-		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), "+
-			"p AS ("+prioritized+" FOR UPDATE SKIP LOCKED), u AS ("+unprioritized+" FOR UPDATE SKIP LOCKED) "+
+		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
 			"UPDATE jobs SET reserved_at = "+pgAt+", reserved_by = ?, attempts = jobs.attempts + 1 "+
 			"FROM lazy WHERE jobs.id = ANY(ARRAY("+
-			"SELECT id FROM (SELECT * FROM p UNION ALL SELECT * FROM u) c ORDER BY priority DESC, available_at, id LIMIT ?)) "+
-			"RETURNING "+prefixed("jobs.", columns),
+			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? "+
+			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING "+prefixed("jobs.", columns),
 		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
 			"DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int) "+
 			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) "+
 			"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 RETURNING j.id",
 		numbered)
+	q.reservePrioritized = numbered("WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
+		"p AS (" + prioritized + " FOR UPDATE SKIP LOCKED), u AS (" + unprioritized + " FOR UPDATE SKIP LOCKED) " +
+		"UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 " +
+		"FROM lazy WHERE jobs.id = ANY(ARRAY(" +
+		"SELECT id FROM (SELECT * FROM p UNION ALL SELECT * FROM u) c ORDER BY priority DESC, available_at, id LIMIT ?)) " +
+		"RETURNING " + prefixed("jobs.", columns))
+	q.prioritized = numbered(anyPrioritized)
 	q.reserveArgs = func(at any, r driver.Reservation) []any {
-		return []any{r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, at, nullable(r.By), r.Limit}
+		if r.Prioritized {
+			return []any{r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, at, nullable(r.By), r.Limit}
+		}
+		return []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit}
 	}
 	return q
 }
 
-// The two searches of a reservation, each of up to its limit: the jobs
-// with a priority (by the index jobs_prioritized, empty where none has
-// one), and the others from a bound (by jobs_waiting). The next jobs by
-// priority, then due time, are the first of the two together. Their
-// arguments are queue, now, limit and queue, from, now, limit.
+// The two searches of a reservation by priority, each of up to its
+// limit: the jobs with a priority (by the index jobs_prioritized, which
+// holds only those), and the others from a bound (by jobs_waiting). The
+// next jobs by priority, then due time, are the first of the two
+// together. Their arguments are queue, now, limit and queue, from, now,
+// limit. anyPrioritized finds whether a queue (its argument) has a
+// waiting job with a priority.
 const (
-	prioritized = "SELECT id, priority, available_at FROM jobs WHERE queue = ? AND reserved_at IS NULL AND priority <> 0 AND available_at <= ? " +
+	anyPrioritized = "SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND priority <> 0 LIMIT 1"
+	prioritized    = "SELECT id, priority, available_at FROM jobs WHERE queue = ? AND reserved_at IS NULL AND priority <> 0 AND available_at <= ? " +
 		"ORDER BY priority DESC, available_at, id LIMIT ?"
 	unprioritized = "SELECT id, priority, available_at FROM jobs WHERE queue = ? AND reserved_at IS NULL AND priority = 0 AND available_at >= ? AND available_at <= ? " +
 		"ORDER BY available_at, id LIMIT ?"
@@ -144,7 +168,10 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 		expireUnique: words("UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?"),
 		insertUnique: words("INSERT INTO jobs (" + columns + ") VALUES " + values + " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"),
 		findUnique:   words("SELECT id FROM jobs WHERE unique_key = ? AND unique_key IS NOT NULL"),
-		reserve:      words(reserve),
+		releaseKey:   words("UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND reserved_at IS NOT NULL"),
+		debounce: words("UPDATE jobs SET payload = ?, meta = ?, available_at = CASE WHEN ? < created_at + ? THEN ? ELSE created_at + ? END " +
+			"WHERE unique_key = ? AND reserved_at IS NULL RETURNING id"),
+		reserve: words(reserve),
 		takeOver: words("UPDATE jobs SET reserved_at = " + at + ", reserved_by = ?, attempts = attempts + 1 WHERE id = (" +
 			"SELECT id FROM jobs WHERE " + staleWhere + " ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns),
 		behind:    words("SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at < ? AND available_at <= ? LIMIT 1"),

@@ -103,6 +103,18 @@ func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job
 	stored.Payload, stored.Meta = slices.Clone(job.Payload), slices.Clone(job.Meta)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if stored.DebounceMaxMs > 0 {
+		if uow != nil {
+			uow.AfterCommit(func(context.Context) {
+				d.mu.Lock()
+				defer d.mu.Unlock()
+				d.debounce(&stored)
+			})
+			return stored.ID, true, nil
+		}
+		id, inserted := d.debounce(&stored)
+		return id, inserted, nil
+	}
 	if stored.UniqueKey != "" {
 		if id, ok := d.holder(stored.UniqueKey, now); ok {
 			return id, false, nil
@@ -155,6 +167,26 @@ func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*dri
 		add(ctx)
 	}
 	return ids, nil
+}
+
+// debounce stores j, a debounced job, or has the waiting job that holds
+// its key take its payload, meta and due time (see Driver.Insert); a
+// reserved holder gives the key up.
+func (d *Driver) debounce(j *driver.Job) (string, bool) {
+	if id, ok := d.unique[j.UniqueKey]; ok {
+		h := d.jobs[id]
+		if h.ReservedAt == 0 {
+			c := *h // a new job: its place in the waiting order is the new due time's (head drops the old)
+			c.Payload, c.Meta, c.AvailableAt = j.Payload, j.Meta, min(j.AvailableAt, h.CreatedAt+j.DebounceMaxMs)
+			d.jobs[id] = &c
+			d.wait(&c)
+			return id, false
+		}
+		delete(d.unique, j.UniqueKey)
+		h.UniqueKey = ""
+	}
+	d.insert(j)
+	return j.ID, true
 }
 
 func (d *Driver) insert(j *driver.Job) {
@@ -246,6 +278,22 @@ func (d *Driver) stale(l *line, now int64) *driver.Job {
 // Behind implements driver.Driver: Reserve leaves out no job, so none is
 // behind.
 func (d *Driver) Behind(context.Context, string, int64, int64) (bool, error) { return false, nil }
+
+// Prioritized implements driver.Driver.
+func (d *Driver) Prioritized(_ context.Context, queue string) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.lines[queue]
+	if l == nil {
+		return false, nil
+	}
+	for i := range l.levels {
+		if d.head(&l.levels[i].waiting) != nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}
 
 // Stale implements driver.Driver.
 func (d *Driver) Stale(_ context.Context, queue string, now int64) (bool, error) {
