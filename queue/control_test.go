@@ -301,6 +301,13 @@ func TestDebounceCollapsesABurst(t *testing.T) {
 			t.Fatalf("the waiting job: due %s, payload %s, unique %v, %v; want due at the maximum wait, the last payload, not shown unique",
 				d.AvailableAt, d.Payload, d.Unique, err)
 		}
+		if !d.Debounced {
+			t.Fatal("the waiting job's detail does not say it is debounced")
+		}
+		var out bytes.Buffer
+		if err := queue.PrintJob(&out, d, false); err != nil || !strings.Contains(out.String(), "\n  Debounced   a dispatch of its key replaces it while it waits\n") {
+			t.Fatalf("queue:job prints:\n%s(%v)", out.String(), err)
+		}
 		f.clock.Advance(-time.Millisecond) // 25s after the first, less a millisecond
 		if s, _ := f.q.RunPending(ctx); s.Processed != 0 {
 			t.Fatalf("ran %+v before the maximum wait", s)

@@ -136,6 +136,9 @@ func printJob(w io.Writer, j JobDetail, payload bool) error {
 	if j.Priority != 0 {
 		fmt.Fprintf(tw, "  Priority\t%d\n", j.Priority)
 	}
+	if j.Debounced {
+		fmt.Fprintf(tw, "  Debounced\ta dispatch of its key replaces it while it waits\n")
+	}
 	if j.Snoozes > 0 {
 		fmt.Fprintf(tw, "  Snoozed\t%d time(s), attempts not spent\n", j.Snoozes)
 	}

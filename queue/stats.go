@@ -321,6 +321,9 @@ type JobDetail struct {
 	Priority int
 	// Snoozes counts the times a pending job snoozed (see [Snooze]).
 	Snoozes int
+	// Debounced says that a waiting job holds its debounce key (see
+	// Options.Debounce): a dispatch of the same key replaces it.
+	Debounced bool
 }
 
 // AttemptFailure is a failed attempt of a job.
@@ -386,7 +389,7 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 		AvailableAt: timeOf(j.AvailableAt), ReservedAt: timeOf(j.ReservedAt), Worker: j.ReservedBy, CreatedAt: timeOf(j.CreatedAt), LastError: j.LastError,
 		PayloadBytes: len(j.Payload)}, State: state, Payload: j.Payload, Meta: j.Meta, Backoff: backoff,
 		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "" && !strings.Contains(j.UniqueKey, debounceKeyMark), Failures: failuresOf(j.Errors),
-		Priority: j.Priority, Snoozes: j.Snoozes}, nil
+		Priority: j.Priority, Snoozes: j.Snoozes, Debounced: strings.Contains(j.UniqueKey, debounceKeyMark)}, nil
 }
 
 // Throughput is what the workers of every process finished of one queue

@@ -303,6 +303,26 @@ func TestJobPageShowsSnoozes(t *testing.T) {
 	}
 }
 
+// A debounced job says so, and not that it is unique.
+func TestJobPageShowsDebounce(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	e, err := queue.EnvelopeOf(Reminder{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Options.Debounce, e.DebounceKey = queue.Debounce{For: time.Minute}, "reminder:1"
+	id, err := f.q.Push(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := f.get(t, "operator", "/jobs/"+id, http.StatusOK)
+	if got := facts(body); !strings.Contains(got, " Debounced yes: a dispatch of its key replaces it while it waits Backoff ") ||
+		!strings.Contains(got, " Unique no ") {
+		t.Errorf("the debounced job's facts: %s", got)
+	}
+}
+
 // A job's page shows the options the job was dispatched with.
 func TestJobPageShowsItsOptions(t *testing.T) {
 	t.Parallel()

@@ -219,13 +219,15 @@ func (w *worker) call(ctx context.Context, job *driver.Job) (failure *attemptErr
 		}
 	}()
 	err := handle(ctx, job)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
+	}
+	snooze := snoozed(err)
+	switch {
 	case errors.Is(context.Cause(ctx), ErrCancelled):
 		return &attemptError{msg: driver.CancelledError, permanent: true, cancelled: true}
-	case snoozed(err) != nil:
-		return &attemptError{msg: "snoozed", snooze: snoozed(err)}
+	case snooze != nil:
+		return &attemptError{msg: "snoozed", snooze: snooze}
 	case IsPermanent(err):
 		return &attemptError{msg: err.Error(), permanent: true}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -319,8 +321,8 @@ func IsPermanent(err error) bool {
 // Snooze returns an error that, returned by a handler, puts its job back
 // to wait for d (0 or less: due at once) and runs the same attempt again
 // then: the attempt is not spent, and no error is kept. A job snoozes
-// at most Config.MaxSnoozes times. errors.Is and errors.As see through it
-// to nothing: it wraps no error.
+// at most Config.MaxSnoozes times. It may be wrapped: the worker finds it
+// in the error's chain.
 func Snooze(d time.Duration) error { return &snooze{d: d} }
 
 type snooze struct{ d time.Duration }
