@@ -133,22 +133,37 @@ func (j prioritizedJob) JobOptions() queue.Options {
 	return queue.Options{Priority: j.Priority}
 }
 
+// nameLog keeps the names of the prioritizedJobs its handler ran.
+type nameLog struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (l *nameLog) handler() queue.Registration {
+	return queue.HandlerOf[prioritizedJob](queue.HandlerFunc[prioritizedJob](func(_ context.Context, j prioritizedJob, _ queue.JobContext) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.names = append(l.names, j.Name)
+		return nil
+	}))
+}
+
+// take returns the names so far, in the order they ran, and forgets them.
+func (l *nameLog) take() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := strings.Join(l.names, ", ")
+	l.names = nil
+	return out
+}
+
 // TestPriorityOrdersAQueue: one worker runs the due jobs of a queue by
 // priority, then in the order they were dispatched.
 func TestPriorityOrdersAQueue(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var ran []string
-	reg := queue.HandlerOf[prioritizedJob](queue.HandlerFunc[prioritizedJob](func(_ context.Context, j prioritizedJob, _ queue.JobContext) error {
-		mu.Lock()
-		defer mu.Unlock()
-		ran = append(ran, j.Name)
-		return nil
-	}))
-	eachWith(t, queue.Config{}, map[string]queue.Registration{"test.prioritized": reg}, func(t *testing.T, f fixture) {
-		mu.Lock()
-		ran = nil
-		mu.Unlock()
+	ran := &nameLog{}
+	eachWith(t, queue.Config{}, map[string]queue.Registration{"test.prioritized": ran.handler()}, func(t *testing.T, f fixture) {
+		ran.take()
 		for _, j := range []prioritizedJob{{"low", -5}, {"first", 0}, {"urgent", 10}, {"second", 0}, {"high", 3}} {
 			if _, err := f.q.Dispatch(ctx, j); err != nil {
 				t.Fatal(err)
@@ -168,10 +183,7 @@ func TestPriorityOrdersAQueue(t *testing.T) {
 		if _, err := f.q.RunPending(ctx); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		got := strings.Join(ran, ", ")
-		mu.Unlock()
-		if got != "urgent, high, first, second, low" {
+		if got := ran.take(); got != "urgent, high, first, second, low" {
 			t.Fatalf("ran %s; want urgent, high, first, second, low (the delayed one waits)", got)
 		}
 		f.clock.Advance(time.Minute)
@@ -218,18 +230,9 @@ func logLineWith(t *testing.T, logs, part string) map[string]any {
 // to the store directly), and takes them first.
 func TestPriorityOfJobsAnotherProcessDispatched(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var ran []string
-	reg := queue.HandlerOf[prioritizedJob](queue.HandlerFunc[prioritizedJob](func(_ context.Context, j prioritizedJob, _ queue.JobContext) error {
-		mu.Lock()
-		defer mu.Unlock()
-		ran = append(ran, j.Name)
-		return nil
-	}))
-	eachWith(t, queue.Config{}, map[string]queue.Registration{"test.prioritized": reg}, func(t *testing.T, f fixture) {
-		mu.Lock()
-		ran = nil
-		mu.Unlock()
+	ran := &nameLog{}
+	eachWith(t, queue.Config{}, map[string]queue.Registration{"test.prioritized": ran.handler()}, func(t *testing.T, f fixture) {
+		ran.take()
 		for i, j := range []prioritizedJob{{"first", 0}, {"second", 0}, {"urgent", 2}} {
 			row := &driver.Job{ID: fmt.Sprintf("01900000-0000-7000-8000-%012d", i+1), Queue: "default", Name: "test.prioritized",
 				Payload: []byte(fmt.Sprintf(`{"name":%q}`, j.Name)), MaxAttempts: 1, Backoff: backoff.Fixed(0), AvailableAt: t0.UnixMilli(),
@@ -241,9 +244,7 @@ func TestPriorityOfJobsAnotherProcessDispatched(t *testing.T) {
 		if _, err := f.q.RunPending(ctx); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if got := strings.Join(ran, ", "); got != "urgent, first, second" {
+		if got := ran.take(); got != "urgent, first, second" {
 			t.Fatalf("ran %s; want urgent, first, second", got)
 		}
 	})
