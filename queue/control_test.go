@@ -352,3 +352,35 @@ func TestDebounceRefusals(t *testing.T) {
 		t.Fatalf("a debounced step: %v", err)
 	}
 }
+
+// TestAHeldStepKeepsItsPriority: a chain's second step, held until the
+// first ends, waits with its priority once released, and a failed job
+// retried keeps its own.
+func TestAHeldStepKeepsItsPriority(t *testing.T) {
+	t.Parallel()
+	ran := &nameLog{}
+	eachWith(t, queue.Config{}, map[string]queue.Registration{"test.prioritized": ran.handler()}, func(t *testing.T, f fixture) {
+		id, err := f.q.DispatchFlow(ctx, queue.Chain(prioritizedJob{"first", 0}, prioritizedJob{"second", 7}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.q.Work(ctx, queue.WorkOptions{Workers: 1, MaxJobs: 1, StopWhenEmpty: true}); err != nil {
+			t.Fatal(err)
+		}
+		flow, err := f.q.Inspector().Flow(ctx, id)
+		if err != nil || len(flow.Steps) != 2 {
+			t.Fatalf("the chain: %+v, %v", flow, err)
+		}
+		d, err := f.q.Inspector().Job(ctx, flow.Steps[1].JobID)
+		if err != nil || d.State != queue.StateWaiting || d.Priority != 7 {
+			t.Fatalf("the released step: %s, priority %d, %v; want waiting with priority 7", d.State, d.Priority, err)
+		}
+		if s, _ := f.q.Inspector().Stats(ctx); len(s) != 1 || !s[0].Prioritized {
+			t.Fatalf("Stats: %+v; want default by priority", s)
+		}
+		drain(t, f)
+		if got := ran.take(); got != "first, second" {
+			t.Fatalf("ran %s", got)
+		}
+	})
+}
