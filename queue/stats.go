@@ -317,7 +317,8 @@ type JobDetail struct {
 	// none.
 	Unique bool
 	// Priority orders it among the due jobs of its queue (see
-	// Options.Priority); read for a pending job, 0 for the others.
+	// Options.Priority); a failed job keeps it for its retry; 0 for a
+	// succeeded one.
 	Priority int
 	// Snoozes counts the times a pending job snoozed (see [Snooze]).
 	Snoozes int
@@ -365,7 +366,7 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 		return JobDetail{JobInfo: JobInfo{ID: f.ID, Queue: f.Queue, Name: f.Name, Attempts: f.Attempts, MaxAttempts: f.MaxAttempts,
 			CreatedAt: timeOf(f.CreatedAt), FailedAt: timeOf(f.FailedAt), LastError: f.Error, PayloadBytes: len(f.Payload)},
 			State: StateFailed, Payload: f.Payload, Meta: f.Meta, Backoff: f.Backoff, Timeout: time.Duration(f.TimeoutMs) * time.Millisecond,
-			Failures: failuresOf(f.Errors)}, nil
+			Failures: failuresOf(f.Errors), Priority: f.Priority}, nil
 	case found.Succeeded != nil:
 		sj := found.Succeeded
 		return JobDetail{JobInfo: JobInfo{ID: sj.ID, Queue: sj.Queue, Name: sj.Name, Attempts: sj.Attempts, MaxAttempts: sj.MaxAttempts,

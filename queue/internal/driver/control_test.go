@@ -182,6 +182,13 @@ func TestPriorityIsKeptThroughAFailureAndItsRetry(t *testing.T) {
 		if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: "boom", At: 20}); !ok || err != nil {
 			t.Fatalf("Fail = %v, %v", ok, err)
 		}
+		failed, err := s.Failed(ctx, driver.FailedKey{}, 10, false)
+		if err != nil || len(failed) != 1 || failed[0].Priority != 3 {
+			t.Fatalf("Failed: %+v, %v; want the job with priority 3", failed, err)
+		}
+		if found, err := s.Lookup(ctx, j.ID); err != nil || found.Failed == nil || found.Failed.Priority != 3 {
+			t.Fatalf("Lookup of the failed job: %+v, %v; want priority 3", found.Failed, err)
+		}
 		insert(t, s, prioritized(2, "a", 0, 0))
 		if err := s.Retry(ctx, j.ID, 30); err != nil {
 			t.Fatal(err)

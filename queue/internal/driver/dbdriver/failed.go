@@ -39,7 +39,7 @@ func scanFailed(rows *sql.Rows) (driver.FailedJob, error) {
 	var payload string
 	var meta sql.NullString
 	err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
-		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta)
+		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority)
 	f.Payload = []byte(payload)
 	if meta.Valid {
 		f.Meta = []byte(meta.String)
@@ -53,7 +53,7 @@ func scanFailed(rows *sql.Rows) (driver.FailedJob, error) {
 // The statements of Lookup, in SQLite's words.
 const (
 	lookupJob    = "SELECT " + columns + " FROM jobs WHERE id = ?"
-	lookupFailed = "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta FROM failed_jobs WHERE id = ?"
+	lookupFailed = "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority FROM failed_jobs WHERE id = ?"
 )
 
 // fromFirst is the key to list failed jobs after: k, or for the zero key

@@ -41,7 +41,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 // as readJob does: what does not convert is left zero, so that listing
 // the failed jobs never fails for one row.
 func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
-	var v [12]any
+	var v [13]any
 	if err := scanAny(row, v[:]); err != nil {
 		return driver.FailedJob{}, scanErr
 	}
@@ -50,7 +50,7 @@ func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
 		ID: r.text("id", v[0]), Queue: r.text("queue", v[1]), Name: r.text("name", v[2]), Payload: []byte(r.text("payload", v[3])),
 		MaxAttempts: int(r.int("max_attempts", v[4])), Backoff: r.text("backoff", v[5]), TimeoutMs: r.int("timeout_ms", v[6]),
 		Attempts: int(r.int("attempts", v[7])), Error: r.text("error", v[8]), CreatedAt: r.int("created_at", v[9]), FailedAt: r.int("failed_at", v[10]),
-		Meta: nullBytesOf(r.nullText("meta", v[11])),
+		Meta: nullBytesOf(r.nullText("meta", v[11])), Priority: int(r.int("priority", v[12])),
 	}, nil
 }
 

@@ -182,8 +182,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 			"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		release: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, available_at = ?, last_error = ?, errors = " + appendError +
 			" WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
-		failed: words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta" + failedPage),
-		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta" +
+		failed: words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority" + failedPage),
+		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority" +
 			failedPage),
 		flush:   "DELETE FROM failed_jobs",
 		pending: words("SELECT count(*) FROM jobs WHERE queue = ?"),
