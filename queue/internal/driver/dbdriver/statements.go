@@ -94,16 +94,24 @@ func postgresStatements() statements {
 			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) "+
 			"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 RETURNING j.id",
 		numbered)
+	// On PostgreSQL the searches run in turn, each locking (SKIP LOCKED)
+	// only what the ones before left of the limit: the jobs of priorities
+	// above 0, then of 0, then below, so that it locks no job it does not
+	// take.
+	above := strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority > 0", 1)
+	below := strings.Replace(strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority < 0", 1),
+		"LIMIT ?", "LIMIT (? - (SELECT count(*) FROM p) - (SELECT count(*) FROM u))", 1)
 	q.reservePrioritized = numbered("WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
-		"p AS (" + prioritized + " FOR UPDATE SKIP LOCKED), u AS (" + unprioritized + " FOR UPDATE SKIP LOCKED) " +
+		"p AS (" + above + " FOR UPDATE SKIP LOCKED), " +
+		"u AS (" + strings.Replace(unprioritized, "LIMIT ?", "LIMIT (? - (SELECT count(*) FROM p))", 1) + " FOR UPDATE SKIP LOCKED), " +
+		"n AS (" + below + " FOR UPDATE SKIP LOCKED) " +
 		"UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 " +
-		"FROM lazy WHERE jobs.id = ANY(ARRAY(" +
-		"SELECT id FROM (SELECT * FROM p UNION ALL SELECT * FROM u) c ORDER BY priority DESC, available_at, id LIMIT ?)) " +
+		"FROM lazy WHERE jobs.id = ANY(ARRAY(SELECT id FROM p UNION ALL SELECT id FROM u UNION ALL SELECT id FROM n)) " +
 		"RETURNING " + prefixed("jobs.", columns))
 	q.prioritized = numbered(anyPrioritized)
 	q.reserveArgs = func(at any, r driver.Reservation) []any {
 		if r.Prioritized {
-			return []any{r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, at, nullable(r.By), r.Limit}
+			return []any{r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Queue, r.Now, r.Limit, at, nullable(r.By)}
 		}
 		return []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit}
 	}
