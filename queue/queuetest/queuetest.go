@@ -217,14 +217,16 @@ func (f *Fake) describe() string {
 // RunPending runs every job that is available now on the real queue q,
 // one at a time, as q.RunPending does (on the named queues instead of
 // queue.queues when some are given), and fails t at once unless every
-// attempt succeeded, naming each failed attempt and its error:
+// attempt succeeded (or snoozed: see queue.Snooze), naming each failed
+// attempt and its error:
 //
 //	queuetest: not every job attempt succeeded: Processed 1 job attempt(s): 0 succeeded, 1 released for retry, 0 failed.
 //		contacts.export job 0199c1d2-…, attempt 1 of 3, released for a retry: smtp refused the message
 //
 // The jobs those jobs dispatch (an event's queued listeners, a
 // notification's deliveries), and the steps of chains, batches and
-// workflows their jobs release, run too when they are available now. It
+// workflows their jobs release, and jobs snoozed for no time, run too
+// when they are available now. It
 // returns what ran. A test that expects a failure calls q.RunPending and
 // reads its [queue.WorkStats] instead.
 func RunPending(t testing.TB, q *queue.Queue, queues ...string) queue.WorkStats {
@@ -237,11 +239,12 @@ func RunPending(t testing.TB, q *queue.Queue, queues ...string) queue.WorkStats 
 		}
 		stats.Processed, stats.Succeeded, stats.Released = stats.Processed+pass.Processed, stats.Succeeded+pass.Succeeded, stats.Released+pass.Released
 		stats.Failed, stats.Lost, stats.Errors = stats.Failed+pass.Failed, stats.Lost+pass.Lost, append(stats.Errors, pass.Errors...)
-		if pass.Processed == 0 || pass.Succeeded != pass.Processed {
+		stats.Snoozed += pass.Snoozed
+		if pass.Processed == 0 || pass.Succeeded+pass.Snoozed != pass.Processed {
 			break
 		}
 	}
-	if stats.Succeeded != stats.Processed {
+	if stats.Succeeded+stats.Snoozed != stats.Processed {
 		t.Fatalf("queuetest: not every job attempt succeeded: %s", strings.ReplaceAll(stats.String(), "\n", "\n\t"))
 	}
 	return stats

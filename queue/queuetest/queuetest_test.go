@@ -315,3 +315,23 @@ func TestRunPendingFailsWithTheHandlersError(t *testing.T) {
 		})
 	}
 }
+
+// TestRunPendingRunsASnoozedJobAgain: a job that snoozes for no time is
+// not a failure: RunPending runs it again until it succeeds, and counts
+// its snoozes.
+func TestRunPendingRunsASnoozedJobAgain(t *testing.T) {
+	var q *queue.Queue
+	snoozing := queue.HandleFunc(func(_ context.Context, _ ExportContacts, jc queue.JobContext) error {
+		if jc.Snoozes < 2 {
+			return queue.Snooze(0)
+		}
+		return nil
+	})
+	apptest.New(t, apptest.TempDatabase(), db.Module(), queue.Module(), snoozing, fx.Populate(&q))
+	if _, err := q.Dispatch(ctx, ExportContacts{CompanyID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if stats := queuetest.RunPending(t, q); stats.Succeeded != 1 || stats.Snoozed != 2 || stats.Processed != 3 {
+		t.Fatalf("RunPending = %+v; want 2 snoozes, then the success", stats)
+	}
+}
