@@ -165,13 +165,12 @@ func (b *base) insertUnique(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork,
 
 // insertDebounced stores a debounced job in tx, or has the waiting job
 // holding its key take its payload, meta and due time (see
-// driver.Driver.Insert). A reserved holder first gives the key up. When
-// another transaction stores a holder between the update and the insert
-// (PostgreSQL), the insert does nothing and the update is tried again.
+// driver.Driver.Insert): one statement in a burst, where the job waits.
+// Where none waits, a reserved holder gives the key up and the job is
+// stored. When another transaction stores a holder between the update
+// and the insert (PostgreSQL), the insert does nothing and the update is
+// tried again.
 func (b *base) insertDebounced(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job) (string, bool, error) {
-	if _, err := tx.ExecContext(ctx, b.q.releaseKey, job.UniqueKey); err != nil {
-		return "", false, err
-	}
 	for range 3 {
 		var id string
 		err := tx.QueryRowContext(ctx, b.q.debounce, string(job.Payload), nullBytes(job.Meta),
@@ -180,6 +179,9 @@ func (b *base) insertDebounced(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWo
 		case err == nil:
 			return id, false, nil
 		case !errors.Is(err, sql.ErrNoRows):
+			return "", false, err
+		}
+		if _, err := tx.ExecContext(ctx, b.q.releaseKey, job.UniqueKey); err != nil {
 			return "", false, err
 		}
 		if n, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, b.q.insertUnique, appendRow(nil, job)...); err != nil || n == 1 {

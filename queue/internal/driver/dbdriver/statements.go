@@ -17,9 +17,10 @@ type statements struct {
 	complete, release, snooze                      string
 	failed, failedPayloads, flush, pending, purge  string
 
-	// reserveArgs are the arguments of reserve, or for r.Prioritized of
-	// reservePrioritized, in its order, for a reservation at at.
-	reserveArgs func(at any, r driver.Reservation) []any
+	// prioritizedArgs are the arguments of reservePrioritized, in its
+	// order, for a reservation at at (reserve's are the same in both
+	// databases: see reserveArgs).
+	prioritizedArgs func(at any, r driver.Reservation) []any
 
 	insertFull string              // the multi-row insert of a full chunk
 	insertRows func(int) string    // the multi-row insert of n rows
@@ -60,11 +61,8 @@ func sqliteStatements() statements {
 		"SELECT id FROM (SELECT * FROM (" + byIndex(prioritized) + ") UNION ALL SELECT * FROM (" + unprioritized + ")) " +
 		"ORDER BY priority DESC, available_at, id LIMIT ?) RETURNING " + columns
 	q.prioritized = byIndex(anyPrioritized)
-	q.reserveArgs = func(at any, r driver.Reservation) []any {
-		if r.Prioritized {
-			return []any{at, nullable(r.By), r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Limit}
-		}
-		return []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit}
+	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
+		return []any{at, nullable(r.By), r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Limit}
 	}
 	return q
 }
@@ -109,11 +107,8 @@ func postgresStatements() statements {
 		"FROM lazy WHERE jobs.id = ANY(ARRAY(SELECT id FROM p UNION ALL SELECT id FROM u UNION ALL SELECT id FROM n)) " +
 		"RETURNING " + prefixed("jobs.", columns))
 	q.prioritized = numbered(anyPrioritized)
-	q.reserveArgs = func(at any, r driver.Reservation) []any {
-		if r.Prioritized {
-			return []any{r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Queue, r.Now, r.Limit, at, nullable(r.By)}
-		}
-		return []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit}
+	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
+		return []any{r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Queue, r.Now, r.Limit, at, nullable(r.By)}
 	}
 	return q
 }
@@ -132,6 +127,15 @@ const (
 	unprioritized = "SELECT id, priority, available_at FROM jobs WHERE queue = ? AND reserved_at IS NULL AND priority = 0 AND available_at >= ? AND available_at <= ? " +
 		"ORDER BY available_at, id LIMIT ?"
 )
+
+// reserveArgs are the arguments of a reservation at at, in the order of
+// its statement: reserve's, or for r.Prioritized reservePrioritized's.
+func (q *statements) reserveArgs(at any, r driver.Reservation) []any {
+	if r.Prioritized {
+		return q.prioritizedArgs(at, r)
+	}
+	return []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit}
+}
 
 // pgAt is a time on the clock of reservations on PostgreSQL: the
 // argument, or for NULL the server's clock.
