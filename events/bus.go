@@ -107,13 +107,17 @@ func (b *Bus) envelopes(e Event, payload []byte) ([]queue.Envelope, error) {
 		return nil, fmt.Errorf("its listeners take a %s, not a %s", listeners[0].typ, reflect.TypeOf(e))
 	}
 	var jobs []queue.Envelope
-	var key string // a debounced listener's job is debounced by the event's key
+	var key, limitKey string // a listener's job is debounced, or limited, by the event's key
 	if k, ok := e.(queue.WithDebounceKey); ok {
 		key = k.DebounceKey()
 	}
+	if k, ok := e.(queue.WithConcurrencyKey); ok {
+		limitKey = k.ConcurrencyKey()
+	}
 	for _, l := range listeners {
 		if l.Queued {
-			jobs = append(jobs, queue.Envelope{Name: l.JobName(), Payload: payload, Options: l.Options, Meta: b.meta[name], DebounceKey: key})
+			jobs = append(jobs, queue.Envelope{Name: l.JobName(), Payload: payload, Options: l.Options, Meta: b.meta[name],
+				DebounceKey: key, ConcurrencyKey: limitKey})
 		}
 	}
 	return jobs, nil

@@ -58,6 +58,10 @@ type Envelope struct {
 	// (see [WithDebounceKey], which EnvelopeOf reads); "" for its type
 	// alone.
 	DebounceKey string
+	// ConcurrencyKey is the key a job with Options.ConcurrencyLimit is
+	// limited by (see [WithConcurrencyKey], which EnvelopeOf reads); ""
+	// for its type.
+	ConcurrencyKey string
 	// Meta is a JSON object stored with the job and kept through its
 	// retries, for what travels beside the payload (trace context, the
 	// payload's version); the handler reads it in [JobContext]. It is
@@ -80,6 +84,9 @@ func EnvelopeOf(job Job) (Envelope, error) {
 	}
 	if k, ok := job.(WithDebounceKey); ok {
 		e.DebounceKey = k.DebounceKey()
+	}
+	if k, ok := job.(WithConcurrencyKey); ok {
+		e.ConcurrencyKey = k.ConcurrencyKey()
 	}
 	return e, nil
 }
@@ -317,6 +324,12 @@ func (q *Queue) resolve(name string, o Options) (Options, error) {
 			name, o.Debounce.MaxWait, o.Debounce.For)
 	case !o.Debounce.IsZero() && o.UniqueFor > 0:
 		return o, fmt.Errorf("queue: job %s: Debounce and UniqueFor cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; choose one", name)
+	case o.ConcurrencyLimit < 0 || o.ConcurrencyLimit > MaxConcurrencyLimit:
+		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit is %d; want 1 to %d, or 0 for no limit", name, o.ConcurrencyLimit, MaxConcurrencyLimit)
+	case o.ConcurrencyLimit > 0 && o.UniqueFor > 0:
+		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit and UniqueFor cannot be combined: a job held by its limit is not seen by the unique check; choose one", name)
+	case o.ConcurrencyLimit > 0 && !o.Debounce.IsZero():
+		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit and Debounce cannot be combined: a job held by its limit is not replaced by the next dispatch; choose one", name)
 	case o.Priority < MinPriority || o.Priority > MaxPriority:
 		return o, fmt.Errorf("queue: job %s: Priority is %d; want %d to %d (0, the default, for most jobs)", name, o.Priority, MinPriority, MaxPriority)
 	case o.Backoff.b.Negative():
@@ -399,6 +412,15 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		maxWait := cmp.Or(o.Debounce.MaxWait, 10*o.Debounce.For)
 		job.UniqueKey, job.DebounceMaxMs = e.Name+debounceKeyMark+e.DebounceKey, ceilMs(maxWait)
 		job.AvailableAt = now + ceilMs(max(e.Delay, o.Debounce.For))
+	}
+	if o.ConcurrencyLimit > 0 {
+		if e.UniqueKey != nil {
+			return nil, fmt.Errorf("queue: job %s: ConcurrencyLimit and an envelope's UniqueKey cannot be combined: a job held by its limit is not seen by the unique check; choose one", e.Name)
+		}
+		job.LimitKey, job.LimitMax = cmp.Or(e.ConcurrencyKey, e.Name), o.ConcurrencyLimit
+		if err := checkText("the concurrency key of "+e.Name, job.LimitKey, MaxUniqueKeyLen); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case job.UniqueKey != "":

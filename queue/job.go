@@ -71,6 +71,28 @@ type Options struct {
 	// [Debounce]. The zero value does not debounce. It cannot be combined
 	// with UniqueFor or an envelope's UniqueKey.
 	Debounce Debounce
+	// ConcurrencyLimit bounds how many jobs of the same concurrency key
+	// (see [WithConcurrencyKey]; the job type for a job without one) run
+	// at once, across every worker and server: at most that many are
+	// queued at a time, waiting, delayed or running, and the others are
+	// held, without spending an attempt and without holding up other
+	// keys, until one of the key's jobs ends (succeeds, fails for good or
+	// is cancelled). A job waiting for a retry, or after a snooze, keeps
+	// its place. Default 0: no limit; at most [MaxConcurrencyLimit]. It
+	// cannot be combined with UniqueFor, an envelope's UniqueKey or
+	// Debounce, nor used by a step of a flow.
+	ConcurrencyLimit int
+}
+
+// MaxConcurrencyLimit bounds [Options.ConcurrencyLimit].
+const MaxConcurrencyLimit = 10_000
+
+// WithConcurrencyKey is a [Job] (or an event, for its queued listeners)
+// that names the key its [Options.ConcurrencyLimit] counts by, such as
+// "account:42". Jobs of every type that name the same key share its
+// limit (each job held counts against its own ConcurrencyLimit).
+type WithConcurrencyKey interface {
+	ConcurrencyKey() string
 }
 
 // Debounce makes a job wait For after its dispatch, and a dispatch of the
@@ -125,6 +147,9 @@ func (o Options) Override(over Options) Options {
 	}
 	if !over.Debounce.IsZero() {
 		o.Debounce = over.Debounce
+	}
+	if over.ConcurrencyLimit != 0 {
+		o.ConcurrencyLimit = over.ConcurrencyLimit
 	}
 	return o
 }

@@ -113,6 +113,9 @@ type Attempt struct {
 	// recorded, if anything: either sends it through Finish.
 	Flow   string `json:"-"`
 	Result string `json:"-"`
+	// Limit is the job's LimitKey, if any: a driver whose transactions
+	// lock keys takes those of a batch first, in order.
+	Limit string `json:"-"`
 }
 
 // Failure is a failed attempt, kept with its job (the column errors, a
@@ -192,6 +195,15 @@ type Job struct {
 	// Snoozes counts the times its handler put it back to wait without
 	// spending an attempt (Snooze).
 	Snoozes int
+	// LimitKey, when set, limits the jobs of that key (of any queue and
+	// type) to LimitMax at once in jobs: waiting, delayed or running. A
+	// job inserted over the limit is held (in queue_held) and moved into
+	// jobs, in the transaction that deletes a job of its key, once the key
+	// has room; the next by priority, then due time, then id.
+	LimitKey string
+	LimitMax int
+	// Held says, read side (Lookup), that the job is held by its limit.
+	Held bool
 	// DebounceMaxMs, set on a job to insert, debounces it by its
 	// UniqueKey: see Driver.Insert. It is not stored.
 	DebounceMaxMs int64
@@ -224,7 +236,9 @@ type FailedJob struct {
 	FailedAt    int64
 	Meta        []byte
 	Flow        string
-	Priority    int       // kept for its retry
+	Priority    int    // kept for its retry
+	LimitKey    string // kept for its retry, which holds it again
+	LimitMax    int
 	Errors      []Failure // every failed attempt, the last included; read by Lookup alone
 }
 
@@ -446,11 +460,11 @@ type Driver interface {
 	PendingCount(ctx context.Context, queue string) (int, error)
 
 	// Stats counts, reading only, the jobs of every queue that has one in
-	// jobs or failed_jobs, sorted by queue: waiting (due by now), delayed
+	// jobs, held or failed_jobs, sorted by queue: waiting (due by now), delayed
 	// (due after now), running (reserved), stale (running and stale at at,
 	// as Stale and TakeOver judge: at is on the clock of reservations, 0
-	// for the driver's own) and failed; and when the waiting job due first
-	// became due. Waiting, delayed and failed jobs are counted up to
+	// for the driver's own), failed and held; and when the waiting job due
+	// first became due. Waiting, delayed, failed and held jobs are counted up to
 	// limit for each queue: a count of limit means limit or more.
 	Stats(ctx context.Context, now, at int64, limit int) ([]Stats, error)
 
@@ -568,6 +582,7 @@ type Stats struct {
 	Running int // reserved, the stale ones included
 	Stale   int // reserved, and stale: TakeOver would take them
 	Failed  int // in failed_jobs
+	Held    int // held by their concurrency limits (see Job.LimitKey)
 	// OldestAvailableAt is when the waiting job due first was due, 0
 	// when none waits.
 	OldestAvailableAt int64

@@ -113,8 +113,8 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 			acted, err = w.cfg.Store.Fail(ctx, job.ID, job.Attempts, kept)
 			return err
 		})
-		if job.Flow != "" && acted {
-			w.cfg.Waker.Wake() // its flow's catch, or its dependants that run if it failed
+		if (job.Flow != "" || job.LimitKey != "") && acted {
+			w.cfg.Waker.Wake() // its flow's catch, its dependants that run if it failed, the next job of its key
 		}
 		count, outcome = &w.failed, Failed
 		level, attrs = slog.LevelError, append(attrs, slog.String("outcome", "failed"), slog.String("error", failure.msg))

@@ -88,8 +88,10 @@ func (c *completer) flush(batch []success) {
 	}
 	done := make([]driver.Attempt, len(batch))
 	var composed []driver.Attempt // of flows, or with results: through Finish
+	var limited bool              // a job of a limit: the next of its key may be in
 	for i, s := range batch {
-		done[i] = driver.Attempt{ID: s.job.ID, Attempt: s.job.Attempts}
+		done[i] = driver.Attempt{ID: s.job.ID, Attempt: s.job.Attempts, Limit: s.job.LimitKey}
+		limited = limited || s.job.LimitKey != ""
 		if keep {
 			done[i].At, done[i].Ms, done[i].Wait = at, s.ms, s.wait
 		}
@@ -122,7 +124,10 @@ func (c *completer) flush(batch []success) {
 			return err
 		})
 		deleted, err = append(deleted, finished...), cmp.Or(err, finishErr)
-		c.w.cfg.Waker.Wake() // the steps it released may be this process's to run
+		limited = true // the steps it released may be this process's to run
+	}
+	if limited {
+		c.w.cfg.Waker.Wake()
 	}
 	var stored map[string]bool // nil when every job was deleted, as is usual
 	if len(deleted) != len(batch) {

@@ -13,7 +13,7 @@ import (
 const (
 	forgetFinished = "DELETE FROM queue_cancels WHERE job_id NOT IN (SELECT id FROM jobs WHERE reserved_at IS NOT NULL)"
 	cancelCopy     = "INSERT INTO failed_jobs (" + failedColumns + ") " +
-		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, '" + driver.CancelledError + "', created_at, ?, meta, errors, flow, priority FROM jobs " +
+		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, '" + driver.CancelledError + "', created_at, ?, meta, errors, flow, priority, limit_key, limit_max FROM jobs " +
 		"WHERE id = ? AND reserved_at IS NULL"
 	cancelDelete  = "DELETE FROM jobs WHERE id = ? AND reserved_at IS NULL"
 	cancelRequest = "INSERT INTO queue_cancels (job_id, requested_at) SELECT id, ? FROM jobs WHERE id = ? AND reserved_at IS NOT NULL " +
@@ -60,8 +60,10 @@ func (p *postgresDriver) Cancel(ctx context.Context, id string, now int64) (driv
 }
 
 // cancel is Cancel in tx, its statements in d's words; 0 for an id that
-// is no job waiting or running (the transaction still commits what it
-// forgot). A job of a flow ends its step, resolved in tx.
+// is no job waiting, held or running (the transaction still commits what
+// it forgot). A job of a flow ends its step, resolved in tx; a limited
+// job's slot goes to the next held job of its key (the trigger
+// jobs_admit).
 func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, d dialect) (driver.Cancelled, error) {
 	words := d.words
 	if _, err := tx.ExecContext(ctx, words(forgetFinished)); err != nil {
@@ -84,6 +86,12 @@ func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, d dialect) (d
 			return 0, err
 		}
 		return driver.Removed, t.notify()
+	}
+	if held, err := cancelHeldJob(ctx, tx, d, id, now); err != nil || held {
+		if held {
+			return driver.Removed, nil
+		}
+		return 0, err
 	}
 	var running int
 	if err := tx.QueryRowContext(ctx, words(isRunning), id).Scan(&running); err != nil {

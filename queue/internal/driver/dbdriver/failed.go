@@ -37,10 +37,11 @@ func (b *base) Failed(ctx context.Context, after driver.FailedKey, limit int, pa
 func scanFailed(rows *sql.Rows) (driver.FailedJob, error) {
 	var f driver.FailedJob
 	var payload string
-	var meta sql.NullString
+	var meta, limitKey sql.NullString
+	var limitMax sql.NullInt64
 	err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
-		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority)
-	f.Payload = []byte(payload)
+		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority, &limitKey, &limitMax)
+	f.Payload, f.LimitKey, f.LimitMax = []byte(payload), limitKey.String, int(limitMax.Int64)
 	if meta.Valid {
 		f.Meta = []byte(meta.String)
 	}
@@ -53,7 +54,7 @@ func scanFailed(rows *sql.Rows) (driver.FailedJob, error) {
 // The statements of Lookup, in SQLite's words.
 const (
 	lookupJob    = "SELECT " + columns + " FROM jobs WHERE id = ?"
-	lookupFailed = "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority FROM failed_jobs WHERE id = ?"
+	lookupFailed = "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max FROM failed_jobs WHERE id = ?"
 )
 
 // fromFirst is the key to list failed jobs after: k, or for the zero key
@@ -109,6 +110,6 @@ func (b *base) FlushFailed(ctx context.Context) (int, error) {
 // PendingCount implements driver.Driver.
 func (b *base) PendingCount(ctx context.Context, queue string) (int, error) {
 	var n int
-	err := b.sqldb.QueryRowContext(ctx, b.q.pending, queue).Scan(&n)
+	err := b.sqldb.QueryRowContext(ctx, b.q.pending, queue, queue).Scan(&n)
 	return n, err
 }

@@ -52,7 +52,7 @@ const (
 	stepQueued = "UPDATE queue_steps SET state = 'queued', payload = NULL WHERE job_id IN LIST AND state = 'held'"
 	heldOf     = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = ? AND state = 'held' ORDER BY seq"
 	waitingOf  = "SELECT j.id FROM queue_steps s JOIN jobs j ON j.id = s.job_id WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NULL"
-	failedCopy = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ?, meta, errors, flow, priority FROM jobs WHERE id IN LIST"
+	failedCopy = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ?, meta, errors, flow, priority, limit_key, limit_max FROM jobs WHERE id IN LIST"
 	jobsDelete = "DELETE FROM jobs WHERE id IN LIST"
 	runningOf  = "INSERT INTO queue_cancels (job_id, requested_at) SELECT j.id, ? FROM queue_steps s JOIN jobs j ON j.id = s.job_id " +
 		"WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NOT NULL ON CONFLICT (job_id) DO NOTHING RETURNING job_id"
@@ -85,7 +85,8 @@ const (
 	flowsPrune    = "DELETE FROM queue_flows WHERE id IN LIST"
 	loosePrune    = "DELETE FROM queue_results WHERE job_id IN (SELECT job_id FROM queue_results WHERE flow_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?)"
 	flowOfFailed  = "SELECT coalesce(CAST(flow AS TEXT), '') FROM failed_jobs WHERE id = ?"
-	anyFlowFailed = "SELECT count(*) FROM (SELECT 1 FROM failed_jobs WHERE flow IS NOT NULL LIMIT 1) AS f"
+	anyFlowFailed = "SELECT (SELECT count(*) FROM (SELECT 1 FROM failed_jobs WHERE flow IS NOT NULL LIMIT 1) AS f) + " +
+		"(SELECT count(*) FROM (SELECT 1 FROM failed_jobs WHERE limit_key IS NOT NULL LIMIT 1) AS l)"
 )
 
 // dialect rewrites a statement of flows for one database: SQLite reads a
@@ -393,6 +394,9 @@ func (b *base) Finish(ctx context.Context, done []driver.Attempt, keep bool) ([]
 	}
 	var ids []string
 	err = b.inFlow(ctx, nil, func(t *flowTx) error {
+		if err := lockKeys(ctx, t.tx, t.d, attemptKeys(done)); err != nil {
+			return err
+		}
 		query := b.q.complete
 		if keep {
 			if t.d.pg {
@@ -737,19 +741,20 @@ func (b *base) PruneFlows(ctx context.Context, before int64, limit int) (int, er
 
 // failedKeysFlows lists the keys of a batch of failed jobs, with their
 // flows.
-const failedKeysFlows = "SELECT failed_at, id, coalesce(CAST(flow AS TEXT), '') FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?"
+const failedKeysFlows = "SELECT failed_at, id, coalesce(CAST(flow AS TEXT), ''), limit_key IS NOT NULL FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?"
 
-// anyFailedOfFlow reports whether a failed job of a flow is kept: then
-// RetryFailed takes retryFailedFlows.
+// anyFailedOfFlow reports whether a failed job of a flow, or with a
+// concurrency limit, is kept: then RetryFailed takes retryFailedFlows.
 func (b *base) anyFailedOfFlow(ctx context.Context) (bool, error) {
 	var n int
 	err := b.sqldb.QueryRowContext(ctx, anyFlowFailed).Scan(&n)
 	return n > 0, err
 }
 
-// retryFailedFlows is RetryFailed when failed jobs of flows may be among
-// those retried: the jobs of no flow are moved back, and each flow of the
-// others is retried whole (RetryFlow), in one transaction.
+// retryFailedFlows is RetryFailed when failed jobs of flows or with
+// concurrency limits may be among those retried: the jobs of neither are
+// moved back, each flow of the others is retried whole (RetryFlow), and
+// the limited ones are held again (retryHeld), in one transaction.
 func (b *base) retryFailedFlows(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
 	var n int
 	from, last := fromFirst(after), after
@@ -759,15 +764,18 @@ func (b *base) retryFailedFlows(ctx context.Context, after, upTo driver.FailedKe
 		if err != nil {
 			return err
 		}
-		var plain, flows []string
+		var plain, limited, flows []string
 		for rows.Next() {
 			var flow string
-			if err := rows.Scan(&last.FailedAt, &last.ID, &flow); err != nil {
+			var held bool
+			if err := rows.Scan(&last.FailedAt, &last.ID, &flow, &held); err != nil {
 				rows.Close()
 				return err
 			}
 			n++
 			switch {
+			case held:
+				limited = append(limited, last.ID)
 			case flow == "":
 				plain = append(plain, last.ID)
 			case !containsID(flows, flow):
@@ -793,6 +801,9 @@ func (b *base) retryFailedFlows(ctx context.Context, after, upTo driver.FailedKe
 			if _, err := retryFlow(t, f, now); err != nil {
 				return err
 			}
+		}
+		if len(limited) > 0 {
+			return retryHeld(t, limited, now)
 		}
 		return nil
 	})

@@ -77,10 +77,14 @@ func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep
 
 // Complete implements driver.Driver.
 func (p *postgresDriver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
+	query := p.q.complete
 	if keep {
-		return p.complete(ctx, done, pgKeep)
+		query = pgKeep
 	}
-	return p.complete(ctx, done, p.q.complete)
+	if keys := attemptKeys(done); len(keys) > 1 {
+		return p.completeLocked(ctx, done, query, keys)
+	}
+	return p.complete(ctx, done, query)
 }
 
 // Lookup implements driver.Driver.
@@ -118,6 +122,9 @@ func (b *base) lookup(ctx context.Context, words func(string) string, id string)
 		return found, err
 	}
 	rows.Close()
+	if found.Job, err = b.lookupHeldJob(ctx, words, id); err != nil || found.Job != nil {
+		return found, err
+	}
 	failed, err := b.sqldb.QueryContext(ctx, words(lookupFailed), id)
 	if err != nil {
 		return found, err

@@ -50,7 +50,7 @@ func (b *base) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job) 
 		return b.insertOne(ctx, tx, uow, job, now, false)
 	}
 	id, inserted := job.ID, true
-	if job.UniqueKey == "" { // one statement: its own transaction is enough
+	if job.UniqueKey == "" && job.LimitKey == "" { // one statement: its own transaction is enough
 		err = b.alone(ctx, job)
 	} else {
 		err = b.inTx(ctx, nil, func(tx *sql.Tx) (err error) {
@@ -81,8 +81,19 @@ func (b *base) joined(ctx context.Context) bool {
 // insertOne stores job in tx: the transaction of uow, the caller's unit
 // of work, or one of the driver's own (uow nil).
 func (b *base) insertOne(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job, now int64, again bool) (string, bool, error) {
-	if job.UniqueKey != "" {
+	switch {
+	case job.UniqueKey != "":
 		return b.insertUnique(ctx, tx, uow, job, now)
+	case job.LimitKey != "":
+		if again {
+			if stored, err := b.storedAlready(ctx, tx, []*driver.Job{job}); err != nil || stored[job.ID] {
+				return job.ID, err == nil, err
+			}
+		}
+		if err := lockKeys(ctx, tx, b.dialect(), []string{job.LimitKey}); err != nil {
+			return "", false, err
+		}
+		return job.ID, true, b.insertLimited(ctx, tx, uow, job)
 	}
 	query := b.q.insert
 	if again {
@@ -139,8 +150,8 @@ func (b *base) execIn(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs 
 	return res.RowsAffected()
 }
 
-// proof finds a job stored, waiting or failed.
-const proof = "SELECT 1 FROM jobs WHERE id = $1 UNION ALL SELECT 1 FROM failed_jobs WHERE id = $1"
+// proof finds a job stored: waiting, failed or held.
+const proof = "SELECT 1 FROM jobs WHERE id = $1 UNION ALL SELECT 1 FROM failed_jobs WHERE id = $1 UNION ALL SELECT 1 FROM queue_held WHERE id = $1"
 
 // insertUnique stores a job with a unique key in tx, unless a pending job
 // holds the key: it returns that job's id then. Three statements in one
@@ -204,7 +215,7 @@ func (b *base) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*drive
 		return b.insertAll(ctx, tx, uow, jobs, now, false)
 	}
 	var ids []string
-	if slices.ContainsFunc(jobs, func(j *driver.Job) bool { return j.UniqueKey != "" }) {
+	if slices.ContainsFunc(jobs, func(j *driver.Job) bool { return j.UniqueKey != "" || j.LimitKey != "" }) {
 		err = b.inTx(ctx, nil, func(tx *sql.Tx) (err error) {
 			ids, err = b.insertAll(ctx, tx, nil, jobs, now, false)
 			return err
@@ -241,12 +252,19 @@ func (b *base) insertAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 			return nil, err
 		}
 	}
+	if err := lockKeys(ctx, tx, b.dialect(), limitKeys(jobs)); err != nil {
+		return nil, err
+	}
 	ids := make([]string, len(jobs))
 	var plain []*driver.Job
 	for i, j := range jobs {
 		ids[i] = j.ID
 		switch {
 		case stored[j.ID]:
+		case j.LimitKey != "":
+			if err := b.insertLimited(ctx, tx, uow, j); err != nil {
+				return nil, err
+			}
 		case j.UniqueKey != "":
 			id, _, err := b.insertUnique(ctx, tx, uow, j, now)
 			if err != nil {
@@ -263,18 +281,18 @@ func (b *base) insertAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 	return ids, nil
 }
 
-// storedAlready returns which of jobs are in jobs or failed_jobs.
+// storedAlready returns which of jobs are in jobs, failed_jobs or queue_held.
 func (b *base) storedAlready(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) (map[string]bool, error) {
 	stored := map[string]bool{}
 	for chunk := range slices.Chunk(jobs, rowsPerInsert) {
 		in := "(" + strings.Repeat("?, ", len(chunk)-1) + "?)"
-		args := make([]any, 0, 2*len(chunk))
-		for range 2 {
+		args := make([]any, 0, 3*len(chunk))
+		for range 3 {
 			for _, j := range chunk {
 				args = append(args, j.ID)
 			}
 		}
-		rows, err := tx.QueryContext(ctx, b.q.words("SELECT id FROM jobs WHERE id IN "+in+" UNION ALL SELECT id FROM failed_jobs WHERE id IN "+in), args...)
+		rows, err := tx.QueryContext(ctx, b.q.words("SELECT id FROM jobs WHERE id IN "+in+" UNION ALL SELECT id FROM failed_jobs WHERE id IN "+in+" UNION ALL SELECT id FROM queue_held WHERE id IN "+in), args...)
 		if err != nil {
 			return nil, err
 		}

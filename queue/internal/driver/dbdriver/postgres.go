@@ -135,10 +135,10 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 // meanwhile.
 var (
 	pgFailMove = numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
-		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors, flow, priority) " +
+		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors, flow, priority, limit_key, limit_max) " +
 		"INSERT INTO failed_jobs (" + failedColumns + ") " +
 		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ?, meta, " +
-		postgresAppendError + ", flow, priority FROM moved")
+		postgresAppendError + ", flow, priority, limit_key, limit_max FROM moved")
 	pgRetryOne    = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
 	pgRetryFailed = numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
 		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +
@@ -172,8 +172,8 @@ func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, f dri
 
 // Retry implements driver.Driver.
 func (p *postgresDriver) Retry(ctx context.Context, id string, now int64) error {
-	var flow string
-	switch err := p.sqldb.QueryRowContext(ctx, pgDialect.q(flowOfFailed), id).Scan(&flow); {
+	var flow, key string
+	switch err := p.sqldb.QueryRowContext(ctx, pgDialect.q(routeOf), id).Scan(&flow, &key); {
 	case errors.Is(err, sql.ErrNoRows):
 		return driver.ErrNoFailedJob
 	case err != nil:
@@ -181,6 +181,8 @@ func (p *postgresDriver) Retry(ctx context.Context, id string, now int64) error 
 	case flow != "":
 		_, err := p.RetryFlow(ctx, flow, now)
 		return err
+	case key != "":
+		return p.inFlow(ctx, nil, func(t *flowTx) error { return retryHeld(t, []string{id}, now) })
 	}
 	res, err := p.sqldb.ExecContext(ctx, pgRetryOne, id, now)
 	if err != nil {
@@ -224,7 +226,7 @@ func (p *postgresDriver) Sync(ctx context.Context) error {
 // deleted left a dead row that the workers' searches would walk until
 // autovacuum came.
 func (p *postgresDriver) Purge(ctx context.Context, queue string) (int, error) {
-	n, err := p.count(ctx, p.q.purge, queue)
+	n, err := p.purge(ctx, queue)
 	if err != nil {
 		return n, err
 	}

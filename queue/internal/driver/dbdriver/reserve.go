@@ -16,10 +16,11 @@ import (
 func scanJob(row scanner) (*driver.Job, error) {
 	var j driver.Job
 	var payload, stored string
-	var uniqueKey, lastError, meta, flow sql.NullString
-	var uniqueUntil, reservedAt sql.NullInt64
+	var uniqueKey, lastError, meta, flow, limitKey sql.NullString
+	var uniqueUntil, reservedAt, limitMax sql.NullInt64
 	err := row.Scan(&j.ID, &j.Queue, &j.Name, &payload, &j.MaxAttempts, &stored, &j.TimeoutMs,
-		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError, &meta, &flow, &j.Priority, &j.Snoozes)
+		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError, &meta, &flow, &j.Priority, &j.Snoozes,
+		&limitKey, &limitMax)
 	if err != nil {
 		return readJob(row, err)
 	}
@@ -28,6 +29,7 @@ func scanJob(row scanner) (*driver.Job, error) {
 		j.Meta = []byte(meta.String)
 	}
 	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError, j.Flow = uniqueKey.String, uniqueUntil.Int64, reservedAt.Int64, lastError.String, flow.String
+	j.LimitKey, j.LimitMax = limitKey.String, int(limitMax.Int64)
 	setBackoff(&j, stored)
 	return &j, nil
 }

@@ -19,7 +19,7 @@ type scanner interface{ Scan(dest ...any) error }
 // fail it, and the other rows of the statement are read as usual. Only a
 // row that cannot be read at all returns scanErr.
 func readJob(row scanner, scanErr error) (*driver.Job, error) {
-	var v [18]any
+	var v [20]any
 	if err := scanAny(row, v[:]); err != nil {
 		return nil, scanErr
 	}
@@ -31,6 +31,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 		AvailableAt: r.int("available_at", v[10]), ReservedAt: r.nullInt("reserved_at", v[11]), CreatedAt: r.int("created_at", v[12]),
 		LastError: r.nullText("last_error", v[13]), Meta: nullBytesOf(r.nullText("meta", v[14])), Flow: r.nullText("flow", v[15]),
 		Priority: int(r.int("priority", v[16])), Snoozes: int(r.int("snoozes", v[17])),
+		LimitKey: r.nullText("limit_key", v[18]), LimitMax: int(r.nullInt("limit_max", v[19])),
 	}
 	setBackoff(j, r.text("backoff", v[5]))
 	j.Corrupt = r.problem
@@ -41,7 +42,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 // as readJob does: what does not convert is left zero, so that listing
 // the failed jobs never fails for one row.
 func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
-	var v [13]any
+	var v [15]any
 	if err := scanAny(row, v[:]); err != nil {
 		return driver.FailedJob{}, scanErr
 	}
@@ -51,6 +52,7 @@ func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
 		MaxAttempts: int(r.int("max_attempts", v[4])), Backoff: r.text("backoff", v[5]), TimeoutMs: r.int("timeout_ms", v[6]),
 		Attempts: int(r.int("attempts", v[7])), Error: r.text("error", v[8]), CreatedAt: r.int("created_at", v[9]), FailedAt: r.int("failed_at", v[10]),
 		Meta: nullBytesOf(r.nullText("meta", v[11])), Priority: int(r.int("priority", v[12])),
+		LimitKey: r.nullText("limit_key", v[13]), LimitMax: int(r.nullInt("limit_max", v[14])),
 	}, nil
 }
 

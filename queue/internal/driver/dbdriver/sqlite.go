@@ -123,7 +123,7 @@ func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) 
 // halves that a transaction holding the write lock keeps together.
 const (
 	sqliteFailCopy = "INSERT INTO failed_jobs (" + failedColumns + ") " +
-		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, min(attempts, max_attempts), ?, created_at, ?, meta, " + sqliteAppendError + ", flow, priority FROM jobs " +
+		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, min(attempts, max_attempts), ?, created_at, ?, meta, " + sqliteAppendError + ", flow, priority, limit_key, limit_max FROM jobs " +
 		"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteFailDelete = "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteRetryOne   = retriedInto + " FROM failed_jobs WHERE id = ?"
@@ -165,8 +165,8 @@ func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, f drive
 // Retry implements driver.Driver.
 func (s *sqliteDriver) Retry(ctx context.Context, id string, now int64) error {
 	return s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		var flow string
-		switch err := tx.QueryRowContext(ctx, flowOfFailed, id).Scan(&flow); {
+		var flow, key string
+		switch err := tx.QueryRowContext(ctx, routeOf, id).Scan(&flow, &key); {
 		case errors.Is(err, sql.ErrNoRows):
 			return driver.ErrNoFailedJob
 		case err != nil:
@@ -174,6 +174,8 @@ func (s *sqliteDriver) Retry(ctx context.Context, id string, now int64) error {
 		case flow != "":
 			_, err := retryFlow(newFlowTx(ctx, tx, sqliteDialect), flow, now)
 			return err
+		case key != "":
+			return retryHeld(newFlowTx(ctx, tx, sqliteDialect), []string{id}, now)
 		}
 		res, err := tx.ExecContext(ctx, sqliteRetryOne, now, id)
 		if err != nil {
@@ -232,5 +234,5 @@ func (s *sqliteDriver) Sync(context.Context) error { return nil }
 
 // Purge implements driver.Driver.
 func (s *sqliteDriver) Purge(ctx context.Context, queue string) (int, error) {
-	return s.count(ctx, s.q.purge, queue)
+	return s.purge(ctx, queue)
 }

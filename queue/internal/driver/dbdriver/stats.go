@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -85,12 +86,13 @@ func readStatementsOf(at string, words func(string) string, lateral bool) readSt
 	}
 	waiting := "jobs.queue = queues.queue AND jobs.reserved_at IS NULL AND jobs.available_at"
 	r := readStatements{
-		stats: words("WITH RECURSIVE " + queuesCTE + ", " + failedQueuesCTE +
+		stats: words("WITH RECURSIVE " + queuesCTE + ", " + failedQueuesCTE + ", " + heldQueuesCTE +
 			" SELECT queue, 0, " + capped("jobs", waiting+" <= ?") + ", " + capped("jobs", waiting+" > ?") +
 			", (SELECT jobs.available_at FROM jobs WHERE jobs.queue = queues.queue AND jobs.reserved_at IS NULL ORDER BY jobs.available_at LIMIT 1)" +
 			" FROM queues WHERE queue IS NOT NULL" +
 			" UNION ALL SELECT queue, 1, count(*), count(*) FILTER (WHERE " + stale + "), 0 FROM jobs WHERE reserved_at IS NOT NULL GROUP BY queue" +
-			" UNION ALL SELECT queue, 2, " + capped("failed_jobs", "failed_jobs.queue = failed_queues.queue") + ", 0, 0 FROM failed_queues WHERE queue IS NOT NULL"),
+			" UNION ALL SELECT queue, 2, " + capped("failed_jobs", "failed_jobs.queue = failed_queues.queue") + ", 0, 0 FROM failed_queues WHERE queue IS NOT NULL" +
+			" UNION ALL SELECT queue, 3, " + capped("queue_held", "queue_held.queue = held_queues.queue") + ", 0, 0 FROM held_queues WHERE queue IS NOT NULL"),
 		queues: words("WITH RECURSIVE " + queuesCTE + " SELECT queue FROM queues WHERE queue IS NOT NULL"),
 		pages:  map[pageShape]string{},
 	}
@@ -145,6 +147,10 @@ const failedQueuesCTE = "failed_queues(queue) AS (" +
 	"SELECT q FROM (SELECT queue AS q FROM failed_jobs ORDER BY queue LIMIT 1) AS head " +
 	"UNION ALL SELECT (SELECT f.queue FROM failed_jobs AS f WHERE f.queue > failed_queues.queue ORDER BY f.queue LIMIT 1) " +
 	"FROM failed_queues WHERE failed_queues.queue IS NOT NULL)"
+
+// heldQueuesCTE is the common table "held_queues": each queue of
+// queue_held_queue, found as failedQueuesCTE finds those of failed_jobs.
+var heldQueuesCTE = strings.NewReplacer("failed_queues", "held_queues", "failed_jobs", "queue_held").Replace(failedQueuesCTE)
 
 func b2i(b bool) int {
 	if b {
@@ -207,7 +213,7 @@ func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at
 	if tx != nil {
 		st = tx.StmtContext(ctx, st)
 	}
-	rows, err := st.QueryContext(ctx, append(append([]any{now, limit, now, limit}, atArgs(t)...), limit)...)
+	rows, err := st.QueryContext(ctx, append(append([]any{now, limit, now, limit}, atArgs(t)...), limit, limit)...)
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +247,8 @@ func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at
 			s.Running, s.Stale = int(n), int(m)
 		case 2:
 			s.Failed = int(n)
+		case 3:
+			s.Held = int(n)
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -133,7 +133,7 @@ func TestReadSideUsesTheIndexesOnPostgres(t *testing.T) {
 
 	q := &postgresRead
 	t.Run("stats", func(t *testing.T) {
-		p := explain(t, q.stats, planNow, statsLimit, planNow, statsLimit, planNow, planNow, planNow, statsLimit)
+		p := explain(t, q.stats, planNow, statsLimit, planNow, statsLimit, planNow, planNow, planNow, statsLimit, statsLimit)
 		var waiting, running planNode
 		p.walk(func(n planNode) {
 			switch {
@@ -270,7 +270,7 @@ func TestReadSideUsesTheIndexesOnSQLite(t *testing.T) {
 		// SQLite does not take jobs_waiting as covering (its WHERE names
 		// reserved_at, which it does not hold): counting the waiting jobs
 		// looks each up in the table (see the report of this change).
-		{"stats", q.stats, []any{planNow, statsLimit, planNow, statsLimit, planNow, planNow, planNow, statsLimit}, []string{"SCAN jobs USING INDEX jobs_waiting", "SEARCH jobs USING INDEX jobs_reserved (reserved_at>?)"}, true},
+		{"stats", q.stats, []any{planNow, statsLimit, planNow, statsLimit, planNow, planNow, planNow, statsLimit, statsLimit}, []string{"SCAN jobs USING INDEX jobs_waiting", "SEARCH jobs USING INDEX jobs_reserved (reserved_at>?)", "SEARCH queue_held USING COVERING INDEX queue_held_queue (queue=?)"}, true},
 		{"queues", q.queues, nil, []string{"SEARCH j USING INDEX jobs_waiting (queue>?)"}, false},
 		{"waiting of a queue", q.pages[pageShape{driver.Waiting, true, false}], []any{"mail", 0, firstID, planNow, limit},
 			[]string{"SEARCH jobs USING INDEX jobs_waiting (queue=? AND (available_at,id)>(?,?) AND available_at<?)"}, false},

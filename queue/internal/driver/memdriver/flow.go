@@ -115,7 +115,7 @@ func (d *Driver) releaseStep(s *driver.Step, now int64) {
 	j := *s.Job
 	j.Flow, j.AvailableAt, j.CreatedAt = s.Flow, now+s.DelayMs, now
 	s.State, s.Job.Payload = driver.StepQueued, nil // the job has it now, as in the database
-	d.insert(&j)
+	d.add(&j)
 }
 
 // Finish implements driver.Flows.
@@ -458,5 +458,6 @@ func (t memTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 func failedOf(j *driver.Job, errText string, at int64, attempts int, errs []driver.Failure) driver.FailedJob {
 	return driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
 		Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: attempts, Error: errText,
-		CreatedAt: j.CreatedAt, FailedAt: at, Meta: j.Meta, Flow: j.Flow, Priority: j.Priority, Errors: errs}
+		CreatedAt: j.CreatedAt, FailedAt: at, Meta: j.Meta, Flow: j.Flow, Priority: j.Priority, Errors: errs,
+		LimitKey: j.LimitKey, LimitMax: j.LimitMax}
 }

@@ -32,6 +32,7 @@ type Driver struct {
 	start  time.Time                       // its clock of reservations: the monotonic time since
 	beats  map[string]driver.Worker        // the registered workers, by id
 	f      flows
+	held   limits
 }
 
 // New returns an empty memory driver.
@@ -49,6 +50,7 @@ func New() *Driver {
 		start:  time.Now(),
 		beats:  map[string]driver.Worker{},
 		f:      newFlows(),
+		held:   newLimits(),
 	}
 }
 
@@ -129,11 +131,11 @@ func (d *Driver) Insert(ctx context.Context, uow *db.UnitOfWork, job *driver.Job
 					return // an identical job was queued meanwhile
 				}
 			}
-			d.insert(&stored)
+			d.add(&stored)
 		})
 		return stored.ID, true, nil
 	}
-	d.insert(&stored)
+	d.add(&stored)
 	return stored.ID, true, nil
 }
 
@@ -158,7 +160,7 @@ func (d *Driver) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*dri
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		for _, j := range stored {
-			d.insert(j)
+			d.add(j)
 		}
 	}
 	if uow != nil {
@@ -189,10 +191,14 @@ func (d *Driver) debounce(j *driver.Job) (string, bool) {
 	return j.ID, true
 }
 
+// insert puts j in jobs, its limit's room left aside (see add).
 func (d *Driver) insert(j *driver.Job) {
 	d.jobs[j.ID] = j
 	if j.UniqueKey != "" {
 		d.unique[j.UniqueKey] = j.ID
+	}
+	if j.LimitKey != "" {
+		d.held.in[j.LimitKey]++
 	}
 	d.wait(j)
 }
@@ -320,6 +326,8 @@ func (d *Driver) current(id string, attempt int) (*driver.Job, bool) {
 	return j, ok && j.ReservedAt != 0 && j.Attempts == attempt
 }
 
+// remove takes j out of jobs; the slot of a limited job goes to the
+// next held job of its key, as the database's trigger gives it.
 func (d *Driver) remove(j *driver.Job) {
 	delete(d.jobs, j.ID)
 	if l := d.lines[j.Queue]; l != nil {
@@ -327,6 +335,10 @@ func (d *Driver) remove(j *driver.Job) {
 	}
 	if j.UniqueKey != "" && d.unique[j.UniqueKey] == j.ID {
 		delete(d.unique, j.UniqueKey)
+	}
+	if j.LimitKey != "" {
+		d.held.in[j.LimitKey]--
+		d.admit(j.LimitKey)
 	}
 }
 
@@ -479,8 +491,9 @@ func (d *Driver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, 
 func (d *Driver) retry(f driver.FailedJob, now int64) {
 	delete(d.failed, f.ID)
 	b, _ := backoff.Parse(f.Backoff) // written by Fail
-	d.insert(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
-		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta, Errors: f.Errors, Flow: f.Flow, Priority: f.Priority})
+	d.add(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
+		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta, Errors: f.Errors, Flow: f.Flow, Priority: f.Priority,
+		LimitKey: f.LimitKey, LimitMax: f.LimitMax})
 }
 
 // Pause implements driver.Driver.
@@ -520,6 +533,11 @@ func (d *Driver) Cancel(ctx context.Context, id string, now int64) (driver.Cance
 		if j := d.jobs[cancelled]; j == nil || j.ReservedAt == 0 {
 			delete(d.cancel, cancelled)
 		}
+	}
+	if h := d.held.byID[id]; h != nil {
+		d.unhold(h)
+		d.failed[id] = failedOf(h, driver.CancelledError, now, h.Attempts, h.Errors)
+		return driver.Removed, nil
 	}
 	j := d.jobs[id]
 	switch {
@@ -638,6 +656,11 @@ func (d *Driver) Lookup(ctx context.Context, id string) (driver.Found, error) {
 		c.Payload, c.Errors = slices.Clone(j.Payload), slices.Clone(j.Errors)
 		return driver.Found{Job: &c}, nil
 	}
+	if j, ok := d.held.byID[id]; ok {
+		c := *j
+		c.Payload, c.Errors, c.Held = slices.Clone(j.Payload), slices.Clone(j.Errors), true
+		return driver.Found{Job: &c}, nil
+	}
 	if f, ok := d.failed[id]; ok {
 		f.Payload, f.Errors = slices.Clone(f.Payload), slices.Clone(f.Errors)
 		return driver.Found{Failed: &f}, nil
@@ -698,14 +721,23 @@ func (d *Driver) Purge(ctx context.Context, queue string) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
-	for _, j := range d.jobs {
+	for _, j := range d.held.byID { // first: a job removed gives its slot to none of these
 		if j.Queue == queue {
-			d.remove(j)
+			d.unhold(j)
 			n++
 		}
 	}
+	var purged []*driver.Job
+	for _, j := range d.jobs {
+		if j.Queue == queue {
+			purged = append(purged, j)
+		}
+	}
+	for _, j := range purged {
+		d.remove(j)
+	}
 	delete(d.lines, queue)
-	return n, nil
+	return n + len(purged), nil
 }
 
 // Sync implements driver.Driver: the memory driver keeps nothing on disk.
@@ -717,6 +749,11 @@ func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
 	defer d.mu.Unlock()
 	n := 0
 	for _, j := range d.jobs {
+		if j.Queue == queue {
+			n++
+		}
+	}
+	for _, j := range d.held.byID {
 		if j.Queue == queue {
 			n++
 		}

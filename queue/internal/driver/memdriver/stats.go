@@ -44,10 +44,13 @@ func (d *Driver) Stats(_ context.Context, now, at int64, limit int) ([]driver.St
 	for _, f := range d.failed {
 		of(f.Queue).Failed++
 	}
+	for _, j := range d.held.byID {
+		of(j.Queue).Held++
+	}
 	out := make([]driver.Stats, 0, len(byQueue))
 	for _, queue := range slices.Sorted(maps.Keys(byQueue)) {
 		s := byQueue[queue]
-		s.Waiting, s.Delayed, s.Failed = min(s.Waiting, limit), min(s.Delayed, limit), min(s.Failed, limit)
+		s.Waiting, s.Delayed, s.Failed, s.Held = min(s.Waiting, limit), min(s.Delayed, limit), min(s.Failed, limit), min(s.Held, limit)
 		out = append(out, *s)
 	}
 	return out, nil

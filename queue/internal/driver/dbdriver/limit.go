@@ -1,0 +1,261 @@
+package dbdriver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// Concurrency limits (see driver.Job.LimitKey). A limited job is stored
+// in jobs while its key has room, else held in queue_held; the trigger
+// jobs_admit (migration 0014) moves the next held job of a key into jobs
+// in the transaction that deletes a job of that key, whichever statement
+// deletes it: a completion, a failure, a cancel, a purge. What the
+// driver does itself is the rest: hold at dispatch and at retry, cancel
+// and look up held jobs, count them.
+//
+// On PostgreSQL every transaction that counts the jobs of a key takes the
+// key's lock first (an advisory lock, held to its commit: lockKey), so
+// that two of them never fill one slot; one that deletes the jobs of
+// several keys takes their locks first, in the order of the keys, so that
+// two such transactions never wait for each other (a deadlock). On SQLite
+// every write transaction holds the file's write lock.
+
+// The statements of limits, in SQLite's words with LIST for a list of ids.
+const (
+	heldColumns = columns + ", errors"
+	// limitRoom counts the jobs of a key and whether any is held.
+	limitRoom   = "SELECT (SELECT count(*) FROM jobs WHERE limit_key = ?), (SELECT count(*) FROM (SELECT 1 FROM queue_held WHERE limit_key = ? LIMIT 1) AS h)"
+	limitInsert = "INSERT INTO jobs (" + columns + ") VALUES " + limitValues
+	heldInsert  = "INSERT INTO queue_held (" + columns + ") VALUES " + limitValues
+	// limitValues are values with a key and a limit: appendRow's, then
+	// those two.
+	limitValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?)"
+	// The trigger's admission, for SQLite: the next held job of a key into
+	// jobs if the key has room, then out of queue_held.
+	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + heldColumns + " FROM queue_held " +
+		"WHERE id = (SELECT id FROM queue_held WHERE limit_key = ? ORDER BY priority DESC, available_at, id LIMIT 1) " +
+		"AND limit_max > (SELECT count(*) FROM jobs WHERE limit_key = ?)"
+	sqliteAdmitted = "DELETE FROM queue_held WHERE limit_key = ? AND id IN (SELECT id FROM jobs WHERE limit_key = ?)"
+	pgAdmit        = "SELECT navree_admit($1)"
+	pgLockKey      = "SELECT pg_advisory_xact_lock(hashtextextended('navree_limit:' || $1, 0))"
+
+	// routeOf reads what a retry of a failed job takes: its flow, or its
+	// key.
+	routeOf     = "SELECT coalesce(CAST(flow AS TEXT), ''), coalesce(limit_key, '') FROM failed_jobs WHERE id = ?"
+	heldOfID    = "SELECT limit_key FROM queue_held WHERE id = ?"
+	lookupHeld  = "SELECT " + columns + " FROM queue_held WHERE id = ?"
+	heldErrors  = "SELECT errors FROM queue_held WHERE id = ?"
+	cancelHeld  = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, '" + driver.CancelledError + "', created_at, ?, meta, errors, flow, priority, limit_key, limit_max FROM queue_held WHERE id = ?"
+	heldDelete  = "DELETE FROM queue_held WHERE id = ?"
+	retryHeldIn = "INSERT INTO queue_held (" + heldColumns + ") SELECT " + retried + " FROM failed_jobs WHERE id IN LIST"
+	keysOf      = "SELECT DISTINCT limit_key FROM failed_jobs WHERE id IN LIST"
+	purgeKeys   = "SELECT limit_key FROM jobs WHERE queue = ? AND limit_key IS NOT NULL UNION SELECT limit_key FROM queue_held WHERE queue = ?"
+	purgeHeld   = "DELETE FROM queue_held WHERE queue = ?"
+)
+
+// lockKeys takes the locks of keys, in their order, on PostgreSQL.
+func lockKeys(ctx context.Context, tx *sql.Tx, d dialect, keys []string) error {
+	if !d.pg {
+		return nil
+	}
+	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, pgLockKey, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// limitKeys are the keys of the limited jobs among jobs.
+func limitKeys(jobs []*driver.Job) []string {
+	var keys []string
+	for _, j := range jobs {
+		if j.LimitKey != "" {
+			keys = append(keys, j.LimitKey)
+		}
+	}
+	return keys
+}
+
+// admit moves the next held jobs of key into jobs while it has room.
+func admit(ctx context.Context, tx *sql.Tx, d dialect, key string) error {
+	if d.pg {
+		_, err := tx.ExecContext(ctx, pgAdmit, key)
+		return err
+	}
+	for {
+		res, err := tx.ExecContext(ctx, sqliteAdmit, key, key)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, sqliteAdmitted, key, key); err != nil {
+			return err
+		}
+	}
+}
+
+// insertLimited stores a limited job in tx, the transaction of uow (nil:
+// of the driver's own): in jobs when its key has room and none of its
+// jobs is held, else held. Its key is locked (lockKeys) by the caller.
+func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job) error {
+	d := b.dialect()
+	var n, held int
+	if err := tx.QueryRowContext(ctx, d.words(limitRoom), job.LimitKey, job.LimitKey).Scan(&n, &held); err != nil {
+		return err
+	}
+	args := append(appendRow(nil, job), job.LimitKey, job.LimitMax)
+	if n < job.LimitMax && held == 0 {
+		_, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(limitInsert), args...)
+		return err
+	}
+	if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(heldInsert), args...); err != nil {
+		return err
+	}
+	if n < job.LimitMax { // room, and jobs held before it: the first of them go
+		return admit(ctx, tx, d, job.LimitKey)
+	}
+	return nil
+}
+
+// cancelHeldJob moves the held job id to the failed jobs, cancelled at
+// now, and reports whether there was one.
+func cancelHeldJob(ctx context.Context, tx *sql.Tx, d dialect, id string, now int64) (bool, error) {
+	var key string
+	switch err := tx.QueryRowContext(ctx, d.q(heldOfID), id).Scan(&key); {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	if err := lockKeys(ctx, tx, d, []string{key}); err != nil {
+		return false, err
+	}
+	res, err := tx.ExecContext(ctx, d.q(cancelHeld), now, id)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 { // admitted meanwhile
+		return false, nil
+	}
+	_, err = tx.ExecContext(ctx, d.q(heldDelete), id)
+	return err == nil, err
+}
+
+// retryHeld moves the failed limited jobs ids back, held, available at
+// now, and admits what their keys have room for.
+func retryHeld(t *flowTx, ids []string, now int64) error {
+	keys, err := t.strings(keysOf, listOf(ids))
+	if err != nil {
+		return err
+	}
+	if err := lockKeys(t.ctx, t.tx, t.d, keys); err != nil {
+		return err
+	}
+	if _, err := t.exec(retryHeldIn, now, listOf(ids)); err != nil {
+		return err
+	}
+	if _, err := t.exec(failedDel, listOf(ids)); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := admit(t.ctx, t.tx, t.d, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// purge deletes the jobs of queue, held ones included, and returns how
+// many, the locks of their keys taken first.
+func (b *base) purge(ctx context.Context, queue string) (int, error) {
+	d := b.dialect()
+	var n int
+	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
+		if d.pg {
+			keys, err := texts(ctx, tx, d.words(purgeKeys), queue, queue)
+			if err != nil {
+				return err
+			}
+			if err := lockKeys(ctx, tx, d, keys); err != nil {
+				return err
+			}
+		}
+		held, err := tx.ExecContext(ctx, d.words(purgeHeld), queue)
+		if err != nil {
+			return err
+		}
+		jobs, err := tx.ExecContext(ctx, b.q.purge, queue)
+		if err != nil {
+			return err
+		}
+		h, _ := held.RowsAffected()
+		j, _ := jobs.RowsAffected()
+		n = int(h + j)
+		return nil
+	})
+	return n, err
+}
+
+// lookupHeldJob reads the held job id, with its errors; nil when there is
+// none.
+func (b *base) lookupHeldJob(ctx context.Context, words func(string) string, id string) (*driver.Job, error) {
+	rows, err := b.sqldb.QueryContext(ctx, words(lookupHeld), id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	j, err := scanJob(rows)
+	if err != nil {
+		return nil, err
+	}
+	rows.Close()
+	j.Held = true
+	j.Errors, err = b.errorsOf(ctx, words(heldErrors), id)
+	return j, err
+}
+
+// attemptKeys are the distinct keys of the limited jobs of done.
+func attemptKeys(done []driver.Attempt) []string {
+	var keys []string
+	for _, a := range done {
+		if a.Limit != "" && !slices.Contains(keys, a.Limit) {
+			keys = append(keys, a.Limit)
+		}
+	}
+	return keys
+}
+
+// completeLocked is Complete of jobs of several keys on PostgreSQL: the
+// keys' locks first, in order, then the statement query, in one
+// transaction (deadlocks are tried again, as inFlow does).
+func (p *postgresDriver) completeLocked(ctx context.Context, done []driver.Attempt, query string, keys []string) ([]string, error) {
+	batch, err := json.Marshal(done)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	err = p.inFlow(ctx, nil, func(t *flowTx) error {
+		if err := lockKeys(ctx, t.tx, t.d, keys); err != nil {
+			return err
+		}
+		ids, err = texts(ctx, t.tx, query, string(batch))
+		return err
+	})
+	return ids, err
+}
