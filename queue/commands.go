@@ -500,10 +500,11 @@ func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 			Paused           bool    `json:"paused"`
 			Unworked         bool    `json:"unworked"`
 			Prioritized      bool    `json:"prioritized"`
+			Held             int     `json:"held"`
 		}
 		rows := make([]row, len(stats))
 		for i, s := range stats {
-			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused, s.Unworked, s.Prioritized}
+			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused, s.Unworked, s.Prioritized, s.Held}
 		}
 		return json.NewEncoder(w).Encode(rows)
 	}
@@ -530,6 +531,9 @@ func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 		}
 		if s.Prioritized {
 			marks = append(marks, "by priority")
+		}
+		if s.Held > 0 {
+			marks = append(marks, count(s.Held)+" held by limits")
 		}
 		name := s.Queue
 		if marks != nil {

@@ -41,3 +41,8 @@ func SetHeartbeatEvery(q *Queue, d time.Duration) { q.heartbeatEvery = d }
 
 // PrintJob is what queue:job prints of j.
 func PrintJob(w io.Writer, j JobDetail, payload bool) error { return printJob(w, j, payload) }
+
+// PrintStatus is what queue:status prints of stats.
+func PrintStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
+	return printStatus(w, stats, all, asJSON)
+}

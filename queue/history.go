@@ -123,7 +123,7 @@ func printJob(w io.Writer, j JobDetail, payload bool) error {
 	fmt.Fprintf(tw, "Job %s: %s on %s, %s\n", j.ID, j.Name, j.Queue, j.State)
 	fmt.Fprintf(tw, "  Dispatched\t%s\n", stamp(j.CreatedAt))
 	switch j.State {
-	case StateWaiting, StateDelayed:
+	case StateWaiting, StateDelayed, StateHeld:
 		fmt.Fprintf(tw, "  Due\t%s\n", stamp(j.AvailableAt))
 	case StateRunning:
 		fmt.Fprintf(tw, "  Running since\t%s\n", stamp(j.ReservedAt))
@@ -141,6 +141,12 @@ func printJob(w io.Writer, j JobDetail, payload bool) error {
 	}
 	if j.Snoozes > 0 {
 		fmt.Fprintf(tw, "  Snoozed\t%d time(s), attempts not spent\n", j.Snoozes)
+	}
+	if j.ConcurrencyLimit > 0 {
+		fmt.Fprintf(tw, "  Limit\t%d at once of %s\n", j.ConcurrencyLimit, j.ConcurrencyKey)
+	}
+	if j.State == StateHeld {
+		fmt.Fprintf(tw, "  Held\tuntil a job of %s ends\n", j.ConcurrencyKey)
 	}
 	if j.Worker != "" {
 		fmt.Fprintf(tw, "  Worker\t%s\n", j.Worker)

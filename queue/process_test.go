@@ -110,6 +110,32 @@ func (h *controlledHandler) Handle(ctx context.Context, c Controlled, jc queue.J
 	return nil
 }
 
+// AccountCall is limited to two at once per account; its handler counts
+// itself running in lim_running (the most at once in peak), across
+// processes.
+type AccountCall struct {
+	Account int `json:"account"`
+}
+
+func (AccountCall) JobName() string           { return "test.account_call" }
+func (AccountCall) JobOptions() queue.Options { return queue.Options{ConcurrencyLimit: 2} }
+func (a AccountCall) ConcurrencyKey() string  { return fmt.Sprint("account:", a.Account) }
+
+type accountCallHandler struct{ d *db.DB }
+
+func (h *accountCallHandler) Handle(ctx context.Context, a AccountCall, jc queue.JobContext) error {
+	first := 0
+	if jc.Attempt == 1 {
+		first = 1
+	}
+	if _, err := h.d.NewRaw("UPDATE lim_running SET n = n + 1, peak = CASE WHEN n + 1 > peak THEN n + 1 ELSE peak END, runs = runs + 1, "+
+		"first_attempts = first_attempts + ? WHERE account = ?", first, a.Account).Exec(ctx); err != nil {
+		return err
+	}
+	_, err := h.d.NewRaw("UPDATE lim_running SET n = n - 1 WHERE account = ?", a.Account).Exec(ctx)
+	return err
+}
+
 // workerJobs are the jobs a worker child process runs.
 func workerJobs() fx.Option {
 	released := make(chan struct{})
@@ -175,6 +201,7 @@ func workerJobs() fx.Option {
 		}),
 		queue.Register[Record](func(d *db.DB) *recordHandler { return &recordHandler{d} }),
 		queue.Register[Controlled](func(d *db.DB) *controlledHandler { return &controlledHandler{d} }),
+		queue.Register[AccountCall](func(d *db.DB) *accountCallHandler { return &accountCallHandler{d} }),
 		queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
 	)
 }
@@ -666,5 +693,65 @@ func TestFlowControlAcrossTwoWorkerProcesses(t *testing.T) {
 			t.Fatalf("%d jobs left, %d failed; want none", pending, failed)
 		}
 		t.Logf("%d runs by %d processes", len(names), len(pids))
+	})
+}
+
+// TestAConcurrencyLimitHoldsAcrossTwoWorkerProcesses: two processes of
+// four handlers each run 40 jobs of each of three accounts limited to two
+// at once: never more than two of an account run at once (counted in the
+// database by the handlers themselves), every job runs once, on its first
+// attempt, and the workers stop when nothing is left, held jobs included.
+func TestAConcurrencyLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		d := dbtest.Open(t, url)
+		if _, err := d.ExecContext(ctx, "CREATE TABLE lim_running (account INTEGER PRIMARY KEY, n INTEGER NOT NULL, peak INTEGER NOT NULL, "+
+			"runs INTEGER NOT NULL, first_attempts INTEGER NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		const accounts, each = 3, 40
+		q := localQueue(t, url, &clock{t: time.Now()}, noop[AccountCall]())
+		for a := range accounts {
+			if _, err := d.NewRaw("INSERT INTO lim_running VALUES (?, 0, 0, 0, 0)", a).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range each {
+			for a := range accounts {
+				if _, err := q.Dispatch(ctx, AccountCall{Account: a}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var wg sync.WaitGroup
+		for range 2 {
+			cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "4", "--stop-when-empty")
+			wg.Go(func() {
+				out, _ := io.ReadAll(stdout)
+				if err := cmd.Wait(); err != nil || strings.Contains(stderr.String(), "level=ERROR") {
+					t.Errorf("a worker exited with %v\n%s\n%s", err, out, stderr)
+				}
+			})
+		}
+		wg.Wait()
+		rows, err := d.QueryContext(ctx, "SELECT account, n, peak, runs, first_attempts FROM lim_running ORDER BY account")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var account, n, peak, runs, first int
+			if err := rows.Scan(&account, &n, &peak, &runs, &first); err != nil {
+				t.Fatal(err)
+			}
+			if peak > 2 || peak < 1 || n != 0 || runs != each || first != each {
+				t.Errorf("account %d: %d at most at once, %d runs, %d first attempts, %d left running; want at most 2, %d runs, each a first attempt",
+					account, peak, runs, first, n, each)
+			}
+		}
+		if n, err := q.Inspector().PendingCount(ctx, "default"); err != nil || n != 0 {
+			t.Fatalf("%d jobs left pending (%v)", n, err)
+		}
 	})
 }

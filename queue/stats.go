@@ -47,6 +47,10 @@ type Stats struct {
 	// Prioritized says that jobs with a priority (see Options.Priority)
 	// wait on the queue: workers take them by priority, highest first.
 	Prioritized bool
+	// Held counts the jobs of the queue held by their concurrency limits
+	// (see Options.ConcurrencyLimit): each goes in once a job of its key
+	// ends.
+	Held int
 }
 
 // Stats counts the jobs of every queue that has one, failed jobs
@@ -74,7 +78,7 @@ func (i *Inspector) Stats(ctx context.Context) ([]Stats, error) {
 	out := make([]Stats, len(rows))
 	for i, r := range rows {
 		out[i] = Stats{Queue: r.Queue, Waiting: limit(r.Waiting), Delayed: limit(r.Delayed), Running: limit(r.Running),
-			Stale: limit(r.Stale), Failed: limit(r.Failed), Paused: all || slices.Contains(paused, r.Queue),
+			Stale: limit(r.Stale), Failed: limit(r.Failed), Held: limit(r.Held), Paused: all || slices.Contains(paused, r.Queue),
 			Unworked: r.Waiting > 0 && r.Running == 0 && !slices.Contains(q.cfg.Queues, r.Queue)}
 		if r.Waiting > 0 {
 			out[i].OldestWaiting = time.Duration(max(now-r.OldestAvailableAt, 0)) * time.Millisecond
@@ -141,6 +145,10 @@ const (
 	StateRunning   JobState = "running"   // taken by a worker
 	StateFailed    JobState = "failed"    // in the failed jobs
 	StateSucceeded JobState = "succeeded" // kept in the history for queue.keep_succeeded
+	// StateHeld is a job held by its concurrency limit (see
+	// Options.ConcurrencyLimit), as [Inspector.Job] finds it; Inspector.Jobs
+	// does not list them yet (Stats counts them).
+	StateHeld JobState = "held"
 )
 
 // states are the states by the driver's names for them.
@@ -325,6 +333,11 @@ type JobDetail struct {
 	// Debounced says that a waiting job holds its debounce key (see
 	// Options.Debounce): a dispatch of the same key replaces it.
 	Debounced bool
+	// ConcurrencyKey and ConcurrencyLimit are a limited job's (see
+	// Options.ConcurrencyLimit): at most ConcurrencyLimit jobs of the key
+	// are queued at once. A failed job keeps them for its retry.
+	ConcurrencyKey   string
+	ConcurrencyLimit int
 }
 
 // AttemptFailure is a failed attempt of a job.
@@ -366,7 +379,7 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 		return JobDetail{JobInfo: JobInfo{ID: f.ID, Queue: f.Queue, Name: f.Name, Attempts: f.Attempts, MaxAttempts: f.MaxAttempts,
 			CreatedAt: timeOf(f.CreatedAt), FailedAt: timeOf(f.FailedAt), LastError: f.Error, PayloadBytes: len(f.Payload)},
 			State: StateFailed, Payload: f.Payload, Meta: f.Meta, Backoff: f.Backoff, Timeout: time.Duration(f.TimeoutMs) * time.Millisecond,
-			Failures: failuresOf(f.Errors), Priority: f.Priority}, nil
+			Failures: failuresOf(f.Errors), Priority: f.Priority, ConcurrencyKey: f.LimitKey, ConcurrencyLimit: f.LimitMax}, nil
 	case found.Succeeded != nil:
 		sj := found.Succeeded
 		return JobDetail{JobInfo: JobInfo{ID: sj.ID, Queue: sj.Queue, Name: sj.Name, Attempts: sj.Attempts, MaxAttempts: sj.MaxAttempts,
@@ -377,6 +390,8 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 	j := found.Job
 	state := StateDelayed
 	switch {
+	case j.Held:
+		state = StateHeld
 	case j.ReservedAt != 0:
 		state = StateRunning
 	case j.AvailableAt <= q.clock.Now().UnixMilli():
@@ -390,7 +405,8 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 		AvailableAt: timeOf(j.AvailableAt), ReservedAt: timeOf(j.ReservedAt), Worker: j.ReservedBy, CreatedAt: timeOf(j.CreatedAt), LastError: j.LastError,
 		PayloadBytes: len(j.Payload)}, State: state, Payload: j.Payload, Meta: j.Meta, Backoff: backoff,
 		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "" && !strings.Contains(j.UniqueKey, debounceKeyMark), Failures: failuresOf(j.Errors),
-		Priority: j.Priority, Snoozes: j.Snoozes, Debounced: strings.Contains(j.UniqueKey, debounceKeyMark)}, nil
+		Priority: j.Priority, Snoozes: j.Snoozes, Debounced: strings.Contains(j.UniqueKey, debounceKeyMark),
+		ConcurrencyKey: j.LimitKey, ConcurrencyLimit: j.LimitMax}, nil
 }
 
 // Throughput is what the workers of every process finished of one queue

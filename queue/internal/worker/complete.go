@@ -19,6 +19,11 @@ type completer struct {
 	in      chan success
 	done    chan struct{}
 	flushed bool // it stored a completion: sync at the end
+	// barrier asks the loop to store the batch it gathers now, and
+	// answers with admitted: how many batches so far held a job of a
+	// concurrency limit, whose completion let the next job of its key in.
+	barrier  chan chan int
+	admitted int
 }
 
 // success is a job whose handler succeeded, how long it ran, and how long
@@ -35,7 +40,7 @@ const (
 )
 
 func newCompleter(w *worker) *completer {
-	c := &completer{w: w, in: make(chan success, maxBatch), done: make(chan struct{})}
+	c := &completer{w: w, in: make(chan success, maxBatch), done: make(chan struct{}), barrier: make(chan chan int)}
 	go c.loop()
 	return c
 }
@@ -70,8 +75,36 @@ func (c *completer) loop() {
 		case <-timer.C:
 			c.flush(batch)
 			batch = batch[:0]
+		case reply := <-c.barrier:
+			timer.Stop()
+			for more := true; more; { // what was sent before the barrier, if the select took it first
+				select {
+				case s, ok := <-c.in:
+					if more = ok; ok {
+						batch = append(batch, s)
+					}
+				default:
+					more = false
+				}
+			}
+			for len(batch) > 0 {
+				n := min(len(batch), maxBatch)
+				c.flush(batch[:n])
+				batch = batch[:copy(batch, batch[n:])]
+			}
+			reply <- c.admitted
 		}
 	}
+}
+
+// stored waits until every success sent before it is stored, and
+// returns how many batches stored so far held a job of a concurrency
+// limit: a StopWhenEmpty worker whose count moved searches again for the
+// jobs those completions let in.
+func (c *completer) stored() int {
+	reply := make(chan int)
+	c.barrier <- reply
+	return <-reply
 }
 
 // flush deletes a batch of successful jobs, fenced by their attempts, and
@@ -127,6 +160,7 @@ func (c *completer) flush(batch []success) {
 		limited = true // the steps it released may be this process's to run
 	}
 	if limited {
+		c.admitted++
 		c.w.cfg.Waker.Wake()
 	}
 	var stored map[string]bool // nil when every job was deleted, as is usual

@@ -81,6 +81,12 @@ func (w *worker) fetch(ctx context.Context) {
 				w.sweepNow = true
 				continue
 			}
+			// Successes are stored in batches, after their handlers come
+			// free: those of limited jobs may have let held ones in.
+			if n := w.done.stored(); n != w.admitted {
+				w.admitted, w.sweepNow = n, true
+				continue
+			}
 			// Nothing runs, so nothing can come back for a retry: empty.
 			return
 		}

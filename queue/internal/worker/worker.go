@@ -205,6 +205,7 @@ type worker struct {
 	// it last had the prober look.
 	cursor   map[string]int64
 	sweepNow bool
+	admitted int // the completer's count of batches with limited jobs, as the fetcher last read it
 	probedAt int64
 	pause    pauses
 	// pauseNote is set by the listener when another process paused or

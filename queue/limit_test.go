@@ -1,0 +1,252 @@
+package queue_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue"
+)
+
+// accountSync is a job limited to two at once per account.
+type accountSync struct {
+	Account string `json:"account"`
+	N       int    `json:"n"`
+}
+
+func (accountSync) JobName() string           { return "test.account_sync" }
+func (accountSync) JobOptions() queue.Options { return queue.Options{ConcurrencyLimit: 2} }
+func (a accountSync) ConcurrencyKey() string  { return "account:" + a.Account }
+
+// gate runs accountSync jobs: each counts itself running for its key,
+// tells started, and waits for open.
+type gate struct {
+	mu      sync.Mutex
+	running map[string]int
+	peak    map[string]int
+	started chan string
+	open    chan struct{}
+}
+
+func newGate() *gate {
+	return &gate{running: map[string]int{}, peak: map[string]int{}, started: make(chan string, 100), open: make(chan struct{})}
+}
+
+func (g *gate) handler() queue.Registration {
+	return queue.HandlerOf[accountSync](queue.HandlerFunc[accountSync](func(ctx context.Context, a accountSync, _ queue.JobContext) error {
+		key := a.ConcurrencyKey()
+		g.mu.Lock()
+		g.running[key]++
+		g.peak[key] = max(g.peak[key], g.running[key])
+		g.mu.Unlock()
+		g.started <- key
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		g.mu.Lock()
+		g.running[key]--
+		g.mu.Unlock()
+		return nil
+	}))
+}
+
+// TestAConcurrencyLimitRunsNoMoreOfAKeyAtOnce: eight handlers, six jobs
+// of one account and two of another, a limit of two: two of each run, the
+// other four wait held (queue:status and queue:job say so), and once the
+// first end the held ones run, never more than two of a key at once, each
+// on its first attempt.
+func TestAConcurrencyLimitRunsNoMoreOfAKeyAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGate()
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{"test.account_sync": g.handler()})
+			var ids []string
+			for i := range 8 {
+				account := "1"
+				if i >= 6 {
+					account = "2"
+				}
+				id, err := f.q.Dispatch(ctx, accountSync{Account: account, N: i})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			done := make(chan queue.WorkStats, 1)
+			go func() {
+				s, err := f.q.Work(ctx, queue.WorkOptions{Workers: 8, StopWhenEmpty: true})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- s
+			}()
+			for range 4 {
+				<-g.started
+			}
+			stats, err := f.q.Inspector().Stats(ctx)
+			if err != nil || len(stats) != 1 || stats[0].Running != 4 || stats[0].Held != 4 || stats[0].Waiting != 0 {
+				t.Fatalf("stats with four running: %+v, %v; want 4 running, 4 held", stats, err)
+			}
+			var status bytes.Buffer
+			if err := queue.PrintStatus(&status, stats, false, false); err != nil || !strings.Contains(status.String(), "default (4 held by limits)") {
+				t.Fatalf("queue:status prints:\n%s(%v)", status.String(), err)
+			}
+			d, err := f.q.Inspector().Job(ctx, ids[5])
+			if err != nil || d.State != queue.StateHeld || d.ConcurrencyKey != "account:1" || d.ConcurrencyLimit != 2 || d.Attempts != 0 {
+				t.Fatalf("the last job of account 1: %+v, %v; want held, by account:1, limit 2, no attempt", d, err)
+			}
+			var out bytes.Buffer
+			if err := queue.PrintJob(&out, d, false); err != nil ||
+				!strings.Contains(out.String(), ", held\n") || !strings.Contains(out.String(), "\n  Limit       2 at once of account:1\n  Held        until a job of account:1 ends\n") {
+				t.Fatalf("queue:job prints:\n%s(%v)", out.String(), err)
+			}
+			close(g.open)
+			s := <-done
+			if s.Succeeded != 8 || s.Processed != 8 {
+				t.Fatalf("the worker: %+v; want the eight jobs run once each", s)
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.peak["account:1"] != 2 || g.peak["account:2"] != 2 {
+				t.Fatalf("most running at once: %v; want 2 of each account", g.peak)
+			}
+		})
+	}
+}
+
+// TestACrashedWorkersSlotComesBackWithItsRescue: a limit of one, its job
+// reserved by a worker that died; the held job waits until the takeover
+// runs the first, then runs.
+func TestACrashedWorkersSlotComesBackWithItsRescue(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var ran []int
+	reg := queue.HandlerOf[oneAtATime](queue.HandlerFunc[oneAtATime](func(_ context.Context, j oneAtATime, jc queue.JobContext) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, j.N*10+jc.Attempt)
+		return nil
+	}))
+	eachWith(t, queue.Config{}, map[string]queue.Registration{"test.one_at_a_time": reg}, func(t *testing.T, f fixture) {
+		mu.Lock()
+		ran = nil
+		mu.Unlock()
+		for n := range 2 {
+			if _, err := f.q.Dispatch(ctx, oneAtATime{N: n + 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if j := f.reserve(t, "default"); j == nil || j.Attempts != 1 { // the worker that dies
+			t.Fatalf("reserved %+v", j)
+		}
+		if s, err := f.q.RunPending(ctx); err != nil || s.Processed != 0 {
+			t.Fatalf("ran %+v, %v while the dead worker's job holds the slot", s, err)
+		}
+		f.clock.Advance(queue.DefaultTimeout + 31*time.Second) // its reservation is stale
+		if s, err := f.q.RunPending(ctx); err != nil || s.Succeeded != 2 {
+			t.Fatalf("after the takeover: %+v, %v; want both run", s, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ran) != 2 || ran[0] != 12 || ran[1] != 21 {
+			t.Fatalf("ran %v; want job 1's second attempt (the takeover), then job 2's first", ran)
+		}
+	})
+}
+
+type oneAtATime struct {
+	N int `json:"n"`
+}
+
+func (oneAtATime) JobName() string           { return "test.one_at_a_time" }
+func (oneAtATime) JobOptions() queue.Options { return queue.Options{ConcurrencyLimit: 1} }
+
+// TestAFailedLimitedJobRetriedWaitsForItsKey: a retried job of a full
+// key is held again, and runs once the key has room.
+func TestAFailedLimitedJobRetriedWaitsForItsKey(t *testing.T) {
+	t.Parallel()
+	fail := true
+	var mu sync.Mutex
+	reg := queue.HandlerOf[oneAtATime](queue.HandlerFunc[oneAtATime](func(context.Context, oneAtATime, queue.JobContext) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return queue.Permanent(errBoom)
+		}
+		return nil
+	}))
+	eachWith(t, queue.Config{}, map[string]queue.Registration{"test.one_at_a_time": reg}, func(t *testing.T, f fixture) {
+		mu.Lock()
+		fail = true
+		mu.Unlock()
+		failed, err := f.q.Dispatch(ctx, oneAtATime{N: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := f.q.RunPending(ctx); s.Failed != 1 {
+			t.Fatalf("ran %+v; want the job failed", s)
+		}
+		second, err := f.q.Dispatch(ctx, oneAtATime{N: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j := f.reserve(t, "default"); j == nil || j.ID != second {
+			t.Fatalf("reserved %+v; want the second job", j)
+		}
+		if _, err := f.q.Inspector().Retry(ctx, failed); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := f.q.Inspector().Job(ctx, failed); err != nil || d.State != queue.StateHeld || len(d.Failures) != 1 {
+			t.Fatalf("the retried job: %+v, %v; want held, its failure kept", d, err)
+		}
+	})
+}
+
+var errBoom = errorString("boom")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+func TestConcurrencyLimitRefusals(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, map[string]queue.Registration{"test.account_sync": noop[accountSync]()})
+	key := "k"
+	for _, c := range []struct {
+		e    queue.Envelope
+		want string
+	}{
+		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: -1}},
+			"queue: job contacts.export: ConcurrencyLimit is -1; want 1 to 10000, or 0 for no limit"},
+		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 10_001}},
+			"queue: job contacts.export: ConcurrencyLimit is 10001; want 1 to 10000, or 0 for no limit"},
+		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2, UniqueFor: time.Minute}},
+			"queue: job contacts.export: ConcurrencyLimit and UniqueFor cannot be combined: a job held by its limit is not seen by the unique check; choose one"},
+		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2, Debounce: queue.Debounce{For: time.Second}}},
+			"queue: job contacts.export: ConcurrencyLimit and Debounce cannot be combined: a job held by its limit is not replaced by the next dispatch; choose one"},
+		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, UniqueKey: &key},
+			"queue: job contacts.export: ConcurrencyLimit and an envelope's UniqueKey cannot be combined: a job held by its limit is not seen by the unique check; choose one"},
+		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, ConcurrencyKey: "account\n42"},
+			"queue: the concurrency key of contacts.export is not printable UTF-8: use no control characters or invalid bytes"},
+		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, ConcurrencyKey: strings.Repeat("k", queue.MaxUniqueKeyLen+1)},
+			"queue: the concurrency key of contacts.export has 1001 bytes; want 1 to 1000"},
+	} {
+		c.e.Name, c.e.Payload = "contacts.export", json.RawMessage(`{}`)
+		if _, err := f.q.Push(ctx, c.e); err == nil || err.Error() != c.want {
+			t.Errorf("%+v: %v; want %q", c.e.Options, err, c.want)
+		}
+	}
+	_, err := f.q.DispatchFlow(ctx, queue.Chain(ExportContacts{CompanyID: "c"}, accountSync{Account: "1"}))
+	if err == nil || !strings.Contains(err.Error(), "job test.account_sync has a ConcurrencyLimit, and a step cannot have one yet: limit the jobs its steps dispatch instead") {
+		t.Fatalf("a limited step: %v", err)
+	}
+}
