@@ -26,11 +26,24 @@ type benchJob struct {
 	DispatchedAt int64  `json:"t"`           // Unix nanoseconds
 	Priority     int    `json:"p,omitempty"` // with --priorities
 	Queue        string `json:"q,omitempty"` // with --queues; "" for benchQueueName
+	Key          string `json:"k,omitempty"` // with --keys: its concurrency key
+	Limit        int    `json:"l,omitempty"` // and its limit
 }
 
 func (benchJob) JobName() string { return "navree.bench" }
 func (j benchJob) JobOptions() Options {
-	return Options{Queue: cmp.Or(j.Queue, benchQueueName), Priority: j.Priority}
+	return Options{Queue: cmp.Or(j.Queue, benchQueueName), Priority: j.Priority, ConcurrencyLimit: j.Limit}
+}
+func (j benchJob) ConcurrencyKey() string { return j.Key }
+
+// benchJobOf is the benchmark's i-th job (from 0) of o, spread over
+// queues, priorities and keys in turn.
+func benchJobOf(o benchOptions, queues []string, i int) benchJob {
+	j := benchJob{DispatchedAt: time.Now().UnixNano(), Priority: i % o.Priorities, Queue: benchQueueOf(queues, i)}
+	if o.Keys > 0 {
+		j.Key, j.Limit = "bench:"+strconv.Itoa(i%o.Keys), o.Limit
+	}
+	return j
 }
 
 // benchQueues are the queues of a benchmark spread over n: benchQueueName
@@ -77,6 +90,10 @@ type benchOptions struct {
 	// Queues spreads the jobs over that many queues in turn (see
 	// benchQueues), all of them worked by the one worker; default 1.
 	Queues int
+	// Keys spreads the jobs over that many concurrency keys in turn, each
+	// limited to Limit at once (see Options.ConcurrencyLimit); default 0,
+	// no limit.
+	Keys, Limit int
 	// LogJobs logs every successful attempt of the benchmark's jobs, as
 	// queue:work does. Off, only failed and released attempts are logged:
 	// the lines would measure the log handler more than the queue (a few
@@ -126,7 +143,9 @@ type benchResult struct {
 	// were spread over.
 	Priorities int            `json:"priorities"`
 	Queues     int            `json:"queues"`
-	LogJobs    bool           `json:"log_jobs"` // every successful attempt was logged
+	Keys       int            `json:"keys,omitempty"`  // concurrency keys, with --keys
+	Limit      int            `json:"limit,omitempty"` // the limit of each
+	LogJobs    bool           `json:"log_jobs"`        // every successful attempt was logged
 	Dispatch   benchRate      `json:"dispatch"`
 	Work       benchRate      `json:"work"`
 	Latency    *latencyResult `json:"latency,omitempty"`
@@ -182,6 +201,8 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 	switch {
 	case o.Queues < 1 || o.Queues > maxBenchQueues:
 		return benchResult{}, fmt.Errorf("queue: bench: queues (%d) must be 1 to %d", o.Queues, maxBenchQueues)
+	case o.Keys < 0 || o.Keys > maxBenchJobs || o.Keys > 0 && (o.Limit < 1 || o.Limit > MaxConcurrencyLimit):
+		return benchResult{}, fmt.Errorf("queue: bench: keys (%d) must be 0 to %d, and with keys the limit (%d) 1 to %d", o.Keys, maxBenchJobs, o.Limit, MaxConcurrencyLimit)
 	case o.Priorities < 1 || o.Priorities > MaxPriority+1:
 		return benchResult{}, fmt.Errorf("queue: bench: priorities (%d) must be 1 to %d", o.Priorities, MaxPriority+1)
 	case o.Jobs < 1 || o.Jobs > maxBenchJobs || o.Workers < 1 || o.Workers > MaxWorkers || o.Dispatchers < 1 || o.Dispatchers > MaxWorkers:
@@ -197,7 +218,10 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		progress = func(string, int, int) {}
 	}
 	res := benchResult{Driver: string(q.cfg.Driver), Jobs: o.Jobs, Workers: o.Workers, Mode: o.Dispatch, LogJobs: o.LogJobs, Priorities: o.Priorities,
-		Queues: o.Queues}
+		Queues: o.Queues, Keys: o.Keys}
+	if o.Keys > 0 {
+		res.Limit = o.Limit
+	}
 	if q.cfg.Driver == Database && q.db != nil {
 		res.Database = string(q.db.Dialect())
 	}
@@ -217,7 +241,7 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		for i := 0; i < o.Jobs; i += cap(batch) {
 			batch = batch[:0]
 			for k := range min(cap(batch), o.Jobs-i) {
-				batch = append(batch, benchJob{DispatchedAt: time.Now().UnixNano(), Priority: (i + k) % o.Priorities, Queue: benchQueueOf(queues, i+k)})
+				batch = append(batch, benchJobOf(o, queues, i+k))
 			}
 			if _, err := q.DispatchMany(ctx, batch...); err != nil {
 				return res, fmt.Errorf("queue: bench: %w", err)
@@ -230,7 +254,7 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		for range o.Dispatchers {
 			wg.Go(func() {
 				for n := dispatched.Add(1); n <= int64(o.Jobs); n = dispatched.Add(1) {
-					job := benchJob{DispatchedAt: time.Now().UnixNano(), Priority: int(n-1) % o.Priorities, Queue: benchQueueOf(queues, int(n-1))}
+					job := benchJobOf(o, queues, int(n-1))
 					if _, err := q.Dispatch(ctx, job); err != nil {
 						errs <- err
 						return

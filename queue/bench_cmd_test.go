@@ -85,6 +85,20 @@ $`)
 				t.Fatalf("%d attempts logged with --log-jobs, want 300", n)
 			}
 
+			// Spread over three keys limited to two at once: every job runs.
+			out, err = a.RunCommand("queue:bench", "--jobs", "200", "--workers", "8", "--latency", "0", "--json", "--keys", "3", "--limit", "2")
+			var limited struct {
+				Keys, Limit int
+				Work        struct{ Jobs int }
+			}
+			if err != nil || json.Unmarshal([]byte(out), &limited) != nil || limited.Keys != 3 || limited.Limit != 2 || limited.Work.Jobs != 200 {
+				t.Fatalf("queue:bench --keys 3 --limit 2: %s, %v", out, err)
+			}
+			if _, err := a.RunCommand("queue:bench", "--keys", "3", "--limit", "0"); err == nil ||
+				err.Error() != "queue: bench: keys (3) must be 0 to 100000000, and with keys the limit (0) 1 to 10000" {
+				t.Fatalf("--keys without a limit: %v", err)
+			}
+
 			// Its own queue is empty, the app's job still waits.
 			for queueName, want := range map[string]int{"navree-bench": 0, "default": 1} {
 				if n, err := q.Inspector().PendingCount(context.Background(), queueName); err != nil || n != want {
