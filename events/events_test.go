@@ -387,3 +387,48 @@ func TestADebouncedListenerRunsOncePerBurst(t *testing.T) {
 		}
 	})
 }
+
+type MailboxConnected struct {
+	AccountID string `json:"account_id"`
+	N         int    `json:"n"`
+}
+
+func (MailboxConnected) EventName() string        { return "mail.mailbox_connected" }
+func (e MailboxConnected) ConcurrencyKey() string { return "account:" + e.AccountID }
+
+// TestALimitedListenerTakesItsKeyFromTheEvent: a queued listener with a
+// ConcurrencyLimit of one, keyed by the event: an account's second and
+// third events are held while its first waits, another account's is not,
+// and all four run.
+func TestALimitedListenerTakesItsKeyFromTheEvent(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, database fx.Option) {
+		j := &journal{}
+		var bus *events.Bus
+		var q *queue.Queue
+		apptest.New(t, database, db.Module(), queue.Module(), events.Module(), fx.Populate(&bus, &q),
+			events.Listen[MailboxConnected]("mail.first_sync", func() events.Handler[MailboxConnected] {
+				return events.HandlerFunc[MailboxConnected](func(ctx context.Context, e MailboxConnected, jc queue.JobContext) error {
+					j.add(fmt.Sprint("mail.first_sync ", e.AccountID, " ", e.N))
+					return nil
+				})
+			}, events.Options(queue.Options{ConcurrencyLimit: 1})))
+		for i, account := range []string{"42", "7", "42", "42"} {
+			if err := bus.Dispatch(context.Background(), MailboxConnected{AccountID: account, N: i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stats, err := q.Inspector().Stats(context.Background())
+		if err != nil || len(stats) != 1 || stats[0].Waiting != 2 || stats[0].Held != 2 {
+			t.Fatalf("stats: %+v, %v; want the first of each account waiting, two of account 42 held", stats, err)
+		}
+		if attempts := drain(t, q); attempts != 4 {
+			t.Fatalf("%d attempts, want 4", attempts)
+		}
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		slices.Sort(j.lines)
+		if got := strings.Join(j.lines, ", "); got != "mail.first_sync 42 0, mail.first_sync 42 2, mail.first_sync 42 3, mail.first_sync 7 1" {
+			t.Fatalf("ran %s", got)
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // accountSync is a job limited to two at once per account.
@@ -249,4 +250,69 @@ func TestConcurrencyLimitRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "job test.account_sync has a ConcurrencyLimit, and a step cannot have one yet: limit the jobs its steps dispatch instead") {
 		t.Fatalf("a limited step: %v", err)
 	}
+}
+
+// reservations records each search's start and the jobs it took.
+type reservations struct {
+	driver.Driver
+	mu    sync.Mutex
+	found map[string]int64 // job id -> From of the search that took it
+}
+
+func (r *reservations) Reserve(ctx context.Context, res driver.Reservation) ([]*driver.Job, error) {
+	jobs, err := r.Driver.Reserve(ctx, res)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, j := range jobs {
+		r.found[j.ID] = res.From
+	}
+	return jobs, err
+}
+
+// TestTheJobLetInIsFoundByTheNextSearch: a worker whose cursor moved past
+// a held job's due time (its search found the queue empty an hour after
+// the dispatch) finds the job let in by its completion at once, from the
+// due time of the job that ended, not a second later by a full sweep.
+func TestTheJobLetInIsFoundByTheNextSearch(t *testing.T) {
+	t.Parallel()
+	ran := make(chan int, 2)
+	reg := queue.HandlerOf[oneAtATime](queue.HandlerFunc[oneAtATime](func(_ context.Context, j oneAtATime, _ queue.JobContext) error {
+		ran <- j.N
+		return nil
+	}))
+	eachWith(t, queue.Config{PollIntervalMs: 3_600_000, Workers: 2}, map[string]queue.Registration{"test.one_at_a_time": reg}, func(t *testing.T, f fixture) {
+		ids := make([]string, 2)
+		for n := range ids {
+			id, err := f.q.Dispatch(ctx, oneAtATime{N: n + 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[n] = id
+		}
+		f.clock.Advance(time.Hour)
+		r := &reservations{found: map[string]int64{}}
+		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { r.Driver = d; return r })
+		workCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}}) }()
+		for want := 1; want <= 2; want++ {
+			select {
+			case got := <-ran:
+				if got != want {
+					t.Fatalf("ran job %d, want %d", got, want)
+				}
+			case <-time.After(30 * time.Second): // a bound on the failure only
+				stop()
+				t.Fatalf("job %d did not run", want)
+			}
+		}
+		stop()
+		<-done
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if from, ok := r.found[ids[1]]; !ok || from != t0.UnixMilli()-1000 {
+			t.Fatalf("the job let in was taken by a search from %d (%v), want from the due time of the one that ended, less a second: %d",
+				from, ok, t0.UnixMilli()-1000)
+		}
+	})
 }

@@ -1,6 +1,6 @@
 DROP TRIGGER jobs_admit ON jobs;
 DROP FUNCTION navree_jobs_admit();
-DROP FUNCTION navree_admit(TEXT);
+DROP FUNCTION navree_admit(TEXT, BIGINT);
 DROP TABLE queue_held;
 DROP INDEX failed_jobs_limited;
 DROP INDEX jobs_limited;

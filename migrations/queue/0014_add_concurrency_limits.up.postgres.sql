@@ -44,36 +44,41 @@ CREATE TABLE queue_held (
 CREATE INDEX queue_held_next ON queue_held (limit_key, priority DESC, available_at, id);
 CREATE INDEX queue_held_queue ON queue_held (queue);
 
--- navree_admit moves the next held jobs of key into jobs while the key
--- has room under their limits, and tells the workers of their queues (at
--- commit). Every transaction that counts the jobs of a key takes the
+-- navree_admit moves the next held jobs of key into jobs, as many as the
+-- key has room for under the limit of the first, each due no earlier
+-- than due_floor (the due time of the job that left: a worker's next
+-- search starts near it), and tells the workers of their queues (at
+-- commit). One statement, for it runs once for each limited job that
+-- leaves jobs. Every transaction that counts the jobs of a key takes the
 -- key's lock first (a dispatch, this), and holds it to its commit, so
 -- that no two fill one slot.
-CREATE FUNCTION navree_admit(held_key TEXT) RETURNS void LANGUAGE plpgsql AS $$
+CREATE FUNCTION navree_admit(held_key TEXT, due_floor BIGINT) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    counted INTEGER;
-    h RECORD;
+    queues INTEGER;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('navree_limit:' || held_key, 0));
-    SELECT count(*) INTO counted FROM jobs WHERE limit_key = held_key;
-    LOOP
-        SELECT id, queue, limit_max INTO h FROM queue_held WHERE limit_key = held_key ORDER BY priority DESC, available_at, id LIMIT 1;
-        EXIT WHEN NOT FOUND OR counted >= h.limit_max;
+    WITH next AS (
+        SELECT id
+        FROM queue_held WHERE limit_key = held_key
+        ORDER BY priority DESC, available_at, id
+        LIMIT greatest(0, (SELECT limit_max FROM queue_held WHERE limit_key = held_key ORDER BY priority DESC, available_at, id LIMIT 1)
+                          - (SELECT count(*) FROM jobs WHERE limit_key = held_key))
+    ), moved AS (
+        DELETE FROM queue_held WHERE id = ANY(ARRAY(SELECT id FROM next)) RETURNING *
+    ), admitted AS (
         INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at,
                           reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, errors)
-        SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at,
+        SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, greatest(available_at, due_floor),
                reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, errors
-        FROM queue_held WHERE id = h.id;
-        DELETE FROM queue_held WHERE id = h.id;
-        PERFORM pg_notify('navree_jobs', h.queue);
-        counted := counted + 1;
-    END LOOP;
+        FROM moved RETURNING queue
+    )
+    SELECT count(pg_notify('navree_jobs', q)) INTO queues FROM (SELECT DISTINCT queue AS q FROM admitted) AS a;
 END
 $$;
 
 CREATE FUNCTION navree_jobs_admit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM navree_admit(OLD.limit_key);
+    PERFORM navree_admit(OLD.limit_key, OLD.available_at);
     RETURN NULL;
 END
 $$;

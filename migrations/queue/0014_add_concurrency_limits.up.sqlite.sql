@@ -45,12 +45,14 @@ CREATE INDEX queue_held_next ON queue_held (limit_key, priority DESC, available_
 CREATE INDEX queue_held_queue ON queue_held (queue);
 
 -- A job of a key left jobs: its slot goes to the key's next held job, if
--- the key has room under that job's limit. (Every write to a SQLite file
--- is serialized, so no other transaction counts between the two.)
+-- the key has room under that job's limit, due no earlier than the job
+-- that left (a worker's next search starts near that one's due time).
+-- (Every write to a SQLite file is serialized, so no other transaction
+-- counts between the two.)
 CREATE TRIGGER jobs_admit AFTER DELETE ON jobs WHEN OLD.limit_key IS NOT NULL BEGIN
     INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at,
                       reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, errors)
-    SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at,
+    SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, max(available_at, OLD.available_at),
            reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, errors
     FROM queue_held
     WHERE id = (SELECT id FROM queue_held WHERE limit_key = OLD.limit_key ORDER BY priority DESC, available_at, id LIMIT 1)

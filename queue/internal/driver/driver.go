@@ -199,7 +199,9 @@ type Job struct {
 	// type) to LimitMax at once in jobs: waiting, delayed or running. A
 	// job inserted over the limit is held (in queue_held) and moved into
 	// jobs, in the transaction that deletes a job of its key, once the key
-	// has room; the next by priority, then due time, then id.
+	// has room; the next by priority, then due time, then id; due no
+	// earlier than the job deleted, so that the search of the worker that
+	// ran that one, rewound to its due time, finds it.
 	LimitKey string
 	LimitMax int
 	// Held says, read side (Lookup), that the job is held by its limit.

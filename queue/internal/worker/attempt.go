@@ -113,6 +113,9 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 			acted, err = w.cfg.Store.Fail(ctx, job.ID, job.Attempts, kept)
 			return err
 		})
+		if job.LimitKey != "" && acted {
+			w.limitedEnded(job)
+		}
 		if (job.Flow != "" || job.LimitKey != "") && acted {
 			w.cfg.Waker.Wake() // its flow's catch, its dependants that run if it failed, the next job of its key
 		}

@@ -160,6 +160,11 @@ func (c *completer) flush(batch []success) {
 		limited = true // the steps it released may be this process's to run
 	}
 	if limited {
+		for _, s := range batch { // one fenced out rewinds for nothing: harmless
+			if s.job.LimitKey != "" {
+				c.w.limitedEnded(s.job)
+			}
+		}
 		c.admitted++
 		c.w.cfg.Waker.Wake()
 	}

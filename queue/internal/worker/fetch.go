@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/navree/navree/queue/internal/driver"
@@ -192,6 +193,9 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		}
 		if w.paused(name) {
 			continue
+		}
+		if r := w.rewind[i].Swap(math.MaxInt64); r != math.MaxInt64 {
+			w.cursor[name] = min(w.cursor[name], r)
 		}
 		var from int64
 		if last, ok := w.cursor[name]; ok && !swept && !w.behind[i].Swap(false) {

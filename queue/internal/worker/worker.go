@@ -10,6 +10,8 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -159,7 +161,11 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: cfg.Log,
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
 		cursor: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)), prio: make([]atomic.Bool, len(o.Queues)),
+		rewind: make([]atomic.Int64, len(o.Queues)),
 		probes: make(chan probe, 1), probed: make(chan struct{}, 1), tallies: newTallies(o.Queues)}
+	for i := range w.rewind {
+		w.rewind[i].Store(math.MaxInt64)
+	}
 	w.done = newCompleter(w)
 	stopListening := w.listen(o.Queues)
 	defer stopListening()
@@ -216,6 +222,11 @@ type worker struct {
 	// opts.Queues), a job waiting behind the cursor; a stale reservation.
 	behind []atomic.Bool
 	stale  atomic.Bool
+	// rewind is, by queue, the earliest due time of a limited job of the
+	// queue that ended since the fetcher last looked (math.MaxInt64 for
+	// none): the next job of its key went in due no earlier, behind the
+	// cursor maybe, and the next search starts there.
+	rewind []atomic.Int64
 	// prio says, by queue, that jobs with a priority may wait there (set
 	// by a sweep, the prober and this process's dispatches): its search
 	// orders by priority. prioSeen is the last count of Config.Prioritized
@@ -249,5 +260,21 @@ func (w *worker) setErr(err error) {
 	defer w.mu.Unlock()
 	if w.err == nil {
 		w.err = err
+	}
+}
+
+// limitedEnded tells the fetcher that job, of a concurrency limit, left
+// the queue: the next job of its key went in, due no earlier than job
+// (see driver.Job.LimitKey), and its queue's next search starts there.
+func (w *worker) limitedEnded(job *driver.Job) {
+	i := slices.Index(w.opts.Queues, job.Queue)
+	if i < 0 {
+		return
+	}
+	for r := &w.rewind[i]; ; {
+		cur := r.Load()
+		if job.AvailableAt >= cur || r.CompareAndSwap(cur, job.AvailableAt) {
+			return
+		}
 	}
 }

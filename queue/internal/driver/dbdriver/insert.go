@@ -256,15 +256,13 @@ func (b *base) insertAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 		return nil, err
 	}
 	ids := make([]string, len(jobs))
-	var plain []*driver.Job
+	var plain, limited []*driver.Job
 	for i, j := range jobs {
 		ids[i] = j.ID
 		switch {
 		case stored[j.ID]:
 		case j.LimitKey != "":
-			if err := b.insertLimited(ctx, tx, uow, j); err != nil {
-				return nil, err
-			}
+			limited = append(limited, j)
 		case j.UniqueKey != "":
 			id, _, err := b.insertUnique(ctx, tx, uow, j, now)
 			if err != nil {
@@ -276,6 +274,17 @@ func (b *base) insertAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 		}
 	}
 	if err := b.insertChunks(ctx, tx, uow, plain, again); err != nil {
+		return nil, err
+	}
+	var err error
+	switch len(limited) {
+	case 0:
+	case 1:
+		err = b.insertLimited(ctx, tx, uow, limited[0])
+	default:
+		err = b.holdAll(ctx, tx, uow, limited)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return ids, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
@@ -37,13 +38,18 @@ const (
 	// those two.
 	limitValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?)"
 	// The trigger's admission, for SQLite: the next held job of a key into
-	// jobs if the key has room, then out of queue_held.
+	// jobs if the key has room, then out of queue_held (the trigger's keeps
+	// it due no earlier than the job that left; one a dispatch or a retry
+	// admits keeps its own due time).
 	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + heldColumns + " FROM queue_held " +
 		"WHERE id = (SELECT id FROM queue_held WHERE limit_key = ? ORDER BY priority DESC, available_at, id LIMIT 1) " +
 		"AND limit_max > (SELECT count(*) FROM jobs WHERE limit_key = ?)"
 	sqliteAdmitted = "DELETE FROM queue_held WHERE limit_key = ? AND id IN (SELECT id FROM jobs WHERE limit_key = ?)"
-	pgAdmit        = "SELECT navree_admit($1)"
-	pgLockKey      = "SELECT pg_advisory_xact_lock(hashtextextended('navree_limit:' || $1, 0))"
+	// PostgreSQL evaluates a volatile function of a statement's result
+	// after its ORDER BY: these lock, and admit, the keys of a JSON array
+	// in the database's order of them, the same in every transaction.
+	pgAdmit   = "SELECT navree_admit(k, 0) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
+	pgLockKey = "SELECT pg_advisory_xact_lock(hashtextextended('navree_limit:' || k, 0)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
 
 	// routeOf reads what a retry of a failed job takes: its flow, or its
 	// key.
@@ -59,21 +65,19 @@ const (
 	purgeHeld   = "DELETE FROM queue_held WHERE queue = ?"
 )
 
-// lockKeys takes the locks of keys, in their order, on PostgreSQL.
+// lockKeys takes the locks of keys, in order, on PostgreSQL, in one
+// statement.
 func lockKeys(ctx context.Context, tx *sql.Tx, d dialect, keys []string) error {
-	if !d.pg {
+	if !d.pg || len(keys) == 0 {
 		return nil
 	}
-	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
-	for _, k := range keys {
-		if k == "" {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, pgLockKey, k); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := tx.ExecContext(ctx, pgLockKey, listOf(distinct(keys)))
+	return err
+}
+
+// distinct are keys sorted, each once.
+func distinct(keys []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(keys)))
 }
 
 // limitKeys are the keys of the limited jobs among jobs.
@@ -87,24 +91,49 @@ func limitKeys(jobs []*driver.Job) []string {
 	return keys
 }
 
-// admit moves the next held jobs of key into jobs while it has room.
-func admit(ctx context.Context, tx *sql.Tx, d dialect, key string) error {
+// admit moves the next held jobs of each of keys into jobs while it has
+// room: on PostgreSQL in one statement.
+func admit(ctx context.Context, tx *sql.Tx, d dialect, keys ...string) error {
 	if d.pg {
-		_, err := tx.ExecContext(ctx, pgAdmit, key)
+		_, err := tx.ExecContext(ctx, pgAdmit, listOf(distinct(keys)))
 		return err
 	}
-	for {
-		res, err := tx.ExecContext(ctx, sqliteAdmit, key, key)
-		if err != nil {
-			return err
+	for _, key := range distinct(keys) {
+		for {
+			res, err := tx.ExecContext(ctx, sqliteAdmit, key, key)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				break
+			}
+			if _, err := tx.ExecContext(ctx, sqliteAdmitted, key, key); err != nil {
+				return err
+			}
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil
+	}
+	return nil
+}
+
+// holdAll stores limited jobs in tx, the transaction of uow (nil: of the
+// driver's own), as a batch: held, in multi-row inserts, then each key
+// admits what it has room for. Their keys are locked by the caller.
+func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs []*driver.Job) error {
+	d := b.dialect()
+	args := make([]any, 0, 16*min(len(jobs), rowsPerInsert))
+	for chunk := range slices.Chunk(jobs, rowsPerInsert) {
+		args = args[:0]
+		rows := make([]string, len(chunk))
+		for i, j := range chunk {
+			args = append(appendRow(args, j), j.LimitKey, j.LimitMax)
+			rows[i] = limitValues
 		}
-		if _, err := tx.ExecContext(ctx, sqliteAdmitted, key, key); err != nil {
+		query := "INSERT INTO queue_held (" + columns + ") VALUES " + strings.Join(rows, ", ")
+		if _, err := b.execIn(ctx, tx, uow, chunk, d.words(query), args...); err != nil {
 			return err
 		}
 	}
+	return admit(ctx, tx, d, limitKeys(jobs)...)
 }
 
 // insertLimited stores a limited job in tx, the transaction of uow (nil:
@@ -170,12 +199,7 @@ func retryHeld(t *flowTx, ids []string, now int64) error {
 	if _, err := t.exec(failedDel, listOf(ids)); err != nil {
 		return err
 	}
-	for _, k := range keys {
-		if err := admit(t.ctx, t.tx, t.d, k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return admit(t.ctx, t.tx, t.d, keys...)
 }
 
 // purge deletes the jobs of queue, held ones included, and returns how

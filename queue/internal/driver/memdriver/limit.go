@@ -37,14 +37,17 @@ func (d *Driver) add(j *driver.Job) {
 	i, _ := slices.BinarySearchFunc(q, j, heldBefore)
 	d.held.next[key] = slices.Insert(q, i, j)
 	d.held.byID[j.ID] = j
-	d.admit(key)
+	d.admit(key, 0)
 }
 
-// admit moves the next held jobs of key into jobs while it has room.
-func (d *Driver) admit(key string) {
+// admit moves the next held jobs of key into jobs while it has room, due
+// no earlier than floor (the due time of the job that left, as the
+// database's trigger does).
+func (d *Driver) admit(key string, floor int64) {
 	for q := d.held.next[key]; len(q) > 0 && d.held.in[key] < q[0].LimitMax; q = d.held.next[key] {
 		h := q[0]
 		d.unhold(h)
+		h.AvailableAt = max(h.AvailableAt, floor)
 		d.insert(h)
 	}
 	if d.held.in[key] == 0 && len(d.held.next[key]) == 0 {

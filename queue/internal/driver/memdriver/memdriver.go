@@ -338,7 +338,7 @@ func (d *Driver) remove(j *driver.Job) {
 	}
 	if j.LimitKey != "" {
 		d.held.in[j.LimitKey]--
-		d.admit(j.LimitKey)
+		d.admit(j.LimitKey, j.AvailableAt)
 	}
 }
 
