@@ -323,6 +323,38 @@ func TestJobPageShowsDebounce(t *testing.T) {
 	}
 }
 
+// A job held by its concurrency limit says so, and its queue is marked
+// with the jobs held.
+func TestJobPageShowsAHeldJob(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	var ids []string
+	for n := range 3 {
+		e, err := queue.EnvelopeOf(Reminder{N: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Options.ConcurrencyLimit, e.ConcurrencyKey = 1, "account:42"
+		id, err := f.q.Push(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	body := f.get(t, "operator", "/jobs/"+ids[2], http.StatusOK)
+	if got := facts(body); !strings.Contains(got, "State held ") ||
+		!strings.Contains(got, " Limit 1 at once of account:42: held until a job of its key ends Backoff ") {
+		t.Errorf("the held job's facts: %s", got)
+	}
+	if got := facts(f.get(t, "operator", "/jobs/"+ids[0], http.StatusOK)); !strings.Contains(got, " Limit 1 at once of account:42 Backoff ") {
+		t.Errorf("the waiting limited job's facts: %s", got)
+	}
+	queues := f.get(t, "viewer", "/", http.StatusOK)
+	if mark := `<span class="mark" title="Jobs of default held by their concurrency limits: each goes in once a job of its key ends.">2 held by limits</span>`; !strings.Contains(queues, mark) {
+		t.Errorf("the queues page lacks %s:\n%s", mark, queues)
+	}
+}
+
 // A job's page shows the options the job was dispatched with.
 func TestJobPageShowsItsOptions(t *testing.T) {
 	t.Parallel()
