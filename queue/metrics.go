@@ -64,7 +64,8 @@ func newMeters(q *Queue, mp metric.MeterProvider) (*meters, error) {
 	delayed, err2 := m.Int64ObservableGauge("navree.queue.delayed", metric.WithUnit("{job}"), metric.WithDescription("Jobs due later: delayed, or released for a retry (counted up to 100001)"))
 	running, err3 := m.Int64ObservableGauge("navree.queue.running", metric.WithUnit("{job}"), metric.WithDescription("Jobs taken by a worker (counted up to 100001)"))
 	oldest, err4 := m.Float64ObservableGauge("navree.queue.oldest_wait", metric.WithUnit("s"), metric.WithDescription("How long the waiting job due first has been due; 0 when none waits"))
-	errs = append(errs, err1, err2, err3, err4)
+	held, err5 := m.Int64ObservableGauge("navree.queue.held", metric.WithUnit("{job}"), metric.WithDescription("Jobs held by their concurrency limits (counted up to 100001)"))
+	errs = append(errs, err1, err2, err3, err4, err5)
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("queue: make the metrics: %w", err)
@@ -81,9 +82,10 @@ func newMeters(q *Queue, mp metric.MeterProvider) (*meters, error) {
 			o.ObserveInt64(delayed, int64(s.Delayed), set)
 			o.ObserveInt64(running, int64(s.Running), set)
 			o.ObserveFloat64(oldest, s.OldestWaiting.Seconds(), set)
+			o.ObserveInt64(held, int64(s.Held), set)
 		}
 		return nil
-	}, waiting, delayed, running, oldest)
+	}, waiting, delayed, running, oldest, held)
 	if err != nil {
 		return nil, fmt.Errorf("queue: make the metrics: %w", err)
 	}

@@ -141,6 +141,42 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// TestMetricsCountTheHeldJobs: the gauge navree.queue.held reads the jobs
+// held by their concurrency limits, by queue.
+func TestMetricsCountTheHeldJobs(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			reader := sdkmetric.NewManualReader()
+			q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver}, DB: migrated(t, b.url(t)), Clock: &clock{t: t0},
+				Logger: slog.New(slog.DiscardHandler), MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+			if err == nil {
+				err = q.Handle(noop[oneAtATime]())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := range 3 {
+				if _, err := q.Dispatch(ctx, oneAtATime{N: n}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(ctx, &rm); err != nil {
+				t.Fatal(err)
+			}
+			set := attribute.NewSet(attribute.String("queue", "default"))
+			if got, ok := gauge(rm, "navree.queue.held", set); !ok || got != 2 {
+				t.Errorf("navree.queue.held{queue=default} = %v (found: %v), want 2", got, ok)
+			}
+			if got, ok := gauge(rm, "navree.queue.waiting", set); !ok || got != 1 {
+				t.Errorf("navree.queue.waiting{queue=default} = %v (found: %v), want 1", got, ok)
+			}
+		})
+	}
+}
+
 // sum is the value of the counter name for the attributes set.
 func sum(rm metricdata.ResourceMetrics, name string, set attribute.Set) (int64, bool) {
 	for _, sm := range rm.ScopeMetrics {
