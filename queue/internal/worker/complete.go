@@ -20,8 +20,9 @@ type completer struct {
 	done    chan struct{}
 	flushed bool // it stored a completion: sync at the end
 	// barrier asks the loop to store the batch it gathers now, and
-	// answers with admitted: how many batches so far held a job of a
-	// concurrency limit, whose completion let the next job of its key in.
+	// answers with admitted: how many batches so far may have let jobs in
+	// (a limited job's lets the next of its key in; a flow's step, the
+	// steps that waited for it).
 	barrier  chan chan int
 	admitted int
 }
@@ -98,9 +99,9 @@ func (c *completer) loop() {
 }
 
 // stored waits until every success sent before it is stored, and
-// returns how many batches stored so far held a job of a concurrency
-// limit: a StopWhenEmpty worker whose count moved searches again for the
-// jobs those completions let in.
+// returns how many batches stored so far may have let jobs in (see
+// barrier): a StopWhenEmpty worker whose count moved searches again for
+// them.
 func (c *completer) stored() int {
 	reply := make(chan int)
 	c.barrier <- reply
@@ -121,7 +122,7 @@ func (c *completer) flush(batch []success) {
 	}
 	done := make([]driver.Attempt, len(batch))
 	var composed []driver.Attempt // of flows, or with results: through Finish
-	var limited bool              // a job of a limit: the next of its key may be in
+	var limited bool              // a job of a limit, or of a flow: the jobs it let in may be this process's to run
 	for i, s := range batch {
 		done[i] = driver.Attempt{ID: s.job.ID, Attempt: s.job.Attempts, Limit: s.job.LimitKey}
 		limited = limited || s.job.LimitKey != ""
@@ -157,7 +158,7 @@ func (c *completer) flush(batch []success) {
 			return err
 		})
 		deleted, err = append(deleted, finished...), cmp.Or(err, finishErr)
-		limited = true // the steps it released may be this process's to run
+		limited = true
 	}
 	if limited {
 		for _, s := range batch { // one fenced out rewinds for nothing: harmless

@@ -83,7 +83,8 @@ func (w *worker) fetch(ctx context.Context) {
 				continue
 			}
 			// Successes are stored in batches, after their handlers come
-			// free: those of limited jobs may have let held ones in.
+			// free: those of limited jobs may have let held ones in, and
+			// those of flows' steps the steps that waited for them.
 			if n := w.done.stored(); n != w.admitted {
 				w.admitted, w.sweepNow = n, true
 				continue

@@ -211,7 +211,7 @@ type worker struct {
 	// it last had the prober look.
 	cursor   map[string]int64
 	sweepNow bool
-	admitted int // the completer's count of batches with limited jobs, as the fetcher last read it
+	admitted int // the completer's count of batches that may have let jobs in, as the fetcher last read it
 	probedAt int64
 	pause    pauses
 	// pauseNote is set by the listener when another process paused or
