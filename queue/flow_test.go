@@ -139,6 +139,22 @@ func TestAChainPassesItsResultsOn(t *testing.T) {
 	})
 }
 
+// TestOneRunPendingRunsAWholeChain: a StopWhenEmpty worker stores what
+// it ran before it stops, and runs the steps those completions released.
+func TestOneRunPendingRunsAWholeChain(t *testing.T) {
+	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
+		if _, err := f.q.DispatchFlow(ctx, queue.Chain(addJob{Step: "a", Add: 1}, addJob{Step: "b", Add: 2}, addJob{Step: "c", Add: 3})); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := f.q.RunPending(ctx); err != nil || s.Succeeded != 3 {
+			t.Fatalf("RunPending: %v, %v; want the three steps run", s, err)
+		}
+		if got := log.steps(); !slices.Equal(got, []string{"a", "b", "c"}) {
+			t.Fatalf("ran %v; want a, b, c", got)
+		}
+	})
+}
+
 func TestAChainStopsAtAFailureAndRunsItsCatch(t *testing.T) {
 	flowFixture(t, func(t *testing.T, f fixture, log *ranLog) {
 		id, err := f.q.DispatchFlow(ctx, queue.Chain(addJob{Step: "a", Add: 1}, addJob{Step: "b", Fail: true}, addJob{Step: "c"}).
