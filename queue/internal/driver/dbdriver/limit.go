@@ -21,10 +21,11 @@ import (
 // and look up held jobs, count them.
 //
 // On PostgreSQL every transaction that counts the jobs of a key takes the
-// key's lock first (an advisory lock, held to its commit: lockKey), so
-// that two of them never fill one slot; one that deletes the jobs of
-// several keys takes their locks first, in the order of the keys, so that
-// two such transactions never wait for each other (a deadlock). On SQLite
+// key's lock first (an advisory lock, held to its commit: lockKeys, or
+// navree_admit itself), so that two of them never fill one slot; one
+// that stores or deletes the jobs of several keys takes their locks
+// first, in one statement, in the database's order of them, so that two
+// such transactions never wait for each other (a deadlock). On SQLite
 // every write transaction holds the file's write lock.
 
 // The statements of limits, in SQLite's words with LIST for a list of ids.
