@@ -200,3 +200,18 @@ func TestHandleWhileDispatching(t *testing.T) {
 		t.Fatalf("a zero Registration: %v", err)
 	}
 }
+
+// TestOverrideTakesTheFieldsSet: each field set in over replaces o's,
+// each zero one keeps it.
+func TestOverrideTakesTheFieldsSet(t *testing.T) {
+	o := queue.Options{Queue: "a", MaxAttempts: 2, Backoff: queue.Fixed(time.Second), Timeout: time.Second, UniqueFor: time.Minute,
+		Priority: 1, Debounce: queue.Debounce{For: time.Second}, ConcurrencyLimit: 1}
+	if got := o.Override(queue.Options{}); got != o {
+		t.Fatalf("Override with nothing set: %+v, want %+v", got, o)
+	}
+	over := queue.Options{Queue: "b", MaxAttempts: 5, Backoff: queue.Fixed(time.Minute), Timeout: time.Hour, UniqueFor: time.Hour,
+		Priority: -3, Debounce: queue.Debounce{For: time.Minute, MaxWait: time.Hour}, ConcurrencyLimit: 4}
+	if got := o.Override(over); got != over {
+		t.Fatalf("Override with every field set: %+v, want %+v", got, over)
+	}
+}

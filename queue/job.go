@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,29 +128,11 @@ const (
 
 // Override returns o with the fields that over sets (those not zero).
 func (o Options) Override(over Options) Options {
-	if over.Queue != "" {
-		o.Queue = over.Queue
-	}
-	if over.MaxAttempts != 0 {
-		o.MaxAttempts = over.MaxAttempts
-	}
+	o.Queue, o.MaxAttempts, o.Timeout = cmp.Or(over.Queue, o.Queue), cmp.Or(over.MaxAttempts, o.MaxAttempts), cmp.Or(over.Timeout, o.Timeout)
+	o.UniqueFor, o.Priority, o.Debounce = cmp.Or(over.UniqueFor, o.UniqueFor), cmp.Or(over.Priority, o.Priority), cmp.Or(over.Debounce, o.Debounce)
+	o.ConcurrencyLimit = cmp.Or(over.ConcurrencyLimit, o.ConcurrencyLimit)
 	if !over.Backoff.IsZero() {
 		o.Backoff = over.Backoff
-	}
-	if over.Timeout != 0 {
-		o.Timeout = over.Timeout
-	}
-	if over.UniqueFor != 0 {
-		o.UniqueFor = over.UniqueFor
-	}
-	if over.Priority != 0 {
-		o.Priority = over.Priority
-	}
-	if !over.Debounce.IsZero() {
-		o.Debounce = over.Debounce
-	}
-	if over.ConcurrencyLimit != 0 {
-		o.ConcurrencyLimit = over.ConcurrencyLimit
 	}
 	return o
 }
