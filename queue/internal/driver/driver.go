@@ -152,6 +152,32 @@ type Reservation struct {
 	// driver has no such entries and ignores From.
 	From  int64
 	Limit int
+	// Rated says that jobs with a rate limit may wait on Queue (see
+	// Job.RateKey): the search leaves out the keys whose window is full,
+	// and the reservation takes room in the windows of the jobs it
+	// reserves, giving back in its own transaction those over their
+	// limit. Without it (and without QueueRate) the search is the one of
+	// a queue without limits, the one that costs least.
+	Rated bool
+	// QueueRate, when not zero, limits Queue itself: at most as many of
+	// its jobs start as the window of the key QueueKey(Queue) has room
+	// for, at that rate.
+	QueueRate Rate
+	// ReopensIn, when not nil, is where a Rated reservation (or one with
+	// a QueueRate) that took fewer than Limit writes how long, in
+	// milliseconds, until the first full window of a key whose jobs wait
+	// on Queue next has room; 0 when none is full.
+	ReopensIn *int64
+}
+
+// QueueKey is the key of the rate limit of queue itself.
+func QueueKey(queue string) string { return "queue:" + queue }
+
+// Throttle is a rate limit whose window is full.
+type Throttle struct {
+	Key     string
+	Rate    Rate  // the rate it was last taken at
+	Reopens int64 // when its window next has room, on the clock of reservations
 }
 
 // ReserveOne reserves the next available job of queue at now, or nil.
@@ -204,6 +230,14 @@ type Job struct {
 	// ran that one, rewound to its due time, finds it.
 	LimitKey string
 	LimitMax int
+	// RateKey, when set, limits how often the jobs of that key (of any
+	// queue and type) start: at most Rate.Max reservations in any window
+	// of Rate.PerMs (see Window). A search leaves out the jobs of a key
+	// whose window is full; a reservation that would overfill it gives
+	// the jobs back in its own transaction: a job over its limit waits in
+	// jobs, never reserved, and spends no attempt.
+	RateKey string
+	Rate    Rate
 	// Held says, read side (Lookup), that the job is held by its limit.
 	Held bool
 	// DebounceMaxMs, set on a job to insert, debounces it by its
@@ -241,6 +275,8 @@ type FailedJob struct {
 	Priority    int    // kept for its retry
 	LimitKey    string // kept for its retry, which holds it again
 	LimitMax    int
+	RateKey     string // kept for its retry
+	Rate        Rate
 	Errors      []Failure // every failed attempt, the last included; read by Lookup alone
 }
 
@@ -334,6 +370,20 @@ type Driver interface {
 	// has a priority other than 0: whether Reserve needs r.Prioritized.
 	Prioritized(ctx context.Context, queue string) (bool, error)
 
+	// Rated reports, reading only, whether a waiting job of queue has a
+	// rate limit: whether Reserve needs r.Rated.
+	Rated(ctx context.Context, queue string) (bool, error)
+
+	// Meter takes room for one in the window of key, at rate r, at at (on
+	// the clock of reservations; 0 for the driver's own), as a reservation
+	// of a job of that key does, and returns 0; or, when the window is
+	// full, takes none and returns when it next has room.
+	Meter(ctx context.Context, key string, r Rate, at int64) (reopens int64, err error)
+
+	// Throttles returns the rate limits whose window is full at at (0 for
+	// the driver's own clock of reservations), the first to reopen first.
+	Throttles(ctx context.Context, at int64) ([]Throttle, error)
+
 	// Stale reports, reading only, whether TakeOver would find a job of
 	// queue at now (0 for the driver's own clock of reservations).
 	Stale(ctx context.Context, queue string, now int64) (bool, error)
@@ -421,6 +471,10 @@ type Driver interface {
 	// PruneFailed deletes, in one transaction, up to limit of the failed
 	// jobs that failed before before, oldest first, and returns how many.
 	PruneFailed(ctx context.Context, before int64, limit int) (int, error)
+
+	// PruneRates forgets the windows of rate limits that are empty at at
+	// (a key without one has room for its whole rate).
+	PruneRates(ctx context.Context, at int64) error
 
 	// Pause records queue (AllQueues for every queue) as paused at now;
 	// pausing a paused queue changes nothing. Workers read the paused

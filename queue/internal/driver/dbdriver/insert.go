@@ -15,7 +15,8 @@ import (
 // appendRow appends the values of insert's placeholders for j.
 func appendRow(args []any, j *driver.Job) []any {
 	return append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs,
-		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), nullString(j.Flow), j.Priority)
+		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), nullString(j.Flow), j.Priority,
+		nullString(j.LimitKey), nullInt(int64(j.LimitMax)), nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs))
 }
 
 func nullBytes(b []byte) any {
@@ -323,7 +324,7 @@ func (b *base) storedAlready(ctx context.Context, tx *sql.Tx, jobs []*driver.Job
 // insertChunks stores jobs in multi-row inserts on tx, the transaction of
 // uow; again, skipping those stored already.
 func (b *base) insertChunks(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs []*driver.Job, again bool) error {
-	args := make([]any, 0, 12*min(len(jobs), rowsPerInsert))
+	args := make([]any, 0, 19*min(len(jobs), rowsPerInsert))
 	for chunk := range slices.Chunk(jobs, rowsPerInsert) {
 		args = args[:0]
 		for _, j := range chunk {

@@ -33,11 +33,8 @@ const (
 	heldColumns = columns + ", errors"
 	// limitRoom counts the jobs of a key and whether any is held.
 	limitRoom   = "SELECT (SELECT count(*) FROM jobs WHERE limit_key = ?), (SELECT count(*) FROM (SELECT 1 FROM queue_held WHERE limit_key = ? LIMIT 1) AS h)"
-	limitInsert = "INSERT INTO jobs (" + columns + ") VALUES " + limitValues
-	heldInsert  = "INSERT INTO queue_held (" + columns + ") VALUES " + limitValues
-	// limitValues are values with a key and a limit: appendRow's, then
-	// those two.
-	limitValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?)"
+	limitInsert = "INSERT INTO jobs (" + columns + ") VALUES " + values
+	heldInsert  = "INSERT INTO queue_held (" + columns + ") VALUES " + values
 	// The trigger's admission, for SQLite: the next held job of a key into
 	// jobs if the key has room, then out of queue_held (the trigger's keeps
 	// it due no earlier than the job that left; one a dispatch or a retry
@@ -58,7 +55,7 @@ const (
 	heldOfID    = "SELECT limit_key FROM queue_held WHERE id = ?"
 	lookupHeld  = "SELECT " + columns + " FROM queue_held WHERE id = ?"
 	heldErrors  = "SELECT errors FROM queue_held WHERE id = ?"
-	cancelHeld  = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, '" + driver.CancelledError + "', created_at, ?, meta, errors, flow, priority, limit_key, limit_max FROM queue_held WHERE id = ?"
+	cancelHeld  = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, '" + driver.CancelledError + "', created_at, ?, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per FROM queue_held WHERE id = ?"
 	heldDelete  = "DELETE FROM queue_held WHERE id = ?"
 	retryHeldIn = "INSERT INTO queue_held (" + heldColumns + ") SELECT " + retried + " FROM failed_jobs WHERE id IN LIST"
 	keysOf      = "SELECT DISTINCT limit_key FROM failed_jobs WHERE id IN LIST"
@@ -121,13 +118,13 @@ func admit(ctx context.Context, tx *sql.Tx, d dialect, keys ...string) error {
 // admits what it has room for. Their keys are locked by the caller.
 func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs []*driver.Job) error {
 	d := b.dialect()
-	args := make([]any, 0, 16*min(len(jobs), rowsPerInsert))
+	args := make([]any, 0, 19*min(len(jobs), rowsPerInsert))
 	for chunk := range slices.Chunk(jobs, rowsPerInsert) {
 		args = args[:0]
 		rows := make([]string, len(chunk))
 		for i, j := range chunk {
-			args = append(appendRow(args, j), j.LimitKey, j.LimitMax)
-			rows[i] = limitValues
+			args = appendRow(args, j)
+			rows[i] = values
 		}
 		query := "INSERT INTO queue_held (" + columns + ") VALUES " + strings.Join(rows, ", ")
 		if _, err := b.execIn(ctx, tx, uow, chunk, d.words(query), args...); err != nil {
@@ -146,7 +143,7 @@ func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork
 	if err := tx.QueryRowContext(ctx, d.words(limitRoom), job.LimitKey, job.LimitKey).Scan(&n, &held); err != nil {
 		return err
 	}
-	args := append(appendRow(nil, job), job.LimitKey, job.LimitMax)
+	args := appendRow(nil, job)
 	if n < job.LimitMax && held == 0 {
 		_, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(limitInsert), args...)
 		return err

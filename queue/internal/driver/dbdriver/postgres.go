@@ -110,7 +110,8 @@ func refused(err error) bool {
 
 // copyColumns are the columns COPY fills; the others take their
 // defaults.
-var copyColumns = []string{"id", "queue", "name", "payload", "max_attempts", "backoff", "timeout_ms", "available_at", "created_at", "meta"}
+var copyColumns = []string{"id", "queue", "name", "payload", "max_attempts", "backoff", "timeout_ms", "available_at", "created_at", "meta", "priority",
+	"rate_key", "rate_max", "rate_per"}
 
 // copyJobs stores jobs with COPY, the fastest bulk insert, all or none.
 func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error {
@@ -123,7 +124,8 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 		pg := driverConn.(*stdlib.Conn).Conn()
 		rows := make([][]any, len(jobs))
 		for i, j := range jobs {
-			rows[i] = []any{j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt, nullBytes(j.Meta)}
+			rows[i] = []any{j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), j.Priority,
+				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs)}
 		}
 		_, err := pg.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromRows(rows))
 		return err
@@ -135,10 +137,10 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 // meanwhile.
 var (
 	pgFailMove = numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
-		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors, flow, priority, limit_key, limit_max) " +
+		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per) " +
 		"INSERT INTO failed_jobs (" + failedColumns + ") " +
 		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ?, meta, " +
-		postgresAppendError + ", flow, priority, limit_key, limit_max FROM moved")
+		postgresAppendError + ", flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per FROM moved")
 	pgRetryOne    = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
 	pgRetryFailed = numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
 		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +

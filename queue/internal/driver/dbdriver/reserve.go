@@ -16,11 +16,11 @@ import (
 func scanJob(row scanner) (*driver.Job, error) {
 	var j driver.Job
 	var payload, stored string
-	var uniqueKey, lastError, meta, flow, limitKey sql.NullString
-	var uniqueUntil, reservedAt, limitMax sql.NullInt64
+	var uniqueKey, lastError, meta, flow, limitKey, rateKey sql.NullString
+	var uniqueUntil, reservedAt, limitMax, rateMax, ratePer sql.NullInt64
 	err := row.Scan(&j.ID, &j.Queue, &j.Name, &payload, &j.MaxAttempts, &stored, &j.TimeoutMs,
 		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError, &meta, &flow, &j.Priority, &j.Snoozes,
-		&limitKey, &limitMax)
+		&limitKey, &limitMax, &rateKey, &rateMax, &ratePer)
 	if err != nil {
 		return readJob(row, err)
 	}
@@ -30,6 +30,7 @@ func scanJob(row scanner) (*driver.Job, error) {
 	}
 	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError, j.Flow = uniqueKey.String, uniqueUntil.Int64, reservedAt.Int64, lastError.String, flow.String
 	j.LimitKey, j.LimitMax = limitKey.String, int(limitMax.Int64)
+	j.RateKey, j.Rate = rateKey.String, driver.Rate{Max: int(rateMax.Int64), PerMs: ratePer.Int64}
 	setBackoff(&j, stored)
 	return &j, nil
 }
@@ -49,6 +50,9 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 	if err != nil {
 		return nil, err
 	}
+	if r.Rated || !r.QueueRate.IsZero() {
+		return b.reserveRated(ctx, r)
+	}
 	var jobs []*driver.Job
 	stmt := b.q.reserve
 	if r.Prioritized {
@@ -65,11 +69,16 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 	for _, j := range jobs {
 		j.ReservedBy = r.By
 	}
-	// RETURNING gives no order.
+	sortReserved(jobs)
+	return jobs, nil
+}
+
+// sortReserved puts jobs in the order of reservations: RETURNING gives
+// none.
+func sortReserved(jobs []*driver.Job) {
 	slices.SortFunc(jobs, func(a, b *driver.Job) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.AvailableAt, b.AvailableAt), cmp.Compare(a.ID, b.ID))
 	})
-	return jobs, nil
 }
 
 // TakeOver implements driver.Driver.

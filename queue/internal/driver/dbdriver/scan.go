@@ -19,7 +19,7 @@ type scanner interface{ Scan(dest ...any) error }
 // fail it, and the other rows of the statement are read as usual. Only a
 // row that cannot be read at all returns scanErr.
 func readJob(row scanner, scanErr error) (*driver.Job, error) {
-	var v [20]any
+	var v [23]any
 	if err := scanAny(row, v[:]); err != nil {
 		return nil, scanErr
 	}
@@ -32,6 +32,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 		LastError: r.nullText("last_error", v[13]), Meta: nullBytesOf(r.nullText("meta", v[14])), Flow: r.nullText("flow", v[15]),
 		Priority: int(r.int("priority", v[16])), Snoozes: int(r.int("snoozes", v[17])),
 		LimitKey: r.nullText("limit_key", v[18]), LimitMax: int(r.nullInt("limit_max", v[19])),
+		RateKey: r.nullText("rate_key", v[20]), Rate: driver.Rate{Max: int(r.nullInt("rate_max", v[21])), PerMs: r.nullInt("rate_per", v[22])},
 	}
 	setBackoff(j, r.text("backoff", v[5]))
 	j.Corrupt = r.problem
@@ -42,7 +43,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 // as readJob does: what does not convert is left zero, so that listing
 // the failed jobs never fails for one row.
 func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
-	var v [15]any
+	var v [18]any
 	if err := scanAny(row, v[:]); err != nil {
 		return driver.FailedJob{}, scanErr
 	}
@@ -53,6 +54,7 @@ func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
 		Attempts: int(r.int("attempts", v[7])), Error: r.text("error", v[8]), CreatedAt: r.int("created_at", v[9]), FailedAt: r.int("failed_at", v[10]),
 		Meta: nullBytesOf(r.nullText("meta", v[11])), Priority: int(r.int("priority", v[12])),
 		LimitKey: r.nullText("limit_key", v[13]), LimitMax: int(r.nullInt("limit_max", v[14])),
+		RateKey: r.nullText("rate_key", v[15]), Rate: driver.Rate{Max: int(r.nullInt("rate_max", v[16])), PerMs: r.nullInt("rate_per", v[17])},
 	}, nil
 }
 

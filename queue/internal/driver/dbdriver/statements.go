@@ -1,6 +1,7 @@
 package dbdriver
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,9 +14,15 @@ type statements struct {
 	insert, expireUnique, insertUnique, findUnique string
 	reserve, takeOver, behind, stale, unreserve    string
 	reservePrioritized, prioritized                string
-	releaseKey, debounce                           string
-	complete, release, snooze                      string
-	failed, failedPayloads, flush, pending, purge  string
+	// The reservations of a queue where jobs with a rate limit may wait:
+	// reserve's and reservePrioritized's, leaving out the keys whose
+	// window is full at the time of the argument they take after each of
+	// their arguments at the positions of ratedAt (and prioRatedAt).
+	reserveRated, reservePrioritizedRated         string
+	ratedAt, prioRatedAt                          []int
+	releaseKey, debounce                          string
+	complete, release, snooze                     string
+	failed, failedPayloads, flush, pending, purge string
 
 	// prioritizedArgs are the arguments of reservePrioritized, in its
 	// order, for a reservation at at (reserve's are the same in both
@@ -27,12 +34,12 @@ type statements struct {
 	words      func(string) string // rewrites a statement's placeholders
 }
 
-const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max"
+const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, rate_key, rate_max, rate_per"
 
 // values are the placeholders of one inserted row (see appendRow).
-const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, NULL, NULL)"
+const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?, ?)"
 
-// rowsPerInsert bounds a multi-row insert: 14 parameters a row stays
+// rowsPerInsert bounds a multi-row insert: 19 parameters a row stays
 // under SQLite's 32,766 and PostgreSQL's 65,535.
 const rowsPerInsert = 500
 
@@ -60,6 +67,7 @@ func sqliteStatements() statements {
 	q.reservePrioritized = "UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN (" +
 		"SELECT id FROM (SELECT * FROM (" + byIndex(prioritized) + ") UNION ALL SELECT * FROM (" + unprioritized + ")) " +
 		"ORDER BY priority DESC, available_at, id LIMIT ?) RETURNING " + columns
+	q.reservePrioritizedRated, q.prioRatedAt = rated(q.reservePrioritized)
 	q.prioritized = byIndex(anyPrioritized)
 	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
 		return []any{at, nullable(r.By), r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Limit}
@@ -99,13 +107,16 @@ func postgresStatements() statements {
 	above := strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority > 0", 1)
 	below := strings.Replace(strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority < 0", 1),
 		"LIMIT ?", "LIMIT (? - (SELECT count(*) FROM p) - (SELECT count(*) FROM u))", 1)
-	q.reservePrioritized = numbered("WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
+	byPriority := "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
 		"p AS (" + above + " FOR UPDATE SKIP LOCKED), " +
 		"u AS (" + strings.Replace(unprioritized, "LIMIT ?", "LIMIT (? - (SELECT count(*) FROM p))", 1) + " FOR UPDATE SKIP LOCKED), " +
 		"n AS (" + below + " FOR UPDATE SKIP LOCKED) " +
 		"UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 " +
 		"FROM lazy WHERE jobs.id = ANY(ARRAY(SELECT id FROM p UNION ALL SELECT id FROM u UNION ALL SELECT id FROM n)) " +
-		"RETURNING " + prefixed("jobs.", columns))
+		"RETURNING " + prefixed("jobs.", columns)
+	q.reservePrioritized = numbered(byPriority)
+	q.reservePrioritizedRated, q.prioRatedAt = rated(byPriority)
+	q.reservePrioritizedRated = numbered(q.reservePrioritizedRated)
 	q.prioritized = numbered(anyPrioritized)
 	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
 		return []any{r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Queue, r.Now, r.Limit, at, nullable(r.By)}
@@ -135,6 +146,49 @@ func (q *statements) reserveArgs(at any, r driver.Reservation) []any {
 		return q.prioritizedArgs(at, r)
 	}
 	return []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit}
+}
+
+// reserveRatedArgs is the statement and the arguments of a Rated
+// reservation at at, leaving out the keys whose window is full then.
+func (q *statements) reserveRatedArgs(at int64, r driver.Reservation) (string, []any) {
+	stmt, slots := q.reserveRated, q.ratedAt
+	if r.Prioritized {
+		stmt, slots = q.reservePrioritizedRated, q.prioRatedAt
+	}
+	args := q.reserveArgs(at, r)
+	out := make([]any, 0, len(args)+len(slots))
+	for i, a := range args {
+		out = append(out, a)
+		if slices.Contains(slots, i) {
+			out = append(out, at)
+		}
+	}
+	return stmt, out
+}
+
+// rated adds to each search of a reservation (each "available_at <= ?")
+// the test that leaves out the jobs of keys whose window is full, and
+// returns the positions of the arguments each test's time follows.
+func rated(reserve string) (string, []int) {
+	const due, test = "available_at <= ?", " AND (rate_key IS NULL OR rate_key NOT IN (SELECT key FROM queue_rates WHERE reopen_at > ?))"
+	var b strings.Builder
+	var slots []int
+	n := 0
+	for rest := reserve; rest != ""; {
+		i := strings.IndexByte(rest, '?')
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i+1])
+		if strings.HasSuffix(rest[:i+1], due) {
+			b.WriteString(test)
+			slots = append(slots, n)
+		}
+		n++
+		rest = rest[i+1:]
+	}
+	return b.String(), slots
 }
 
 // pgAt is a time on the clock of reservations on PostgreSQL: the
@@ -194,8 +248,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 			"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		release: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, available_at = ?, last_error = ?, errors = " + appendError +
 			" WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
-		failed: words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max" + failedPage),
-		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max" +
+		failed: words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per" + failedPage),
+		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per" +
 			failedPage),
 		flush:   "DELETE FROM failed_jobs",
 		pending: words("SELECT (SELECT count(*) FROM jobs WHERE queue = ?) + (SELECT count(*) FROM queue_held WHERE queue = ?)"),
@@ -213,6 +267,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 		},
 	}
 	q.insertFull = q.insertRows(rowsPerInsert)
+	q.reserveRated, q.ratedAt = rated(reserve)
+	q.reserveRated = words(q.reserveRated)
 	q.words = words
 	return q
 }
@@ -222,8 +278,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 // taken over after its last attempt counts the attempts it started, not
 // the takeover's reservation.
 const (
-	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, errors, flow, priority, limit_key, limit_max"
-	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta, flow, priority, 0, limit_key, limit_max, errors"
+	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per"
+	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta, flow, priority, 0, limit_key, limit_max, rate_key, rate_max, rate_per, errors"
 	// retriedInto is the insert a retry moves failed jobs back with: its
 	// errors kept.
 	retriedInto = "INSERT INTO jobs (" + columns + ", errors) SELECT " + retried

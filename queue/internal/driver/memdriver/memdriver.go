@@ -33,6 +33,7 @@ type Driver struct {
 	beats  map[string]driver.Worker        // the registered workers, by id
 	f      flows
 	held   limits
+	rates  rates
 }
 
 // New returns an empty memory driver.
@@ -213,8 +214,13 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 		return nil, nil
 	}
 	n := min(limit, l.len())
+	queueKey := driver.QueueKey(queue)
+	if !r.QueueRate.IsZero() {
+		n = min(n, d.window(queueKey).Room(at, r.QueueRate))
+	}
 	var out []*driver.Job
 	var copies []driver.Job // the caller's copies, in one allocation
+	var over []*driver.Job  // jobs over their rate limit, put back after
 	l.inOrder(func(w *waiting) bool {
 		for len(out) < n {
 			if j := d.head(w); j == nil || j.AvailableAt > now {
@@ -224,6 +230,10 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 				out, copies = make([]*driver.Job, 0, n), make([]driver.Job, 0, n)
 			}
 			j := w.pop()
+			if j.RateKey != "" && !j.Rate.IsZero() && d.take(j.RateKey, j.Rate, at, 1) == 0 {
+				over = append(over, j)
+				continue
+			}
 			j.ReservedAt, j.ReservedBy = at, r.By
 			j.Attempts++
 			l.reserved[j] = struct{}{}
@@ -232,6 +242,25 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 		}
 		return len(out) < n
 	})
+	var reopens int64
+	for _, j := range over {
+		l.of(j.Priority).push(j)
+		if t := d.window(j.RateKey).Reopens(at, j.Rate); reopens == 0 || t < reopens {
+			reopens = t
+		}
+	}
+	if !r.QueueRate.IsZero() {
+		d.take(queueKey, r.QueueRate, at, len(out))
+		if t := d.window(queueKey).Reopens(at, r.QueueRate); t > at && (reopens == 0 || t < reopens) {
+			reopens = t
+		}
+	}
+	if r.ReopensIn != nil && len(out) < limit {
+		*r.ReopensIn = 0
+		if reopens > at {
+			*r.ReopensIn = reopens - at
+		}
+	}
 	return out, nil
 }
 
@@ -493,7 +522,7 @@ func (d *Driver) retry(f driver.FailedJob, now int64) {
 	b, _ := backoff.Parse(f.Backoff) // written by Fail
 	d.add(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
 		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta, Errors: f.Errors, Flow: f.Flow, Priority: f.Priority,
-		LimitKey: f.LimitKey, LimitMax: f.LimitMax})
+		LimitKey: f.LimitKey, LimitMax: f.LimitMax, RateKey: f.RateKey, Rate: f.Rate})
 }
 
 // Pause implements driver.Driver.

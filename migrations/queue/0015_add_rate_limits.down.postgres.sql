@@ -1,0 +1,39 @@
+CREATE OR REPLACE FUNCTION navree_admit(held_key TEXT, due_floor BIGINT) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    queues INTEGER;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('navree_limit:' || held_key, 0));
+    WITH next AS (
+        SELECT id
+        FROM queue_held WHERE limit_key = held_key
+        ORDER BY priority DESC, available_at, id
+        LIMIT greatest(0, (SELECT limit_max FROM queue_held WHERE limit_key = held_key ORDER BY priority DESC, available_at, id LIMIT 1)
+                          - (SELECT count(*) FROM jobs WHERE limit_key = held_key))
+    ), moved AS (
+        DELETE FROM queue_held WHERE id = ANY(ARRAY(SELECT id FROM next)) RETURNING *
+    ), admitted AS (
+        INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at,
+                          reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, errors)
+        SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, greatest(available_at, due_floor),
+               reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, errors
+        FROM moved RETURNING queue
+    )
+    SELECT count(pg_notify('navree_jobs', q)) INTO queues FROM (SELECT DISTINCT queue AS q FROM admitted) AS a;
+END
+$$;
+DROP INDEX queue_rates_empty;
+DROP INDEX queue_rates_reopen;
+DROP TABLE queue_rates;
+DROP INDEX jobs_rated;
+ALTER TABLE queue_steps DROP COLUMN rate_per;
+ALTER TABLE queue_steps DROP COLUMN rate_max;
+ALTER TABLE queue_steps DROP COLUMN rate_key;
+ALTER TABLE queue_held DROP COLUMN rate_per;
+ALTER TABLE queue_held DROP COLUMN rate_max;
+ALTER TABLE queue_held DROP COLUMN rate_key;
+ALTER TABLE failed_jobs DROP COLUMN rate_per;
+ALTER TABLE failed_jobs DROP COLUMN rate_max;
+ALTER TABLE failed_jobs DROP COLUMN rate_key;
+ALTER TABLE jobs DROP COLUMN rate_per;
+ALTER TABLE jobs DROP COLUMN rate_max;
+ALTER TABLE jobs DROP COLUMN rate_key;

@@ -1,0 +1,330 @@
+package dbdriver
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// Rate limits (see driver.Job.RateKey). Each key's window is a row of
+// queue_rates (driver.Window, as text), read and written by the
+// transaction of a reservation: its search leaves out the keys whose
+// window is full (reopen_at after now), and of the jobs it reserved it
+// gives back, in the same transaction, those over their key's room, so
+// that a job over its limit is never seen reserved and spends no
+// attempt. On PostgreSQL a transaction takes a key's lock (an advisory
+// lock) before it reads the key's window: the queue's own key waiting
+// for it, the keys of the jobs it reserved without waiting (a key whose
+// lock another holds keeps its jobs waiting this time), so that it never
+// waits holding another key's lock, and two never wait for each other.
+// On SQLite every write transaction holds the file's write lock.
+
+// The statements of rate limits, in SQLite's words with KEYS for a list
+// of keys.
+const (
+	anyRated   = "SELECT 1 FROM jobs WHERE queue = ? AND rate_key IS NOT NULL AND reserved_at IS NULL LIMIT 1"
+	windowsOf  = "SELECT key, log FROM queue_rates WHERE key IN KEYS"
+	windowSave = "INSERT INTO queue_rates (key, log, reopen_at, empty_at, rate_max, rate_per) VALUES (?, ?, ?, ?, ?, ?) " +
+		"ON CONFLICT (key) DO UPDATE SET log = excluded.log, reopen_at = excluded.reopen_at, empty_at = excluded.empty_at, " +
+		"rate_max = excluded.rate_max, rate_per = excluded.rate_per"
+	giveBack = "UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1 WHERE id IN LIST"
+	// nextReopen is when the first full window of the queue, or of a key
+	// whose jobs wait on it, reopens; its arguments are now, the queue's
+	// key and the queue.
+	nextReopen = "SELECT min(r.reopen_at) FROM queue_rates r WHERE r.reopen_at > ? AND (r.key = ? OR " +
+		"EXISTS (SELECT 1 FROM jobs j WHERE j.queue = ? AND j.rate_key = r.key AND j.reserved_at IS NULL))"
+	throttles  = "SELECT key, rate_max, rate_per, reopen_at FROM queue_rates WHERE reopen_at > ? ORDER BY reopen_at, key"
+	pruneRates = "DELETE FROM queue_rates WHERE empty_at <= ?"
+	pgNow      = "SELECT (extract(epoch from statement_timestamp()) * 1000)::bigint"
+	pgKeys     = "(SELECT jsonb_array_elements_text(?::jsonb))"
+	sqliteKeys = "(SELECT value FROM json_each(?))"
+	// The locks of rate keys on PostgreSQL: waiting for them, or taking
+	// those free (returning them).
+	pgRateLock    = "SELECT pg_advisory_xact_lock(hashtextextended('navree_rate:' || k, 0)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
+	pgRateTryLock = "SELECT k FROM jsonb_array_elements_text($1::jsonb) AS k WHERE pg_try_advisory_xact_lock(hashtextextended('navree_rate:' || k, 0))"
+)
+
+// keys rewrites a statement of rate limits for d.
+func (d dialect) keys(s string) string {
+	if d.pg {
+		return d.words(strings.ReplaceAll(s, "KEYS", pgKeys))
+	}
+	return strings.ReplaceAll(s, "KEYS", sqliteKeys)
+}
+
+// Rated implements driver.Driver.
+func (b *base) Rated(ctx context.Context, queue string) (bool, error) {
+	return b.exists(ctx, b.q.words(anyRated), queue)
+}
+
+// windows holds the windows a transaction read, by key, and the rates of
+// those it took room in.
+type windows struct {
+	read  map[string]*driver.Window
+	taken map[string]driver.Rate
+}
+
+// readWindows reads the windows of keys in tx.
+func readWindows(ctx context.Context, tx *sql.Tx, d dialect, keys []string, into *windows) error {
+	if into.read == nil {
+		into.read, into.taken = map[string]*driver.Window{}, map[string]driver.Rate{}
+	}
+	for _, k := range keys {
+		into.read[k] = &driver.Window{}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, d.keys(windowsOf), listOf(keys))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key, log string
+		if err := rows.Scan(&key, &log); err != nil {
+			return err
+		}
+		w := driver.ParseWindow(log)
+		into.read[key] = &w
+	}
+	return rows.Err()
+}
+
+// save writes the windows taken, as of now.
+func (w *windows) save(ctx context.Context, tx *sql.Tx, d dialect, now int64) error {
+	for _, key := range slices.Sorted(maps.Keys(w.taken)) {
+		win, r := w.read[key], w.taken[key]
+		if _, err := tx.ExecContext(ctx, d.words(windowSave), key, win.String(), win.Reopens(now, r), win.Empties(r), r.Max, r.PerMs); err != nil {
+			return err
+		}
+	}
+	clear(w.taken)
+	return nil
+}
+
+// lockRates takes the locks of keys on PostgreSQL: waiting for them, or,
+// free only, those free, which it returns; on SQLite all of them.
+func lockRates(ctx context.Context, tx *sql.Tx, d dialect, keys []string, wait bool) ([]string, error) {
+	if !d.pg || len(keys) == 0 {
+		return keys, nil
+	}
+	if wait {
+		_, err := tx.ExecContext(ctx, pgRateLock, listOf(distinct(keys)))
+		return keys, err
+	}
+	return texts(ctx, tx, pgRateTryLock, listOf(distinct(keys)))
+}
+
+// rateNow is the time of a reservation at at on the clock of
+// reservations, as a number: at, or the driver's own clock for 0.
+func (b *base) rateNow(ctx context.Context, tx *sql.Tx, at int64) (int64, error) {
+	v, err := b.at(ctx, at)
+	if err != nil {
+		return 0, err
+	}
+	if n, ok := v.(int64); ok {
+		return n, nil
+	}
+	var now int64
+	err = tx.QueryRowContext(ctx, pgNow).Scan(&now)
+	return now, err
+}
+
+// ratedRounds bounds the searches of one Rated reservation: each after
+// the first leaves out the keys whose window the one before filled.
+const ratedRounds = 4
+
+// reserveRated is Reserve of a Rated reservation, or one with a
+// QueueRate, in one transaction.
+func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*driver.Job, error) {
+	d := b.dialect()
+	var jobs []*driver.Job
+	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
+		jobs = nil
+		now, err := b.rateNow(ctx, tx, r.At)
+		if err != nil {
+			return err
+		}
+		var w windows
+		limit, queueKey, busy := r.Limit, driver.QueueKey(r.Queue), false
+		if !r.QueueRate.IsZero() {
+			if _, err := lockRates(ctx, tx, d, []string{queueKey}, true); err != nil {
+				return err
+			}
+			if err := readWindows(ctx, tx, d, []string{queueKey}, &w); err != nil {
+				return err
+			}
+			limit = min(limit, w.read[queueKey].Room(now, r.QueueRate))
+		}
+		for round := 0; round < ratedRounds && len(jobs) < limit; round++ {
+			want := r
+			want.At, want.Limit = now, limit-len(jobs)
+			stmt, args := b.q.reserveRatedArgs(now, want)
+			var got []*driver.Job
+			err := queryTx(ctx, tx, stmt, args, func(rows *sql.Rows) error {
+				j, err := scanJob(rows)
+				got = append(got, j)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			sortReserved(got)
+			var keys []string
+			for _, j := range got {
+				if j.RateKey != "" && !j.Rate.IsZero() && w.read[j.RateKey] == nil && !slices.Contains(keys, j.RateKey) {
+					keys = append(keys, j.RateKey)
+				}
+			}
+			locked, err := lockRates(ctx, tx, d, keys, false)
+			if err != nil {
+				return err
+			}
+			if err := readWindows(ctx, tx, d, locked, &w); err != nil {
+				return err
+			}
+			var back []string
+			for _, j := range got {
+				if j.RateKey != "" && !j.Rate.IsZero() {
+					win := w.read[j.RateKey]
+					if win == nil || win.Take(now, j.Rate, 1) == 0 {
+						busy = busy || win == nil
+						back = append(back, j.ID)
+						continue
+					}
+					w.taken[j.RateKey] = j.Rate
+				}
+				j.ReservedBy = r.By
+				jobs = append(jobs, j)
+			}
+			if err := w.save(ctx, tx, d, now); err != nil {
+				return err
+			}
+			if len(back) == 0 {
+				break
+			}
+			if _, err := tx.ExecContext(ctx, d.q(giveBack), listOf(back)); err != nil {
+				return err
+			}
+		}
+		if !r.QueueRate.IsZero() && len(jobs) > 0 {
+			w.read[queueKey].Take(now, r.QueueRate, len(jobs))
+			w.taken[queueKey] = r.QueueRate
+			if err := w.save(ctx, tx, d, now); err != nil {
+				return err
+			}
+		}
+		if r.ReopensIn == nil || len(jobs) == r.Limit {
+			return nil
+		}
+		*r.ReopensIn = 0
+		var next sql.NullInt64
+		if err := tx.QueryRowContext(ctx, d.words(nextReopen), now, queueKey, r.Queue).Scan(&next); err != nil {
+			return err
+		}
+		if next.Valid {
+			*r.ReopensIn = next.Int64 - now
+		}
+		if busy { // another transaction takes room in a key's window: look again soon
+			*r.ReopensIn = min(cmp.Or(*r.ReopensIn, busyRetryMs), busyRetryMs)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortReserved(jobs)
+	return jobs, nil
+}
+
+// busyRetryMs is how soon a reservation that left jobs waiting because
+// another transaction held their key's lock looks again.
+const busyRetryMs = 10
+
+// queryTx runs query in tx and calls row for each of its rows.
+func queryTx(ctx context.Context, tx *sql.Tx, query string, args []any, row func(*sql.Rows) error) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Meter implements driver.Driver.
+func (b *base) Meter(ctx context.Context, key string, r driver.Rate, at int64) (int64, error) {
+	d := b.dialect()
+	var reopens int64
+	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
+		reopens = 0
+		now, err := b.rateNow(ctx, tx, at)
+		if err != nil {
+			return err
+		}
+		if _, err := lockRates(ctx, tx, d, []string{key}, true); err != nil {
+			return err
+		}
+		var w windows
+		if err := readWindows(ctx, tx, d, []string{key}, &w); err != nil {
+			return err
+		}
+		if w.read[key].Take(now, r, 1) == 0 {
+			reopens = w.read[key].Reopens(now, r)
+			return nil
+		}
+		w.taken[key] = r
+		return w.save(ctx, tx, d, now)
+	})
+	return reopens, err
+}
+
+// Throttles implements driver.Driver.
+func (b *base) Throttles(ctx context.Context, at int64) ([]driver.Throttle, error) {
+	v, err := b.at(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	query := b.q.words(throttles)
+	if v == nil {
+		query = b.q.words("SELECT key, rate_max, rate_per, reopen_at FROM queue_rates WHERE reopen_at > (" + pgNow + ") ORDER BY reopen_at, key")
+	}
+	args := []any{v}
+	if v == nil {
+		args = nil
+	}
+	var out []driver.Throttle
+	err = b.read(ctx, query, args, func(rows *sql.Rows) error {
+		var t driver.Throttle
+		if err := rows.Scan(&t.Key, &t.Rate.Max, &t.Rate.PerMs, &t.Reopens); err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	})
+	return out, err
+}
+
+// PruneRates implements driver.Driver.
+func (b *base) PruneRates(ctx context.Context, at int64) error {
+	v, err := b.at(ctx, at)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		_, err = b.write(ctx, "DELETE FROM queue_rates WHERE empty_at <= ("+pgNow+")")
+		return err
+	}
+	_, err = b.write(ctx, b.q.words(pruneRates), v)
+	return err
+}

@@ -1,0 +1,230 @@
+package driver_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/memdriver"
+)
+
+func rated(n int, queue string, availableAt int64, key string, r driver.Rate) *driver.Job {
+	j := newJob(n, queue, availableAt)
+	j.RateKey, j.Rate = key, r
+	return j
+}
+
+// t0 is a time on the clock of reservations, far from 0 (the driver's
+// own clock).
+const t0 = 1_000_000
+
+// reserveRated reserves up to limit jobs of queue at at as a worker does
+// when rated jobs may wait, and returns them with how long until a full
+// window reopens.
+func reserveRated(t *testing.T, s driver.Driver, queue string, at int64, limit int, queueRate driver.Rate) ([]*driver.Job, int64) {
+	t.Helper()
+	var in int64 = -1
+	jobs, err := s.Reserve(ctx, driver.Reservation{Queue: queue, Now: at, At: at, Limit: limit, Rated: true, Prioritized: true, QueueRate: queueRate, ReopensIn: &in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs, in
+}
+
+func throttled(t *testing.T, s driver.Driver, at int64) map[string]driver.Throttle {
+	t.Helper()
+	list, err := s.Throttles(ctx, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]driver.Throttle{}
+	for _, th := range list {
+		out[th.Key] = th
+	}
+	return out
+}
+
+// The tests' keys differ: on PostgreSQL the tests share a database, and
+// a key's lock (an advisory lock) with it.
+
+// TestARateLimitKeepsTheJobsOverItWaiting: of a key's jobs, no more
+// start in a window than its rate allows; the others wait, never
+// reserved, their attempts unspent, while jobs of other keys and of none
+// run; the reservation says when the first full window reopens, and
+// then the next start; Throttles lists the full windows; Meter counts
+// against the same windows; a pruned window is an open one.
+func TestARateLimitKeepsTheJobsOverItWaiting(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		api, other := driver.Rate{Max: 2, PerMs: 1000}, driver.Rate{Max: 1, PerMs: 1000}
+		insert(t, s,
+			rated(1, "a", 10, "api", api),
+			rated(2, "a", 20, "api", api),
+			rated(3, "a", 30, "api", api),
+			rated(4, "a", 40, "api", api),
+			newJob(5, "a", 50),
+			rated(6, "a", 60, "other", other),
+			rated(7, "a", 70, "other", other),
+		)
+		if _, mem := s.(*memdriver.Driver); !mem {
+			if r, err := s.Rated(ctx, "a"); !r || err != nil {
+				t.Fatalf("Rated(a) = %v, %v; want true", r, err)
+			}
+			if r, err := s.Rated(ctx, "b"); r || err != nil {
+				t.Fatalf("Rated(b) = %v, %v; want false", r, err)
+			}
+		}
+		jobs, in := reserveRated(t, s, "a", t0, 100, driver.Rate{})
+		if got := tails(jobs); got != "1 2 5 6" {
+			t.Fatalf("reserved %s, want 1 2 5 6: two of api, the one of no limit, one of other", got)
+		}
+		if jobs[0].RateKey != "api" || jobs[0].Rate != api || jobs[2].RateKey != "" {
+			t.Fatalf("the reserved jobs do not read their rate limits: %+v", jobs[0])
+		}
+		if in <= 0 || in > 1000+1000/driver.Slices+1 {
+			t.Fatalf("ReopensIn = %d, want within a window and a slice", in)
+		}
+		for _, n := range []int{3, 4, 7} {
+			if f := lookup(t, s, n); f.Job == nil || f.Job.Attempts != 0 || f.Job.ReservedAt != 0 {
+				t.Fatalf("job %d, over its limit: %+v; want waiting, no attempt spent", n, f.Job)
+			}
+		}
+		th := throttled(t, s, t0)
+		if len(th) != 2 || th["api"].Rate != api || th["api"].Reopens != t0+in || th["other"].Rate != other {
+			t.Fatalf("Throttles = %+v; want api and other, reopening in %d ms", th, in)
+		}
+		if reopens, err := s.Meter(ctx, "api", api, t0); err != nil || reopens != t0+in {
+			t.Fatalf("Meter of a full window = %d, %v; want its reopening, %d", reopens, err, t0+in)
+		}
+		if jobs, _ := reserveRated(t, s, "a", t0+in-1, 100, driver.Rate{}); len(jobs) != 0 {
+			t.Fatalf("a millisecond before the windows reopen, reserved %s", tails(jobs))
+		}
+		jobs, _ = reserveRated(t, s, "a", t0+in, 100, driver.Rate{})
+		if got := tails(jobs); got != "3 4 7" {
+			t.Fatalf("once the windows reopen, reserved %s, want 3 4 7", got)
+		}
+		if reopens, err := s.Meter(ctx, "fresh", api, t0+in); err != nil || reopens != 0 {
+			t.Fatalf("Meter of an empty window = %d, %v; want 0, taken", reopens, err)
+		}
+		if err := s.PruneRates(ctx, t0+in+2100); err != nil {
+			t.Fatal(err)
+		}
+		if th := throttled(t, s, t0+in); len(th) != 0 {
+			t.Fatalf("after pruning the empty windows, Throttles = %+v", th)
+		}
+		if reopens, err := s.Meter(ctx, "api", api, t0+in+2100); err != nil || reopens != 0 {
+			t.Fatalf("Meter once the window emptied = %d, %v; want 0", reopens, err)
+		}
+	})
+}
+
+// TestAQueueRateLimitsTheQueue: a reservation with a QueueRate takes no
+// more than the queue's window has room for, and says when it reopens.
+func TestAQueueRateLimitsTheQueue(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for n := 1; n <= 5; n++ {
+			insert(t, s, newJob(n, "q", int64(n)))
+		}
+		rate := driver.Rate{Max: 2, PerMs: 1000}
+		jobs, _ := reserveRated(t, s, "q", t0, 10, rate)
+		if got := tails(jobs); got != "1 2" {
+			t.Fatalf("reserved %s, want 1 2", got)
+		}
+		jobs, in := reserveRated(t, s, "q", t0+500, 10, rate)
+		if len(jobs) != 0 || in < 500 || in > 500+1000/driver.Slices+1 {
+			t.Fatalf("with the queue's window full: reserved %s, reopens in %d", tails(jobs), in)
+		}
+		if th := throttled(t, s, t0+500); th[driver.QueueKey("q")].Rate != rate {
+			t.Fatalf("Throttles = %+v; want the queue's key", th)
+		}
+		jobs, _ = reserveRated(t, s, "q", t0+500+in, 10, rate)
+		if got := tails(jobs); got != "3 4" {
+			t.Fatalf("once it reopens, reserved %s, want 3 4", got)
+		}
+	})
+}
+
+// TestARateLimitHoldsAcrossConcurrentReservations: reservations at once
+// from many connections never start more than the window allows, and
+// what they leave is there for the next.
+func TestARateLimitHoldsAcrossConcurrentReservations(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		rate := driver.Rate{Max: 10, PerMs: 60_000}
+		for n := 1; n <= 60; n++ {
+			insert(t, s, rated(n, "c", int64(n), "api-c", rate))
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		total := 0
+		for range 8 {
+			wg.Go(func() {
+				for range 3 {
+					jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "c", Now: t0, At: t0, Limit: 3, Rated: true})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					total += len(jobs)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if total > 10 {
+			t.Fatalf("concurrent reservations started %d jobs of a limit of 10 a minute", total)
+		}
+		jobs, _ := reserveRated(t, s, "c", t0, 100, driver.Rate{})
+		if total+len(jobs) != 10 {
+			t.Fatalf("started %d concurrently and %d after, want 10 in all", total, len(jobs))
+		}
+	})
+}
+
+// TestARateLimitFollowsTheJob: a job's rate limit is kept when it fails
+// (for its retry), while it is held by a concurrency limit, and while it
+// is a flow's step waiting for another.
+func TestARateLimitFollowsTheJob(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		rate := driver.Rate{Max: 5, PerMs: 1000}
+		insert(t, s, rated(1, "r", 1, "api-f", rate))
+		j := reserve(t, s, "r", t0)
+		if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Attempt: 1, At: t0, Error: "boom"}); !ok || err != nil {
+			t.Fatalf("Fail: %v, %v", ok, err)
+		}
+		if f := lookup(t, s, 1); f.Failed == nil || f.Failed.RateKey != "api-f" || f.Failed.Rate != rate {
+			t.Fatalf("the failed job: %+v", f.Failed)
+		}
+		if err := s.Retry(ctx, j.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		if f := lookup(t, s, 1); f.Job == nil || f.Job.RateKey != "api-f" || f.Job.Rate != rate {
+			t.Fatalf("the retried job: %+v", f.Job)
+		}
+
+		first, second := limited(2, "h", 1, "account:1", 1), limited(3, "h", 2, "account:1", 1)
+		first.RateKey, first.Rate, second.RateKey, second.Rate = "api-f", rate, "api-f", rate
+		insert(t, s, first, second)
+		j = reserve(t, s, "h", t0)
+		if ok, err := driver.CompleteOne(ctx, s, j.ID, j.Attempts); !ok || err != nil {
+			t.Fatalf("Complete: %v, %v", ok, err)
+		}
+		if j := reserve(t, s, "h", t0); j == nil || j.RateKey != "api-f" || j.Rate != rate {
+			t.Fatalf("the held job, admitted: %+v", j)
+		}
+
+		b := newFlow(1, driver.KindChain, true).step("a", driver.RoleStep, false).step("b", driver.RoleStep, false, "a")
+		for _, st := range b.nf.Steps {
+			st.Job.RateKey, st.Job.Rate = "api-f", rate
+		}
+		b.start(t, s)
+		a := reserve(t, s, "f", t0)
+		if a == nil || a.RateKey != "api-f" {
+			t.Fatalf("the flow's first step: %+v", a)
+		}
+		succeed(t, s, t0, `{}`, a)
+		if j := reserve(t, s, "f", t0); j == nil || j.RateKey != "api-f" || j.Rate != rate {
+			t.Fatalf("the flow's second step, released: %+v", j)
+		}
+	})
+}
