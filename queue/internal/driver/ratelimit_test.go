@@ -228,3 +228,22 @@ func TestARateLimitFollowsTheJob(t *testing.T) {
 		}
 	})
 }
+
+// TestABatchKeepsEachJobsPriorityAndRateLimit: a batch stored at once
+// (COPY on PostgreSQL) keeps what each job carries.
+func TestABatchKeepsEachJobsPriorityAndRateLimit(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		rate := driver.Rate{Max: 3, PerMs: 2000}
+		a, b := rated(1, "m", 1, "api-m", rate), newJob(2, "m", 2)
+		a.Priority, b.Priority = 5, -2
+		if _, err := s.InsertMany(ctx, nil, []*driver.Job{a, b}, 1); err != nil {
+			t.Fatal(err)
+		}
+		if f := lookup(t, s, 1); f.Job == nil || f.Job.Priority != 5 || f.Job.RateKey != "api-m" || f.Job.Rate != rate {
+			t.Fatalf("the first of the batch: %+v", f.Job)
+		}
+		if f := lookup(t, s, 2); f.Job == nil || f.Job.Priority != -2 || f.Job.RateKey != "" {
+			t.Fatalf("the second of the batch: %+v", f.Job)
+		}
+	})
+}
