@@ -493,21 +493,26 @@ func (q *Queue) startLine(o WorkOptions) string {
 func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 	if asJSON {
 		type row struct {
-			Queue            string  `json:"queue"`
-			Waiting          int     `json:"waiting"`
-			Delayed          int     `json:"delayed"`
-			Running          int     `json:"running"`
-			Stale            int     `json:"stale"`
-			Failed           int     `json:"failed"`
-			OldestWaitingSec float64 `json:"oldest_waiting_secs"`
-			Paused           bool    `json:"paused"`
-			Unworked         bool    `json:"unworked"`
-			Prioritized      bool    `json:"prioritized"`
-			Held             int     `json:"held"`
+			Queue            string        `json:"queue"`
+			Waiting          int           `json:"waiting"`
+			Delayed          int           `json:"delayed"`
+			Running          int           `json:"running"`
+			Stale            int           `json:"stale"`
+			Failed           int           `json:"failed"`
+			OldestWaitingSec float64       `json:"oldest_waiting_secs"`
+			Paused           bool          `json:"paused"`
+			Unworked         bool          `json:"unworked"`
+			Prioritized      bool          `json:"prioritized"`
+			Held             int           `json:"held"`
+			Throttled        []throttleRow `json:"throttled"`
 		}
 		rows := make([]row, len(stats))
 		for i, s := range stats {
-			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused, s.Unworked, s.Prioritized, s.Held}
+			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused, s.Unworked, s.Prioritized, s.Held,
+				[]throttleRow{}}
+			for _, t := range s.Throttled {
+				rows[i].Throttled = append(rows[i].Throttled, throttleRow{t.Key, t.Rate.Max, t.Rate.Per.Seconds(), t.Reopens.UTC()})
+			}
 		}
 		return json.NewEncoder(w).Encode(rows)
 	}
@@ -538,6 +543,9 @@ func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 		if s.Held > 0 {
 			marks = append(marks, count(s.Held)+" held by limits")
 		}
+		if len(s.Throttled) > 0 {
+			marks = append(marks, throttledMark(s.Throttled))
+		}
 		name := s.Queue
 		if marks != nil {
 			name += " (" + strings.Join(marks, ", ") + ")"
@@ -545,6 +553,24 @@ func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, count(s.Waiting), count(s.Delayed), count(s.Running), count(s.Stale), count(s.Failed), oldest)
 	}
 	return tw.Flush()
+}
+
+// throttleRow is a full rate limit as queue:status --json writes it.
+type throttleRow struct {
+	Key       string    `json:"key"`
+	Max       int       `json:"max"`
+	PerSecs   float64   `json:"per_secs"`
+	ReopensAt time.Time `json:"reopens_at"`
+}
+
+// throttledMark is the mark of a queue kept waiting by full rate limits,
+// such as "throttled by stripe (10/1s) until 10:42:03.120 UTC".
+func throttledMark(list []Throttle) string {
+	keys := make([]string, len(list))
+	for i, t := range list {
+		keys[i] = t.Key + " (" + t.Rate.String() + ")"
+	}
+	return "throttled by " + strings.Join(keys, ", ") + " until " + list[0].Reopens.UTC().Format("15:04:05.000 UTC")
 }
 
 // retryAll retries every failed job, with a progress line on a terminal,

@@ -62,6 +62,9 @@ type Envelope struct {
 	// limited by (see [WithConcurrencyKey], which EnvelopeOf reads); ""
 	// for its type.
 	ConcurrencyKey string
+	// RateKey is the key a job with Options.RateLimit is limited by (see
+	// [WithRateKey], which EnvelopeOf reads); "" for its type.
+	RateKey string
 	// Meta is a JSON object stored with the job and kept through its
 	// retries, for what travels beside the payload (trace context, the
 	// payload's version); the handler reads it in [JobContext]. It is
@@ -87,6 +90,9 @@ func EnvelopeOf(job Job) (Envelope, error) {
 	}
 	if k, ok := job.(WithConcurrencyKey); ok {
 		e.ConcurrencyKey = k.ConcurrencyKey()
+	}
+	if k, ok := job.(WithRateKey); ok {
+		e.RateKey = k.RateKey()
 	}
 	return e, nil
 }
@@ -330,6 +336,8 @@ func (q *Queue) resolve(name string, o Options) (Options, error) {
 		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit and UniqueFor cannot be combined: a job held by its limit is not seen by the unique check; choose one", name)
 	case o.ConcurrencyLimit > 0 && !o.Debounce.IsZero():
 		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit and Debounce cannot be combined: a job held by its limit is not replaced by the next dispatch; choose one", name)
+	case !o.RateLimit.IsZero() && o.RateLimit.check("job "+name+": RateLimit") != nil:
+		return o, o.RateLimit.check("job " + name + ": RateLimit")
 	case o.Priority < MinPriority || o.Priority > MaxPriority:
 		return o, fmt.Errorf("queue: job %s: Priority is %d; want %d to %d (0, the default, for most jobs)", name, o.Priority, MinPriority, MaxPriority)
 	case o.Backoff.b.Negative():
@@ -421,6 +429,13 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		if err := checkText("the concurrency key of "+e.Name, job.LimitKey, MaxUniqueKeyLen); err != nil {
 			return nil, err
 		}
+	}
+	if !o.RateLimit.IsZero() {
+		job.RateKey, job.Rate = cmp.Or(e.RateKey, e.Name), o.RateLimit.driver()
+		if err := checkText("the rate key of "+e.Name, job.RateKey, MaxUniqueKeyLen); err != nil {
+			return nil, err
+		}
+		q.rated.Add(1) // this process's workers leave out the full windows at once
 	}
 	switch {
 	case job.UniqueKey != "":

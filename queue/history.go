@@ -148,6 +148,9 @@ func printJob(w io.Writer, j JobDetail, payload bool) error {
 	if j.State == StateHeld {
 		fmt.Fprintf(tw, "  Held\tuntil a job of %s ends\n", j.ConcurrencyKey)
 	}
+	if !j.RateLimit.IsZero() {
+		fmt.Fprintf(tw, "  Rate limit\t%d per %s of %s\n", j.RateLimit.Max, j.RateLimit.Per, j.RateKey)
+	}
 	if j.Worker != "" {
 		fmt.Fprintf(tw, "  Worker\t%s\n", j.Worker)
 	}

@@ -83,6 +83,16 @@ type Options struct {
 	// cannot be combined with UniqueFor, an envelope's UniqueKey or
 	// Debounce, nor used by a step of a flow.
 	ConcurrencyLimit int
+	// RateLimit bounds how often jobs of the same rate key (see
+	// [WithRateKey]; the job type for a job without one) start, across
+	// every worker and server: at most RateLimit.Max in any window of
+	// RateLimit.Per (see [Rate]). A job over the limit waits, due, and is
+	// not taken: it spends no attempt, and other keys' jobs run
+	// meanwhile. Each attempt counts, a retry's too. A handler counts its
+	// further calls to the limited service with [JobContext.Meter].
+	// Default the zero Rate: no limit. A queue can have a limit of its own
+	// ([Config.RateLimits]).
+	RateLimit Rate
 }
 
 // MaxConcurrencyLimit bounds [Options.ConcurrencyLimit].
@@ -130,7 +140,7 @@ const (
 func (o Options) Override(over Options) Options {
 	o.Queue, o.MaxAttempts, o.Timeout = cmp.Or(over.Queue, o.Queue), cmp.Or(over.MaxAttempts, o.MaxAttempts), cmp.Or(over.Timeout, o.Timeout)
 	o.UniqueFor, o.Priority, o.Debounce = cmp.Or(over.UniqueFor, o.UniqueFor), cmp.Or(over.Priority, o.Priority), cmp.Or(over.Debounce, o.Debounce)
-	o.ConcurrencyLimit = cmp.Or(over.ConcurrencyLimit, o.ConcurrencyLimit)
+	o.ConcurrencyLimit, o.RateLimit = cmp.Or(over.ConcurrencyLimit, o.ConcurrencyLimit), cmp.Or(over.RateLimit, o.RateLimit)
 	if !over.Backoff.IsZero() {
 		o.Backoff = over.Backoff
 	}

@@ -65,6 +65,14 @@ type Config struct {
 	// MaxSnoozes is how many times a job may snooze (queue.Snooze) before
 	// asking once more fails it; default 100, from 1 to 1000000.
 	MaxSnoozes int `koanf:"max_snoozes"`
+	// RateLimits limits how often the jobs of a queue start, across every
+	// worker and server: entries of queue=max/per, such as
+	// ["mail=60/1m"] (at most 60 of the queue's jobs start in any
+	// minute); in the environment comma-separated,
+	// APP_QUEUE__RATE_LIMITS=mail=60/1m. Its jobs over the limit wait,
+	// without spending an attempt. Default none. A job type can have a
+	// limit of its own (Options.RateLimit).
+	RateLimits []string `koanf:"rate_limits"`
 	// Monitor holds queue:monitor's thresholds ([queue.monitor]), which
 	// its flags override.
 	Monitor MonitorConfig `koanf:"monitor"`
@@ -113,7 +121,8 @@ func (c Config) Validate() error {
 			return config.Invalid("queue.queues", name, "queue names of "+queueNameRule)
 		}
 	}
-	return nil
+	_, err := queueRates(c.RateLimits)
+	return err
 }
 
 // withDefaults fills the zero fields of a Config written in code and

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -85,7 +86,7 @@ func TestPauseAll(t *testing.T) {
 			t.Fatal(err)
 		}
 		stats, err := f.q.Inspector().Stats(ctx)
-		if err != nil || !slices.Equal(stats, []queue.Stats{{Queue: "mail", Paused: true}}) {
+		if err != nil || !reflect.DeepEqual(stats, []queue.Stats{{Queue: "mail", Paused: true}}) {
 			t.Fatalf("Stats with mail paused and no job = %+v, %v", stats, err)
 		}
 		if err := f.q.Inspector().Pause(ctx, queue.AllQueues); err != nil {

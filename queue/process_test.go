@@ -136,6 +136,25 @@ func (h *accountCallHandler) Handle(ctx context.Context, a AccountCall, jc queue
 	return err
 }
 
+// PartnerCall is limited to four starts a second, whichever its
+// account; its handler records when it started in rate_starts.
+type PartnerCall struct {
+	N int `json:"n"`
+}
+
+func (PartnerCall) JobName() string { return "test.partner_call" }
+func (PartnerCall) JobOptions() queue.Options {
+	return queue.Options{RateLimit: queue.Rate{Max: 4, Per: time.Second}}
+}
+func (PartnerCall) RateKey() string { return "partner-api" }
+
+type partnerCallHandler struct{ d *db.DB }
+
+func (h *partnerCallHandler) Handle(ctx context.Context, p PartnerCall, jc queue.JobContext) error {
+	_, err := h.d.NewRaw("INSERT INTO rate_starts (n, attempt, at_ms) VALUES (?, ?, ?)", p.N, jc.Attempt, time.Now().UnixMilli()).Exec(ctx)
+	return err
+}
+
 // workerJobs are the jobs a worker child process runs.
 func workerJobs() fx.Option {
 	released := make(chan struct{})
@@ -202,6 +221,7 @@ func workerJobs() fx.Option {
 		queue.Register[Record](func(d *db.DB) *recordHandler { return &recordHandler{d} }),
 		queue.Register[Controlled](func(d *db.DB) *controlledHandler { return &controlledHandler{d} }),
 		queue.Register[AccountCall](func(d *db.DB) *accountCallHandler { return &accountCallHandler{d} }),
+		queue.Register[PartnerCall](func(d *db.DB) *partnerCallHandler { return &partnerCallHandler{d} }),
 		queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
 	)
 }
@@ -752,6 +772,87 @@ func TestAConcurrencyLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 		}
 		if n, err := q.Inspector().PendingCount(ctx, "default"); err != nil || n != 0 {
 			t.Fatalf("%d jobs left pending (%v)", n, err)
+		}
+	})
+}
+
+// TestARateLimitHoldsAcrossTwoWorkerProcesses: two processes of four
+// handlers each run 16 jobs limited to four starts a second: each runs
+// once, on its first attempt, and no span of a second (less the time a
+// reserved job takes to reach its handler, 150 ms here) holds more than
+// four starts, across both processes.
+func TestARateLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		d := dbtest.Open(t, url)
+		if _, err := d.ExecContext(ctx, "CREATE TABLE rate_starts (n INTEGER NOT NULL, attempt INTEGER NOT NULL, at_ms BIGINT NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		const jobs = 16
+		q := localQueue(t, url, &clock{t: time.Now()}, noop[PartnerCall]())
+		for n := range jobs {
+			if _, err := q.Dispatch(ctx, PartnerCall{N: n}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var workers []*exec.Cmd
+		var wg sync.WaitGroup
+		for range 2 {
+			cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "4")
+			workers = append(workers, cmd)
+			wg.Go(func() {
+				out, _ := io.ReadAll(stdout)
+				if err := cmd.Wait(); err != nil || strings.Contains(stderr.String(), "level=ERROR") {
+					t.Errorf("a worker exited with %v\n%s\n%s", err, out, stderr)
+				}
+			})
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		var starts []int64
+		for {
+			starts = starts[:0]
+			rows, err := d.QueryContext(ctx, "SELECT at_ms FROM rate_starts ORDER BY at_ms")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var at int64
+				if err := rows.Scan(&at); err != nil {
+					t.Fatal(err)
+				}
+				starts = append(starts, at)
+			}
+			rows.Close()
+			if len(starts) >= jobs || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for _, cmd := range workers {
+			cmd.Process.Signal(syscall.SIGTERM)
+		}
+		wg.Wait()
+		var runs, distinct, firsts int
+		if err := d.QueryRowContext(ctx, "SELECT count(*), count(DISTINCT n), sum(CASE WHEN attempt = 1 THEN 1 ELSE 0 END) FROM rate_starts").Scan(&runs, &distinct, &firsts); err != nil {
+			t.Fatal(err)
+		}
+		if runs != jobs || distinct != jobs || firsts != jobs {
+			t.Fatalf("%d runs of %d jobs, %d first attempts; want each of %d once, on its first attempt", runs, distinct, firsts, jobs)
+		}
+		for i, s := range starts {
+			in := 0
+			for _, o := range starts[i:] {
+				if o < s+1000-150 {
+					in++
+				}
+			}
+			if in > 4 {
+				t.Fatalf("%d starts within 850 ms of %d; want at most 4 (starts %v)", in, s, starts)
+			}
+		}
+		if spread := starts[len(starts)-1] - starts[0]; spread < 2800 {
+			t.Fatalf("16 starts spread over %d ms; four a second take at least three seconds", spread)
 		}
 	})
 }

@@ -49,9 +49,14 @@ type Queue struct {
 	// prioritized counts the dispatches of this process with a priority:
 	// its workers then search by priority (worker.Config.Prioritized).
 	prioritized atomic.Int64
-	pauses      atomic.Int64  // bumped at each Pause and Resume, for this process's workers
-	cancels     atomic.Int64  // bumped at each Cancel of a running job, for this process's workers
-	waker       *worker.Waker // woken at each dispatch, to wake idle workers
+	// rated counts the dispatches of this process with a rate limit: its
+	// workers then leave out the keys whose window is full
+	// (worker.Config.Rated).
+	rated      atomic.Int64
+	queueRates map[string]driver.Rate // Config.RateLimits, parsed
+	pauses     atomic.Int64           // bumped at each Pause and Resume, for this process's workers
+	cancels    atomic.Int64           // bumped at each Cancel of a running job, for this process's workers
+	waker      *worker.Waker          // woken at each dispatch, to wake idle workers
 }
 
 // Params are what [New] builds a Queue from.
@@ -77,6 +82,9 @@ func New(p Params) (*Queue, error) {
 		return nil, err
 	}
 	q := &Queue{cfg: cfg, db: p.DB, clock: p.Clock, logger: p.Logger, waker: worker.NewWaker(), heartbeatEvery: cfg.RescueAfter / 3}
+	if q.queueRates, err = queueRates(cfg.RateLimits); err != nil {
+		return nil, err
+	}
 	q.table.Store(&table{jobs: map[string]Registration{}, handles: map[string]worker.Handle{}})
 	if q.clock == nil {
 		q.clock = app.SystemClock{}

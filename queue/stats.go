@@ -51,6 +51,11 @@ type Stats struct {
 	// (see Options.ConcurrencyLimit): each goes in once a job of its key
 	// ends.
 	Held int
+	// Throttled are the rate limits whose window is full that keep jobs
+	// of the queue waiting: the queue's own (Config.RateLimits) and those
+	// of keys whose jobs wait on it (Options.RateLimit), the first to
+	// reopen first.
+	Throttled []Throttle
 }
 
 // Stats counts the jobs of every queue that has one, failed jobs
@@ -75,6 +80,7 @@ func (i *Inspector) Stats(ctx context.Context) ([]Stats, error) {
 	}
 	all := slices.Contains(paused, driver.AllQueues)
 	limit := func(n int) int { return min(n, CountLimit+1) }
+	inspector := i
 	out := make([]Stats, len(rows))
 	for i, r := range rows {
 		out[i] = Stats{Queue: r.Queue, Waiting: limit(r.Waiting), Delayed: limit(r.Delayed), Running: limit(r.Running),
@@ -86,6 +92,11 @@ func (i *Inspector) Stats(ctx context.Context) ([]Stats, error) {
 		if r.Waiting+r.Delayed > 0 { // a look into the index of jobs with a priority
 			if out[i].Prioritized, err = q.store.Prioritized(ctx, r.Queue); err != nil {
 				return nil, fmt.Errorf("queue: look for jobs with a priority on %s: %w", r.Queue, err)
+			}
+		}
+		if r.Waiting > 0 { // a look into the full windows of rate limits
+			if out[i].Throttled, err = inspector.Throttles(ctx, r.Queue); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -338,6 +349,11 @@ type JobDetail struct {
 	// are queued at once. A failed job keeps them for its retry.
 	ConcurrencyKey   string
 	ConcurrencyLimit int
+	// RateKey and RateLimit are a rate-limited job's (see
+	// Options.RateLimit): at most RateLimit.Max jobs of the key start in
+	// any window of RateLimit.Per. A failed job keeps them for its retry.
+	RateKey   string
+	RateLimit Rate
 }
 
 // AttemptFailure is a failed attempt of a job.
@@ -379,7 +395,8 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 		return JobDetail{JobInfo: JobInfo{ID: f.ID, Queue: f.Queue, Name: f.Name, Attempts: f.Attempts, MaxAttempts: f.MaxAttempts,
 			CreatedAt: timeOf(f.CreatedAt), FailedAt: timeOf(f.FailedAt), LastError: f.Error, PayloadBytes: len(f.Payload)},
 			State: StateFailed, Payload: f.Payload, Meta: f.Meta, Backoff: f.Backoff, Timeout: time.Duration(f.TimeoutMs) * time.Millisecond,
-			Failures: failuresOf(f.Errors), Priority: f.Priority, ConcurrencyKey: f.LimitKey, ConcurrencyLimit: f.LimitMax}, nil
+			Failures: failuresOf(f.Errors), Priority: f.Priority, ConcurrencyKey: f.LimitKey, ConcurrencyLimit: f.LimitMax,
+			RateKey: f.RateKey, RateLimit: rateOf(f.Rate)}, nil
 	case found.Succeeded != nil:
 		sj := found.Succeeded
 		return JobDetail{JobInfo: JobInfo{ID: sj.ID, Queue: sj.Queue, Name: sj.Name, Attempts: sj.Attempts, MaxAttempts: sj.MaxAttempts,
@@ -406,7 +423,7 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 		PayloadBytes: len(j.Payload)}, State: state, Payload: j.Payload, Meta: j.Meta, Backoff: backoff,
 		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "" && !strings.Contains(j.UniqueKey, debounceKeyMark), Failures: failuresOf(j.Errors),
 		Priority: j.Priority, Snoozes: j.Snoozes, Debounced: strings.Contains(j.UniqueKey, debounceKeyMark),
-		ConcurrencyKey: j.LimitKey, ConcurrencyLimit: j.LimitMax}, nil
+		ConcurrencyKey: j.LimitKey, ConcurrencyLimit: j.LimitMax, RateKey: j.RateKey, RateLimit: rateOf(j.Rate)}, nil
 }
 
 // Throughput is what the workers of every process finished of one queue

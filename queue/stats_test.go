@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -67,15 +68,15 @@ func TestStatsCountsEachQueue(t *testing.T) {
 				{Queue: "sync", Waiting: 1, Failed: 1, OldestWaiting: behind, Unworked: true}, // not in queue.queues
 			}
 		}
-		if got := f.stats(t); !slices.Equal(got, want(0, 0)) {
+		if got := f.stats(t); !reflect.DeepEqual(got, want(0, 0)) {
 			t.Fatalf("Stats =\n%+v\nwant\n%+v", got, want(0, 0))
 		}
 		f.clock.Advance(90*time.Second - time.Millisecond)
-		if got := f.stats(t); !slices.Equal(got, want(0, 90*time.Second-time.Millisecond)) {
+		if got := f.stats(t); !reflect.DeepEqual(got, want(0, 90*time.Second-time.Millisecond)) {
 			t.Fatalf("just before the reservation is stale: Stats =\n%+v\nwant\n%+v", got, want(0, 90*time.Second-time.Millisecond))
 		}
 		f.clock.Advance(time.Millisecond)
-		if got := f.stats(t); !slices.Equal(got, want(1, 90*time.Second)) {
+		if got := f.stats(t); !reflect.DeepEqual(got, want(1, 90*time.Second)) {
 			t.Fatalf("once the reservation is stale: Stats =\n%+v\nwant\n%+v", got, want(1, 90*time.Second))
 		}
 		f.clock.Advance(10 * time.Minute) // the delayed job is due

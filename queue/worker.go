@@ -232,6 +232,8 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 		Prunes:         &q.lastPrune,
 		MaxSnoozes:     q.cfg.MaxSnoozes,
 		Prioritized:    &q.prioritized,
+		Rated:          &q.rated,
+		QueueRates:     q.queueRates,
 	}, o)
 	return workStats(s), err
 }

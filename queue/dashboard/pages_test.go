@@ -355,6 +355,37 @@ func TestJobPageShowsAHeldJob(t *testing.T) {
 	}
 }
 
+// A queue whose jobs wait for a full rate limit is marked throttled, with
+// the key, its rate and when it reopens; a job's page shows its limit.
+func TestAThrottledQueueIsMarked(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	e, err := queue.EnvelopeOf(Reminder{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Options.RateLimit, e.RateKey = queue.Rate{Max: 1, Per: time.Hour}, "api:7"
+	id, err := f.q.Push(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues := f.get(t, "viewer", "/", http.StatusOK)
+	if strings.Contains(queues, "throttled") {
+		t.Fatalf("a queue is marked throttled before any window is full:\n%s", queues)
+	}
+	if wait, err := f.q.Meter(ctx, "api:7", queue.Rate{Max: 1, Per: time.Hour}); err != nil || wait != 0 {
+		t.Fatalf("Meter = %s, %v; want the window's one call taken", wait, err)
+	}
+	queues = f.get(t, "viewer", "/", http.StatusOK)
+	mark := regexp.MustCompile(`<span class="mark" title="Its jobs wait, spending no attempt, for rate limits whose window is full: api:7 \(1/1h0m0s\) reopens (\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ);">throttled until (\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ)</span>`)
+	if m := mark.FindStringSubmatch(queues); m == nil || m[1] != m[2] {
+		t.Errorf("the queues page lacks the throttled mark:\n%s", queues)
+	}
+	if got := facts(f.get(t, "operator", "/jobs/"+id, http.StatusOK)); !strings.Contains(got, " Rate limit 1 per 1h0m0s of api:7 ") {
+		t.Errorf("the rate-limited job's facts: %s", got)
+	}
+}
+
 // A job's page shows the options the job was dispatched with.
 func TestJobPageShowsItsOptions(t *testing.T) {
 	t.Parallel()

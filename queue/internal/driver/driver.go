@@ -377,12 +377,15 @@ type Driver interface {
 	// Meter takes room for one in the window of key, at rate r, at at (on
 	// the clock of reservations; 0 for the driver's own), as a reservation
 	// of a job of that key does, and returns 0; or, when the window is
-	// full, takes none and returns when it next has room.
-	Meter(ctx context.Context, key string, r Rate, at int64) (reopens int64, err error)
+	// full, takes none and returns how long until it has room, in
+	// milliseconds.
+	Meter(ctx context.Context, key string, r Rate, at int64) (waitMs int64, err error)
 
 	// Throttles returns the rate limits whose window is full at at (0 for
-	// the driver's own clock of reservations), the first to reopen first.
-	Throttles(ctx context.Context, at int64) ([]Throttle, error)
+	// the driver's own clock of reservations), the first to reopen first:
+	// of queue, its own and those of the keys whose jobs wait on it; of
+	// every queue for "".
+	Throttles(ctx context.Context, queue string, at int64) ([]Throttle, error)
 
 	// Stale reports, reading only, whether TakeOver would find a job of
 	// queue at now (0 for the driver's own clock of reservations).

@@ -34,7 +34,7 @@ func reserveRated(t *testing.T, s driver.Driver, queue string, at int64, limit i
 
 func throttled(t *testing.T, s driver.Driver, at int64) map[string]driver.Throttle {
 	t.Helper()
-	list, err := s.Throttles(ctx, at)
+	list, err := s.Throttles(ctx, "", at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,12 +89,18 @@ func TestARateLimitKeepsTheJobsOverItWaiting(t *testing.T) {
 				t.Fatalf("job %d, over its limit: %+v; want waiting, no attempt spent", n, f.Job)
 			}
 		}
+		if list, err := s.Throttles(ctx, "b", t0); err != nil || len(list) != 0 {
+			t.Fatalf("Throttles of a queue where no job of a full window waits = %+v, %v", list, err)
+		}
+		if list, err := s.Throttles(ctx, "a", t0); err != nil || len(list) != 2 {
+			t.Fatalf("Throttles of the queue where they wait = %+v, %v", list, err)
+		}
 		th := throttled(t, s, t0)
 		if len(th) != 2 || th["api"].Rate != api || th["api"].Reopens != t0+in || th["other"].Rate != other {
 			t.Fatalf("Throttles = %+v; want api and other, reopening in %d ms", th, in)
 		}
-		if reopens, err := s.Meter(ctx, "api", api, t0); err != nil || reopens != t0+in {
-			t.Fatalf("Meter of a full window = %d, %v; want its reopening, %d", reopens, err, t0+in)
+		if wait, err := s.Meter(ctx, "api", api, t0); err != nil || wait != in {
+			t.Fatalf("Meter of a full window = %d, %v; want the wait until it reopens, %d", wait, err, in)
 		}
 		if jobs, _ := reserveRated(t, s, "a", t0+in-1, 100, driver.Rate{}); len(jobs) != 0 {
 			t.Fatalf("a millisecond before the windows reopen, reserved %s", tails(jobs))

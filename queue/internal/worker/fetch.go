@@ -99,7 +99,7 @@ func (w *worker) fetch(ctx context.Context) {
 		// StopWhenEmpty worker may now have nothing left to run. A job
 		// released to run again at once wakes the fetcher itself.
 		drained := err == nil
-		poll.Reset(w.cfg.PollInterval)
+		poll.Reset(w.untilReopen(w.cfg.PollInterval))
 		for waiting := true; waiting; {
 			if w.opts.Idle != nil && free == w.opts.Workers && w.listening.Load() {
 				w.opts.Idle()
@@ -158,6 +158,8 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 			if !w.paused(name) {
 				p, err := w.cfg.Store.Prioritized(ctx, name)
 				w.prio[i].Store(p || err != nil)
+				r, err := w.cfg.Store.Rated(ctx, name)
+				w.rated[i].Store(r || err != nil)
 			}
 		}
 	}
@@ -166,6 +168,14 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 			w.prioSeen = seen
 			for i := range w.prio {
 				w.prio[i].Store(true)
+			}
+		}
+	}
+	if n := w.cfg.Rated; n != nil {
+		if seen := n.Load(); seen != w.ratedSeen {
+			w.ratedSeen = seen
+			for i := range w.rated {
+				w.rated[i].Store(true)
 			}
 		}
 	}
@@ -198,13 +208,19 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		if r := w.rewind[i].Swap(math.MaxInt64); r != math.MaxInt64 {
 			w.cursor[name] = min(w.cursor[name], r)
 		}
+		// A queue with rate limits is searched from its first job: the
+		// jobs over a limit wait behind those that started.
+		queueRate := w.cfg.QueueRates[name]
+		rated := w.rated[i].Load() || !queueRate.IsZero()
 		var from int64
-		if last, ok := w.cursor[name]; ok && !swept && !w.behind[i].Swap(false) {
+		if last, ok := w.cursor[name]; ok && !swept && !w.behind[i].Swap(false) && !rated {
 			from = min(last, now) - cursorSlackMs
 		}
 		want := limit - len(jobs)
-		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, By: by, From: from, Limit: want, Prioritized: w.prio[i].Load()})
-		if err == nil && len(got) < want {
+		w.reopensIn[i] = 0
+		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, By: by, From: from, Limit: want, Prioritized: w.prio[i].Load(),
+			Rated: rated, QueueRate: queueRate, ReopensIn: &w.reopensIn[i]})
+		if err == nil && len(got) < want && !rated {
 			// It found no more: every job due by now is taken, so the next
 			// search need not walk the rows of those it reserved (nor, on
 			// PostgreSQL, their dead index entries).
@@ -223,6 +239,18 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		}
 	}
 	return jobs, swept, nil
+}
+
+// untilReopen is how long the fetcher waits for a dispatch before it
+// searches again: at most most, and no longer than until the first full
+// window of a rate limit that kept jobs waiting reopens.
+func (w *worker) untilReopen(most time.Duration) time.Duration {
+	for _, in := range w.reopensIn {
+		if in > 0 {
+			most = min(most, time.Duration(in)*time.Millisecond)
+		}
+	}
+	return most
 }
 
 // cursorSlackMs is how far behind its cursor a worker's search of a

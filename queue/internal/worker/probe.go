@@ -81,6 +81,10 @@ func (w *worker) startProber() (stop func()) {
 					if was := w.prio[i].Swap(prio || err != nil); prio && !was {
 						found = true
 					}
+					rated, err := w.cfg.Store.Rated(ctx, name)
+					if was := w.rated[i].Swap(rated || err != nil); rated && !was {
+						found = true
+					}
 				}
 				if p.stale && !p.paused[i] {
 					if stale, err := w.cfg.Store.Stale(ctx, name, p.at); stale || err != nil {

@@ -141,15 +141,22 @@ const (
 	pruneBatch   = 1000
 )
 
-// prune deletes the jobs kept in the history longer than KeepSucceeded,
-// pruneBatch to a transaction until none is left or stop is closed, once
-// every pruneEveryMs per process, by whichever of its workers comes first.
+// prune forgets the empty windows of rate limits and deletes the jobs
+// kept in the history longer than KeepSucceeded, pruneBatch to a
+// transaction until none is left or stop is closed, once every
+// pruneEveryMs per process, by whichever of its workers comes first.
 func (w *worker) prune(stop <-chan struct{}) {
-	if w.cfg.KeepSucceeded <= 0 || w.cfg.Prunes == nil {
+	if w.cfg.Prunes == nil {
 		return
 	}
 	pace, last := w.cfg.Clock.Pace(), w.cfg.Prunes.Load()
 	if last != 0 && pace >= last && pace-last < pruneEveryMs || !w.cfg.Prunes.CompareAndSwap(last, max(pace, 1)) {
+		return
+	}
+	if err := w.cfg.Store.PruneRates(w.jobCtx, w.cfg.Clock.ReservedAt()); err != nil {
+		w.log.Warn("forget the empty windows of rate limits; the next minute tries again", "error", err)
+	}
+	if w.cfg.KeepSucceeded <= 0 {
 		return
 	}
 	before := w.cfg.Clock.Now().Add(-w.cfg.KeepSucceeded).UnixMilli()

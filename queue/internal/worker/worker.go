@@ -64,6 +64,13 @@ type Config struct {
 	// a priority: its workers then search every queue by priority until
 	// their prober finds none waiting (see fetch.go). Nil: none is.
 	Prioritized *atomic.Int64
+	// Rated is bumped each time this process dispatches a job with a
+	// rate limit: its workers then search every queue leaving out the
+	// keys whose window is full, until their prober finds none waiting.
+	// Nil: none is.
+	Rated *atomic.Int64
+	// QueueRates are the rate limits of queues themselves, by name.
+	QueueRates map[string]driver.Rate
 	// MaxSnoozes is how many times a job may snooze (Snooze); a job asking
 	// once more fails, with an error that says so.
 	MaxSnoozes int
@@ -161,7 +168,7 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: cfg.Log,
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
 		cursor: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)), prio: make([]atomic.Bool, len(o.Queues)),
-		rewind: make([]atomic.Int64, len(o.Queues)),
+		rated: make([]atomic.Bool, len(o.Queues)), reopensIn: make([]int64, len(o.Queues)), rewind: make([]atomic.Int64, len(o.Queues)),
 		probes: make(chan probe, 1), probed: make(chan struct{}, 1), tallies: newTallies(o.Queues)}
 	for i := range w.rewind {
 		w.rewind[i].Store(math.MaxInt64)
@@ -233,6 +240,14 @@ type worker struct {
 	// the fetcher saw.
 	prio     []atomic.Bool
 	prioSeen int64
+	// rated says, by queue, that jobs with a rate limit may wait there
+	// (found as prio is): its search leaves out the keys whose window is
+	// full. ratedSeen is the last count of Config.Rated the fetcher saw.
+	// reopensIn is, by queue, how long until the first full window of
+	// its last search reopens (0: none was full).
+	rated     []atomic.Bool
+	ratedSeen int64
+	reopensIn []int64
 	// probeEveryMs is how long the fetcher lets pass between two probes:
 	// a second, or longer where probes are slow (see startProber).
 	probeEveryMs atomic.Int64

@@ -38,11 +38,14 @@ const (
 	// key and the queue.
 	nextReopen = "SELECT min(r.reopen_at) FROM queue_rates r WHERE r.reopen_at > ? AND (r.key = ? OR " +
 		"EXISTS (SELECT 1 FROM jobs j WHERE j.queue = ? AND j.rate_key = r.key AND j.reserved_at IS NULL))"
-	throttles  = "SELECT key, rate_max, rate_per, reopen_at FROM queue_rates WHERE reopen_at > ? ORDER BY reopen_at, key"
-	pruneRates = "DELETE FROM queue_rates WHERE empty_at <= ?"
-	pgNow      = "SELECT (extract(epoch from statement_timestamp()) * 1000)::bigint"
-	pgKeys     = "(SELECT jsonb_array_elements_text(?::jsonb))"
-	sqliteKeys = "(SELECT value FROM json_each(?))"
+	// throttlesAll and throttlesOf list the full windows at a time, of
+	// every queue or of one (then with the arguments of nextReopen).
+	throttlesAll = "SELECT key, rate_max, rate_per, reopen_at FROM queue_rates r WHERE r.reopen_at > ?"
+	throttlesOf  = throttlesAll + " AND (r.key = ? OR EXISTS (SELECT 1 FROM jobs j WHERE j.queue = ? AND j.rate_key = r.key AND j.reserved_at IS NULL))"
+	pruneRates   = "DELETE FROM queue_rates WHERE empty_at <= ?"
+	pgNow        = "SELECT (extract(epoch from statement_timestamp()) * 1000)::bigint"
+	pgKeys       = "(SELECT jsonb_array_elements_text(?::jsonb))"
+	sqliteKeys   = "(SELECT value FROM json_each(?))"
 	// The locks of rate keys on PostgreSQL: waiting for them, or taking
 	// those free (returning them).
 	pgRateLock    = "SELECT pg_advisory_xact_lock(hashtextextended('navree_rate:' || k, 0)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
@@ -280,7 +283,7 @@ func (b *base) Meter(ctx context.Context, key string, r driver.Rate, at int64) (
 			return err
 		}
 		if w.read[key].Take(now, r, 1) == 0 {
-			reopens = w.read[key].Reopens(now, r)
+			reopens = w.read[key].Reopens(now, r) - now
 			return nil
 		}
 		w.taken[key] = r
@@ -290,19 +293,19 @@ func (b *base) Meter(ctx context.Context, key string, r driver.Rate, at int64) (
 }
 
 // Throttles implements driver.Driver.
-func (b *base) Throttles(ctx context.Context, at int64) ([]driver.Throttle, error) {
+func (b *base) Throttles(ctx context.Context, queue string, at int64) ([]driver.Throttle, error) {
 	v, err := b.at(ctx, at)
 	if err != nil {
 		return nil, err
 	}
-	query := b.q.words(throttles)
-	if v == nil {
-		query = b.q.words("SELECT key, rate_max, rate_per, reopen_at FROM queue_rates WHERE reopen_at > (" + pgNow + ") ORDER BY reopen_at, key")
+	query, args := throttlesAll, []any{v}
+	if queue != "" {
+		query, args = throttlesOf, []any{v, driver.QueueKey(queue), queue}
 	}
-	args := []any{v}
 	if v == nil {
-		args = nil
+		query, args = strings.Replace(query, "r.reopen_at > ?", "r.reopen_at > ("+pgNow+")", 1), args[1:]
 	}
+	query = b.q.words(query + " ORDER BY reopen_at, key")
 	var out []driver.Throttle
 	err = b.read(ctx, query, args, func(rows *sql.Rows) error {
 		var t driver.Throttle

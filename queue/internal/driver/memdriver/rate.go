@@ -50,18 +50,18 @@ func (d *Driver) Meter(_ context.Context, key string, r driver.Rate, at int64) (
 	if d.take(key, r, at, 1) == 1 {
 		return 0, nil
 	}
-	return d.window(key).Reopens(at, r), nil
+	return d.window(key).Reopens(at, r) - at, nil
 }
 
 // Throttles implements driver.Driver.
-func (d *Driver) Throttles(_ context.Context, at int64) ([]driver.Throttle, error) {
+func (d *Driver) Throttles(_ context.Context, queue string, at int64) ([]driver.Throttle, error) {
 	at = d.at(at)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []driver.Throttle
 	for key, w := range d.rates.windows {
 		r := d.rates.rate[key]
-		if reopens := w.Reopens(at, r); reopens > at {
+		if reopens := w.Reopens(at, r); reopens > at && (queue == "" || key == driver.QueueKey(queue) || d.waitsOn(queue, key)) {
 			out = append(out, driver.Throttle{Key: key, Rate: r, Reopens: reopens})
 		}
 	}
@@ -69,6 +69,16 @@ func (d *Driver) Throttles(_ context.Context, at int64) ([]driver.Throttle, erro
 		return cmp.Or(cmp.Compare(a.Reopens, b.Reopens), cmp.Compare(a.Key, b.Key))
 	})
 	return out, nil
+}
+
+// waitsOn reports whether a job of the rate key waits on queue.
+func (d *Driver) waitsOn(queue, key string) bool {
+	for _, j := range d.jobs {
+		if j.Queue == queue && j.RateKey == key && j.ReservedAt == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // PruneRates implements driver.Driver.
