@@ -23,18 +23,23 @@ const benchQueueName = "navree-bench"
 // benchJob is the benchmark's no-op job: it carries the time it was
 // dispatched, for the latency.
 type benchJob struct {
-	DispatchedAt int64  `json:"t"`           // Unix nanoseconds
-	Priority     int    `json:"p,omitempty"` // with --priorities
-	Queue        string `json:"q,omitempty"` // with --queues; "" for benchQueueName
-	Key          string `json:"k,omitempty"` // with --keys: its concurrency key
-	Limit        int    `json:"l,omitempty"` // and its limit
+	DispatchedAt int64  `json:"t"`            // Unix nanoseconds
+	Priority     int    `json:"p,omitempty"`  // with --priorities
+	Queue        string `json:"q,omitempty"`  // with --queues; "" for benchQueueName
+	Key          string `json:"k,omitempty"`  // with --keys: its concurrency key
+	Limit        int    `json:"l,omitempty"`  // and its limit
+	RateKeyOf    string `json:"rk,omitempty"` // with --rate-keys: its rate key
+	RateMax      int    `json:"rm,omitempty"` // and its rate
+	RatePerMs    int64  `json:"rp,omitempty"`
 }
 
 func (benchJob) JobName() string { return "navree.bench" }
 func (j benchJob) JobOptions() Options {
-	return Options{Queue: cmp.Or(j.Queue, benchQueueName), Priority: j.Priority, ConcurrencyLimit: j.Limit}
+	return Options{Queue: cmp.Or(j.Queue, benchQueueName), Priority: j.Priority, ConcurrencyLimit: j.Limit,
+		RateLimit: Rate{Max: j.RateMax, Per: time.Duration(j.RatePerMs) * time.Millisecond}}
 }
 func (j benchJob) ConcurrencyKey() string { return j.Key }
+func (j benchJob) RateKey() string        { return j.RateKeyOf }
 
 // benchJobOf is the benchmark's i-th job (from 0) of o, spread over
 // queues, priorities and keys in turn.
@@ -42,6 +47,9 @@ func benchJobOf(o benchOptions, queues []string, i int) benchJob {
 	j := benchJob{DispatchedAt: time.Now().UnixNano(), Priority: i % o.Priorities, Queue: benchQueueOf(queues, i)}
 	if o.Keys > 0 {
 		j.Key, j.Limit = "bench:"+strconv.Itoa(i%o.Keys), o.Limit
+	}
+	if o.RateKeys > 0 {
+		j.RateKeyOf, j.RateMax, j.RatePerMs = "bench-rate:"+strconv.Itoa(i%o.RateKeys), o.Rate.Max, o.Rate.Per.Milliseconds()
 	}
 	return j
 }
@@ -94,6 +102,10 @@ type benchOptions struct {
 	// limited to Limit at once (see Options.ConcurrencyLimit); default 0,
 	// no limit.
 	Keys, Limit int
+	// RateKeys spreads the jobs over that many rate keys in turn, each
+	// limited to Rate (see Options.RateLimit); default 0, no limit.
+	RateKeys int
+	Rate     Rate
 	// LogJobs logs every successful attempt of the benchmark's jobs, as
 	// queue:work does. Off, only failed and released attempts are logged:
 	// the lines would measure the log handler more than the queue (a few
@@ -143,9 +155,11 @@ type benchResult struct {
 	// were spread over.
 	Priorities int            `json:"priorities"`
 	Queues     int            `json:"queues"`
-	Keys       int            `json:"keys,omitempty"`  // concurrency keys, with --keys
-	Limit      int            `json:"limit,omitempty"` // the limit of each
-	LogJobs    bool           `json:"log_jobs"`        // every successful attempt was logged
+	Keys       int            `json:"keys,omitempty"`      // concurrency keys, with --keys
+	Limit      int            `json:"limit,omitempty"`     // the limit of each
+	RateKeys   int            `json:"rate_keys,omitempty"` // rate keys, with --rate-keys
+	Rate       string         `json:"rate,omitempty"`      // the rate of each
+	LogJobs    bool           `json:"log_jobs"`            // every successful attempt was logged
 	Dispatch   benchRate      `json:"dispatch"`
 	Work       benchRate      `json:"work"`
 	Latency    *latencyResult `json:"latency,omitempty"`
@@ -203,6 +217,8 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		return benchResult{}, fmt.Errorf("queue: bench: queues (%d) must be 1 to %d", o.Queues, maxBenchQueues)
 	case o.Keys < 0 || o.Keys > maxBenchJobs || o.Keys > 0 && (o.Limit < 1 || o.Limit > MaxConcurrencyLimit):
 		return benchResult{}, fmt.Errorf("queue: bench: keys (%d) must be 0 to %d, and with keys the limit (%d) 1 to %d", o.Keys, maxBenchJobs, o.Limit, MaxConcurrencyLimit)
+	case o.RateKeys < 0 || o.RateKeys > maxBenchJobs || o.RateKeys > 0 && o.Rate.check("the rate") != nil:
+		return benchResult{}, fmt.Errorf("queue: bench: rate keys (%d) must be 0 to %d, and with rate keys the rate (%s) from 1/1ms to %d/%s", o.RateKeys, maxBenchJobs, o.Rate, MaxRate, MaxRatePer)
 	case o.Priorities < 1 || o.Priorities > MaxPriority+1:
 		return benchResult{}, fmt.Errorf("queue: bench: priorities (%d) must be 1 to %d", o.Priorities, MaxPriority+1)
 	case o.Jobs < 1 || o.Jobs > maxBenchJobs || o.Workers < 1 || o.Workers > MaxWorkers || o.Dispatchers < 1 || o.Dispatchers > MaxWorkers:
@@ -221,6 +237,9 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		Queues: o.Queues, Keys: o.Keys}
 	if o.Keys > 0 {
 		res.Limit = o.Limit
+	}
+	if o.RateKeys > 0 {
+		res.RateKeys, res.Rate = o.RateKeys, o.Rate.String()
 	}
 	if q.cfg.Driver == Database && q.db != nil {
 		res.Database = string(q.db.Dialect())

@@ -99,6 +99,21 @@ $`)
 				t.Fatalf("--keys without a limit: %v", err)
 			}
 
+			// Spread over four rate keys at a rate none reaches: every job runs.
+			out, err = a.RunCommand("queue:bench", "--jobs", "200", "--workers", "8", "--latency", "0", "--json", "--rate-keys", "4", "--rate", "100000/1s")
+			var rated struct {
+				RateKeys int    `json:"rate_keys"`
+				Rate     string `json:"rate"`
+				Work     struct{ Jobs int }
+			}
+			if err != nil || json.Unmarshal([]byte(out), &rated) != nil || rated.RateKeys != 4 || rated.Rate != "100000/1s" || rated.Work.Jobs != 200 {
+				t.Fatalf("queue:bench --rate-keys 4 --rate 100000/1s: %s, %v", out, err)
+			}
+			if _, err := a.RunCommand("queue:bench", "--rate-keys", "3", "--rate", "10"); err == nil ||
+				err.Error() != `queue:bench: --rate: queue: rate "10": want max/per, such as "10/1s" (max 1 to 1000000, per 1ms to 24h0m0s)` {
+				t.Fatalf("--rate-keys with a bad rate: %v", err)
+			}
+
 			// Its own queue is empty, the app's job still waits.
 			for queueName, want := range map[string]int{"navree-bench": 0, "default": 1} {
 				if n, err := q.Inspector().PendingCount(context.Background(), queueName); err != nil || n != want {

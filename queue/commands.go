@@ -114,6 +114,8 @@ func commands() []app.Command {
 				&cli.IntFlag{Name: "priorities", Value: 1, Usage: "spread the jobs over this many priorities, 0 to N-1, in turn (1: all of priority 0)"},
 				&cli.IntFlag{Name: "keys", Usage: "spread the jobs over this many concurrency keys, in turn, each limited to --limit at once (0: no limit)"},
 				&cli.IntFlag{Name: "limit", Value: 1, Usage: "with --keys: how many jobs of a key run at once"},
+				&cli.IntFlag{Name: "rate-keys", Usage: "spread the jobs over this many rate keys, in turn, each limited to --rate (0: no limit)"},
+				&cli.StringFlag{Name: "rate", Value: "1000000/1s", Usage: "with --rate-keys: how many jobs of a key start in a window, max/per"},
 				&cli.IntFlag{Name: "queues", Value: 1, Usage: "spread the jobs over this many queues, " + benchQueueName + "-0 to -(N-1), in turn, all worked by the one worker"},
 				&cli.IntFlag{Name: "latency", Value: 1000, Usage: "jobs for the latency measure: its p99 is the tenth-slowest (0: skip it)"},
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
@@ -143,8 +145,15 @@ func commands() []app.Command {
 				}
 				o := benchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
 					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency"), LogJobs: c.Bool("log-jobs"), Priorities: c.Int("priorities"),
-					Keys: c.Int("keys"), Limit: c.Int("limit"),
+					Keys: c.Int("keys"), Limit: c.Int("limit"), RateKeys: c.Int("rate-keys"),
 					Queues: c.Int("queues")}
+				if o.RateKeys > 0 {
+					r, err := ParseRate(c.String("rate"))
+					if err != nil {
+						return fmt.Errorf("queue:bench: --rate: %w", err)
+					}
+					o.Rate = r
+				}
 				if o.Latency == 0 {
 					o.Latency = -1
 				}
