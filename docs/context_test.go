@@ -237,6 +237,13 @@ func (*exportHandler) reportReady(ctx context.Context, companyID string) (bool, 
 func (*exportHandler) send(ctx context.Context, companyID string) error                 { return nil }
 
 func newReindexer() {}
+
+type crmClient struct{}
+
+func (crmClient) Push(ctx context.Context, accountID string) error    { return nil }
+func (crmClient) Confirm(ctx context.Context, accountID string) error { return nil }
+
+type pushHandler struct{ crm crmClient }
 `,
 
 	"docs/workflows.md": `

@@ -123,17 +123,23 @@ func (b *base) rows(ctx context.Context, query string, args []any, row func(*sql
 	}
 	return hold(ctx, func() error {
 		rows, err := st.QueryContext(ctx, args...)
-		if err != nil {
+		return eachRow(rows, err, row)
+	})
+}
+
+// eachRow calls row for each of rows, the result of a query that failed
+// with err or not, and closes them.
+func eachRow(rows *sql.Rows, err error, row func(*sql.Rows) error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := row(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	})
+	}
+	return rows.Err()
 }
 
 // exists runs a prepared read that selects a row or none, outside the

@@ -84,19 +84,15 @@ func readWindows(ctx context.Context, tx *sql.Tx, d dialect, keys []string, into
 		return nil
 	}
 	rows, err := tx.QueryContext(ctx, d.keys(windowsOf), listOf(keys))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return eachRow(rows, err, func(rows *sql.Rows) error {
 		var key, log string
 		if err := rows.Scan(&key, &log); err != nil {
 			return err
 		}
 		w := driver.ParseWindow(log)
 		into.read[key] = &w
-	}
-	return rows.Err()
+		return nil
+	})
 }
 
 // save writes the windows taken, as of now.
@@ -170,7 +166,8 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 			want.At, want.Limit = now, limit-len(jobs)
 			stmt, args := b.q.reserveRatedArgs(now, want)
 			var got []*driver.Job
-			err := queryTx(ctx, tx, stmt, args, func(rows *sql.Rows) error {
+			rows, err := tx.QueryContext(ctx, stmt, args...)
+			err = eachRow(rows, err, func(rows *sql.Rows) error {
 				j, err := scanJob(rows)
 				got = append(got, j)
 				return err
@@ -249,21 +246,6 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 // busyRetryMs is how soon a reservation that left jobs waiting because
 // another transaction held their key's lock looks again.
 const busyRetryMs = 10
-
-// queryTx runs query in tx and calls row for each of its rows.
-func queryTx(ctx context.Context, tx *sql.Tx, query string, args []any, row func(*sql.Rows) error) error {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
 
 // Meter implements driver.Driver.
 func (b *base) Meter(ctx context.Context, key string, r driver.Rate, at int64) (int64, error) {
