@@ -14,25 +14,31 @@ import (
 // to their types is read leniently (see readJob) rather than failing, so
 // one corrupt row never fails the statement that returned it.
 func scanJob(row scanner) (*driver.Job, error) {
-	var j driver.Job
-	var payload, stored string
-	var uniqueKey, lastError, meta, flow, limitKey, rateKey sql.NullString
-	var uniqueUntil, reservedAt, limitMax, rateMax, ratePer sql.NullInt64
-	err := row.Scan(&j.ID, &j.Queue, &j.Name, &payload, &j.MaxAttempts, &stored, &j.TimeoutMs,
-		&uniqueKey, &uniqueUntil, &j.Attempts, &j.AvailableAt, &reservedAt, &j.CreatedAt, &lastError, &meta, &flow, &j.Priority, &j.Snoozes,
-		&limitKey, &limitMax, &rateKey, &rateMax, &ratePer)
+	// One value holds the job and what its nullable columns scan into:
+	// the scan takes their addresses, so it goes to the heap once, not a
+	// variable at a time.
+	var r struct {
+		j                                                   driver.Job
+		payload, stored                                     string
+		uniqueKey, lastError, meta, flow, limitKey, rateKey sql.NullString
+		uniqueUntil, reservedAt, limitMax, rateMax, ratePer sql.NullInt64
+	}
+	j := &r.j
+	err := row.Scan(&j.ID, &j.Queue, &j.Name, &r.payload, &j.MaxAttempts, &r.stored, &j.TimeoutMs,
+		&r.uniqueKey, &r.uniqueUntil, &j.Attempts, &j.AvailableAt, &r.reservedAt, &j.CreatedAt, &r.lastError, &r.meta, &r.flow, &j.Priority, &j.Snoozes,
+		&r.limitKey, &r.limitMax, &r.rateKey, &r.rateMax, &r.ratePer)
 	if err != nil {
 		return readJob(row, err)
 	}
-	j.Payload = []byte(payload)
-	if meta.Valid {
-		j.Meta = []byte(meta.String)
+	j.Payload = []byte(r.payload)
+	if r.meta.Valid {
+		j.Meta = []byte(r.meta.String)
 	}
-	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError, j.Flow = uniqueKey.String, uniqueUntil.Int64, reservedAt.Int64, lastError.String, flow.String
-	j.LimitKey, j.LimitMax = limitKey.String, int(limitMax.Int64)
-	j.RateKey, j.Rate = rateKey.String, driver.Rate{Max: int(rateMax.Int64), PerMs: ratePer.Int64}
-	setBackoff(&j, stored)
-	return &j, nil
+	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError, j.Flow = r.uniqueKey.String, r.uniqueUntil.Int64, r.reservedAt.Int64, r.lastError.String, r.flow.String
+	j.LimitKey, j.LimitMax = r.limitKey.String, int(r.limitMax.Int64)
+	j.RateKey, j.Rate = r.rateKey.String, driver.Rate{Max: int(r.rateMax.Int64), PerMs: r.ratePer.Int64}
+	setBackoff(j, r.stored)
+	return j, nil
 }
 
 // setBackoff reads a job's stored backoff, keeping the text when it does
