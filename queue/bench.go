@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/worker"
 )
 
@@ -52,6 +53,43 @@ func benchJobOf(o benchOptions, queues []string, i int) benchJob {
 		j.RateKeyOf, j.RateMax, j.RatePerMs = "bench-rate:"+strconv.Itoa(i%o.RateKeys), o.Rate.Max, o.Rate.Per.Milliseconds()
 	}
 	return j
+}
+
+// benchWork works the benchmark's jobs until none is left: a worker
+// that stops when empty leaves the jobs over their rate limits, so while
+// jobs are left it works again once the first full window reopens (or a
+// slice of a window later, when none was full as it looked).
+func (q *Queue) benchWork(ctx context.Context, queues []string, o benchOptions) (WorkStats, error) {
+	var total WorkStats
+	for {
+		s, err := q.work(ctx, worker.Options{Queues: queues, Workers: o.Workers, StopWhenEmpty: true, Quiet: !o.LogJobs})
+		total.Processed, total.Succeeded, total.Released, total.Failed = total.Processed+s.Processed, total.Succeeded+s.Succeeded, total.Released+s.Released, total.Failed+s.Failed
+		if err != nil || total.Succeeded >= o.Jobs || o.RateKeys == 0 {
+			return total, err
+		}
+		left := 0
+		for _, name := range queues {
+			n, err := q.store.PendingCount(ctx, name)
+			if err != nil {
+				return total, err
+			}
+			left += n
+		}
+		if left == 0 {
+			return total, nil
+		}
+		wait := o.Rate.Per / driver.Slices
+		if throttles, err := q.Inspector().Throttles(ctx, ""); err != nil {
+			return total, err
+		} else if len(throttles) > 0 {
+			wait = time.Until(throttles[0].Reopens)
+		}
+		select {
+		case <-ctx.Done():
+			return total, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // benchQueues are the queues of a benchmark spread over n: benchQueueName
@@ -321,7 +359,7 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		}
 	}()
 	start = time.Now()
-	stats, err := q.work(ctx, worker.Options{Queues: queues, Workers: o.Workers, StopWhenEmpty: true, Quiet: !o.LogJobs})
+	stats, err := q.benchWork(ctx, queues, o)
 	elapsed := time.Since(start)
 	ticker.Stop()
 	close(done)

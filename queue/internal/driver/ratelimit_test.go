@@ -253,3 +253,27 @@ func TestABatchKeepsEachJobsPriorityAndRateLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestARateLimitOnTheDriversOwnClock: a reservation at 0 (the driver's
+// own clock: on PostgreSQL the server's) keeps the windows on that clock,
+// and says how long until they reopen.
+func TestARateLimitOnTheDriversOwnClock(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		rate := driver.Rate{Max: 1, PerMs: 3_600_000}
+		insert(t, s, rated(1, "z", 1, "api-z", rate), rated(2, "z", 2, "api-z", rate))
+		var in int64
+		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "z", Now: 1 << 50, Limit: 10, Rated: true, ReopensIn: &in})
+		if err != nil || tails(jobs) != "1" || jobs[0].ReservedAt < 1_700_000_000_000 {
+			t.Fatalf("Reserve: %s, %v; want job 1, reserved on the clock", tails(jobs), err)
+		}
+		if in < 3_600_000-1000 || in > 3_600_000+3_600_000/driver.Slices {
+			t.Fatalf("ReopensIn = %d; want about an hour", in)
+		}
+		if wait, err := s.Meter(ctx, "api-z", rate, 0); err != nil || wait < 3_600_000-1000 {
+			t.Fatalf("Meter = %d, %v; want about an hour", wait, err)
+		}
+		if th, err := s.Throttles(ctx, "z", 0); err != nil || len(th) != 1 || th[0].Reopens-jobs[0].ReservedAt < 3_600_000 {
+			t.Fatalf("Throttles = %+v, %v", th, err)
+		}
+	})
+}

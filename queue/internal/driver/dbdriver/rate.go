@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -29,14 +30,19 @@ import (
 const (
 	anyRated   = "SELECT 1 FROM jobs WHERE queue = ? AND rate_key IS NOT NULL AND reserved_at IS NULL LIMIT 1"
 	windowsOf  = "SELECT key, log FROM queue_rates WHERE key IN KEYS"
-	windowSave = "INSERT INTO queue_rates (key, log, reopen_at, empty_at, rate_max, rate_per) VALUES (?, ?, ?, ?, ?, ?) " +
+	// The windows written back, in one statement, from a JSON array of
+	// objects.
+	windowSave = "INSERT INTO queue_rates (key, log, reopen_at, empty_at, rate_max, rate_per) ROWS " +
 		"ON CONFLICT (key) DO UPDATE SET log = excluded.log, reopen_at = excluded.reopen_at, empty_at = excluded.empty_at, " +
 		"rate_max = excluded.rate_max, rate_per = excluded.rate_per"
+	pgWindowRows     = "SELECT k, l, r, e, m, p FROM jsonb_to_recordset(?::jsonb) AS w(k text, l text, r bigint, e bigint, m int, p bigint)"
+	sqliteWindowRows = "SELECT json_extract(value, '$.k'), json_extract(value, '$.l'), json_extract(value, '$.r'), json_extract(value, '$.e'), " +
+		"json_extract(value, '$.m'), json_extract(value, '$.p') FROM json_each(?) WHERE true"
 	giveBack = "UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1 WHERE id IN LIST"
-	// nextReopen is when the first full window of the queue, or of a key
-	// whose jobs wait on it, reopens; its arguments are now, the queue's
-	// key and the queue.
-	nextReopen = "SELECT min(r.reopen_at) FROM queue_rates r WHERE r.reopen_at > ? AND (r.key = ? OR " +
+	// nextReopen is how long until the first full window of the queue,
+	// or of a key whose jobs wait on it, reopens, at AT (twice); its
+	// other arguments are the queue's key and the queue.
+	nextReopen = "SELECT min(r.reopen_at) - AT FROM queue_rates r WHERE r.reopen_at > AT AND (r.key = ? OR " +
 		"EXISTS (SELECT 1 FROM jobs j WHERE j.queue = ? AND j.rate_key = r.key AND j.reserved_at IS NULL))"
 	// throttlesAll and throttlesOf list the full windows at a time, of
 	// every queue or of one (then with the arguments of nextReopen).
@@ -95,16 +101,37 @@ func readWindows(ctx context.Context, tx *sql.Tx, d dialect, keys []string, into
 	})
 }
 
-// save writes the windows taken, as of now.
+// savedWindow is a window as windowSave reads it.
+type savedWindow struct {
+	Key     string `json:"k"`
+	Log     string `json:"l"`
+	Reopens int64  `json:"r"`
+	Empties int64  `json:"e"`
+	Max     int    `json:"m"`
+	PerMs   int64  `json:"p"`
+}
+
+// save writes the windows taken, as of now, in one statement.
 func (w *windows) save(ctx context.Context, tx *sql.Tx, d dialect, now int64) error {
+	if len(w.taken) == 0 {
+		return nil
+	}
+	rows := make([]savedWindow, 0, len(w.taken))
 	for _, key := range slices.Sorted(maps.Keys(w.taken)) {
 		win, r := w.read[key], w.taken[key]
-		if _, err := tx.ExecContext(ctx, d.words(windowSave), key, win.String(), win.Reopens(now, r), win.Empties(r), r.Max, r.PerMs); err != nil {
-			return err
-		}
+		rows = append(rows, savedWindow{key, win.String(), win.Reopens(now, r), win.Empties(r), r.Max, r.PerMs})
 	}
 	clear(w.taken)
-	return nil
+	list, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	query := strings.Replace(windowSave, "ROWS", sqliteWindowRows, 1)
+	if d.pg {
+		query = numbered(strings.Replace(windowSave, "ROWS", pgWindowRows, 1))
+	}
+	_, err = tx.ExecContext(ctx, query, string(list))
+	return err
 }
 
 // lockRates takes the locks of keys on PostgreSQL: waiting for them, or,
@@ -135,6 +162,16 @@ func (b *base) rateNow(ctx context.Context, tx *sql.Tx, at int64) (int64, error)
 	return now, err
 }
 
+// clockAt is a time of the clock of reservations in a statement: a
+// placeholder whose argument is the time, on PostgreSQL also NULL for
+// the server's clock.
+func (d dialect) clockAt() string {
+	if d.pg {
+		return pgAt
+	}
+	return "?"
+}
+
 // ratedRounds bounds the searches of one Rated reservation: each after
 // the first leaves out the keys whose window the one before filled.
 const ratedRounds = 4
@@ -146,13 +183,23 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 	var jobs []*driver.Job
 	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
 		jobs = nil
-		now, err := b.rateNow(ctx, tx, r.At)
+		// The time of the reservation: the caller's, or on PostgreSQL the
+		// server's, which the first search stamps its jobs with (read
+		// first only for the queue's own window).
+		at, err := b.at(ctx, r.At)
 		if err != nil {
 			return err
 		}
+		now, known := at.(int64)
 		var w windows
 		limit, queueKey, busy := r.Limit, driver.QueueKey(r.Queue), false
 		if !r.QueueRate.IsZero() {
+			if !known {
+				if now, err = b.rateNow(ctx, tx, r.At); err != nil {
+					return err
+				}
+				at, known = now, true
+			}
 			if _, err := lockRates(ctx, tx, d, []string{queueKey}, true); err != nil {
 				return err
 			}
@@ -163,8 +210,8 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 		}
 		for round := 0; round < ratedRounds && len(jobs) < limit; round++ {
 			want := r
-			want.At, want.Limit = now, limit-len(jobs)
-			stmt, args := b.q.reserveRatedArgs(now, want)
+			want.Limit = limit - len(jobs)
+			stmt, args := b.q.reserveRatedArgs(at, want)
 			var got []*driver.Job
 			rows, err := tx.QueryContext(ctx, stmt, args...)
 			err = eachRow(rows, err, func(rows *sql.Rows) error {
@@ -174,6 +221,13 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 			})
 			if err != nil {
 				return err
+			}
+			if len(got) == 0 {
+				break
+			}
+			if !known {
+				now, known = got[0].ReservedAt, true
+				at = now
 			}
 			sortReserved(got)
 			var keys []string
@@ -225,12 +279,11 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 		}
 		*r.ReopensIn = 0
 		var next sql.NullInt64
-		if err := tx.QueryRowContext(ctx, d.words(nextReopen), now, queueKey, r.Queue).Scan(&next); err != nil {
+		query := d.words(strings.ReplaceAll(nextReopen, "AT", d.clockAt()))
+		if err := tx.QueryRowContext(ctx, query, at, at, queueKey, r.Queue).Scan(&next); err != nil {
 			return err
 		}
-		if next.Valid {
-			*r.ReopensIn = next.Int64 - now
-		}
+		*r.ReopensIn = next.Int64
 		if busy { // another transaction takes room in a key's window: look again soon
 			*r.ReopensIn = min(cmp.Or(*r.ReopensIn, busyRetryMs), busyRetryMs)
 		}

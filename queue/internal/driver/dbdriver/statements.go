@@ -67,7 +67,7 @@ func sqliteStatements() statements {
 	q.reservePrioritized = "UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN (" +
 		"SELECT id FROM (SELECT * FROM (" + byIndex(prioritized) + ") UNION ALL SELECT * FROM (" + unprioritized + ")) " +
 		"ORDER BY priority DESC, available_at, id LIMIT ?) RETURNING " + columns
-	q.reservePrioritizedRated, q.prioRatedAt = rated(q.reservePrioritized)
+	q.reservePrioritizedRated, q.prioRatedAt = rated(q.reservePrioritized, "?")
 	q.prioritized = byIndex(anyPrioritized)
 	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
 		return []any{at, nullable(r.By), r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Limit}
@@ -115,7 +115,7 @@ func postgresStatements() statements {
 		"FROM lazy WHERE jobs.id = ANY(ARRAY(SELECT id FROM p UNION ALL SELECT id FROM u UNION ALL SELECT id FROM n)) " +
 		"RETURNING " + prefixed("jobs.", columns)
 	q.reservePrioritized = numbered(byPriority)
-	q.reservePrioritizedRated, q.prioRatedAt = rated(byPriority)
+	q.reservePrioritizedRated, q.prioRatedAt = rated(byPriority, pgAt)
 	q.reservePrioritizedRated = numbered(q.reservePrioritizedRated)
 	q.prioritized = numbered(anyPrioritized)
 	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
@@ -149,8 +149,9 @@ func (q *statements) reserveArgs(at any, r driver.Reservation) []any {
 }
 
 // reserveRatedArgs is the statement and the arguments of a Rated
-// reservation at at, leaving out the keys whose window is full then.
-func (q *statements) reserveRatedArgs(at int64, r driver.Reservation) (string, []any) {
+// reservation at at (on PostgreSQL nil for the server's clock), leaving
+// out the keys whose window is full then.
+func (q *statements) reserveRatedArgs(at any, r driver.Reservation) (string, []any) {
 	stmt, slots := q.reserveRated, q.ratedAt
 	if r.Prioritized {
 		stmt, slots = q.reservePrioritizedRated, q.prioRatedAt
@@ -167,10 +168,12 @@ func (q *statements) reserveRatedArgs(at int64, r driver.Reservation) (string, [
 }
 
 // rated adds to each search of a reservation (each "available_at <= ?")
-// the test that leaves out the jobs of keys whose window is full, and
-// returns the positions of the arguments each test's time follows.
-func rated(reserve string) (string, []int) {
-	const due, test = "available_at <= ?", " AND (rate_key IS NULL OR rate_key NOT IN (SELECT key FROM queue_rates WHERE reopen_at > ?))"
+// the test that leaves out the jobs of keys whose window is full at at
+// (an expression of one placeholder), and returns the positions of the
+// arguments each test's time follows.
+func rated(reserve, at string) (string, []int) {
+	const due = "available_at <= ?"
+	test := " AND (rate_key IS NULL OR rate_key NOT IN (SELECT key FROM queue_rates WHERE reopen_at > " + at + "))"
 	var b strings.Builder
 	var slots []int
 	n := 0
@@ -267,7 +270,7 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 		},
 	}
 	q.insertFull = q.insertRows(rowsPerInsert)
-	q.reserveRated, q.ratedAt = rated(reserve)
+	q.reserveRated, q.ratedAt = rated(reserve, at)
 	q.reserveRated = words(q.reserveRated)
 	q.words = words
 	return q
