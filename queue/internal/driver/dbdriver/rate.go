@@ -28,8 +28,8 @@ import (
 // The statements of rate limits, in SQLite's words with KEYS for a list
 // of keys.
 const (
-	anyRated   = "SELECT 1 FROM jobs WHERE queue = ? AND rate_key IS NOT NULL AND reserved_at IS NULL LIMIT 1"
-	windowsOf  = "SELECT key, log FROM queue_rates WHERE key IN KEYS"
+	anyRated  = "SELECT 1 FROM jobs WHERE queue = ? AND rate_key IS NOT NULL AND reserved_at IS NULL LIMIT 1"
+	windowsOf = "SELECT key, log FROM queue_rates WHERE key IN KEYS"
 	// The windows written back, in one statement, from a JSON array of
 	// objects.
 	windowSave = "INSERT INTO queue_rates (key, log, reopen_at, empty_at, rate_max, rate_per) ROWS " +
