@@ -65,7 +65,9 @@ func newMeters(q *Queue, mp metric.MeterProvider) (*meters, error) {
 	running, err3 := m.Int64ObservableGauge("navree.queue.running", metric.WithUnit("{job}"), metric.WithDescription("Jobs taken by a worker (counted up to 100001)"))
 	oldest, err4 := m.Float64ObservableGauge("navree.queue.oldest_wait", metric.WithUnit("s"), metric.WithDescription("How long the waiting job due first has been due; 0 when none waits"))
 	held, err5 := m.Int64ObservableGauge("navree.queue.held", metric.WithUnit("{job}"), metric.WithDescription("Jobs held by their concurrency limits (counted up to 100001)"))
-	errs = append(errs, err1, err2, err3, err4, err5)
+	throttled, err6 := m.Int64ObservableGauge("navree.queue.throttled", metric.WithUnit("{limit}"),
+		metric.WithDescription("Rate limits whose window is full that keep jobs of the queue waiting (its own, and its jobs' keys)"))
+	errs = append(errs, err1, err2, err3, err4, err5, err6)
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("queue: make the metrics: %w", err)
@@ -83,9 +85,10 @@ func newMeters(q *Queue, mp metric.MeterProvider) (*meters, error) {
 			o.ObserveInt64(running, int64(s.Running), set)
 			o.ObserveFloat64(oldest, s.OldestWaiting.Seconds(), set)
 			o.ObserveInt64(held, int64(s.Held), set)
+			o.ObserveInt64(throttled, int64(len(s.Throttled)), set)
 		}
 		return nil
-	}, waiting, delayed, running, oldest, held)
+	}, waiting, delayed, running, oldest, held, throttled)
 	if err != nil {
 		return nil, fmt.Errorf("queue: make the metrics: %w", err)
 	}

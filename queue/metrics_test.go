@@ -177,6 +177,49 @@ func TestMetricsCountTheHeldJobs(t *testing.T) {
 	}
 }
 
+// TestMetricsCountTheThrottledLimits: the gauge navree.queue.throttled
+// reads the full rate limits that keep a queue's jobs waiting; the key is
+// no label.
+func TestMetricsCountTheThrottledLimits(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			reader := sdkmetric.NewManualReader()
+			q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver}, DB: migrated(t, b.url(t)), Clock: &clock{t: t0},
+				Logger: slog.New(slog.DiscardHandler), MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+			if err == nil {
+				err = q.Handle(noop[apiCall]())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Dispatch(ctx, apiCall{Account: "9"}); err != nil {
+				t.Fatal(err)
+			}
+			set := attribute.NewSet(attribute.String("queue", "default"))
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(ctx, &rm); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := gauge(rm, "navree.queue.throttled", set); !ok || got != 0 {
+				t.Errorf("navree.queue.throttled{queue=default} before = %v (found: %v), want 0", got, ok)
+			}
+			for range 2 {
+				if _, err := q.Meter(ctx, "api:9", apiCall{}.JobOptions().RateLimit); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := reader.Collect(ctx, &rm); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := gauge(rm, "navree.queue.throttled", set); !ok || got != 1 {
+				t.Errorf("navree.queue.throttled{queue=default} = %v (found: %v), want 1", got, ok)
+			}
+		})
+	}
+}
+
 // sum is the value of the counter name for the attributes set.
 func sum(rm metricdata.ResourceMetrics, name string, set attribute.Set) (int64, bool) {
 	for _, sm := range rm.ScopeMetrics {

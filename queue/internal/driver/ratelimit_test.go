@@ -1,11 +1,16 @@
 package driver_test
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/dbdriver"
 	"github.com/navree/navree/queue/internal/driver/memdriver"
 )
 
@@ -276,4 +281,54 @@ func TestARateLimitOnTheDriversOwnClock(t *testing.T) {
 			t.Fatalf("Throttles = %+v, %v", th, err)
 		}
 	})
+}
+
+// TestPruningWindowsNeverWaitsForAReservation: on PostgreSQL the prune
+// of empty windows leaves the rows a transaction holds (a reservation
+// writing their windows) and deletes the others, without waiting: a
+// prune that waited for the rows it deletes, in its order, deadlocked
+// with a reservation writing them in its own (seen in queue:bench).
+func TestPruningWindowsNeverWaitsForAReservation(t *testing.T) {
+	t.Parallel()
+	url := dbtest.PostgresURL(t)
+	d := migrated(t, url)
+	s := dbdriver.New(d)
+	rate := driver.Rate{Max: 1, PerMs: 10}
+	for _, key := range []string{"held", "free"} {
+		if _, err := s.Meter(ctx, "api-w:"+key, rate, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := d.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "UPDATE queue_rates SET log = log WHERE key = 'api-w:held'"); err != nil {
+		t.Fatal(err)
+	}
+	pruneCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.PruneRates(pruneCtx, t0+1000); err != nil {
+		t.Fatalf("PruneRates with a window's row held: %v; want the others pruned at once", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	rows, err := d.QueryContext(ctx, "SELECT key FROM queue_rates ORDER BY key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	if !slices.Equal(keys, []string{"api-w:held"}) {
+		t.Fatalf("windows left after the prune: %v; want the held one alone", keys)
+	}
 }

@@ -359,8 +359,11 @@ func (b *base) PruneRates(ctx context.Context, at int64) error {
 	if err != nil {
 		return err
 	}
-	if v == nil {
-		_, err = b.write(ctx, "DELETE FROM queue_rates WHERE empty_at <= ("+pgNow+")")
+	if b.dialect().pg {
+		// Only the rows no reservation holds: one that writes a window
+		// (holding its row) may wait for the prune, never the prune for it,
+		// so that the two never deadlock.
+		_, err = b.write(ctx, numbered("DELETE FROM queue_rates WHERE key IN (SELECT key FROM queue_rates WHERE empty_at <= "+pgAt+" FOR UPDATE SKIP LOCKED)"), v)
 		return err
 	}
 	_, err = b.write(ctx, b.q.words(pruneRates), v)
