@@ -12,11 +12,38 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-// appendRow appends the values of insert's placeholders for j.
-func appendRow(args []any, j *driver.Job) []any {
-	return append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs,
-		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), nullString(j.Flow), j.Priority,
-		nullString(j.LimitKey), nullInt(int64(j.LimitMax)), nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs))
+// appendRow appends the values of insert's placeholders for j: of
+// values, or with keyedRow of keyedValues (a keyed job's, or any job's in
+// a batch with keyed ones).
+func appendRow(args []any, j *driver.Job, keyedRow bool) []any {
+	args = append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs,
+		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), nullString(j.Flow), j.Priority)
+	if keyedRow {
+		args = append(args, nullString(j.LimitKey), nullInt(int64(j.LimitMax)), nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs))
+	}
+	return args
+}
+
+// keyed reports whether j has a concurrency or a rate limit: its insert
+// binds their columns, where the others' writes NULL (five arguments
+// fewer to bind a row: a bulk dispatch on SQLite is a fifth faster for
+// it).
+func keyed(j *driver.Job) bool { return j.LimitKey != "" || j.RateKey != "" }
+
+// insertOf is the single insert of j.
+func (q *statements) insertOf(j *driver.Job) string {
+	if keyed(j) {
+		return q.insertKeyed
+	}
+	return q.insert
+}
+
+// insertUniqueOf is the insert of j, unique.
+func (q *statements) insertUniqueOf(j *driver.Job) string {
+	if keyed(j) {
+		return q.insertUniqueKeyed
+	}
+	return q.insertUnique
 }
 
 func nullBytes(b []byte) any {
@@ -96,11 +123,11 @@ func (b *base) insertOne(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 		}
 		return job.ID, true, b.insertLimited(ctx, tx, uow, job)
 	}
-	query := b.q.insert
+	query := b.q.insertOf(job)
 	if again {
 		query += onConflictID
 	}
-	if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, query, appendRow(nil, job)...); err != nil {
+	if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, query, appendRow(nil, job, keyed(job))...); err != nil {
 		return "", false, err
 	}
 	return job.ID, true, nil
@@ -165,7 +192,7 @@ func (b *base) insertUnique(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork,
 	if _, err := tx.ExecContext(ctx, b.q.expireUnique, job.UniqueKey, now); err != nil {
 		return "", false, err
 	}
-	if n, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, b.q.insertUnique, appendRow(nil, job)...); err != nil || n == 1 {
+	if n, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, b.q.insertUniqueOf(job), appendRow(nil, job, keyed(job))...); err != nil || n == 1 {
 		return job.ID, err == nil, err
 	}
 	var id string
@@ -196,7 +223,7 @@ func (b *base) insertDebounced(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWo
 		if _, err := tx.ExecContext(ctx, b.q.releaseKey, job.UniqueKey); err != nil {
 			return "", false, err
 		}
-		if n, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, b.q.insertUnique, appendRow(nil, job)...); err != nil || n == 1 {
+		if n, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, b.q.insertUniqueOf(job), appendRow(nil, job, keyed(job))...); err != nil || n == 1 {
 			return job.ID, err == nil, err
 		}
 	}
@@ -327,12 +354,13 @@ func (b *base) insertChunks(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork,
 	args := make([]any, 0, 19*min(len(jobs), rowsPerInsert))
 	for chunk := range slices.Chunk(jobs, rowsPerInsert) {
 		args = args[:0]
+		k := slices.ContainsFunc(chunk, keyed)
 		for _, j := range chunk {
-			args = appendRow(args, j)
+			args = appendRow(args, j, k)
 		}
 		query := b.q.insertFull
-		if len(chunk) < rowsPerInsert {
-			query = b.q.insertRows(len(chunk))
+		if k || len(chunk) < rowsPerInsert {
+			query = b.q.insertRows(len(chunk), k)
 		}
 		if again {
 			query += onConflictID

@@ -33,8 +33,8 @@ const (
 	heldColumns = columns + ", errors"
 	// limitRoom counts the jobs of a key and whether any is held.
 	limitRoom   = "SELECT (SELECT count(*) FROM jobs WHERE limit_key = ?), (SELECT count(*) FROM (SELECT 1 FROM queue_held WHERE limit_key = ? LIMIT 1) AS h)"
-	limitInsert = "INSERT INTO jobs (" + columns + ") VALUES " + values
-	heldInsert  = "INSERT INTO queue_held (" + columns + ") VALUES " + values
+	limitInsert = "INSERT INTO jobs (" + columns + ") VALUES " + keyedValues
+	heldInsert  = "INSERT INTO queue_held (" + columns + ") VALUES " + keyedValues
 	// The trigger's admission, for SQLite: the next held job of a key into
 	// jobs if the key has room, then out of queue_held (the trigger's keeps
 	// it due no earlier than the job that left; one a dispatch or a retry
@@ -123,8 +123,8 @@ func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs
 		args = args[:0]
 		rows := make([]string, len(chunk))
 		for i, j := range chunk {
-			args = appendRow(args, j)
-			rows[i] = values
+			args = appendRow(args, j, true)
+			rows[i] = keyedValues
 		}
 		query := "INSERT INTO queue_held (" + columns + ") VALUES " + strings.Join(rows, ", ")
 		if _, err := b.execIn(ctx, tx, uow, chunk, d.words(query), args...); err != nil {
@@ -143,7 +143,7 @@ func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork
 	if err := tx.QueryRowContext(ctx, d.words(limitRoom), job.LimitKey, job.LimitKey).Scan(&n, &held); err != nil {
 		return err
 	}
-	args := appendRow(nil, job)
+	args := appendRow(nil, job, true)
 	if n < job.LimitMax && held == 0 {
 		_, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(limitInsert), args...)
 		return err

@@ -40,7 +40,7 @@ func newPostgres(d *db.DB) *postgresDriver {
 	p.w = newWorkerStatements(pgAt, "SELECT id, attempts FROM jobs WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)::uuid)) AND reserved_at IS NOT NULL",
 		numbered)
 	p.alone = func(ctx context.Context, job *driver.Job) error {
-		_, err := p.write(ctx, p.q.insert, appendRow(nil, job)...)
+		_, err := p.write(ctx, p.q.insertOf(job), appendRow(nil, job, keyed(job))...)
 		return err
 	}
 	p.bulk = p.copyJobs

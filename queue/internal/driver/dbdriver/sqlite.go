@@ -98,9 +98,9 @@ func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) 
 	case 0: // another took this one's job into its group
 		return nil
 	case 1:
-		st, err := s.prepared(ctx, s.q.insert)
+		st, err := s.prepared(ctx, s.q.insertOf(group[0].job))
 		if err == nil {
-			_, err = st.ExecContext(ctx, appendRow(nil, group[0].job)...)
+			_, err = st.ExecContext(ctx, appendRow(nil, group[0].job, keyed(group[0].job))...)
 		}
 		return err
 	}

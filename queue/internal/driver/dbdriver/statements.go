@@ -12,6 +12,7 @@ import (
 // database.
 type statements struct {
 	insert, expireUnique, insertUnique, findUnique string
+	insertKeyed, insertUniqueKeyed                 string // insert's and insertUnique's of a keyed job
 	reserve, takeOver, behind, stale, unreserve    string
 	reservePrioritized, prioritized                string
 	// The reservations of a queue where jobs with a rate limit may wait:
@@ -29,15 +30,19 @@ type statements struct {
 	// databases: see reserveArgs).
 	prioritizedArgs func(at any, r driver.Reservation) []any
 
-	insertFull string              // the multi-row insert of a full chunk
-	insertRows func(int) string    // the multi-row insert of n rows
-	words      func(string) string // rewrites a statement's placeholders
+	insertFull string                 // the multi-row insert of a full chunk of jobs not keyed
+	insertRows func(int, bool) string // the multi-row insert of n rows, keyed or not
+	words      func(string) string    // rewrites a statement's placeholders
 }
 
 const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, rate_key, rate_max, rate_per"
 
-// values are the placeholders of one inserted row (see appendRow).
-const values = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?, ?)"
+// values are the placeholders of one inserted row of a job not keyed,
+// keyedValues of a keyed one (see appendRow).
+const (
+	values      = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, NULL, NULL, NULL, NULL, NULL)"
+	keyedValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?, ?)"
+)
 
 // rowsPerInsert bounds a multi-row insert: 19 parameters a row stays
 // under SQLite's 32,766 and PostgreSQL's 65,535.
@@ -234,10 +239,13 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 	failedPage := " FROM failed_jobs WHERE (failed_at, id) > (?, ?) ORDER BY failed_at, id LIMIT ?" // by the index over (failed_at, id)
 	q := statements{
 		insert:       words("INSERT INTO jobs (" + columns + ") VALUES " + values),
+		insertKeyed:  words("INSERT INTO jobs (" + columns + ") VALUES " + keyedValues),
 		expireUnique: words("UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?"),
 		insertUnique: words("INSERT INTO jobs (" + columns + ") VALUES " + values + " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"),
-		findUnique:   words("SELECT id FROM jobs WHERE unique_key = ? AND unique_key IS NOT NULL"),
-		releaseKey:   words("UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND reserved_at IS NOT NULL"),
+		insertUniqueKeyed: words("INSERT INTO jobs (" + columns + ") VALUES " + keyedValues +
+			" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"),
+		findUnique: words("SELECT id FROM jobs WHERE unique_key = ? AND unique_key IS NOT NULL"),
+		releaseKey: words("UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND reserved_at IS NOT NULL"),
 		debounce: words("UPDATE jobs SET payload = ?, meta = ?, available_at = CASE WHEN ? < created_at + ? THEN ? ELSE created_at + ? END " +
 			"WHERE unique_key = ? AND reserved_at IS NULL RETURNING id"),
 		reserve: words(reserve),
@@ -257,19 +265,23 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 		flush:   "DELETE FROM failed_jobs",
 		pending: words("SELECT (SELECT count(*) FROM jobs WHERE queue = ?) + (SELECT count(*) FROM queue_held WHERE queue = ?)"),
 		purge:   words("DELETE FROM jobs WHERE queue = ?"),
-		insertRows: func(n int) string {
+		insertRows: func(n int, keyed bool) string {
+			row := values
+			if keyed {
+				row = keyedValues
+			}
 			var b strings.Builder
 			b.WriteString("INSERT INTO jobs (" + columns + ") VALUES ")
 			for i := range n {
 				if i > 0 {
 					b.WriteString(", ")
 				}
-				b.WriteString(values)
+				b.WriteString(row)
 			}
 			return words(b.String())
 		},
 	}
-	q.insertFull = q.insertRows(rowsPerInsert)
+	q.insertFull = q.insertRows(rowsPerInsert, false)
 	q.reserveRated, q.ratedAt = rated(reserve, at)
 	q.reserveRated = words(q.reserveRated)
 	q.words = words
