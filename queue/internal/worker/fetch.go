@@ -142,6 +142,12 @@ func (w *worker) fetch(ctx context.Context) {
 // priority dispatched by another process may be taken in due order for up
 // to a second before its priority counts.
 //
+// A queue where jobs with a rate limit may wait (found the same ways), or
+// with a limit of its own, is searched from its first job, leaving out
+// the keys whose window is full (see driver.Reservation.Rated): the jobs
+// over a limit wait behind those that started. The fetcher then waits no
+// longer than until the first full window reopens (untilReopen).
+//
 // A search never starts past now: after the clock moved back, jobs
 // dispatched since are due before the cursor, and are found at once.
 func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept bool, err error) {
@@ -242,8 +248,8 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 }
 
 // untilReopen is how long the fetcher waits for a dispatch before it
-// searches again: at most most, and no longer than until the first full
-// window of a rate limit that kept jobs waiting reopens.
+// searches again: most, or less until the first full window of a rate
+// limit that kept jobs waiting reopens.
 func (w *worker) untilReopen(most time.Duration) time.Duration {
 	for _, in := range w.reopensIn {
 		if in > 0 {
