@@ -225,3 +225,41 @@ func TestABadRateLimitIsRefused(t *testing.T) {
 		t.Fatalf("ParseRate = %+v (%s), %v", r, r, err)
 	}
 }
+
+// TestARestartCountsAgainstTheLimit: a job taken over from a dead worker
+// starts again, and takes room in its window as any start does: with the
+// window full it waits, given back without spending the takeover's
+// attempt, and runs once the window reopens, on its second attempt.
+func TestARestartCountsAgainstTheLimit(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			c := &apiCalls{ran: map[string]int{}}
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{"test.api_call": c.handler()})
+			id, err := f.q.Dispatch(ctx, apiCall{Account: "5"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j := f.reserve(t, "default"); j == nil || j.Attempts != 1 { // the worker that dies
+				t.Fatalf("reserved %+v", j)
+			}
+			for range 2 { // the window of api:5 fills
+				if _, err := f.q.Meter(ctx, "api:5", apiCall{}.JobOptions().RateLimit); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.clock.Advance(queue.DefaultTimeout + 31*time.Second) // its reservation is stale
+			if s, err := f.q.RunPending(ctx); err != nil || s.Processed != 0 {
+				t.Fatalf("with the window full: %+v, %v; want the job taken over left waiting", s, err)
+			}
+			if d, err := f.q.Inspector().Job(ctx, id); err != nil || d.State != queue.StateWaiting || d.Attempts != 1 {
+				t.Fatalf("the job: %+v, %v; want waiting, its dead attempt counted", d, err)
+			}
+			f.clock.Advance(time.Hour)
+			if s, err := f.q.RunPending(ctx); err != nil || s.Succeeded != 1 || c.ran["5"] != 1 || c.firsts != 0 {
+				t.Fatalf("an hour later: %+v, %v, ran %v; want it run once, on its second attempt", s, err, c.ran)
+			}
+		})
+	}
+}
