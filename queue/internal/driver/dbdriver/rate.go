@@ -23,7 +23,9 @@ import (
 // for it, the keys of the jobs it reserved without waiting (a key whose
 // lock another holds keeps its jobs waiting this time), so that it never
 // waits holding another key's lock, and two never wait for each other.
-// On SQLite every write transaction holds the file's write lock.
+// The prune of empty windows takes only the rows no reservation holds,
+// so that it never waits for one either. On SQLite every write
+// transaction holds the file's write lock.
 
 // The statements of rate limits, in SQLite's words with KEYS for a list
 // of keys.
