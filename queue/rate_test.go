@@ -95,6 +95,11 @@ func TestARateLimitStartsNoMoreThanItAllows(t *testing.T) {
 			if err := queue.PrintStatus(&status, stats, false, false); err != nil || !strings.Contains(status.String(), want) {
 				t.Fatalf("queue:status prints:\n%s(%v)\nwant %q", status.String(), err, want)
 			}
+			var asJSON bytes.Buffer
+			want = `"throttled":[{"key":"api:1","max":2,"per_secs":3600,"reopens_at":"` + th.Reopens.UTC().Format(time.RFC3339Nano) + `"}]`
+			if err := queue.PrintStatus(&asJSON, stats, false, true); err != nil || !strings.Contains(asJSON.String(), want) {
+				t.Fatalf("queue:status --json prints:\n%s(%v)\nwant %s", asJSON.String(), err, want)
+			}
 			d, err := f.q.Inspector().Job(ctx, ids[4])
 			if err != nil || d.State != queue.StateWaiting || d.Attempts != 0 || d.RateKey != "api:1" || d.RateLimit != (queue.Rate{Max: 2, Per: time.Hour}) {
 				t.Fatalf("the last job of account 1: %+v, %v; want waiting, no attempt, limited by api:1", d, err)
