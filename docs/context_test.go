@@ -244,6 +244,8 @@ func (crmClient) Push(ctx context.Context, accountID string) error    { return n
 func (crmClient) Confirm(ctx context.Context, accountID string) error { return nil }
 
 type pushHandler struct{ crm crmClient }
+
+type PushToCRM struct{ AccountID string }
 `,
 
 	"docs/workflows.md": `
