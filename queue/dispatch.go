@@ -336,12 +336,13 @@ func (q *Queue) resolve(name string, o Options) (Options, error) {
 		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit and UniqueFor cannot be combined: a job held by its limit is not seen by the unique check; choose one", name)
 	case o.ConcurrencyLimit > 0 && !o.Debounce.IsZero():
 		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit and Debounce cannot be combined: a job held by its limit is not replaced by the next dispatch; choose one", name)
-	case !o.RateLimit.IsZero() && o.RateLimit.check("job "+name+": RateLimit") != nil:
-		return o, o.RateLimit.check("job " + name + ": RateLimit")
 	case o.Priority < MinPriority || o.Priority > MaxPriority:
 		return o, fmt.Errorf("queue: job %s: Priority is %d; want %d to %d (0, the default, for most jobs)", name, o.Priority, MinPriority, MaxPriority)
 	case o.Backoff.b.Negative():
 		return o, fmt.Errorf("queue: job %s: the backoff %s is negative", name, o.Backoff.b)
+	}
+	if !o.RateLimit.IsZero() {
+		return o, o.RateLimit.check("job " + name + ": RateLimit")
 	}
 	return o, nil
 }

@@ -332,3 +332,34 @@ func TestPruningWindowsNeverWaitsForAReservation(t *testing.T) {
 		t.Fatalf("windows left after the prune: %v; want the held one alone", keys)
 	}
 }
+
+// TestPruningNoWindowWritesNothing: with no empty window to forget, the
+// prune only reads: it returns at once while another transaction holds
+// the database's writes (on SQLite the file's write lock, which a worker
+// stopped mid-write would hold; on PostgreSQL a lock of queue_rates that
+// a delete waits for).
+func TestPruningNoWindowWritesNothing(t *testing.T) {
+	t.Parallel()
+	for _, url := range []func(testing.TB) string{dbtest.SQLiteURL, dbtest.PostgresURL} {
+		d := migrated(t, url(t))
+		s := dbdriver.New(d)
+		tx, err := d.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold := "INSERT INTO queue_rates (key, log, reopen_at, empty_at, rate_max, rate_per) VALUES ('busy', '', 0, 9000000000000, 1, 1)"
+		if d.Dialect() == db.Postgres {
+			hold = "LOCK TABLE queue_rates IN EXCLUSIVE MODE"
+		}
+		if _, err := tx.ExecContext(ctx, hold); err != nil {
+			t.Fatal(err)
+		}
+		pruneCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = s.PruneRates(pruneCtx, t0)
+		cancel()
+		tx.Rollback()
+		if err != nil {
+			t.Fatalf("%s: PruneRates with nothing to prune and writes held: %v; want it to return at once, writing nothing", d.Dialect(), err)
+		}
+	}
+}

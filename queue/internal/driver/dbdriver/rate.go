@@ -41,15 +41,17 @@ const (
 	sqliteWindowRows = "SELECT json_extract(value, '$.k'), json_extract(value, '$.l'), json_extract(value, '$.r'), json_extract(value, '$.e'), " +
 		"json_extract(value, '$.m'), json_extract(value, '$.p') FROM json_each(?) WHERE true"
 	giveBack = "UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1 WHERE id IN LIST"
-	// nextReopen is how long until the first full window of the queue,
-	// or of a key whose jobs wait on it, reopens, at AT (twice); its
-	// other arguments are the queue's key and the queue.
-	nextReopen = "SELECT min(r.reopen_at) - AT FROM queue_rates r WHERE r.reopen_at > AT AND (r.key = ? OR " +
-		"EXISTS (SELECT 1 FROM jobs j WHERE j.queue = ? AND j.rate_key = r.key AND j.reserved_at IS NULL))"
+	// ofQueue keeps the windows of a queue: its own, and those of the
+	// keys whose jobs wait on it; its arguments are the queue's key and
+	// the queue.
+	ofQueue = " AND (r.key = ? OR EXISTS (SELECT 1 FROM jobs j WHERE j.queue = ? AND j.rate_key = r.key AND j.reserved_at IS NULL))"
+	// nextReopen is how long until the first full window of a queue
+	// reopens, at AT (twice).
+	nextReopen = "SELECT min(r.reopen_at) - AT FROM queue_rates r WHERE r.reopen_at > AT" + ofQueue
 	// throttlesAll and throttlesOf list the full windows at a time, of
-	// every queue or of one (then with the arguments of nextReopen).
+	// every queue or of one.
 	throttlesAll = "SELECT key, rate_max, rate_per, reopen_at FROM queue_rates r WHERE r.reopen_at > ?"
-	throttlesOf  = throttlesAll + " AND (r.key = ? OR EXISTS (SELECT 1 FROM jobs j WHERE j.queue = ? AND j.rate_key = r.key AND j.reserved_at IS NULL))"
+	throttlesOf  = throttlesAll + ofQueue
 	pruneRates   = "DELETE FROM queue_rates WHERE empty_at <= ?"
 	pgNow        = "SELECT (extract(epoch from statement_timestamp()) * 1000)::bigint"
 	pgKeys       = "(SELECT jsonb_array_elements_text(?::jsonb))"
@@ -355,19 +357,25 @@ func (b *base) Throttles(ctx context.Context, queue string, at int64) ([]driver.
 	return out, err
 }
 
-// PruneRates implements driver.Driver.
+// PruneRates implements driver.Driver. It looks first, reading only: a
+// process that uses no rate limits writes nothing (on SQLite a write
+// holds the file's lock, even one that deletes nothing).
 func (b *base) PruneRates(ctx context.Context, at int64) error {
 	v, err := b.at(ctx, at)
 	if err != nil {
 		return err
 	}
-	if b.dialect().pg {
+	d := b.dialect()
+	if found, err := b.exists(ctx, d.words("SELECT 1 FROM queue_rates WHERE empty_at <= "+d.clockAt()+" LIMIT 1"), v); err != nil || !found {
+		return err
+	}
+	if d.pg {
 		// Only the rows no reservation holds: one that writes a window
 		// (holding its row) may wait for the prune, never the prune for it,
 		// so that the two never deadlock.
 		_, err = b.write(ctx, numbered("DELETE FROM queue_rates WHERE key IN (SELECT key FROM queue_rates WHERE empty_at <= "+pgAt+" FOR UPDATE SKIP LOCKED)"), v)
 		return err
 	}
-	_, err = b.write(ctx, b.q.words(pruneRates), v)
+	_, err = b.write(ctx, pruneRates, v)
 	return err
 }
