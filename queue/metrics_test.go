@@ -141,6 +141,22 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// meteredQueue is a queue on b, on the test clock, handling reg, whose
+// metrics reader collects.
+func meteredQueue(t *testing.T, b backend, reg queue.Registration) (*queue.Queue, *sdkmetric.ManualReader) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver}, DB: migrated(t, b.url(t)), Clock: &clock{t: t0},
+		Logger: slog.New(slog.DiscardHandler), MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err == nil {
+		err = q.Handle(reg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, reader
+}
+
 // TestMetricsCountTheHeldJobs: the gauge navree.queue.held reads the jobs
 // held by their concurrency limits, by queue.
 func TestMetricsCountTheHeldJobs(t *testing.T) {
@@ -148,15 +164,7 @@ func TestMetricsCountTheHeldJobs(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			reader := sdkmetric.NewManualReader()
-			q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver}, DB: migrated(t, b.url(t)), Clock: &clock{t: t0},
-				Logger: slog.New(slog.DiscardHandler), MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
-			if err == nil {
-				err = q.Handle(noop[oneAtATime]())
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			q, reader := meteredQueue(t, b, noop[oneAtATime]())
 			for n := range 3 {
 				if _, err := q.Dispatch(ctx, oneAtATime{N: n}); err != nil {
 					t.Fatal(err)
@@ -185,15 +193,7 @@ func TestMetricsCountTheThrottledLimits(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			reader := sdkmetric.NewManualReader()
-			q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver}, DB: migrated(t, b.url(t)), Clock: &clock{t: t0},
-				Logger: slog.New(slog.DiscardHandler), MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
-			if err == nil {
-				err = q.Handle(noop[apiCall]())
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			q, reader := meteredQueue(t, b, noop[apiCall]())
 			if _, err := q.Dispatch(ctx, apiCall{Account: "9"}); err != nil {
 				t.Fatal(err)
 			}

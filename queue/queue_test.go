@@ -98,13 +98,16 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-// backends are the three ways to store jobs; every test of this file runs
-// on each.
-var backends = []struct {
+// backend is a way to store jobs: a driver and the database it takes.
+type backend struct {
 	name   string
 	driver queue.Driver
 	url    func(testing.TB) string
-}{
+}
+
+// backends are the three ways to store jobs; every test of this file runs
+// on each.
+var backends = []backend{
 	{"memory", queue.Memory, dbtest.SQLiteURL},
 	{"sqlite", queue.Database, dbtest.SQLiteURL},
 	{"postgres", queue.Database, dbtest.PostgresURL},
