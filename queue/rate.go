@@ -106,7 +106,7 @@ func (q *Queue) Meter(ctx context.Context, key string, r Rate) (time.Duration, e
 	if err := checkText("the rate key", key, MaxUniqueKeyLen); err != nil {
 		return 0, err
 	}
-	if err := r.check("the rate of " + key); err != nil {
+	if err := r.check("the rate to meter"); err != nil {
 		return 0, err
 	}
 	return q.meter(ctx, key, r.driver())
@@ -115,7 +115,7 @@ func (q *Queue) Meter(ctx context.Context, key string, r Rate) (time.Duration, e
 func (q *Queue) meter(ctx context.Context, key string, r driver.Rate) (time.Duration, error) {
 	wait, err := q.store.Meter(ctx, key, r, q.reservedAt())
 	if err != nil {
-		return 0, fmt.Errorf("queue: meter the rate limit %s: %w", key, err)
+		return 0, fmt.Errorf("queue: meter a rate limit: %w", err) // without the key, which is never logged
 	}
 	return time.Duration(wait) * time.Millisecond, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -222,6 +223,13 @@ func TestABadRateLimitIsRefused(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "want Max 1 to 1000000 and Per 1ms to 24h0m0s") {
 			t.Errorf("RateLimit %+v: %v", r, err)
 		}
+	}
+	if _, err := q.Meter(ctx, "account:42", queue.Rate{}); err == nil || !strings.HasPrefix(err.Error(), "queue: the rate to meter is 0 per 0s; want Max 1 to 1000000") ||
+		strings.Contains(err.Error(), "account:42") {
+		t.Errorf("Meter with no rate: %v; want the bounds, and not the key", err)
+	}
+	if _, err := q.Meter(ctx, "", queue.Rate{Max: 1, Per: time.Second}); err == nil || err.Error() != "queue: the rate key has 0 bytes; want 1 to "+fmt.Sprint(queue.MaxUniqueKeyLen) {
+		t.Errorf("Meter with no key: %v", err)
 	}
 	if _, err := queue.ParseRate("10/1s"); err != nil {
 		t.Fatal(err)
