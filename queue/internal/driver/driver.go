@@ -163,6 +163,18 @@ type Reservation struct {
 	// its jobs start as the window of the key QueueKey(Queue) has room
 	// for, at that rate.
 	QueueRate Rate
+	// Fair says that jobs with a FairKey may wait on Queue: the search
+	// takes its jobs of priority 0 in turns by group (see FairOrder).
+	// Without it a database driver takes them in due order, with the
+	// others; the memory driver takes them in turns always.
+	Fair bool
+	// Drained, when not nil, is where a Fair reservation reports whether
+	// it took every job of priority 0 without a FairKey due by Now (from
+	// From): the next search of those may start from Now. (Its search of
+	// the jobs with a key starts from the first, by place: a search of
+	// those without one walks past them, from From.) The memory driver,
+	// whose searches leave out none, leaves it.
+	Drained *bool
 	// ReopensIn, when not nil, is where a Rated reservation (or one with
 	// a QueueRate) that took fewer than Limit writes how long, in
 	// milliseconds, until the first full window of a key whose jobs wait
@@ -238,6 +250,16 @@ type Job struct {
 	// jobs, never reserved, and spends no attempt.
 	RateKey string
 	Rate    Rate
+	// FairKey, when set, names the job's group in its queue (a tenant, such
+	// as "account:42"): the jobs of a queue's groups are taken in turns
+	// (see FairSeq).
+	FairKey string
+	// FairSeq is the place of a job with a FairKey in its queue's rounds,
+	// given as it enters jobs (0 before): its group's next, or the round
+	// the queue serves (its lowest place waiting; with none waiting the
+	// last place given), whichever is later. A Fair reservation takes the
+	// jobs of priority 0 by it (see FairOrder).
+	FairSeq int64
 	// Held says, read side (Lookup), that the job is held by its limit.
 	Held bool
 	// DebounceMaxMs, set on a job to insert, debounces it by its
@@ -277,6 +299,7 @@ type FailedJob struct {
 	LimitMax    int
 	RateKey     string // kept for its retry
 	Rate        Rate
+	FairKey     string    // kept for its retry
 	Errors      []Failure // every failed attempt, the last included; read by Lookup alone
 }
 
@@ -361,9 +384,10 @@ type Driver interface {
 	TakeOver(ctx context.Context, queue string, now int64, by string) (*Job, error)
 
 	// Behind reports, reading only, whether a job of queue due by now
-	// waits with an available_at before from: one a Reserve from there
-	// would leave out. The memory driver, whose Reserve leaves out none,
-	// reports false.
+	// waits with an available_at before from, without a FairKey: one a
+	// Reserve from there would leave out (a Fair one takes the jobs with
+	// a key from the first). The memory driver, whose Reserve leaves out
+	// none, reports false.
 	Behind(ctx context.Context, queue string, now, from int64) (bool, error)
 
 	// Prioritized reports, reading only, whether a waiting job of queue
@@ -373,6 +397,10 @@ type Driver interface {
 	// Rated reports, reading only, whether a waiting job of queue has a
 	// rate limit: whether Reserve needs r.Rated.
 	Rated(ctx context.Context, queue string) (bool, error)
+
+	// Fair reports, reading only, whether a waiting job of queue has a
+	// FairKey: whether Reserve needs r.Fair.
+	Fair(ctx context.Context, queue string) (bool, error)
 
 	// Meter takes room for one in the window of key, at rate r, at at (on
 	// the clock of reservations; 0 for the driver's own), as a reservation

@@ -162,28 +162,14 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 	if swept {
 		for i, name := range w.opts.Queues {
 			if !w.paused(name) {
-				p, err := w.cfg.Store.Prioritized(ctx, name)
-				w.prio[i].Store(p || err != nil)
-				r, err := w.cfg.Store.Rated(ctx, name)
-				w.rated[i].Store(r || err != nil)
+				for _, m := range []*mark{w.prio, w.rated, w.fair} {
+					m.set(ctx, i, name)
+				}
 			}
 		}
 	}
-	if n := w.cfg.Prioritized; n != nil {
-		if seen := n.Load(); seen != w.prioSeen {
-			w.prioSeen = seen
-			for i := range w.prio {
-				w.prio[i].Store(true)
-			}
-		}
-	}
-	if n := w.cfg.Rated; n != nil {
-		if seen := n.Load(); seen != w.ratedSeen {
-			w.ratedSeen = seen
-			for i := range w.rated {
-				w.rated[i].Store(true)
-			}
-		}
+	for _, m := range []*mark{w.prio, w.rated, w.fair} {
+		m.catchUp()
 	}
 	if swept || w.stale.Load() {
 		done := true
@@ -221,23 +207,26 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		// A queue with rate limits is searched from its first job: the
 		// jobs over a limit wait behind those that started.
 		queueRate := w.cfg.QueueRates[name]
-		rated := w.rated[i].Load() || !queueRate.IsZero()
+		rated, fair := w.rated.on[i].Load() || !queueRate.IsZero(), w.fair.on[i].Load()
 		var from int64
 		if last, ok := w.cursor[name]; ok && !swept && !w.behind[i].Swap(false) && !rated {
 			from = min(last, now) - cursorSlackMs
 		}
 		want := limit - len(jobs)
 		w.reopensIn[i] = 0
-		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, By: by, From: from, Limit: want, Prioritized: w.prio[i].Load(),
-			Rated: rated, QueueRate: queueRate, ReopensIn: &w.reopensIn[i]})
-		if err == nil && len(got) < want && !rated {
+		drained := false
+		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, By: by, From: from, Limit: want, Prioritized: w.prio.on[i].Load(),
+			Rated: rated, QueueRate: queueRate, Fair: fair, Drained: &drained, ReopensIn: &w.reopensIn[i]})
+		if err == nil && (len(got) < want || drained) && !rated {
 			// It found no more: every job due by now is taken, so the next
 			// search need not walk the rows of those it reserved (nor, on
 			// PostgreSQL, their dead index entries).
 			w.cursor[name] = max(w.cursor[name], now)
 		}
 		for _, j := range got {
-			w.cursor[name] = max(w.cursor[name], j.AvailableAt)
+			if j.FairKey == "" || !fair { // a fair search takes keyed jobs out of due order
+				w.cursor[name] = max(w.cursor[name], j.AvailableAt)
+			}
 		}
 		if jobs == nil {
 			jobs = got // most often the only batch: no copy

@@ -77,13 +77,8 @@ func (w *worker) startProber() (stop func()) {
 					}
 				}
 				if !p.paused[i] {
-					prio, err := w.cfg.Store.Prioritized(ctx, name)
-					if was := w.prio[i].Swap(prio || err != nil); prio && !was {
-						found = true
-					}
-					rated, err := w.cfg.Store.Rated(ctx, name)
-					if was := w.rated[i].Swap(rated || err != nil); rated && !was {
-						found = true
+					for _, m := range []*mark{w.prio, w.rated, w.fair} {
+						found = m.set(ctx, i, name) || found
 					}
 				}
 				if p.stale && !p.paused[i] {

@@ -69,6 +69,10 @@ type Config struct {
 	// keys whose window is full, until their prober finds none waiting.
 	// Nil: none is.
 	Rated *atomic.Int64
+	// Fair is bumped each time this process dispatches a job with a
+	// fairness key: its workers then search every queue taking groups in
+	// turns, until their prober finds none waiting. Nil: none is.
+	Fair *atomic.Int64
 	// QueueRates are the rate limits of queues themselves, by name.
 	QueueRates map[string]driver.Rate
 	// MaxSnoozes is how many times a job may snooze (Snooze); a job asking
@@ -167,8 +171,11 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	}
 	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: cfg.Log,
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
-		cursor: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)), prio: make([]atomic.Bool, len(o.Queues)),
-		rated: make([]atomic.Bool, len(o.Queues)), reopensIn: make([]int64, len(o.Queues)), rewind: make([]atomic.Int64, len(o.Queues)),
+		cursor: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)),
+		prio:      newMark(len(o.Queues), cfg.Store.Prioritized, cfg.Prioritized),
+		rated:     newMark(len(o.Queues), cfg.Store.Rated, cfg.Rated),
+		fair:      newMark(len(o.Queues), cfg.Store.Fair, cfg.Fair),
+		reopensIn: make([]int64, len(o.Queues)), rewind: make([]atomic.Int64, len(o.Queues)),
 		probes: make(chan probe, 1), probed: make(chan struct{}, 1), tallies: newTallies(o.Queues)}
 	for i := range w.rewind {
 		w.rewind[i].Store(math.MaxInt64)
@@ -234,19 +241,14 @@ type worker struct {
 	// none): the next job of its key went in due no earlier, behind the
 	// cursor maybe, and the next search starts there.
 	rewind []atomic.Int64
-	// prio says, by queue, that jobs with a priority may wait there (set
-	// by a sweep, the prober and this process's dispatches): its search
-	// orders by priority. prioSeen is the last count of Config.Prioritized
-	// the fetcher saw.
-	prio     []atomic.Bool
-	prioSeen int64
-	// rated says, by queue, that jobs with a rate limit may wait there
-	// (found as prio is): its search leaves out the keys whose window is
-	// full. ratedSeen is the last count of Config.Rated the fetcher saw.
+	// prio marks the queues where jobs with a priority may wait: their
+	// search orders by priority. rated marks those where jobs with a rate
+	// limit may: their search leaves out the keys whose window is full.
+	// fair marks those where jobs with a fairness key may: their search
+	// takes the groups in turns.
+	prio, rated, fair *mark
 	// reopensIn is, by queue, how long until the first full window of
 	// its last search reopens (0: none was full).
-	rated     []atomic.Bool
-	ratedSeen int64
 	reopensIn []int64
 	// probeEveryMs is how long the fetcher lets pass between two probes:
 	// a second, or longer where probes are slow (see startProber).

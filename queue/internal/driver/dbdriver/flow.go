@@ -18,7 +18,7 @@ import (
 // (one argument: a JSON array); dialect rewrites them for each database.
 const (
 	flowColumns = "id, kind, name, created_at, finished_at, state, cancel_on_failure, total, pending, succeeded, failed"
-	stepColumns = "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, queue, name, payload, max_attempts, backoff, timeout_ms, delay_ms, meta, priority, rate_key, rate_max, rate_per"
+	stepColumns = "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, queue, name, payload, max_attempts, backoff, timeout_ms, delay_ms, meta, priority, rate_key, rate_max, rate_per, fair_key"
 
 	flowInsert = "INSERT INTO queue_flows (" + flowColumns + ") VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, 0, 0)"
 	flowLock   = "SELECT kind, pending FROM queue_flows WHERE id = ?"
@@ -46,13 +46,13 @@ const (
 		"finished_at = CASE WHEN pending = ? AND finished_at IS NULL THEN ? ELSE finished_at END, " +
 		"state = CASE WHEN pending = ? AND state = 'running' THEN CASE WHEN failed + ? > 0 THEN 'failed' ELSE 'succeeded' END ELSE state END " +
 		"WHERE id = ? RETURNING " + flowColumns
-	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, rate_key, rate_max, rate_per) " +
-		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, rate_key, rate_max, rate_per FROM queue_steps " +
+	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, rate_key, rate_max, rate_per, fair_key) " +
+		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, rate_key, rate_max, rate_per, fair_key FROM queue_steps " +
 		"WHERE job_id IN LIST AND state = 'held' RETURNING queue"
 	stepQueued = "UPDATE queue_steps SET state = 'queued', payload = NULL WHERE job_id IN LIST AND state = 'held'"
 	heldOf     = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = ? AND state = 'held' ORDER BY seq"
 	waitingOf  = "SELECT j.id FROM queue_steps s JOIN jobs j ON j.id = s.job_id WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NULL"
-	failedCopy = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ?, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per FROM jobs WHERE id IN LIST"
+	failedCopy = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ?, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key FROM jobs WHERE id IN LIST"
 	jobsDelete = "DELETE FROM jobs WHERE id IN LIST"
 	runningOf  = "INSERT INTO queue_cancels (job_id, requested_at) SELECT j.id, ? FROM queue_steps s JOIN jobs j ON j.id = s.job_id " +
 		"WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NOT NULL ON CONFLICT (job_id) DO NOTHING RETURNING job_id"
@@ -347,7 +347,7 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			j := s.Job
 			state, payload := driver.StepHeld, any(string(j.Payload))
 			if s.Role == driver.RoleStep && s.Waiting == 0 {
@@ -359,7 +359,7 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 			seq++
 			args = append(args, j.ID, flow, seq, s.Name, s.Role, state, s.Waiting, s.RunIfFailed,
 				j.Queue, j.Name, payload, j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, s.DelayMs, nullBytes(j.Meta), j.Priority,
-				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs))
+				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey))
 		}
 		if _, err := t.exec(q.String(), args...); err != nil {
 			return err

@@ -19,16 +19,17 @@ func appendRow(args []any, j *driver.Job, keyedRow bool) []any {
 	args = append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs,
 		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), nullString(j.Flow), j.Priority)
 	if keyedRow {
-		args = append(args, nullString(j.LimitKey), nullInt(int64(j.LimitMax)), nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs))
+		args = append(args, nullString(j.LimitKey), nullInt(int64(j.LimitMax)), nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey))
 	}
 	return args
 }
 
-// keyed reports whether j has a concurrency or a rate limit: its insert
+// keyed reports whether j has a concurrency or a rate limit, or a
+// fairness key: its insert
 // binds their columns, where the others' writes NULL (five arguments
 // fewer to bind a row: a bulk dispatch on SQLite is a fifth faster for
 // it).
-func keyed(j *driver.Job) bool { return j.LimitKey != "" || j.RateKey != "" }
+func keyed(j *driver.Job) bool { return j.LimitKey != "" || j.RateKey != "" || j.FairKey != "" }
 
 // insertOf is the single insert of j.
 func (q *statements) insertOf(j *driver.Job) string {

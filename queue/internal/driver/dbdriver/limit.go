@@ -55,7 +55,7 @@ const (
 	heldOfID    = "SELECT limit_key FROM queue_held WHERE id = ?"
 	lookupHeld  = "SELECT " + columns + " FROM queue_held WHERE id = ?"
 	heldErrors  = "SELECT errors FROM queue_held WHERE id = ?"
-	cancelHeld  = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, '" + driver.CancelledError + "', created_at, ?, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per FROM queue_held WHERE id = ?"
+	cancelHeld  = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, '" + driver.CancelledError + "', created_at, ?, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key FROM queue_held WHERE id = ?"
 	heldDelete  = "DELETE FROM queue_held WHERE id = ?"
 	retryHeldIn = "INSERT INTO queue_held (" + heldColumns + ") SELECT " + retried + " FROM failed_jobs WHERE id IN LIST"
 	keysOf      = "SELECT DISTINCT limit_key FROM failed_jobs WHERE id IN LIST"

@@ -111,7 +111,7 @@ func refused(err error) bool {
 // copyColumns are the columns COPY fills; the others take their
 // defaults.
 var copyColumns = []string{"id", "queue", "name", "payload", "max_attempts", "backoff", "timeout_ms", "available_at", "created_at", "meta", "priority",
-	"rate_key", "rate_max", "rate_per"}
+	"rate_key", "rate_max", "rate_per", "fair_key"}
 
 // copyJobs stores jobs with COPY, the fastest bulk insert, all or none.
 func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error {
@@ -125,7 +125,7 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 		rows := make([][]any, len(jobs))
 		for i, j := range jobs {
 			rows[i] = []any{j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), j.Priority,
-				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs)}
+				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey)}
 		}
 		_, err := pg.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromRows(rows))
 		return err
@@ -137,10 +137,10 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 // meanwhile.
 var (
 	pgFailMove = numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
-		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per) " +
+		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key) " +
 		"INSERT INTO failed_jobs (" + failedColumns + ") " +
 		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ?, meta, " +
-		postgresAppendError + ", flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per FROM moved")
+		postgresAppendError + ", flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key FROM moved")
 	pgRetryOne    = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
 	pgRetryFailed = numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
 		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +

@@ -215,14 +215,7 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 		for round := 0; round < ratedRounds && len(jobs) < limit; round++ {
 			want := r
 			want.Limit = limit - len(jobs)
-			stmt, args := b.q.reserveRatedArgs(at, want)
-			var got []*driver.Job
-			rows, err := tx.QueryContext(ctx, stmt, args...)
-			err = eachRow(rows, err, func(rows *sql.Rows) error {
-				j, err := scanJob(rows)
-				got = append(got, j)
-				return err
-			})
+			got, err := b.searchRated(ctx, tx, at, want)
 			if err != nil {
 				return err
 			}
@@ -296,8 +289,30 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 	if err != nil {
 		return nil, err
 	}
-	sortReserved(jobs)
+	if r.Fair {
+		driver.FairOrder(jobs)
+	} else {
+		sortReserved(jobs)
+	}
 	return jobs, nil
+}
+
+// searchRated reserves, in tx, the jobs of r at at that a search leaving
+// out the keys whose window is full then finds: by the search of r.Fair,
+// or by the statement of the others.
+func (b *base) searchRated(ctx context.Context, tx *sql.Tx, at any, r driver.Reservation) ([]*driver.Job, error) {
+	if r.Fair {
+		return b.reserveFair(ctx, tx, at, r, true)
+	}
+	stmt, args := b.q.reserveRatedArgs(at, r)
+	var got []*driver.Job
+	rows, err := tx.QueryContext(ctx, stmt, args...)
+	err = eachRow(rows, err, func(rows *sql.Rows) error {
+		j, err := scanJob(rows)
+		got = append(got, j)
+		return err
+	})
+	return got, err
 }
 
 // busyRetryMs is how soon a reservation that left jobs waiting because

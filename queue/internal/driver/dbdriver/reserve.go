@@ -18,15 +18,15 @@ func scanJob(row scanner) (*driver.Job, error) {
 	// the scan takes their addresses, so it goes to the heap once, not a
 	// variable at a time.
 	var r struct {
-		j                                                   driver.Job
-		payload, stored                                     string
-		uniqueKey, lastError, meta, flow, limitKey, rateKey sql.NullString
-		uniqueUntil, reservedAt, limitMax, rateMax, ratePer sql.NullInt64
+		j                                                            driver.Job
+		payload, stored                                              string
+		uniqueKey, lastError, meta, flow, limitKey, rateKey, fairKey sql.NullString
+		uniqueUntil, reservedAt, limitMax, rateMax, ratePer, fairSeq sql.NullInt64
 	}
 	j := &r.j
 	err := row.Scan(&j.ID, &j.Queue, &j.Name, &r.payload, &j.MaxAttempts, &r.stored, &j.TimeoutMs,
 		&r.uniqueKey, &r.uniqueUntil, &j.Attempts, &j.AvailableAt, &r.reservedAt, &j.CreatedAt, &r.lastError, &r.meta, &r.flow, &j.Priority, &j.Snoozes,
-		&r.limitKey, &r.limitMax, &r.rateKey, &r.rateMax, &r.ratePer)
+		&r.limitKey, &r.limitMax, &r.rateKey, &r.rateMax, &r.ratePer, &r.fairKey, &r.fairSeq)
 	if err != nil {
 		return readJob(row, err)
 	}
@@ -37,6 +37,7 @@ func scanJob(row scanner) (*driver.Job, error) {
 	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError, j.Flow = r.uniqueKey.String, r.uniqueUntil.Int64, r.reservedAt.Int64, r.lastError.String, r.flow.String
 	j.LimitKey, j.LimitMax = r.limitKey.String, int(r.limitMax.Int64)
 	j.RateKey, j.Rate = r.rateKey.String, driver.Rate{Max: int(r.rateMax.Int64), PerMs: r.ratePer.Int64}
+	j.FairKey, j.FairSeq = r.fairKey.String, r.fairSeq.Int64
 	setBackoff(j, r.stored)
 	return j, nil
 }
@@ -58,6 +59,14 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 	}
 	if r.Rated || !r.QueueRate.IsZero() {
 		return b.reserveRated(ctx, r)
+	}
+	if r.Fair {
+		var jobs []*driver.Job
+		err := b.inTx(ctx, nil, func(tx *sql.Tx) (err error) {
+			jobs, err = b.reserveFair(ctx, tx, at, r, false)
+			return err
+		})
+		return jobs, err
 	}
 	var jobs []*driver.Job
 	stmt := b.q.reserve

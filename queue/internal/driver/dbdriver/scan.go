@@ -19,7 +19,7 @@ type scanner interface{ Scan(dest ...any) error }
 // fail it, and the other rows of the statement are read as usual. Only a
 // row that cannot be read at all returns scanErr.
 func readJob(row scanner, scanErr error) (*driver.Job, error) {
-	var v [23]any
+	var v [25]any
 	if err := scanAny(row, v[:]); err != nil {
 		return nil, scanErr
 	}
@@ -33,6 +33,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 		Priority: int(r.int("priority", v[16])), Snoozes: int(r.int("snoozes", v[17])),
 		LimitKey: r.nullText("limit_key", v[18]), LimitMax: int(r.nullInt("limit_max", v[19])),
 		RateKey: r.nullText("rate_key", v[20]), Rate: driver.Rate{Max: int(r.nullInt("rate_max", v[21])), PerMs: r.nullInt("rate_per", v[22])},
+		FairKey: r.nullText("fair_key", v[23]), FairSeq: r.nullInt("fair_seq", v[24]),
 	}
 	setBackoff(j, r.text("backoff", v[5]))
 	j.Corrupt = r.problem
@@ -43,7 +44,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 // as readJob does: what does not convert is left zero, so that listing
 // the failed jobs never fails for one row.
 func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
-	var v [18]any
+	var v [19]any
 	if err := scanAny(row, v[:]); err != nil {
 		return driver.FailedJob{}, scanErr
 	}
@@ -55,6 +56,7 @@ func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
 		Meta: nullBytesOf(r.nullText("meta", v[11])), Priority: int(r.int("priority", v[12])),
 		LimitKey: r.nullText("limit_key", v[13]), LimitMax: int(r.nullInt("limit_max", v[14])),
 		RateKey: r.nullText("rate_key", v[15]), Rate: driver.Rate{Max: int(r.nullInt("rate_max", v[16])), PerMs: r.nullInt("rate_per", v[17])},
+		FairKey: r.nullText("fair_key", v[18]),
 	}, nil
 }
 

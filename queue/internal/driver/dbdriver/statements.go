@@ -35,13 +35,13 @@ type statements struct {
 	words      func(string) string    // rewrites a statement's placeholders
 }
 
-const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, rate_key, rate_max, rate_per"
+const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key, fair_seq"
 
 // values are the placeholders of one inserted row of a job not keyed,
 // keyedValues of a keyed one (see appendRow).
 const (
-	values      = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, NULL, NULL, NULL, NULL, NULL)"
-	keyedValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?, ?)"
+	values      = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+	keyedValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, NULL)"
 )
 
 // rowsPerInsert bounds a multi-row insert: 19 parameters a row stays
@@ -72,7 +72,7 @@ func sqliteStatements() statements {
 	q.reservePrioritized = "UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN (" +
 		"SELECT id FROM (SELECT * FROM (" + byIndex(prioritized) + ") UNION ALL SELECT * FROM (" + unprioritized + ")) " +
 		"ORDER BY priority DESC, available_at, id LIMIT ?) RETURNING " + columns
-	q.reservePrioritizedRated, q.prioRatedAt = rated(q.reservePrioritized, "?")
+	q.reservePrioritizedRated, q.prioRatedAt = ratedIn(q.reservePrioritized, "?")
 	q.prioritized = byIndex(anyPrioritized)
 	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
 		return []any{at, nullable(r.By), r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Limit}
@@ -120,7 +120,7 @@ func postgresStatements() statements {
 		"FROM lazy WHERE jobs.id = ANY(ARRAY(SELECT id FROM p UNION ALL SELECT id FROM u UNION ALL SELECT id FROM n)) " +
 		"RETURNING " + prefixed("jobs.", columns)
 	q.reservePrioritized = numbered(byPriority)
-	q.reservePrioritizedRated, q.prioRatedAt = rated(byPriority, pgAt)
+	q.reservePrioritizedRated, q.prioRatedAt = ratedIn(byPriority, pgAt)
 	q.reservePrioritizedRated = numbered(q.reservePrioritizedRated)
 	q.prioritized = numbered(anyPrioritized)
 	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
@@ -161,7 +161,12 @@ func (q *statements) reserveRatedArgs(at any, r driver.Reservation) (string, []a
 	if r.Prioritized {
 		stmt, slots = q.reservePrioritizedRated, q.prioRatedAt
 	}
-	args := q.reserveArgs(at, r)
+	return stmt, withTimes(q.reserveArgs(at, r), slots, at)
+}
+
+// withTimes is args with at after each argument at the positions of
+// slots (see ratedIn).
+func withTimes(args []any, slots []int, at any) []any {
 	out := make([]any, 0, len(args)+len(slots))
 	for i, a := range args {
 		out = append(out, a)
@@ -169,14 +174,14 @@ func (q *statements) reserveRatedArgs(at any, r driver.Reservation) (string, []a
 			out = append(out, at)
 		}
 	}
-	return stmt, out
+	return out
 }
 
-// rated adds to each search of a reservation (each "available_at <= ?")
+// ratedIn adds to each search of a reservation (each "available_at <= ?")
 // the test that leaves out the jobs of keys whose window is full at at
 // (an expression of one placeholder), and returns the positions of the
 // arguments each test's time follows.
-func rated(reserve, at string) (string, []int) {
+func ratedIn(reserve, at string) (string, []int) {
 	const due = "available_at <= ?"
 	test := " AND (rate_key IS NULL OR rate_key NOT IN (SELECT key FROM queue_rates WHERE reopen_at > " + at + "))"
 	var b strings.Builder
@@ -251,7 +256,7 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 		reserve: words(reserve),
 		takeOver: words("UPDATE jobs SET reserved_at = " + at + ", reserved_by = ?, attempts = attempts + 1 WHERE id = (" +
 			"SELECT id FROM jobs WHERE " + staleWhere + " ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns),
-		behind:    words("SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at < ? AND available_at <= ? LIMIT 1"),
+		behind:    words("SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at < ? AND available_at <= ? AND fair_seq IS NULL LIMIT 1"),
 		stale:     words("SELECT 1 FROM jobs WHERE " + staleWhere + " LIMIT 1"),
 		unreserve: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		complete:  words(complete),
@@ -259,8 +264,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 			"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		release: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, available_at = ?, last_error = ?, errors = " + appendError +
 			" WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
-		failed: words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per" + failedPage),
-		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per" +
+		failed: words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key" + failedPage),
+		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key" +
 			failedPage),
 		flush:   "DELETE FROM failed_jobs",
 		pending: words("SELECT (SELECT count(*) FROM jobs WHERE queue = ?) + (SELECT count(*) FROM queue_held WHERE queue = ?)"),
@@ -282,7 +287,7 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 		},
 	}
 	q.insertFull = q.insertRows(rowsPerInsert, false)
-	q.reserveRated, q.ratedAt = rated(reserve, at)
+	q.reserveRated, q.ratedAt = ratedIn(reserve, at)
 	q.reserveRated = words(q.reserveRated)
 	q.words = words
 	return q
@@ -293,8 +298,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 // taken over after its last attempt counts the attempts it started, not
 // the takeover's reservation.
 const (
-	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per"
-	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta, flow, priority, 0, limit_key, limit_max, rate_key, rate_max, rate_per, errors"
+	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key"
+	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta, flow, priority, 0, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key, NULL, errors"
 	// retriedInto is the insert a retry moves failed jobs back with: its
 	// errors kept.
 	retriedInto = "INSERT INTO jobs (" + columns + ", errors) SELECT " + retried

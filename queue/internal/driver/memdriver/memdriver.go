@@ -34,6 +34,7 @@ type Driver struct {
 	f      flows
 	held   limits
 	rates  rates
+	fair   fairness
 }
 
 // New returns an empty memory driver.
@@ -80,6 +81,10 @@ func (d *Driver) line(queue string) *line {
 func (d *Driver) wait(j *driver.Job) {
 	l := d.line(j.Queue)
 	delete(l.reserved, j)
+	if j.FairKey != "" && j.Priority == 0 {
+		l.fair.pushAt(newEntry(j, j.FairSeq))
+		return
+	}
 	l.of(j.Priority).push(j)
 }
 
@@ -201,6 +206,9 @@ func (d *Driver) insert(j *driver.Job) {
 	if j.LimitKey != "" {
 		d.held.in[j.LimitKey]++
 	}
+	if j.FairKey != "" {
+		d.place(j)
+	}
 	d.wait(j)
 }
 
@@ -221,30 +229,38 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 	var out []*driver.Job
 	var copies []driver.Job // the caller's copies, in one allocation
 	var over []*driver.Job  // jobs over their rate limit, put back after
+	reserve := func(j *driver.Job) {
+		if copies == nil {
+			out, copies = make([]*driver.Job, 0, n), make([]driver.Job, 0, n)
+		}
+		if j.RateKey != "" && !j.Rate.IsZero() && d.take(j.RateKey, j.Rate, at, 1) == 0 {
+			over = append(over, j)
+			return
+		}
+		j.ReservedAt, j.ReservedBy = at, r.By
+		j.Attempts++
+		l.reserved[j] = struct{}{}
+		copies = append(copies, *j)
+		out = append(out, &copies[len(copies)-1])
+	}
 	l.inOrder(func(w *waiting) bool {
+		if w == &l.waiting && d.head(&l.fair) != nil {
+			for _, j := range d.takeFair(l, now, n-len(out)) {
+				reserve(j)
+			}
+			return len(out) < n
+		}
 		for len(out) < n {
 			if j := d.head(w); j == nil || j.AvailableAt > now {
 				break
 			}
-			if copies == nil {
-				out, copies = make([]*driver.Job, 0, n), make([]driver.Job, 0, n)
-			}
-			j := w.pop()
-			if j.RateKey != "" && !j.Rate.IsZero() && d.take(j.RateKey, j.Rate, at, 1) == 0 {
-				over = append(over, j)
-				continue
-			}
-			j.ReservedAt, j.ReservedBy = at, r.By
-			j.Attempts++
-			l.reserved[j] = struct{}{}
-			copies = append(copies, *j)
-			out = append(out, &copies[len(copies)-1])
+			reserve(w.pop())
 		}
 		return len(out) < n
 	})
 	var reopens int64
 	for _, j := range over {
-		l.of(j.Priority).push(j)
+		d.wait(j)
 		if t := d.window(j.RateKey).Reopens(at, j.Rate); reopens == 0 || t < reopens {
 			reopens = t
 		}
@@ -522,7 +538,7 @@ func (d *Driver) retry(f driver.FailedJob, now int64) {
 	b, _ := backoff.Parse(f.Backoff) // written by Fail
 	d.add(&driver.Job{ID: f.ID, Queue: f.Queue, Name: f.Name, Payload: f.Payload, MaxAttempts: f.MaxAttempts,
 		Backoff: b, TimeoutMs: f.TimeoutMs, AvailableAt: now, CreatedAt: f.CreatedAt, LastError: f.Error, Meta: f.Meta, Errors: f.Errors, Flow: f.Flow, Priority: f.Priority,
-		LimitKey: f.LimitKey, LimitMax: f.LimitMax, RateKey: f.RateKey, Rate: f.Rate})
+		LimitKey: f.LimitKey, LimitMax: f.LimitMax, RateKey: f.RateKey, Rate: f.Rate, FairKey: f.FairKey})
 }
 
 // Pause implements driver.Driver.

@@ -11,7 +11,8 @@ import (
 // line is one queue: its waiting jobs, in the order they are reserved,
 // and its reserved ones, for the takeover.
 type line struct {
-	waiting  waiting // those of priority 0
+	waiting  waiting // those of priority 0 without a FairKey
+	fair     waiting // those of priority 0 with one, by place (FairSeq) first
 	levels   []level // those of other priorities, highest first
 	reserved map[*driver.Job]struct{}
 }
@@ -36,7 +37,7 @@ func (l *line) of(priority int) *waiting {
 
 // len counts the waiting jobs of every priority.
 func (l *line) len() int {
-	n := l.waiting.len()
+	n := l.waiting.len() + l.fair.len()
 	for i := range l.levels {
 		n += l.levels[i].waiting.len()
 	}
@@ -72,23 +73,27 @@ type waiting struct {
 	heap []entry
 }
 
-// entry is a waiting job and its sort key: available_at and the first 16
-// bytes of its id, big-endian, so two integers order most ids without
-// comparing the strings.
+// entry is a waiting job and its sort key: its place (FairSeq, in a
+// line's fair jobs; 0 elsewhere), available_at and the first 16 bytes of
+// its id, big-endian, so two integers order most ids without comparing
+// the strings.
 type entry struct {
+	seq    int64
 	at     int64
 	k0, k1 uint64
 	job    *driver.Job
 }
 
-func newEntry(j *driver.Job) entry {
+func newEntry(j *driver.Job, seq int64) entry {
 	var b [16]byte
 	copy(b[:], j.ID)
-	return entry{at: j.AvailableAt, k0: binary.BigEndian.Uint64(b[:8]), k1: binary.BigEndian.Uint64(b[8:]), job: j}
+	return entry{seq: seq, at: j.AvailableAt, k0: binary.BigEndian.Uint64(b[:8]), k1: binary.BigEndian.Uint64(b[8:]), job: j}
 }
 
 func (a entry) less(b entry) bool {
 	switch {
+	case a.seq != b.seq:
+		return a.seq < b.seq
 	case a.at != b.at:
 		return a.at < b.at
 	case a.k0 != b.k0:
@@ -101,8 +106,11 @@ func (a entry) less(b entry) bool {
 
 func (w *waiting) len() int { return len(w.run) - w.head + len(w.heap) }
 
-func (w *waiting) push(j *driver.Job) {
-	e := newEntry(j)
+// push adds j, in due order.
+func (w *waiting) push(j *driver.Job) { w.pushAt(newEntry(j, 0)) }
+
+// pushAt adds e.
+func (w *waiting) pushAt(e entry) {
 	if w.head == len(w.run) { // empty run: start over at the front
 		w.run, w.head = w.run[:0], 0
 	}

@@ -1,0 +1,25 @@
+package driver
+
+import (
+	"cmp"
+	"slices"
+)
+
+// FairOrder sorts the jobs of one queue in the order a Fair reservation
+// takes them: by priority, higher first; among those of priority 0, the
+// jobs without a FairKey first, in due order, then those with one by
+// FairSeq (the groups in turns; a place is never below 1), then due time;
+// the jobs of other priorities by due time. Ties go by id.
+func FairOrder(jobs []*Job) {
+	slices.SortFunc(jobs, func(a, b *Job) int {
+		if a.Priority != b.Priority || a.Priority != 0 {
+			return cmp.Or(cmp.Compare(b.Priority, a.Priority), byDue(a, b))
+		}
+		return cmp.Or(cmp.Compare(a.FairSeq, b.FairSeq), byDue(a, b)) // those without a key: 0
+	})
+}
+
+// byDue orders two jobs by due time, then id.
+func byDue(a, b *Job) int {
+	return cmp.Or(cmp.Compare(a.AvailableAt, b.AvailableAt), cmp.Compare(a.ID, b.ID))
+}

@@ -1,0 +1,257 @@
+package driver_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// grouped is a job of queue in the group key.
+func grouped(n int, queue string, availableAt int64, key string) *driver.Job {
+	j := newJob(n, queue, availableAt)
+	j.FairKey = key
+	return j
+}
+
+// numbers are the numbers of jobs (see newJob), in order.
+func numbers(jobs []*driver.Job) string {
+	var out []string
+	for _, j := range jobs {
+		n, _ := strconv.Atoi(j.ID[len(j.ID)-12:])
+		out = append(out, strconv.Itoa(n))
+	}
+	return strings.Join(out, " ")
+}
+
+// reserveFair reserves up to limit jobs of queue at now, fairly.
+func reserveFair(t *testing.T, s driver.Driver, queue string, now int64, limit int) []*driver.Job {
+	t.Helper()
+	jobs, err := s.Reserve(ctx, driver.Reservation{Queue: queue, Now: now, At: now, Limit: limit, Fair: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+// oneByOne reserves the jobs of queue at now one at a time, fairly, until
+// none is left or n are taken.
+func oneByOne(t *testing.T, s driver.Driver, queue string, now int64, n int) []*driver.Job {
+	t.Helper()
+	var out []*driver.Job
+	for len(out) < n {
+		jobs := reserveFair(t, s, queue, now, 1)
+		if len(jobs) == 0 {
+			break
+		}
+		out = append(out, jobs...)
+	}
+	return out
+}
+
+// TestAFairReservationTakesTheGroupsInTurns: each job with a key takes its
+// group's next place, or the round the queue serves when later; a Fair
+// reservation takes the jobs without a key first, then the groups' by
+// place, then due time, one job of each group a round, a delayed job
+// when it is due; a group that joins takes the round being served, and
+// after none waits, the round after the last given.
+func TestAFairReservationTakesTheGroupsInTurns(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for n := 1; n <= 6; n++ {
+			insert(t, s, grouped(n, "a", 10, "tenant:big"))
+		}
+		insert(t, s,
+			grouped(7, "a", 20, "tenant:b"), grouped(8, "a", 20, "tenant:b"),
+			grouped(9, "a", 30, "tenant:c"),
+			newJob(10, "a", 5), newJob(11, "a", 40),
+			grouped(12, "a", 500, "tenant:b"), // delayed
+			newJob(99, "other", 0),
+		)
+		if ok, err := s.Fair(ctx, "a"); err != nil || !ok {
+			t.Fatalf("Fair(a) = %v, %v; want true", ok, err)
+		}
+		if ok, err := s.Fair(ctx, "other"); err != nil || ok {
+			t.Fatalf("Fair(other) = %v, %v; want false: no job there has a key", ok, err)
+		}
+		got := oneByOne(t, s, "a", 100, 6)
+		if s := numbers(got); s != "10 11 1 7 9 2" {
+			t.Fatalf("reserved %s, want 10 11 1 7 9 2: those without a key, then the first of each group, by due time", s)
+		}
+		if got[2].FairKey != "tenant:big" || got[2].FairSeq != 1 || got[3].FairSeq != 1 || got[5].FairSeq != 2 || got[0].FairKey != "" || got[0].FairSeq != 0 {
+			t.Fatalf("places: %+v %+v %+v", got[2], got[3], got[5])
+		}
+		// A group that joins now takes the round being served (2: job 8's).
+		insert(t, s, grouped(13, "a", 50, "tenant:d"))
+		if f := lookup(t, s, 13); f.Job == nil || f.Job.FairKey != "tenant:d" || f.Job.FairSeq != 2 {
+			t.Fatalf("Lookup of the joining job: %+v, want its key and place 2", f.Job)
+		}
+		if s := numbers(oneByOne(t, s, "a", 100, 100)); s != "8 13 3 4 5 6" {
+			t.Fatalf("then reserved %s, want 8 13 3 4 5 6", s)
+		}
+		if s := numbers(reserveFair(t, s, "a", 500, 10)); s != "12" {
+			t.Fatalf("at 500 reserved %s, want the delayed job 12", s)
+		}
+
+		// None waits: a group takes the round after the last place given.
+		insert(t, s, grouped(20, "z", 0, "x"), grouped(21, "z", 0, "x"), grouped(22, "z", 0, "x"))
+		reserveFair(t, s, "z", 100, 10)
+		insert(t, s, grouped(23, "z", 0, "y"), grouped(24, "z", 0, "x"))
+		jobs := reserveFair(t, s, "z", 100, 10)
+		if numbers(jobs) != "23 24" || jobs[0].FairSeq != 3 || jobs[1].FairSeq != 4 {
+			t.Fatalf("after the queue emptied reserved %s (%+v), want 23 at place 3, then 24 at 4", numbers(jobs), jobs)
+		}
+	})
+}
+
+// TestAFairBatchIsTheFirstInTurns: a batch takes the first jobs in the
+// order of turns, and hands them back in it; jobs with a priority go by
+// priority first.
+func TestAFairBatchIsTheFirstInTurns(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for n := 1; n <= 20; n++ {
+			insert(t, s, grouped(n, "a", int64(n), "big"))
+		}
+		insert(t, s, grouped(21, "a", 30, "small"), grouped(22, "a", 31, "small"), grouped(23, "a", 32, "other"))
+		high := grouped(24, "a", 40, "small")
+		high.Priority = 5
+		insert(t, s, high)
+		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 6, Fair: true, Prioritized: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := numbers(jobs); got != "24 1 21 23 2 22" {
+			t.Fatalf("reserved %s, want 24 (priority 5) 1 21 23 (round 1) 2 22 (round 2)", got)
+		}
+	})
+}
+
+// TestConcurrentFairReservationsNeverOverlap: reservations at once, in
+// batches, take every job once.
+func TestConcurrentFairReservationsNeverOverlap(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		var jobs []*driver.Job
+		for n := 1; n <= 200; n++ {
+			j := grouped(n, "a", 0, fmt.Sprint("g", n%7))
+			if n%5 == 0 {
+				j.FairKey = ""
+			}
+			jobs = append(jobs, j)
+		}
+		if _, err := s.InsertMany(ctx, nil, jobs, 1); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					got, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 10, Fair: true})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, j := range got {
+						seen[j.ID]++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(seen) != 200 {
+			t.Fatalf("reserved %d jobs, want 200", len(seen))
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("job %s reserved %d times", id, n)
+			}
+		}
+	})
+}
+
+// TestAFairJobKeepsItsKeyWhereverItGoes: a failed job keeps its key, and
+// its retry takes a new place; a job held by its concurrency limit takes
+// its place as it is admitted; a released job keeps its place.
+func TestAFairJobKeepsItsKeyWhereverItGoes(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		insert(t, s, grouped(1, "a", 0, "g"), grouped(2, "a", 0, "g"))
+		j := reserveFair(t, s, "a", 100, 1)[0]
+		if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Attempt: 1, At: 100, Error: "boom"}); err != nil || !ok {
+			t.Fatalf("Fail: %v, %v", ok, err)
+		}
+		if f := lookup(t, s, 1); f.Failed == nil || f.Failed.FairKey != "g" {
+			t.Fatalf("the failed job: %+v, want its key g", f.Failed)
+		}
+		failed, err := s.Failed(ctx, driver.FailedKey{}, 10, false)
+		if err != nil || len(failed) != 1 || failed[0].FairKey != "g" {
+			t.Fatalf("Failed: %+v, %v", failed, err)
+		}
+		if err := s.Retry(ctx, j.ID, 200); err != nil {
+			t.Fatal(err)
+		}
+		if f := lookup(t, s, 1); f.Job == nil || f.Job.FairKey != "g" || f.Job.FairSeq != 3 {
+			t.Fatalf("the retried job: %+v, want key g at the group's next place, 3", f.Job)
+		}
+		r := reserveFair(t, s, "a", 300, 1)[0]
+		if numbers([]*driver.Job{r}) != "2" {
+			t.Fatalf("reserved %s, want 2, whose place is before the retry's", r.ID)
+		}
+		if ok, err := s.Release(ctx, r.ID, r.Attempts, 400, driver.Failure{Attempt: 1, At: 300, Error: "again"}); err != nil || !ok {
+			t.Fatalf("Release: %v, %v", ok, err)
+		}
+		if f := lookup(t, s, 2); f.Job == nil || f.Job.FairSeq != 2 {
+			t.Fatalf("the released job: %+v, want its place, 2", f.Job)
+		}
+
+		held := grouped(3, "b", 0, "h")
+		held.LimitKey, held.LimitMax = "fair-limit", 1
+		first := grouped(4, "b", 0, "h")
+		first.LimitKey, first.LimitMax = "fair-limit", 1
+		insert(t, s, first, held)
+		if f := lookup(t, s, 3); f.Job == nil || !f.Job.Held || f.Job.FairKey != "h" {
+			t.Fatalf("the held job: %+v", f.Job)
+		}
+		run := reserveFair(t, s, "b", 100, 10)
+		if numbers(run) != "4" {
+			t.Fatalf("reserved %s, want 4 alone", numbers(run))
+		}
+		if _, err := s.Complete(ctx, []driver.Attempt{{ID: run[0].ID, Attempt: 1, Limit: "fair-limit"}}, false); err != nil {
+			t.Fatal(err)
+		}
+		if f := lookup(t, s, 3); f.Job == nil || f.Job.Held || f.Job.FairKey != "h" || f.Job.FairSeq != 2 {
+			t.Fatalf("the admitted job: %+v, want key h at place 2", f.Job)
+		}
+	})
+}
+
+// TestAFairAndRatedReservationLeavesOutFullWindows: a group whose rate
+// key's window is full waits; the others take their turns.
+func TestAFairAndRatedReservationLeavesOutFullWindows(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for n := 1; n <= 3; n++ {
+			j := grouped(n, "a", 0, "busy")
+			j.RateKey, j.Rate = "fair-rate", driver.Rate{Max: 1, PerMs: 60_000}
+			insert(t, s, j)
+		}
+		insert(t, s, grouped(4, "a", 1, "calm"), grouped(5, "a", 1, "calm"))
+		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 10, Fair: true, Rated: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := numbers(jobs); got != "1 4 5" {
+			t.Fatalf("reserved %s, want 1 4 5: one of busy (its window then full), both of calm", got)
+		}
+		if f := lookup(t, s, 2); f.Job == nil || f.Job.Attempts != 0 || f.Job.ReservedAt != 0 {
+			t.Fatalf("the job over its limit: %+v, want it waiting, no attempt spent", f.Job)
+		}
+	})
+}
