@@ -107,7 +107,7 @@ func (b *Bus) envelopes(e Event, payload []byte) ([]queue.Envelope, error) {
 		return nil, fmt.Errorf("its listeners take a %s, not a %s", listeners[0].typ, reflect.TypeOf(e))
 	}
 	var jobs []queue.Envelope
-	var key, limitKey, rateKey string // a listener's job is debounced, or limited, by the event's key
+	var key, limitKey, rateKey, fairKey string // a listener's job is debounced, limited or grouped by the event's key
 	if k, ok := e.(queue.WithDebounceKey); ok {
 		key = k.DebounceKey()
 	}
@@ -117,10 +117,13 @@ func (b *Bus) envelopes(e Event, payload []byte) ([]queue.Envelope, error) {
 	if k, ok := e.(queue.WithRateKey); ok {
 		rateKey = k.RateKey()
 	}
+	if k, ok := e.(queue.WithFairnessKey); ok {
+		fairKey = k.FairnessKey()
+	}
 	for _, l := range listeners {
 		if l.Queued {
 			jobs = append(jobs, queue.Envelope{Name: l.JobName(), Payload: payload, Options: l.Options, Meta: b.meta[name],
-				DebounceKey: key, ConcurrencyKey: limitKey, RateKey: rateKey})
+				DebounceKey: key, ConcurrencyKey: limitKey, RateKey: rateKey, FairnessKey: fairKey})
 		}
 	}
 	return jobs, nil

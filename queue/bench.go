@@ -32,15 +32,18 @@ type benchJob struct {
 	RateKeyOf    string `json:"rk,omitempty"` // with --rate-keys: its rate key
 	RateMax      int    `json:"rm,omitempty"` // and its rate
 	RatePerMs    int64  `json:"rp,omitempty"`
+	Group        string `json:"g,omitempty"` // with --groups: its fairness key
+	Fair         bool   `json:"f,omitempty"` // and whether it takes turns by it
 }
 
 func (benchJob) JobName() string { return "navree.bench" }
 func (j benchJob) JobOptions() Options {
 	return Options{Queue: cmp.Or(j.Queue, benchQueueName), Priority: j.Priority, ConcurrencyLimit: j.Limit,
-		RateLimit: Rate{Max: j.RateMax, Per: time.Duration(j.RatePerMs) * time.Millisecond}}
+		RateLimit: Rate{Max: j.RateMax, Per: time.Duration(j.RatePerMs) * time.Millisecond}, Fair: j.Fair}
 }
 func (j benchJob) ConcurrencyKey() string { return j.Key }
 func (j benchJob) RateKey() string        { return j.RateKeyOf }
+func (j benchJob) FairnessKey() string    { return j.Group }
 
 // benchJobOf is the benchmark's i-th job (from 0) of o, spread over
 // queues, priorities and keys in turn.
@@ -52,6 +55,19 @@ func benchJobOf(o benchOptions, queues []string, i int) benchJob {
 	if o.RateKeys > 0 {
 		j.RateKeyOf, j.RateMax, j.RatePerMs = "bench-rate:"+strconv.Itoa(i%o.RateKeys), o.Rate.Max, o.Rate.Per.Milliseconds()
 	}
+	if o.Groups > 0 {
+		j.Group, j.Fair = "bench-group:"+strconv.Itoa(i%o.Groups), !o.Unfair
+		if o.BigGroup > 0 && o.Groups > 1 { // group 0 has the big backlog; these go to the others
+			j.Group = "bench-group:" + strconv.Itoa(1+i%(o.Groups-1))
+		}
+	}
+	return j
+}
+
+// bigGroupJob is the i-th job of the big group's backlog of o.
+func bigGroupJob(o benchOptions, queues []string, i int) benchJob {
+	j := benchJobOf(o, queues, i)
+	j.Group = "bench-group:0"
 	return j
 }
 
@@ -64,7 +80,7 @@ func (q *Queue) benchWork(ctx context.Context, queues []string, o benchOptions) 
 	for {
 		s, err := q.work(ctx, worker.Options{Queues: queues, Workers: o.Workers, StopWhenEmpty: true, Quiet: !o.LogJobs})
 		total.Processed, total.Succeeded, total.Released, total.Failed = total.Processed+s.Processed, total.Succeeded+s.Succeeded, total.Released+s.Released, total.Failed+s.Failed
-		if err != nil || total.Succeeded >= o.Jobs || o.RateKeys == 0 {
+		if err != nil || total.Succeeded >= o.BigGroup+o.Jobs || o.RateKeys == 0 {
 			return total, err
 		}
 		left := 0
@@ -110,7 +126,7 @@ const maxBenchQueues = 1000
 
 func (q *Queue) handleBench(_ context.Context, j benchJob, _ JobContext) error {
 	if hook := q.benchHook.Load(); hook != nil {
-		(*hook)(j.DispatchedAt, time.Now())
+		(*hook)(j, time.Now())
 	}
 	return nil
 }
@@ -144,6 +160,13 @@ type benchOptions struct {
 	// limited to Rate (see Options.RateLimit); default 0, no limit.
 	RateKeys int
 	Rate     Rate
+	// Groups spreads the jobs over that many fairness groups in turn (see
+	// Options.Fair); with BigGroup, the jobs go to groups 1 to Groups-1,
+	// and BigGroup more jobs of group 0 are dispatched before them (a
+	// tenant's backlog). Unfair dispatches the same groups without
+	// Options.Fair. Default 0: no groups.
+	Groups, BigGroup int
+	Unfair           bool
 	// LogJobs logs every successful attempt of the benchmark's jobs, as
 	// queue:work does. Off, only failed and released attempts are logged:
 	// the lines would measure the log handler more than the queue (a few
@@ -191,16 +214,22 @@ type benchResult struct {
 	Mode     string `json:"dispatch_mode"` // single or bulk
 	// Priorities and Queues are how many priorities and queues the jobs
 	// were spread over.
-	Priorities int            `json:"priorities"`
-	Queues     int            `json:"queues"`
-	Keys       int            `json:"keys,omitempty"`      // concurrency keys, with --keys
-	Limit      int            `json:"limit,omitempty"`     // the limit of each
-	RateKeys   int            `json:"rate_keys,omitempty"` // rate keys, with --rate-keys
-	Rate       string         `json:"rate,omitempty"`      // the rate of each
-	LogJobs    bool           `json:"log_jobs"`            // every successful attempt was logged
-	Dispatch   benchRate      `json:"dispatch"`
-	Work       benchRate      `json:"work"`
-	Latency    *latencyResult `json:"latency,omitempty"`
+	Priorities int    `json:"priorities"`
+	Queues     int    `json:"queues"`
+	Keys       int    `json:"keys,omitempty"`      // concurrency keys, with --keys
+	Limit      int    `json:"limit,omitempty"`     // the limit of each
+	RateKeys   int    `json:"rate_keys,omitempty"` // rate keys, with --rate-keys
+	Rate       string `json:"rate,omitempty"`      // the rate of each
+	Groups     int    `json:"groups,omitempty"`    // fairness groups, with --groups
+	BigGroup   int    `json:"big_group,omitempty"` // the backlog of group 0, with --big-group
+	Fair       bool   `json:"fair,omitempty"`      // the groups took turns (not --unfair)
+	// Small is when the jobs of the groups other than the big one started,
+	// with --big-group.
+	Small    *smallResult   `json:"small_groups,omitempty"`
+	LogJobs  bool           `json:"log_jobs"` // every successful attempt was logged
+	Dispatch benchRate      `json:"dispatch"`
+	Work     benchRate      `json:"work"`
+	Latency  *latencyResult `json:"latency,omitempty"`
 	// Memory after the work, once garbage is collected: the process's
 	// resident set (Linux only, else 0) and the Go heap in use, in KiB.
 	RSSKiB  int64 `json:"rss_kib"`
@@ -257,6 +286,8 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 		return benchResult{}, fmt.Errorf("queue: bench: keys (%d) must be 0 to %d, and with keys the limit (%d) 1 to %d", o.Keys, maxBenchJobs, o.Limit, MaxConcurrencyLimit)
 	case o.RateKeys < 0 || o.RateKeys > maxBenchJobs || o.RateKeys > 0 && o.Rate.check("the rate") != nil:
 		return benchResult{}, fmt.Errorf("queue: bench: rate keys (%d) must be 0 to %d, and with rate keys the rate (%s) from 1/1ms to %d/%s", o.RateKeys, maxBenchJobs, o.Rate, MaxRate, MaxRatePer)
+	case o.Groups < 0 || o.Groups > maxBenchJobs || o.BigGroup < 0 || o.BigGroup > maxBenchJobs || o.BigGroup > 0 && o.Groups < 2:
+		return benchResult{}, fmt.Errorf("queue: bench: groups (%d) must be 0 to %d, and with a big group (%d jobs, at most %d) at least 2", o.Groups, maxBenchJobs, o.BigGroup, maxBenchJobs)
 	case o.Priorities < 1 || o.Priorities > MaxPriority+1:
 		return benchResult{}, fmt.Errorf("queue: bench: priorities (%d) must be 1 to %d", o.Priorities, MaxPriority+1)
 	case o.Jobs < 1 || o.Jobs > maxBenchJobs || o.Workers < 1 || o.Workers > MaxWorkers || o.Dispatchers < 1 || o.Dispatchers > MaxWorkers:
@@ -279,6 +310,9 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 	if o.RateKeys > 0 {
 		res.RateKeys, res.Rate = o.RateKeys, o.Rate.String()
 	}
+	if o.Groups > 0 {
+		res.Groups, res.BigGroup, res.Fair = o.Groups, o.BigGroup, !o.Unfair
+	}
 	if q.cfg.Driver == Database && q.db != nil {
 		res.Database = string(q.db.Dialect())
 	}
@@ -290,9 +324,19 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 	}
 	defer q.cleanUpBench(context.WithoutCancel(ctx), queues)
 
-	// Dispatch.
+	// Dispatch: the big group's backlog first, then the jobs.
 	start := time.Now()
 	var dispatched atomic.Int64
+	for i := 0; i < o.BigGroup; i += 10_000 {
+		batch := make([]Job, 0, min(10_000, o.BigGroup-i))
+		for k := range cap(batch) {
+			batch = append(batch, bigGroupJob(o, queues, i+k))
+		}
+		if _, err := q.DispatchMany(ctx, batch...); err != nil {
+			return res, fmt.Errorf("queue: bench: %w", err)
+		}
+		progress("dispatch the big group", i+len(batch), o.BigGroup)
+	}
 	if o.Dispatch == "bulk" {
 		batch := make([]Job, 0, 10_000) // bigger chunks than this gain little: one COPY or transaction each
 		for i := 0; i < o.Jobs; i += cap(batch) {
@@ -339,11 +383,15 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 			return res, fmt.Errorf("queue: bench: %w", err)
 		}
 	}
-	res.Dispatch = rate(o.Jobs, time.Since(start))
+	res.Dispatch = rate(o.BigGroup+o.Jobs, time.Since(start))
 
 	// Work.
 	var worked atomic.Int64
-	hook := func(int64, time.Time) { worked.Add(1) }
+	small := newSmallGroups(o)
+	hook := func(j benchJob, at time.Time) {
+		worked.Add(1)
+		small.started(j, at)
+	}
 	q.benchHook.Store(&hook)
 	defer q.benchHook.Store(nil)
 	ticker := time.NewTicker(200 * time.Millisecond)
@@ -354,11 +402,12 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 			case <-done:
 				return
 			case <-ticker.C:
-				progress("work", int(worked.Load()), o.Jobs)
+				progress("work", int(worked.Load()), o.BigGroup+o.Jobs)
 			}
 		}
 	}()
 	start = time.Now()
+	small.from(start)
 	stats, err := q.benchWork(ctx, queues, o)
 	elapsed := time.Since(start)
 	ticker.Stop()
@@ -366,10 +415,11 @@ func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) 
 	if err != nil {
 		return res, fmt.Errorf("queue: bench: %w", err)
 	}
-	if stats.Succeeded != o.Jobs {
-		return res, fmt.Errorf("queue: bench: %d of %d jobs succeeded (%s)", stats.Succeeded, o.Jobs, stats)
+	if stats.Succeeded != o.BigGroup+o.Jobs {
+		return res, fmt.Errorf("queue: bench: %d of %d jobs succeeded (%s)", stats.Succeeded, o.BigGroup+o.Jobs, stats)
 	}
-	res.Work = rate(o.Jobs, elapsed)
+	res.Work = rate(o.BigGroup+o.Jobs, elapsed)
+	res.Small = small.result()
 	res.RSSKiB, res.HeapKiB = memory()
 
 	// Latency.
@@ -411,7 +461,7 @@ func (q *Queue) benchLatency(ctx context.Context, o benchOptions, queues []strin
 		at         time.Time
 	}
 	seen := make(chan start, o.Latency)
-	hook := func(dispatched int64, at time.Time) { seen <- start{dispatched, at} }
+	hook := func(j benchJob, at time.Time) { seen <- start{j.DispatchedAt, at} }
 	q.benchHook.Store(&hook)
 	workCtx, stop := context.WithCancel(ctx)
 	defer stop()

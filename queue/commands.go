@@ -116,6 +116,9 @@ func commands() []app.Command {
 				&cli.IntFlag{Name: "limit", Value: 1, Usage: "with --keys: how many jobs of a key run at once"},
 				&cli.IntFlag{Name: "rate-keys", Usage: "spread the jobs over this many rate keys, in turn, each limited to --rate (0: no limit)"},
 				&cli.StringFlag{Name: "rate", Value: "1000000/1s", Usage: "with --rate-keys: how many jobs of a key start in a window, max/per"},
+				&cli.IntFlag{Name: "groups", Usage: "spread the jobs over this many fairness groups, in turn, each job Fair (0: none)"},
+				&cli.IntFlag{Name: "big-group", Usage: "with --groups: dispatch this many jobs of group 0 first, and the --jobs to the other groups; reports when the others' jobs started"},
+				&cli.BoolFlag{Name: "unfair", Usage: "with --groups: dispatch the groups' jobs without Fair, to compare"},
 				&cli.IntFlag{Name: "queues", Value: 1, Usage: "spread the jobs over this many queues, " + benchQueueName + "-0 to -(N-1), in turn, all worked by the one worker"},
 				&cli.IntFlag{Name: "latency", Value: 1000, Usage: "jobs for the latency measure: its p99 is the tenth-slowest (0: skip it)"},
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
@@ -146,7 +149,7 @@ func commands() []app.Command {
 				o := benchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
 					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency"), LogJobs: c.Bool("log-jobs"), Priorities: c.Int("priorities"),
 					Keys: c.Int("keys"), Limit: c.Int("limit"), RateKeys: c.Int("rate-keys"),
-					Queues: c.Int("queues")}
+					Queues: c.Int("queues"), Groups: c.Int("groups"), BigGroup: c.Int("big-group"), Unfair: c.Bool("unfair")}
 				if o.RateKeys > 0 {
 					r, err := ParseRate(c.String("rate"))
 					if err != nil {
@@ -185,6 +188,14 @@ func commands() []app.Command {
 				fmt.Fprintf(w, "Queue benchmark: %s driver, %d jobs, %d workers, %s\n", db, res.Jobs, res.Workers, logged)
 				fmt.Fprintf(w, "dispatch (%s): %d jobs in %.2fs: %.0f jobs/s\n", res.Mode, res.Dispatch.Jobs, res.Dispatch.Seconds, res.Dispatch.PerSecond)
 				fmt.Fprintf(w, "work:          %d jobs in %.2fs: %.0f jobs/s\n", res.Work.Jobs, res.Work.Seconds, res.Work.PerSecond)
+				if g := res.Small; g != nil {
+					turns := "in turns"
+					if !res.Fair {
+						turns = "without Fair"
+					}
+					fmt.Fprintf(w, "groups (%s): the %d jobs of %d groups beside a backlog of %d started from %.2fs (median) to %.2fs (last) into the work, %d of the backlog before the last\n",
+						turns, g.Jobs, res.Groups-1, res.BigGroup, g.P50, g.Worst, g.BigBefore)
+				}
 				fmt.Fprintf(w, "memory after the work: %d KiB resident, %d KiB Go heap in use\n", res.RSSKiB, res.HeapKiB)
 				if l := res.Latency; l != nil {
 					fmt.Fprintf(w, "latency (%d jobs 5 ms apart): p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.Jobs, l.P50, l.P95, l.P99, l.Max)

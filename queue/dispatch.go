@@ -65,6 +65,9 @@ type Envelope struct {
 	// RateKey is the key a job with Options.RateLimit is limited by (see
 	// [WithRateKey], which EnvelopeOf reads); "" for its type.
 	RateKey string
+	// FairnessKey is the group a job with Options.Fair takes turns by (see
+	// [WithFairnessKey], which EnvelopeOf reads); "" for its type.
+	FairnessKey string
 	// Meta is a JSON object stored with the job and kept through its
 	// retries, for what travels beside the payload (trace context, the
 	// payload's version); the handler reads it in [JobContext]. It is
@@ -93,6 +96,9 @@ func EnvelopeOf(job Job) (Envelope, error) {
 	}
 	if k, ok := job.(WithRateKey); ok {
 		e.RateKey = k.RateKey()
+	}
+	if k, ok := job.(WithFairnessKey); ok {
+		e.FairnessKey = k.FairnessKey()
 	}
 	return e, nil
 }
@@ -437,6 +443,13 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 			return nil, err
 		}
 		q.rated.Add(1) // this process's workers leave out the full windows at once
+	}
+	if o.Fair {
+		job.FairKey = cmp.Or(e.FairnessKey, e.Name)
+		if err := checkText("the fairness key of "+e.Name, job.FairKey, MaxUniqueKeyLen); err != nil {
+			return nil, err
+		}
+		q.fair.Add(1) // this process's workers take the groups in turns at once
 	}
 	switch {
 	case job.UniqueKey != "":

@@ -151,6 +151,9 @@ func printJob(w io.Writer, j JobDetail, payload bool) error {
 	if !j.RateLimit.IsZero() {
 		fmt.Fprintf(tw, "  Rate limit\t%d per %s of %s\n", j.RateLimit.Max, j.RateLimit.Per, j.RateKey)
 	}
+	if j.FairnessKey != "" {
+		fmt.Fprintf(tw, "  Fairness\tin turns with the other groups, as %s\n", j.FairnessKey)
+	}
 	if j.Worker != "" {
 		fmt.Fprintf(tw, "  Worker\t%s\n", j.Worker)
 	}

@@ -93,6 +93,26 @@ type Options struct {
 	// Default the zero Rate: no limit. A queue can have a limit of its own
 	// ([Config.RateLimits]).
 	RateLimit Rate
+	// Fair takes the jobs of its queue in turns by group: the group is
+	// the job's fairness key (see [WithFairnessKey]; the job type for a
+	// job without one), such as a tenant. The n-th waiting job of every
+	// group is taken before the (n+1)-th of any, so a group that queued a
+	// million jobs holds another's ten back by about ten turns, not a
+	// million jobs. Jobs of the queue without Fair are not held back by
+	// the groups: they are taken first, in due order (give the groups a
+	// queue of their own to keep them apart); jobs with a Priority other
+	// than 0 go by priority, then due time, as they do without Fair. Each
+	// time the job enters the queue (dispatched, retried, admitted by its
+	// ConcurrencyLimit) it takes its group's next turn. Default false.
+	Fair bool
+}
+
+// WithFairnessKey is a [Job] (or an event, for its queued listeners)
+// that names the group its [Options.Fair] takes turns by, such as
+// "account:42". Jobs of every Fair type on a queue that name the same key
+// share its turns.
+type WithFairnessKey interface {
+	FairnessKey() string
 }
 
 // MaxConcurrencyLimit bounds [Options.ConcurrencyLimit].

@@ -62,7 +62,7 @@ func TestModuleMigratesAndDispatches(t *testing.T) {
 	url := dbtest.SQLiteURL(t)
 	overrides := map[string]any{"database.url": url}
 	out, err := runApp(t, overrides, []string{"migrate"}, db.Module(), queue.Module(), contactsModule)
-	if err != nil || out != "Migrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated queue/0005_create_queue_pauses\nMigrated queue/0006_create_queue_cancels\nMigrated queue/0007_create_queue_throughput\nMigrated queue/0008_create_queue_workers\nMigrated queue/0009_add_reserved_by\nMigrated queue/0010_create_succeeded_jobs\nMigrated queue/0011_create_queue_timings\nMigrated queue/0012_create_flows\nMigrated queue/0013_add_priority_and_snoozes\nMigrated queue/0014_add_concurrency_limits\nMigrated queue/0015_add_rate_limits\n" {
+	if err != nil || out != "Migrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated queue/0005_create_queue_pauses\nMigrated queue/0006_create_queue_cancels\nMigrated queue/0007_create_queue_throughput\nMigrated queue/0008_create_queue_workers\nMigrated queue/0009_add_reserved_by\nMigrated queue/0010_create_succeeded_jobs\nMigrated queue/0011_create_queue_timings\nMigrated queue/0012_create_flows\nMigrated queue/0013_add_priority_and_snoozes\nMigrated queue/0014_add_concurrency_limits\nMigrated queue/0015_add_rate_limits\nMigrated queue/0016_add_fairness\n" {
 		t.Fatalf("migrate: %v, printed %q", err, out)
 	}
 	_, err = runApp(t, overrides, []string{"use"}, db.Module(), queue.Module(), contactsModule, use(func(q *queue.Queue, d queue.Dispatcher) error {

@@ -32,12 +32,12 @@ type Queue struct {
 	table  atomic.Pointer[table] // the job types and their handlers; replaced whole by Handle
 	adding sync.Mutex            // one Handle at a time
 
-	tracing        *tracing                                                  // nil: no tracer provider, no spans
-	meters         *meters                                                   // nil: no meter provider, no metrics
-	recorder       Recorder                                                  // set for a recording Queue: dispatches go to it
-	benchHook      atomic.Pointer[func(dispatched int64, started time.Time)] // Bench's view of its jobs
-	onListen       func()                                                    // tests: a worker listens for dispatches
-	heartbeatEvery time.Duration                                             // how often workers beat their hearts: a third of RescueAfter, but in tests
+	tracing        *tracing                                            // nil: no tracer provider, no spans
+	meters         *meters                                             // nil: no meter provider, no metrics
+	recorder       Recorder                                            // set for a recording Queue: dispatches go to it
+	benchHook      atomic.Pointer[func(j benchJob, started time.Time)] // Bench's view of its jobs
+	onListen       func()                                              // tests: a worker listens for dispatches
+	heartbeatEvery time.Duration                                       // how often workers beat their hearts: a third of RescueAfter, but in tests
 
 	// system says the clock is the system clock; started is when the
 	// Queue was made, for its monotonic clock (see pace).
@@ -52,7 +52,10 @@ type Queue struct {
 	// rated counts the dispatches of this process with a rate limit: its
 	// workers then leave out the keys whose window is full
 	// (worker.Config.Rated).
-	rated      atomic.Int64
+	rated atomic.Int64
+	// fair counts the dispatches of this process with a fairness key: its
+	// workers then take the groups in turns (worker.Config.Fair).
+	fair       atomic.Int64
 	queueRates map[string]driver.Rate // Config.RateLimits, parsed
 	pauses     atomic.Int64           // bumped at each Pause and Resume, for this process's workers
 	cancels    atomic.Int64           // bumped at each Cancel of a running job, for this process's workers

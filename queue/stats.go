@@ -354,6 +354,9 @@ type JobDetail struct {
 	// any window of RateLimit.Per. A failed job keeps them for its retry.
 	RateKey   string
 	RateLimit Rate
+	// FairnessKey is the group of a job with Options.Fair; a failed job
+	// keeps it for its retry.
+	FairnessKey string
 }
 
 // AttemptFailure is a failed attempt of a job.
@@ -396,7 +399,7 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 			CreatedAt: timeOf(f.CreatedAt), FailedAt: timeOf(f.FailedAt), LastError: f.Error, PayloadBytes: len(f.Payload)},
 			State: StateFailed, Payload: f.Payload, Meta: f.Meta, Backoff: f.Backoff, Timeout: time.Duration(f.TimeoutMs) * time.Millisecond,
 			Failures: failuresOf(f.Errors), Priority: f.Priority, ConcurrencyKey: f.LimitKey, ConcurrencyLimit: f.LimitMax,
-			RateKey: f.RateKey, RateLimit: rateOf(f.Rate)}, nil
+			RateKey: f.RateKey, RateLimit: rateOf(f.Rate), FairnessKey: f.FairKey}, nil
 	case found.Succeeded != nil:
 		sj := found.Succeeded
 		return JobDetail{JobInfo: JobInfo{ID: sj.ID, Queue: sj.Queue, Name: sj.Name, Attempts: sj.Attempts, MaxAttempts: sj.MaxAttempts,
@@ -423,7 +426,7 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 		PayloadBytes: len(j.Payload)}, State: state, Payload: j.Payload, Meta: j.Meta, Backoff: backoff,
 		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "" && !strings.Contains(j.UniqueKey, debounceKeyMark), Failures: failuresOf(j.Errors),
 		Priority: j.Priority, Snoozes: j.Snoozes, Debounced: strings.Contains(j.UniqueKey, debounceKeyMark),
-		ConcurrencyKey: j.LimitKey, ConcurrencyLimit: j.LimitMax, RateKey: j.RateKey, RateLimit: rateOf(j.Rate)}, nil
+		ConcurrencyKey: j.LimitKey, ConcurrencyLimit: j.LimitMax, RateKey: j.RateKey, RateLimit: rateOf(j.Rate), FairnessKey: j.FairKey}, nil
 }
 
 // Throughput is what the workers of every process finished of one queue

@@ -233,6 +233,7 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 		MaxSnoozes:     q.cfg.MaxSnoozes,
 		Prioritized:    &q.prioritized,
 		Rated:          &q.rated,
+		Fair:           &q.fair,
 		QueueRates:     q.queueRates,
 	}, o)
 	return workStats(s), err
