@@ -155,6 +155,24 @@ func (h *partnerCallHandler) Handle(ctx context.Context, p PartnerCall, jc queue
 	return err
 }
 
+// TenantTask takes turns by tenant; its handler records when it started
+// in fair_starts.
+type TenantTask struct {
+	Tenant string `json:"tenant"`
+	N      int    `json:"n"`
+}
+
+func (TenantTask) JobName() string           { return "test.tenant_task" }
+func (TenantTask) JobOptions() queue.Options { return queue.Options{Fair: true} }
+func (t TenantTask) FairnessKey() string     { return "tenant:" + t.Tenant }
+
+type tenantTaskHandler struct{ d *db.DB }
+
+func (h *tenantTaskHandler) Handle(ctx context.Context, t TenantTask, jc queue.JobContext) error {
+	_, err := h.d.NewRaw("INSERT INTO fair_starts (tenant, n, attempt, at_ns) VALUES (?, ?, ?, ?)", t.Tenant, t.N, jc.Attempt, time.Now().UnixNano()).Exec(ctx)
+	return err
+}
+
 // workerJobs are the jobs a worker child process runs.
 func workerJobs() fx.Option {
 	released := make(chan struct{})
@@ -222,6 +240,7 @@ func workerJobs() fx.Option {
 		queue.Register[Controlled](func(d *db.DB) *controlledHandler { return &controlledHandler{d} }),
 		queue.Register[AccountCall](func(d *db.DB) *accountCallHandler { return &accountCallHandler{d} }),
 		queue.Register[PartnerCall](func(d *db.DB) *partnerCallHandler { return &partnerCallHandler{d} }),
+		queue.Register[TenantTask](func(d *db.DB) *tenantTaskHandler { return &tenantTaskHandler{d} }),
 		queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
 	)
 }

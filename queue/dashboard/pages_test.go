@@ -386,6 +386,28 @@ func TestAThrottledQueueIsMarked(t *testing.T) {
 	}
 }
 
+// A job's page shows the group a Fair job takes its turns by.
+func TestAFairJobsPageShowsItsGroup(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	e, err := queue.EnvelopeOf(Reminder{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Options.Fair, e.FairnessKey = true, "account:<42>"
+	id, err := f.q.Push(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := f.get(t, "viewer", "/jobs/"+id, http.StatusOK)
+	if got := facts(page); !strings.Contains(got, " Fairness in turns with the other groups, as account:<42> ") {
+		t.Errorf("the fair job's facts: %s", got)
+	}
+	if !strings.Contains(page, "<code>account:&lt;42&gt;</code>") {
+		t.Errorf("the group is not escaped on the page:\n%s", page)
+	}
+}
+
 // A job's page shows the options the job was dispatched with.
 func TestJobPageShowsItsOptions(t *testing.T) {
 	t.Parallel()

@@ -507,6 +507,12 @@ type Driver interface {
 	// (a key without one has room for its whole rate).
 	PruneRates(ctx context.Context, at int64) error
 
+	// PruneGroups forgets the next places of the groups that are behind
+	// their queue's round (see Job.FairSeq): their next job takes the
+	// round, as one of a group without a place does. The group given the
+	// highest place of each queue is kept.
+	PruneGroups(ctx context.Context) error
+
 	// Pause records queue (AllQueues for every queue) as paused at now;
 	// pausing a paused queue changes nothing. Workers read the paused
 	// queues with Paused; a driver whose workers listen tells them at

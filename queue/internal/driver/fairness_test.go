@@ -255,3 +255,42 @@ func TestAFairAndRatedReservationLeavesOutFullWindows(t *testing.T) {
 		}
 	})
 }
+
+// TestPruningGroupsChangesNoPlace: the prune forgets the groups behind
+// their queue's round, keeps the one given the highest place, and the
+// places given after it are those given without it.
+func TestPruningGroupsChangesNoPlace(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, d *db.DB) {
+		insert(t, s, grouped(1, "p", 0, "x"), grouped(2, "p", 0, "x"), grouped(3, "p", 0, "y"))
+		reserveFair(t, s, "p", 100, 10)
+		if err := s.PruneGroups(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(t.Name(), "/memory") {
+			var keys []string
+			rows, err := d.QueryContext(ctx, "SELECT key FROM queue_fair WHERE queue = 'p' ORDER BY key")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var k string
+				if err := rows.Scan(&k); err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, k)
+			}
+			rows.Close()
+			if fmt.Sprint(keys) != "[x]" {
+				t.Fatalf("queue_fair holds %v after the prune, want [x]: y's next place (2) is the round's", keys)
+			}
+		}
+		if err := s.PruneGroups(ctx); err != nil {
+			t.Fatal(err)
+		}
+		insert(t, s, grouped(4, "p", 0, "y"), grouped(5, "p", 0, "x"))
+		jobs := reserveFair(t, s, "p", 100, 10)
+		if numbers(jobs) != "4 5" || jobs[0].FairSeq != 2 || jobs[1].FairSeq != 3 {
+			t.Fatalf("after the prune reserved %s (%+v), want 4 at place 2, 5 at 3", numbers(jobs), jobs)
+		}
+	})
+}

@@ -156,6 +156,9 @@ func (w *worker) prune(stop <-chan struct{}) {
 	if err := w.cfg.Store.PruneRates(w.jobCtx, w.cfg.Clock.ReservedAt()); err != nil {
 		w.log.Warn("forget the empty windows of rate limits; the next minute tries again", "error", err)
 	}
+	if err := w.cfg.Store.PruneGroups(w.jobCtx); err != nil {
+		w.log.Warn("forget the places of fairness groups behind their queue's round; the next minute tries again", "error", err)
+	}
 	if w.cfg.KeepSucceeded <= 0 {
 		return
 	}

@@ -40,6 +40,30 @@ const (
 		"WHERE jobs.id = ANY(ARRAY(SELECT x::uuid FROM jsonb_array_elements_text(?::jsonb) AS x)) AND jobs.reserved_at IS NULL RETURNING "
 )
 
+// behindRound finds the groups whose next place is at most their queue's
+// round: the lowest place waiting (of priority 0), or with none the
+// highest given less one (which keeps the row of that one).
+const behindRound = " FROM queue_fair f WHERE f.next <= coalesce(" +
+	"(SELECT fair_seq FROM jobs WHERE queue = f.queue AND reserved_at IS NULL AND fair_seq IS NOT NULL AND priority = 0 ORDER BY fair_seq LIMIT 1), " +
+	"(SELECT g.next - 1 FROM queue_fair g WHERE g.queue = f.queue ORDER BY g.next DESC LIMIT 1))"
+
+// PruneGroups implements driver.Driver. It looks first, reading only, as
+// PruneRates does.
+func (b *base) PruneGroups(ctx context.Context) error {
+	if found, err := b.exists(ctx, "SELECT 1"+behindRound+" LIMIT 1"); err != nil || !found {
+		return err
+	}
+	lock := ""
+	if b.dialect().pg {
+		// Only the rows no dispatch holds: one that gives a group's place
+		// (holding its row) may wait for the prune, never the prune for it.
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	query := "DELETE FROM queue_fair WHERE (queue, key) IN (SELECT f.queue, f.key" + behindRound + lock + ")"
+	_, err := b.write(ctx, query)
+	return err
+}
+
 // Fair implements driver.Driver.
 func (b *base) Fair(ctx context.Context, queue string) (bool, error) {
 	return b.exists(ctx, b.q.words(anyFair), queue)

@@ -330,7 +330,7 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 	})
 }
 
-// stepsPerInsert bounds a multi-row insert of steps (20 parameters a
+// stepsPerInsert bounds a multi-row insert of steps (21 parameters a
 // row) and of edges (3).
 const stepsPerInsert = 500
 
@@ -342,7 +342,7 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 		chunk := steps[from:min(len(steps), from+stepsPerInsert)]
 		var q strings.Builder
 		q.WriteString("INSERT INTO queue_steps (" + stepColumns + ") VALUES ")
-		args := make([]any, 0, 20*len(chunk))
+		args := make([]any, 0, 21*len(chunk))
 		for i, s := range chunk {
 			if i > 0 {
 				q.WriteString(", ")

@@ -352,7 +352,7 @@ func (b *base) storedAlready(ctx context.Context, tx *sql.Tx, jobs []*driver.Job
 // insertChunks stores jobs in multi-row inserts on tx, the transaction of
 // uow; again, skipping those stored already.
 func (b *base) insertChunks(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs []*driver.Job, again bool) error {
-	args := make([]any, 0, 19*min(len(jobs), rowsPerInsert))
+	args := make([]any, 0, 20*min(len(jobs), rowsPerInsert))
 	for chunk := range slices.Chunk(jobs, rowsPerInsert) {
 		args = args[:0]
 		k := slices.ContainsFunc(chunk, keyed)

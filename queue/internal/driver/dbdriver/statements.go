@@ -44,7 +44,7 @@ const (
 	keyedValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, NULL)"
 )
 
-// rowsPerInsert bounds a multi-row insert: 19 parameters a row stays
+// rowsPerInsert bounds a multi-row insert: 20 parameters a row stays
 // under SQLite's 32,766 and PostgreSQL's 65,535.
 const rowsPerInsert = 500
 

@@ -76,3 +76,19 @@ func (d *Driver) Fair(_ context.Context, queue string) (bool, error) {
 	l := d.lines[queue]
 	return l != nil && d.head(&l.fair) != nil, nil
 }
+
+// PruneGroups implements driver.Driver.
+func (d *Driver) PruneGroups(context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, next := range d.fair.next {
+		round := d.fair.max[k[0]] - 1
+		if first := d.head(&d.line(k[0]).fair); first != nil {
+			round = first.FairSeq
+		}
+		if next <= round {
+			delete(d.fair.next, k)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package queue_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue"
+)
+
+// TestAFairQueueTakesTheTenantsInTurns: five jobs of one tenant, then two
+// of another and one without Fair, run one at a time: the one without
+// Fair first, then the tenants in turns; queue:job shows a job's group.
+func TestAFairQueueTakesTheTenantsInTurns(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var ran []string
+			record := func(name string) {
+				mu.Lock()
+				ran = append(ran, name)
+				mu.Unlock()
+			}
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{
+				"test.tenant_task": queue.HandlerOf[TenantTask](queue.HandlerFunc[TenantTask](func(_ context.Context, tt TenantTask, _ queue.JobContext) error {
+					record(tt.Tenant + string(rune('0'+tt.N)))
+					return nil
+				})),
+				"test.record": queue.HandlerOf[Record](queue.HandlerFunc[Record](func(context.Context, Record, queue.JobContext) error {
+					record("plain")
+					return nil
+				})),
+			})
+			var ids []string
+			for n := 1; n <= 5; n++ {
+				id, err := f.q.Dispatch(ctx, TenantTask{Tenant: "big", N: n})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			f.clock.Advance(time.Millisecond)
+			for n := 1; n <= 2; n++ {
+				if _, err := f.q.Dispatch(ctx, TenantTask{Tenant: "small", N: n}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := f.q.Dispatch(ctx, Record{}); err != nil {
+				t.Fatal(err)
+			}
+			d, err := f.q.Inspector().Job(ctx, ids[4])
+			if err != nil || d.FairnessKey != "tenant:big" {
+				t.Fatalf("Job: %+v, %v; want the group tenant:big", d, err)
+			}
+			var out bytes.Buffer
+			if err := queue.PrintJob(&out, d, false); err != nil || !strings.Contains(out.String(), "\n  Fairness    in turns with the other groups, as tenant:big\n") {
+				t.Fatalf("queue:job prints:\n%s(%v)", out.String(), err)
+			}
+			s, err := f.q.Work(ctx, queue.WorkOptions{Workers: 1, StopWhenEmpty: true})
+			if err != nil || s.Succeeded != 8 {
+				t.Fatalf("Work: %+v, %v", s, err)
+			}
+			if got := strings.Join(ran, " "); got != "plain big1 small1 big2 small2 big3 big4 big5" {
+				t.Fatalf("ran %s, want plain big1 small1 big2 small2 big3 big4 big5", got)
+			}
+		})
+	}
+}
+
+// TestABadFairnessKeyIsRefused: a key too long, or not printable, is
+// refused at dispatch, naming the job type.
+func TestABadFairnessKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, map[string]queue.Registration{"test.tenant_task": noop[TenantTask]()})
+	_, err := f.q.Dispatch(ctx, TenantTask{Tenant: strings.Repeat("x", queue.MaxUniqueKeyLen)})
+	if err == nil || err.Error() != "queue: the fairness key of test.tenant_task has 1007 bytes; want 1 to 1000" {
+		t.Fatalf("a key too long: %v", err)
+	}
+	_, err = f.q.Dispatch(ctx, TenantTask{Tenant: "a\nb"})
+	if err == nil || err.Error() != "queue: the fairness key of test.tenant_task is not printable UTF-8: use no control characters or invalid bytes" {
+		t.Fatalf("a key with a newline: %v", err)
+	}
+}
+
+// TestFairnessHoldsAcrossTwoWorkerProcesses: two processes of two
+// handlers each run a big tenant's 200 jobs and nine small tenants' three
+// each, dispatched after them: every job runs once, on its first
+// attempt, and the small tenants' jobs all start within the first rounds
+// (at most a few of the big tenant's before the last of them, not 200).
+func TestFairnessHoldsAcrossTwoWorkerProcesses(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		d := dbtest.Open(t, url)
+		if _, err := d.ExecContext(ctx, "CREATE TABLE fair_starts (tenant TEXT NOT NULL, n INTEGER NOT NULL, attempt INTEGER NOT NULL, at_ns BIGINT NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		q := localQueue(t, url, &clock{t: time.Now()}, noop[TenantTask]())
+		var jobs []queue.Job
+		for n := range 200 {
+			jobs = append(jobs, TenantTask{Tenant: "big", N: n})
+		}
+		if _, err := q.DispatchMany(ctx, jobs...); err != nil {
+			t.Fatal(err)
+		}
+		jobs = jobs[:0]
+		for tenant := range 9 {
+			for n := range 3 {
+				jobs = append(jobs, TenantTask{Tenant: string(rune('a' + tenant)), N: n})
+			}
+		}
+		if _, err := q.DispatchMany(ctx, jobs...); err != nil {
+			t.Fatal(err)
+		}
+		const total = 227
+		var workers []*exec.Cmd
+		var wg sync.WaitGroup
+		for range 2 {
+			cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "2", "--stop-when-empty")
+			workers = append(workers, cmd)
+			wg.Go(func() {
+				out, _ := io.ReadAll(stdout)
+				if err := cmd.Wait(); err != nil || strings.Contains(stderr.String(), "level=ERROR") {
+					t.Errorf("a worker exited with %v\n%s\n%s", err, out, stderr)
+				}
+			})
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			for _, cmd := range workers {
+				cmd.Process.Signal(syscall.SIGTERM)
+			}
+			<-done
+			t.Fatal("the workers did not finish in a minute")
+		}
+		var runs, firsts int
+		if err := d.QueryRowContext(ctx, "SELECT count(*), sum(CASE WHEN attempt = 1 THEN 1 ELSE 0 END) FROM fair_starts").Scan(&runs, &firsts); err != nil {
+			t.Fatal(err)
+		}
+		if runs != total || firsts != total {
+			t.Fatalf("%d runs, %d first attempts; want each of %d jobs once, on its first attempt", runs, firsts, total)
+		}
+		var bigBefore int
+		err := d.QueryRowContext(ctx, "SELECT count(*) FROM fair_starts WHERE tenant = 'big' AND at_ns < (SELECT max(at_ns) FROM fair_starts WHERE tenant <> 'big')").Scan(&bigBefore)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Three rounds of the big tenant, and the jobs the four handlers
+		// hold as the last round is taken.
+		if bigBefore > 3+4 {
+			t.Fatalf("%d of the big tenant's jobs started before the small tenants' last; want at most 7 (three rounds, four handlers)", bigBefore)
+		}
+	})
+}
