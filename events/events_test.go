@@ -388,6 +388,37 @@ func TestADebouncedListenerRunsOncePerBurst(t *testing.T) {
 	})
 }
 
+type ImportStarted struct {
+	AccountID string `json:"account_id"`
+}
+
+func (ImportStarted) EventName() string     { return "contacts.import_started" }
+func (e ImportStarted) FairnessKey() string { return "account:" + e.AccountID }
+
+// TestAFairListenerTakesItsGroupFromTheEvent: a queued listener with
+// Fair takes its turns by the event's FairnessKey.
+func TestAFairListenerTakesItsGroupFromTheEvent(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, database fx.Option) {
+		var bus *events.Bus
+		var q *queue.Queue
+		apptest.New(t, database, db.Module(), queue.Module(), events.Module(), fx.Populate(&bus, &q),
+			events.Listen[ImportStarted]("contacts.count_rows", func() events.Handler[ImportStarted] {
+				return events.HandlerFunc[ImportStarted](func(context.Context, ImportStarted, queue.JobContext) error { return nil })
+			}, events.Options(queue.Options{Fair: true})))
+		if err := bus.Dispatch(context.Background(), ImportStarted{AccountID: "42"}); err != nil {
+			t.Fatal(err)
+		}
+		jobs, _, err := q.Inspector().Jobs(context.Background(), queue.JobsQuery{State: queue.StateWaiting})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Jobs: %+v, %v; want the listener's job", jobs, err)
+		}
+		d, err := q.Inspector().Job(context.Background(), jobs[0].ID)
+		if err != nil || d.FairnessKey != "account:42" {
+			t.Fatalf("Job: %+v, %v; want the group account:42", d, err)
+		}
+	})
+}
+
 type MailboxConnected struct {
 	AccountID string `json:"account_id"`
 	N         int    `json:"n"`
