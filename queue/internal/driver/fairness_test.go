@@ -1,6 +1,7 @@
 package driver_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -291,6 +292,38 @@ func TestPruningGroupsChangesNoPlace(t *testing.T) {
 		jobs := reserveFair(t, s, "p", 100, 10)
 		if numbers(jobs) != "4 5" || jobs[0].FairSeq != 2 || jobs[1].FairSeq != 3 {
 			t.Fatalf("after the prune reserved %s (%+v), want 4 at place 2, 5 at 3", numbers(jobs), jobs)
+		}
+	})
+}
+
+// TestABatchTakesThePlacesOneByOneWould: a batch gives each group's jobs
+// the places inserts one by one would, in the order of the batch, from
+// the round being served; in a unit of work too.
+func TestABatchTakesThePlacesOneByOneWould(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, d *db.DB) {
+		insert(t, s, grouped(1, "a", 0, "old"), grouped(2, "a", 0, "old"), grouped(3, "a", 0, "old"))
+		reserveFair(t, s, "a", 100, 1) // the round is 2 now
+		batch := []*driver.Job{grouped(10, "a", 0, "x"), grouped(11, "a", 0, "x"), grouped(12, "a", 0, "y"), newJob(13, "a", 0), grouped(14, "a", 0, "x"), grouped(15, "a", 0, "old")}
+		if _, err := s.InsertMany(ctx, nil, batch, 1); err != nil {
+			t.Fatal(err)
+		}
+		want := map[int]int64{10: 2, 11: 3, 12: 2, 13: 0, 14: 4, 15: 4}
+		for n, seq := range want {
+			if f := lookup(t, s, n); f.Job == nil || f.Job.FairSeq != seq {
+				t.Errorf("job %d: %+v, want place %d", n, f.Job, seq)
+			}
+		}
+		err := d.Transaction(ctx, func(ctx context.Context) error {
+			_, err := s.InsertMany(ctx, db.UnitOfWorkFrom(ctx), []*driver.Job{grouped(20, "a", 0, "y"), grouped(21, "a", 0, "z"), grouped(22, "a", 0, "y")}, 1)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, seq := range map[int]int64{20: 3, 21: 2, 22: 4} {
+			if f := lookup(t, s, n); f.Job == nil || f.Job.FairSeq != seq {
+				t.Errorf("job %d of the unit of work: %+v, want place %d", n, f.Job, seq)
+			}
 		}
 	})
 }

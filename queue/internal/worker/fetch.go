@@ -148,6 +148,11 @@ func (w *worker) fetch(ctx context.Context) {
 // over a limit wait behind those that started. The fetcher then waits no
 // longer than until the first full window reopens (untilReopen).
 //
+// A queue where jobs with a fairness key may wait (found the same ways)
+// is searched taking its groups in turns (see driver.Reservation.Fair):
+// the jobs without a key from the cursor, those with one from the first,
+// by place; only the former move the cursor.
+//
 // A search never starts past now: after the clock moved back, jobs
 // dispatched since are due before the cursor, and are found at once.
 func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept bool, err error) {
@@ -162,13 +167,13 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 	if swept {
 		for i, name := range w.opts.Queues {
 			if !w.paused(name) {
-				for _, m := range []*mark{w.prio, w.rated, w.fair} {
+				for _, m := range w.marks() {
 					m.set(ctx, i, name)
 				}
 			}
 		}
 	}
-	for _, m := range []*mark{w.prio, w.rated, w.fair} {
+	for _, m := range w.marks() {
 		m.catchUp()
 	}
 	if swept || w.stale.Load() {

@@ -42,3 +42,6 @@ func (m *mark) catchUp() {
 		}
 	}
 }
+
+// marks are w's marks: of priorities, rate limits and fairness.
+func (w *worker) marks() []*mark { return []*mark{w.prio, w.rated, w.fair} }

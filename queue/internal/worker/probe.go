@@ -77,7 +77,7 @@ func (w *worker) startProber() (stop func()) {
 					}
 				}
 				if !p.paused[i] {
-					for _, m := range []*mark{w.prio, w.rated, w.fair} {
+					for _, m := range w.marks() {
 						found = m.set(ctx, i, name) || found
 					}
 				}

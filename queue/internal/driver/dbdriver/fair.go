@@ -3,6 +3,7 @@ package dbdriver
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -11,33 +12,26 @@ import (
 
 // Fairness (see driver.Job.FairKey). The trigger jobs_fair gives each job
 // with a key its place (fair_seq) as it enters jobs, from its group's row
-// of queue_fair; a Fair reservation searches, in one transaction, the
-// jobs of other priorities by priority, those without a key in due
-// order and those with one by place (the index jobs_fair), each search
-// up to what the ones before left of the limit, and reserves the first
-// of them in driver.FairOrder. On
-// PostgreSQL the searches lock what they find (SKIP LOCKED) until the
-// transaction ends, so no other reservation takes it meanwhile.
+// of queue_fair (a batch takes its places in one update a group:
+// placeAll); a Fair reservation is one statement of up to four searches,
+// each of up to what the ones before left of the limit: the jobs of
+// priorities above 0, those of 0 without a key in due order (from the
+// cursor), those with one by place (the index jobs_fair), then those of
+// priorities below 0. On PostgreSQL each locks what it takes (SKIP
+// LOCKED), as the searches of other queues do.
 
 // The statements of fairness, in SQLite's words.
 const (
 	anyFair = "SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL LIMIT 1"
 	// The searches of a Fair reservation; PRIO is where those of a queue
 	// with priorities keep to priority 0. Their arguments are queue, now,
-	// limit; the second's queue, from, now, limit.
-	fairKeyed = "SELECT id, priority, available_at, fair_key, fair_seq FROM jobs INDEXED BY jobs_fair " +
-		"WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL PRIO AND available_at <= ? ORDER BY fair_seq, available_at, id LIMIT ?"
-	fairPlain = "SELECT id, priority, available_at, '', 0 FROM jobs INDEXED BY jobs_waiting " +
+	// limit; fairPlain's queue, from, now, limit.
+	fairPlain = "SELECT id, priority, fair_seq, available_at FROM jobs INDEXED BY jobs_waiting " +
 		"WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NULL PRIO AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"
-	fairPrioritized = "SELECT id, priority, available_at, coalesce(fair_key, ''), coalesce(fair_seq, 0) FROM jobs INDEXED BY jobs_prioritized " +
-		"WHERE queue = ? AND reserved_at IS NULL AND priority <> 0 AND available_at <= ? ORDER BY priority DESC, available_at, id LIMIT ?"
-	// fairTake reserves the jobs the searches chose (a JSON array of
-	// ids) at a time of reservations (AT).
-	sqliteFairTake = "UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 " +
-		"WHERE id IN (SELECT value FROM json_each(?)) AND reserved_at IS NULL RETURNING " + columns
-	pgFairTake = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) " +
-		"UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 FROM lazy " +
-		"WHERE jobs.id = ANY(ARRAY(SELECT x::uuid FROM jsonb_array_elements_text(?::jsonb) AS x)) AND jobs.reserved_at IS NULL RETURNING "
+	fairKeyed = "SELECT id, priority, fair_seq, available_at FROM jobs INDEXED BY jobs_fair " +
+		"WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL PRIO AND available_at <= ? ORDER BY fair_seq, available_at, id LIMIT ?"
+	// fairOrder is driver.FairOrder in SQL.
+	fairOrder = "priority DESC, CASE WHEN priority = 0 THEN coalesce(fair_seq, 0) ELSE 0 END, available_at, id"
 )
 
 // behindRound finds the groups whose next place is at most their queue's
@@ -69,90 +63,104 @@ func (b *base) Fair(ctx context.Context, queue string) (bool, error) {
 	return b.exists(ctx, b.q.words(anyFair), queue)
 }
 
-// fairSearch is one search of a Fair reservation: its statement in
-// SQLite's words and its arguments.
-type fairSearch struct {
-	query string
-	args  []any
-}
-
-// reserveFair reserves, in tx, the jobs of the Fair reservation r at at
-// (on PostgreSQL nil for the server's clock), in driver.FairOrder; with
-// rated its searches leave out the keys whose window is full at at.
-func (b *base) reserveFair(ctx context.Context, tx *sql.Tx, at any, r driver.Reservation, rated bool) ([]*driver.Job, error) {
+// fairReserve is the statement of the Fair reservation r at at (on
+// PostgreSQL nil for the server's clock), and its arguments; with rated
+// its searches leave out the keys whose window is full at at.
+func (b *base) fairReserve(at any, r driver.Reservation, rated bool) (string, []any) {
 	d := b.dialect()
 	prio := ""
 	if r.Prioritized {
 		prio = " AND priority = 0"
 	}
-	// The searches, in the order of what they find: the jobs of
-	// priorities above 0 (and below), then those of 0 without a key, then
-	// those with one, each up to what the ones before left of the limit.
-	var searches []fairSearch
-	if r.Prioritized {
-		searches = append(searches, fairSearch{fairPrioritized, []any{r.Queue, r.Now, r.Limit}})
-	}
-	searches = append(searches,
-		fairSearch{strings.Replace(fairPlain, "PRIO", prio, 1), []any{r.Queue, r.From, r.Now, r.Limit}},
-		fairSearch{strings.Replace(fairKeyed, "PRIO", prio, 1), []any{r.Queue, r.Now, r.Limit}})
-	var found []*driver.Job
-	for i, s := range searches {
-		left := r.Limit - len(found) + below(found)
-		if left <= 0 {
-			break
-		}
-		query, args := s.query, s.args
-		args[len(args)-1] = left
-		if rated {
-			var slots []int
-			query, slots = ratedIn(query, d.clockAt())
-			args = withTimes(args, slots, at)
-		}
-		if d.pg { // PostgreSQL chooses its index itself
-			query = unindexed(query) + " FOR UPDATE SKIP LOCKED"
-		}
-		rows, err := tx.QueryContext(ctx, d.words(query), args...)
-		err = eachRow(rows, err, func(rows *sql.Rows) error {
-			j := &driver.Job{}
-			if err := rows.Scan(&j.ID, &j.Priority, &j.AvailableAt, &j.FairKey, &j.FairSeq); err != nil {
-				return err
-			}
-			found = append(found, j)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if r.Drained != nil && i == len(searches)-2 { // the search of the jobs without a key
-			*r.Drained = len(found) < r.Limit-below(found)
-		}
-	}
-	if len(found) == 0 {
-		return nil, nil
-	}
-	driver.FairOrder(found)
-	ids := make([]string, 0, min(len(found), r.Limit))
-	for _, j := range found[:min(len(found), r.Limit)] {
-		ids = append(ids, j.ID)
-	}
-	take, args := sqliteFairTake, []any{at, nullable(r.By), listOf(ids)}
+	plain, keyed := strings.Replace(fairPlain, "PRIO", prio, 1), strings.Replace(fairKeyed, "PRIO", prio, 1)
+	byPriority := strings.Replace(strings.Replace(prioritized, "FROM jobs", "FROM jobs INDEXED BY jobs_prioritized", 1),
+		"SELECT id, priority, available_at", "SELECT id, priority, fair_seq, available_at", 1)
+	var query string
+	var args []any
 	if d.pg {
-		take = numbered(pgFairTake + prefixed("jobs.", columns))
+		// The searches in turn, each of what the ones before left.
+		var ctes []string
+		taken := ""
+		search := func(name, q string, qargs ...any) {
+			if taken != "" {
+				q = strings.Replace(q, "LIMIT ?", "LIMIT (? - ("+taken+"))", 1)
+				taken += " + "
+			}
+			ctes = append(ctes, name+" AS ("+unindexed(q)+" FOR UPDATE SKIP LOCKED)")
+			taken += "(SELECT count(*) FROM " + name + ")"
+			args = append(args, qargs...)
+		}
+		ids := "SELECT id FROM u UNION ALL SELECT id FROM f"
+		if r.Prioritized {
+			search("p", strings.Replace(byPriority, "priority <> 0", "priority > 0", 1), r.Queue, r.Now, r.Limit)
+			ids = "SELECT id FROM p UNION ALL " + ids + " UNION ALL SELECT id FROM n"
+		}
+		search("u", plain, r.Queue, r.From, r.Now, r.Limit)
+		search("f", keyed, r.Queue, r.Now, r.Limit)
+		if r.Prioritized {
+			search("n", strings.Replace(byPriority, "priority <> 0", "priority < 0", 1), r.Queue, r.Now, r.Limit)
+		}
+		query = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " + strings.Join(ctes, ", ") +
+			" UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 FROM lazy " +
+			"WHERE jobs.id = ANY(ARRAY(" + ids + ")) RETURNING " + prefixed("jobs.", columns)
+		args = append(args, at, nullable(r.By))
+	} else {
+		// The searches each of up to the limit, the first of them
+		// together.
+		parts := []string{"SELECT * FROM (" + plain + ")", "SELECT * FROM (" + keyed + ")"}
+		args = []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit, r.Queue, r.Now, r.Limit}
+		if r.Prioritized {
+			parts = append(parts, "SELECT * FROM ("+byPriority+")")
+			args = append(args, r.Queue, r.Now, r.Limit)
+		}
+		query = "UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN (" +
+			"SELECT id FROM (" + strings.Join(parts, " UNION ALL ") + ") ORDER BY " + fairOrder + " LIMIT ?) RETURNING " + columns
+		args = append(args, r.Limit)
 	}
+	if rated {
+		var slots []int
+		query, slots = ratedIn(query, d.clockAt())
+		args = withTimes(args, slots, at)
+	}
+	return d.words(query), args
+}
+
+// reserveFair reserves, in tx (or in a statement of its own for nil),
+// the jobs of the Fair reservation r at at, in driver.FairOrder, and
+// reports in r.Drained whether it took every due job of priority 0
+// without a key: those come first, so it did if it took fewer of them
+// (and of priorities above 0) than the limit.
+func (b *base) reserveFair(ctx context.Context, tx *sql.Tx, at any, r driver.Reservation, rated bool) ([]*driver.Job, error) {
+	query, args := b.fairReserve(at, r, rated)
 	var jobs []*driver.Job
-	rows, err := tx.QueryContext(ctx, take, args...)
-	err = eachRow(rows, err, func(rows *sql.Rows) error {
+	row := func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
 		if err == nil {
 			j.ReservedBy = r.By
 			jobs = append(jobs, j)
 		}
 		return err
-	})
+	}
+	var err error
+	if tx != nil {
+		rows, qerr := tx.QueryContext(ctx, query, args...)
+		err = eachRow(rows, qerr, row)
+	} else {
+		err = b.query(ctx, query, args, row)
+	}
 	if err != nil {
 		return nil, err
 	}
 	driver.FairOrder(jobs)
+	if r.Drained != nil {
+		first := 0
+		for _, j := range jobs {
+			if j.Priority > 0 || j.Priority == 0 && j.FairKey == "" {
+				first++
+			}
+		}
+		*r.Drained = first < r.Limit
+	}
 	return jobs, nil
 }
 
@@ -162,14 +170,115 @@ var indexedBy = regexp.MustCompile(` INDEXED BY \w+`)
 // unindexed is query without the clauses that name its index.
 func unindexed(query string) string { return indexedBy.ReplaceAllString(query, "") }
 
-// below counts the jobs of priorities below 0 among found: they come
-// after the others.
-func below(found []*driver.Job) int {
-	n := 0
-	for _, j := range found {
-		if j.Priority < 0 {
-			n++
+// The statements of placeAll, in SQLite's words with ROWS for its rows
+// (a JSON array of objects: queue q, key k, the queue's round r, the
+// group's jobs n).
+const (
+	// roundOf is the round a queue (its argument, twice) serves: its
+	// lowest place waiting, of priority 0, or with none the highest given
+	// less one, or 1.
+	roundOf = "SELECT coalesce(" +
+		"(SELECT fair_seq FROM jobs WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL AND priority = 0 ORDER BY fair_seq LIMIT 1), " +
+		"(SELECT next - 1 FROM queue_fair WHERE queue = ? ORDER BY next DESC LIMIT 1), 1)"
+	placeNew    = "INSERT INTO queue_fair (queue, key, next) SELECT q, k, r FROM ROWS ORDER BY q, k ON CONFLICT (queue, key) DO NOTHING"
+	placeLock   = "SELECT 1 FROM queue_fair WHERE (queue, key) IN (SELECT q, k FROM ROWS) ORDER BY queue, key FOR UPDATE"
+	placeUpdate = "UPDATE queue_fair SET next = GREATEST(queue_fair.next, w.r) + w.n FROM ROWS WHERE queue_fair.queue = w.q AND queue_fair.key = w.k " +
+		"RETURNING queue_fair.queue, queue_fair.key, queue_fair.next"
+	pgPlaceRows     = "jsonb_to_recordset(?::jsonb) AS w(q text, k text, r bigint, n bigint)"
+	sqlitePlaceRows = "(SELECT json_extract(value, '$.q') AS q, json_extract(value, '$.k') AS k, json_extract(value, '$.r') AS r, " +
+		"json_extract(value, '$.n') AS n FROM json_each(?)) AS w"
+)
+
+// groupCount is a group of a batch, as placeAll's rows hold it.
+type groupCount struct {
+	Queue string `json:"q"`
+	Key   string `json:"k"`
+	Round int64  `json:"r"`
+	N     int64  `json:"n"`
+}
+
+// placeAll gives the jobs of a batch with a FairKey and no place yet
+// their places, in tx, as the trigger jobs_fair would one by one: each
+// group's next ones, from its next place or the queue's round, whichever
+// is later, in the order of the batch. One update of each group's row
+// for the batch, where the trigger would update it once a job: on
+// PostgreSQL every update of a row leaves a version the next must step
+// over until the transaction ends, so a batch of one group's jobs would
+// cost its square. Rows are locked in order of queue and key, so two
+// batches never wait for each other. A batch whose insert then fails
+// leaves its groups' places used: their next jobs come a few turns
+// later, nothing more.
+func (b *base) placeAll(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) error {
+	var groups []groupCount
+	at := map[[2]string]int{}
+	for _, j := range jobs {
+		if j.FairKey == "" || j.FairSeq != 0 {
+			continue
+		}
+		k := [2]string{j.Queue, j.FairKey}
+		i, ok := at[k]
+		if !ok {
+			i = len(groups)
+			at[k] = i
+			groups = append(groups, groupCount{Queue: j.Queue, Key: j.FairKey})
+		}
+		groups[i].N++
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	d := b.dialect()
+	rounds := map[string]int64{}
+	for i, g := range groups {
+		r, ok := rounds[g.Queue]
+		if !ok {
+			if err := tx.QueryRowContext(ctx, d.words(roundOf), g.Queue, g.Queue).Scan(&r); err != nil {
+				return err
+			}
+			rounds[g.Queue] = r
+		}
+		groups[i].Round = r
+	}
+	list, err := json.Marshal(groups)
+	if err != nil {
+		return err
+	}
+	rows, greatest := sqlitePlaceRows, "max("
+	if d.pg {
+		rows, greatest = pgPlaceRows, "GREATEST("
+	}
+	words := func(s string) string {
+		return d.words(strings.ReplaceAll(strings.ReplaceAll(s, "ROWS", rows), "GREATEST(", greatest))
+	}
+	if _, err := tx.ExecContext(ctx, words(strings.Replace(placeNew, "ROWS", "ROWS WHERE true", 1)), string(list)); err != nil {
+		return err
+	}
+	if d.pg {
+		if _, err := tx.ExecContext(ctx, words(placeLock), string(list)); err != nil {
+			return err
 		}
 	}
-	return n
+	next := map[[2]string]int64{}
+	r, err := tx.QueryContext(ctx, words(placeUpdate), string(list))
+	err = eachRow(r, err, func(r *sql.Rows) error {
+		var q, k string
+		var n int64
+		if err := r.Scan(&q, &k, &n); err != nil {
+			return err
+		}
+		next[[2]string{q, k}] = n - groups[at[[2]string{q, k}]].N // the first place of the batch
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if j.FairKey == "" || j.FairSeq != 0 {
+			continue
+		}
+		k := [2]string{j.Queue, j.FairKey}
+		j.FairSeq = next[k]
+		next[k]++
+	}
+	return nil
 }

@@ -19,7 +19,7 @@ func appendRow(args []any, j *driver.Job, keyedRow bool) []any {
 	args = append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs,
 		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), nullString(j.Flow), j.Priority)
 	if keyedRow {
-		args = append(args, nullString(j.LimitKey), nullInt(int64(j.LimitMax)), nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey))
+		args = append(args, nullString(j.LimitKey), nullInt(int64(j.LimitMax)), nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey), nullInt(j.FairSeq))
 	}
 	return args
 }
@@ -254,7 +254,10 @@ func (b *base) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*drive
 		for i, j := range jobs {
 			ids[i] = j.ID
 		}
-		err = b.bulk(ctx, jobs)
+		err = b.inTx(ctx, nil, func(tx *sql.Tx) error { return b.placeAll(ctx, tx, jobs) })
+		if err == nil {
+			err = b.bulk(ctx, jobs)
+		}
 	}
 	if b.again != nil && db.ConnectionLost(err) && !b.joined(ctx) {
 		ids, err = b.again(ctx, jobs, now, err)
@@ -301,6 +304,9 @@ func (b *base) insertAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 		default:
 			plain = append(plain, j)
 		}
+	}
+	if err := b.placeAll(ctx, tx, plain); err != nil {
+		return nil, err
 	}
 	if err := b.insertChunks(ctx, tx, uow, plain, again); err != nil {
 		return nil, err
@@ -352,7 +358,7 @@ func (b *base) storedAlready(ctx context.Context, tx *sql.Tx, jobs []*driver.Job
 // insertChunks stores jobs in multi-row inserts on tx, the transaction of
 // uow; again, skipping those stored already.
 func (b *base) insertChunks(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs []*driver.Job, again bool) error {
-	args := make([]any, 0, 20*min(len(jobs), rowsPerInsert))
+	args := make([]any, 0, 21*min(len(jobs), rowsPerInsert))
 	for chunk := range slices.Chunk(jobs, rowsPerInsert) {
 		args = args[:0]
 		k := slices.ContainsFunc(chunk, keyed)

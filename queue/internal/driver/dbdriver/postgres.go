@@ -111,7 +111,7 @@ func refused(err error) bool {
 // copyColumns are the columns COPY fills; the others take their
 // defaults.
 var copyColumns = []string{"id", "queue", "name", "payload", "max_attempts", "backoff", "timeout_ms", "available_at", "created_at", "meta", "priority",
-	"rate_key", "rate_max", "rate_per", "fair_key"}
+	"rate_key", "rate_max", "rate_per", "fair_key", "fair_seq"}
 
 // copyJobs stores jobs with COPY, the fastest bulk insert, all or none.
 func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error {
@@ -125,7 +125,7 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 		rows := make([][]any, len(jobs))
 		for i, j := range jobs {
 			rows[i] = []any{j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), j.Priority,
-				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey)}
+				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey), nullInt(j.FairSeq)}
 		}
 		_, err := pg.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromRows(rows))
 		return err

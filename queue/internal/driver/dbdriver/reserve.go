@@ -61,12 +61,7 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 		return b.reserveRated(ctx, r)
 	}
 	if r.Fair {
-		var jobs []*driver.Job
-		err := b.inTx(ctx, nil, func(tx *sql.Tx) (err error) {
-			jobs, err = b.reserveFair(ctx, tx, at, r, false)
-			return err
-		})
-		return jobs, err
+		return b.reserveFair(ctx, nil, at, r, false)
 	}
 	var jobs []*driver.Job
 	stmt := b.q.reserve

@@ -41,10 +41,10 @@ const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, un
 // keyedValues of a keyed one (see appendRow).
 const (
 	values      = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
-	keyedValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, NULL)"
+	keyedValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)"
 )
 
-// rowsPerInsert bounds a multi-row insert: 20 parameters a row stays
+// rowsPerInsert bounds a multi-row insert: 21 parameters a row stays
 // under SQLite's 32,766 and PostgreSQL's 65,535.
 const rowsPerInsert = 500
 
