@@ -13,6 +13,7 @@ import (
 
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // TestAFairQueueTakesTheTenantsInTurns: five jobs of one tenant, then two
@@ -161,6 +162,71 @@ func TestFairnessHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 		// hold as the last round is taken.
 		if bigBefore > 3+4 {
 			t.Fatalf("%d of the big tenant's jobs started before the small tenants' last; want at most 7 (three rounds, four handlers)", bigBefore)
+		}
+	})
+}
+
+// placeSearches records the PlaceFrom of the searches that took each job.
+type placeSearches struct {
+	driver.Driver
+	mu    sync.Mutex
+	found map[string][]int64
+}
+
+func (p *placeSearches) Reserve(ctx context.Context, res driver.Reservation) ([]*driver.Job, error) {
+	jobs, err := p.Driver.Reserve(ctx, res)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, j := range jobs {
+		p.found[j.ID] = append(p.found[j.ID], res.PlaceFrom)
+	}
+	return jobs, err
+}
+
+// TestASnoozedFairJobIsFoundByTheNextSearch: a worker that reserved a
+// tenant's first three jobs searches from the third's place; the first,
+// snoozed, keeps its place, and the next search starts there, at once,
+// not a second later by the prober.
+func TestASnoozedFairJobIsFoundByTheNextSearch(t *testing.T) {
+	t.Parallel()
+	ran := make(chan int, 4)
+	reg := queue.HandlerOf[TenantTask](queue.HandlerFunc[TenantTask](func(_ context.Context, tt TenantTask, jc queue.JobContext) error {
+		if tt.N == 1 && jc.Snoozes == 0 {
+			return queue.Snooze(0)
+		}
+		ran <- tt.N
+		return nil
+	}))
+	eachWith(t, queue.Config{PollIntervalMs: 3_600_000, Workers: 3}, map[string]queue.Registration{"test.tenant_task": reg}, func(t *testing.T, f fixture) {
+		var ids []string
+		for n := 1; n <= 3; n++ {
+			id, err := f.q.Dispatch(ctx, TenantTask{Tenant: "x", N: n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		p := &placeSearches{found: map[string][]int64{}}
+		queue.WrapStore(f.q, func(d driver.Driver) driver.Driver { p.Driver = d; return p })
+		workCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.q.Work(workCtx, queue.WorkOptions{Queues: []string{"default"}}) }()
+		seen := map[int]bool{}
+		for len(seen) < 3 {
+			select {
+			case n := <-ran:
+				seen[n] = true
+			case <-time.After(30 * time.Second): // a bound on the failure only
+				stop()
+				t.Fatalf("ran %v, want jobs 1 to 3", seen)
+			}
+		}
+		stop()
+		<-done
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if got := p.found[ids[0]]; len(got) != 2 || got[0] != 0 || got[1] != 1 {
+			t.Fatalf("the snoozed job was taken by searches from places %v, want [0 1]: the first search, then one from its own place", got)
 		}
 	})
 }

@@ -168,6 +168,12 @@ type Reservation struct {
 	// Without it a database driver takes them in due order, with the
 	// others; the memory driver takes them in turns always.
 	Fair bool
+	// PlaceFrom leaves out the jobs with a FairKey whose place is before
+	// it (0 leaves out none), as From does by due time: a worker passes
+	// the highest place it reserved, so that PostgreSQL's search of them
+	// starts past the index entries of those it reserved, which stay
+	// until a vacuum. The memory driver ignores it.
+	PlaceFrom int64
 	// Drained, when not nil, is where a Fair reservation reports whether
 	// it took every job of priority 0 without a FairKey due by Now (from
 	// From): the next search of those may start from Now. (Its search of
@@ -384,11 +390,11 @@ type Driver interface {
 	TakeOver(ctx context.Context, queue string, now int64, by string) (*Job, error)
 
 	// Behind reports, reading only, whether a job of queue due by now
-	// waits with an available_at before from, without a FairKey: one a
-	// Reserve from there would leave out (a Fair one takes the jobs with
-	// a key from the first). The memory driver, whose Reserve leaves out
-	// none, reports false.
-	Behind(ctx context.Context, queue string, now, from int64) (bool, error)
+	// waits that a Reserve from from and placeFrom would leave out: one
+	// without a FairKey with an available_at before from, or one with a
+	// FairKey with a place before placeFrom (each 0: none looked for).
+	// The memory driver, whose Reserve leaves out none, reports false.
+	Behind(ctx context.Context, queue string, now, from, placeFrom int64) (bool, error)
 
 	// Prioritized reports, reading only, whether a waiting job of queue
 	// has a priority other than 0: whether Reserve needs r.Prioritized.

@@ -595,7 +595,7 @@ func TestBehindFindsWhatASearchFromACursorLeavesOut(t *testing.T) {
 		behindAt := func(now, from int64, want bool) {
 			t.Helper()
 			want = want && !memory
-			if got, err := s.Behind(ctx, "a", now, from); got != want || err != nil {
+			if got, err := s.Behind(ctx, "a", now, from, 0); got != want || err != nil {
 				t.Fatalf("Behind(now %d, from %d) = %v, %v; want %v", now, from, got, err, want)
 			}
 		}

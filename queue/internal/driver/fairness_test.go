@@ -10,6 +10,7 @@ import (
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/memdriver"
 )
 
 // grouped is a job of queue in the group key.
@@ -325,5 +326,38 @@ func TestABatchTakesThePlacesOneByOneWould(t *testing.T) {
 				t.Errorf("job %d of the unit of work: %+v, want place %d", n, f.Job, seq)
 			}
 		}
+	})
+}
+
+// TestASearchFromAPlaceLeavesOutTheLowerOnes: a Fair reservation from a
+// place leaves out the jobs with a key of lower places (PostgreSQL's
+// search then starts past the index entries of those taken), and Behind
+// finds those due; the memory driver leaves out none.
+func TestASearchFromAPlaceLeavesOutTheLowerOnes(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		_, memory := s.(*memdriver.Driver)
+		insert(t, s, grouped(1, "a", 500, "x"), grouped(2, "a", 0, "x"), grouped(3, "a", 0, "x"))
+		behind := func(now, placeFrom int64, want bool) {
+			t.Helper()
+			want = want && !memory
+			if got, err := s.Behind(ctx, "a", now, 0, placeFrom); got != want || err != nil {
+				t.Fatalf("Behind(now %d, place %d) = %v, %v; want %v", now, placeFrom, got, err, want)
+			}
+		}
+		behind(100, 2, false) // place 1 is not due yet
+		behind(100, 1, false) // nothing before place 1
+		behind(600, 2, true)  // place 1, due now
+		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 10, Fair: true, PlaceFrom: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "3"
+		if memory {
+			want = "2 3"
+		}
+		if got := numbers(jobs); got != want {
+			t.Fatalf("a search from place 3 reserved %s, want %s", got, want)
+		}
+		behind(100, 3, !memory) // place 2 waits, due
 	})
 }

@@ -104,6 +104,9 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 			return err
 		})
 		count = &w.released
+		if acted {
+			w.putBack(job)
+		}
 		if acted && err == nil && delay <= 0 {
 			w.cfg.Waker.Wake() // due now: the fetcher does not search when a handler comes free
 		}
@@ -150,6 +153,9 @@ func (w *worker) snoozeJob(job *driver.Job, ms int64, d time.Duration) {
 		acted, err = w.cfg.Store.Snooze(w.jobCtx, job.ID, job.Attempts, w.cfg.Clock.Now().UnixMilli()+ceilMs(d))
 		return err
 	})
+	if acted {
+		w.putBack(job)
+	}
 	if acted && err == nil && d <= 0 {
 		w.cfg.Waker.Wake() // due now: the fetcher does not search when a handler comes free
 	}

@@ -13,6 +13,7 @@ func (w *worker) unreserve(job *driver.Job) {
 	if _, err := w.cfg.Store.Unreserve(w.jobCtx, job.ID, job.Attempts); err != nil {
 		w.log.Error("give back a job reserved while stopping", "job_id", job.ID, "error", err)
 	}
+	w.putBack(job)
 }
 
 // fetch reserves jobs for the free handlers until ctx ends or a limit is
@@ -150,8 +151,12 @@ func (w *worker) fetch(ctx context.Context) {
 //
 // A queue where jobs with a fairness key may wait (found the same ways)
 // is searched taking its groups in turns (see driver.Reservation.Fair):
-// the jobs without a key from the cursor, those with one from the first,
-// by place; only the former move the cursor.
+// the jobs without a key from the cursor, those with one by place from a
+// cursor of places, the highest place it reserved (every due job of a
+// lower place was taken then: the search takes the lowest first). A job
+// with a lower place that waits (due since, released, or stored by a
+// transaction that committed late) is found by the prober, as those
+// behind the cursor are.
 //
 // A search never starts past now: after the clock moved back, jobs
 // dispatched since are due before the cursor, and are found at once.
@@ -209,19 +214,22 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		if r := w.rewind[i].Swap(math.MaxInt64); r != math.MaxInt64 {
 			w.cursor[name] = min(w.cursor[name], r)
 		}
+		if p := w.placeBack[i].Swap(math.MaxInt64); p != math.MaxInt64 {
+			w.places[name] = min(w.places[name], p)
+		}
 		// A queue with rate limits is searched from its first job: the
 		// jobs over a limit wait behind those that started.
 		queueRate := w.cfg.QueueRates[name]
 		rated, fair := w.rated.on[i].Load() || !queueRate.IsZero(), w.fair.on[i].Load()
-		var from int64
+		var from, placeFrom int64
 		if last, ok := w.cursor[name]; ok && !swept && !w.behind[i].Swap(false) && !rated {
-			from = min(last, now) - cursorSlackMs
+			from, placeFrom = min(last, now)-cursorSlackMs, w.places[name]
 		}
 		want := limit - len(jobs)
 		w.reopensIn[i] = 0
 		drained := false
 		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, By: by, From: from, Limit: want, Prioritized: w.prio.on[i].Load(),
-			Rated: rated, QueueRate: queueRate, Fair: fair, Drained: &drained, ReopensIn: &w.reopensIn[i]})
+			Rated: rated, QueueRate: queueRate, Fair: fair, PlaceFrom: placeFrom, Drained: &drained, ReopensIn: &w.reopensIn[i]})
 		if err == nil && (len(got) < want || drained) && !rated {
 			// It found no more: every job due by now is taken, so the next
 			// search need not walk the rows of those it reserved (nor, on
@@ -229,8 +237,11 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 			w.cursor[name] = max(w.cursor[name], now)
 		}
 		for _, j := range got {
-			if j.FairKey == "" || !fair { // a fair search takes keyed jobs out of due order
+			switch {
+			case j.FairKey == "" || !fair:
 				w.cursor[name] = max(w.cursor[name], j.AvailableAt)
+			case !rated && j.Priority == 0: // a fair search takes keyed jobs by place
+				w.places[name] = max(w.places[name], j.FairSeq)
 			}
 		}
 		if jobs == nil {

@@ -15,22 +15,27 @@ const sweepEveryMs = 1000
 const probeShare = 20
 
 // probe is a request to the prober: at now, look behind each queue's
-// cursor (from, by queue; 0 where there is none to look behind) and, if
-// stale, for reservations stale at at (on the clock of reservations).
+// cursors (from and placeFrom, by queue; 0 where there is none to look
+// behind) and, if stale, for reservations stale at at (on the clock of
+// reservations).
 type probe struct {
-	now, at int64
-	from    []int64
-	stale   bool
-	paused  []bool // by queue: no look for stale reservations
+	now, at   int64
+	from      []int64
+	placeFrom []int64
+	stale     bool
+	paused    []bool // by queue: no look for stale reservations
 }
 
 // probe asks the prober to look, unless it is still looking.
 func (w *worker) probe(now, at, pace int64) {
-	p := probe{now: now, at: at, from: make([]int64, len(w.opts.Queues))}
+	p := probe{now: now, at: at, from: make([]int64, len(w.opts.Queues)), placeFrom: make([]int64, len(w.opts.Queues))}
 	p.paused = make([]bool, len(w.opts.Queues))
 	for i, name := range w.opts.Queues {
 		if last, ok := w.cursor[name]; ok && !w.paused(name) {
 			p.from[i] = min(last, now) - cursorSlackMs
+		}
+		if !w.paused(name) {
+			p.placeFrom[i] = w.places[name]
 		}
 		p.paused[i] = w.paused(name)
 	}
@@ -70,8 +75,8 @@ func (w *worker) startProber() (stop func()) {
 			start := time.Now()
 			found := false
 			for i, name := range w.opts.Queues {
-				if p.from[i] > 0 {
-					if behind, err := w.cfg.Store.Behind(ctx, name, p.now, p.from[i]); behind || err != nil {
+				if p.from[i] > 0 || p.placeFrom[i] > 0 {
+					if behind, err := w.cfg.Store.Behind(ctx, name, p.now, p.from[i], p.placeFrom[i]); behind || err != nil {
 						w.behind[i].Store(true)
 						found = true
 					}

@@ -171,14 +171,16 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	}
 	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: cfg.Log,
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
-		cursor: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)),
+		cursor: map[string]int64{}, places: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)),
 		prio:      newMark(len(o.Queues), cfg.Store.Prioritized, cfg.Prioritized),
 		rated:     newMark(len(o.Queues), cfg.Store.Rated, cfg.Rated),
 		fair:      newMark(len(o.Queues), cfg.Store.Fair, cfg.Fair),
 		reopensIn: make([]int64, len(o.Queues)), rewind: make([]atomic.Int64, len(o.Queues)),
 		probes: make(chan probe, 1), probed: make(chan struct{}, 1), tallies: newTallies(o.Queues)}
+	w.placeBack = make([]atomic.Int64, len(o.Queues))
 	for i := range w.rewind {
 		w.rewind[i].Store(math.MaxInt64)
+		w.placeBack[i].Store(math.MaxInt64)
 	}
 	w.done = newCompleter(w)
 	stopListening := w.listen(o.Queues)
@@ -223,7 +225,11 @@ type worker struct {
 	// reserved every job it found waiting, where its next search starts
 	// (but for a full one); whether its next search is a full sweep; when
 	// it last had the prober look.
-	cursor   map[string]int64
+	cursor map[string]int64
+	// places is, by fair queue, the highest place of a job with a
+	// fairness key its searches reserved: where their next search of
+	// those starts (see driver.Reservation.PlaceFrom).
+	places   map[string]int64
 	sweepNow bool
 	admitted int // the completer's count of batches that may have let jobs in, as the fetcher last read it
 	probedAt int64
@@ -241,6 +247,12 @@ type worker struct {
 	// none): the next job of its key went in due no earlier, behind the
 	// cursor maybe, and the next search starts there.
 	rewind []atomic.Int64
+	// placeBack is, by queue, the lowest place of a job with a fairness
+	// key that this worker put back to wait since the fetcher last looked
+	// (released, snoozed or given back; math.MaxInt64 for none): it kept
+	// its place, behind the cursor of places maybe, where the next search
+	// starts.
+	placeBack []atomic.Int64
 	// prio marks the queues where jobs with a priority may wait: their
 	// search orders by priority. rated marks those where jobs with a rate
 	// limit may: their search leaves out the keys whose window is full.
@@ -288,9 +300,22 @@ func (w *worker) limitedEnded(job *driver.Job) {
 	if i < 0 {
 		return
 	}
-	for r := &w.rewind[i]; ; {
+	lower(&w.rewind[i], job.AvailableAt)
+}
+
+// putBack tells the fetcher that job, with a fairness key, waits again
+// with its place, and its queue's next search of places starts there.
+func (w *worker) putBack(job *driver.Job) {
+	if i := slices.Index(w.opts.Queues, job.Queue); i >= 0 && job.FairKey != "" {
+		lower(&w.placeBack[i], job.FairSeq)
+	}
+}
+
+// lower sets r to v if v is lower.
+func lower(r *atomic.Int64, v int64) {
+	for {
 		cur := r.Load()
-		if job.AvailableAt >= cur || r.CompareAndSwap(cur, job.AvailableAt) {
+		if v >= cur || r.CompareAndSwap(cur, v) {
 			return
 		}
 	}

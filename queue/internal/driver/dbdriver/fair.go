@@ -24,12 +24,16 @@ import (
 const (
 	anyFair = "SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL LIMIT 1"
 	// The searches of a Fair reservation; PRIO is where those of a queue
-	// with priorities keep to priority 0. Their arguments are queue, now,
-	// limit; fairPlain's queue, from, now, limit.
+	// with priorities keep to priority 0. fairPlain's arguments are
+	// queue, from, now, limit; fairKeyed's queue, the first place, now,
+	// limit.
 	fairPlain = "SELECT id, priority, fair_seq, available_at FROM jobs INDEXED BY jobs_waiting " +
 		"WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NULL PRIO AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"
 	fairKeyed = "SELECT id, priority, fair_seq, available_at FROM jobs INDEXED BY jobs_fair " +
-		"WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL PRIO AND available_at <= ? ORDER BY fair_seq, available_at, id LIMIT ?"
+		"WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL AND fair_seq >= ? PRIO AND available_at <= ? ORDER BY fair_seq, available_at, id LIMIT ?"
+	// placeBehind finds a job with a key due by now (the third argument)
+	// with a place before a worker's cursor (the second).
+	placeBehind = "SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL AND fair_seq < ? AND available_at <= ? LIMIT 1"
 	// fairOrder is driver.FairOrder in SQL.
 	fairOrder = "priority DESC, CASE WHEN priority = 0 THEN coalesce(fair_seq, 0) ELSE 0 END, available_at, id"
 )
@@ -96,7 +100,7 @@ func (b *base) fairReserve(at any, r driver.Reservation, rated bool) (string, []
 			ids = "SELECT id FROM p UNION ALL " + ids + " UNION ALL SELECT id FROM n"
 		}
 		search("u", plain, r.Queue, r.From, r.Now, r.Limit)
-		search("f", keyed, r.Queue, r.Now, r.Limit)
+		search("f", keyed, r.Queue, max(r.PlaceFrom, 1), r.Now, r.Limit)
 		if r.Prioritized {
 			search("n", strings.Replace(byPriority, "priority <> 0", "priority < 0", 1), r.Queue, r.Now, r.Limit)
 		}
@@ -108,7 +112,7 @@ func (b *base) fairReserve(at any, r driver.Reservation, rated bool) (string, []
 		// The searches each of up to the limit, the first of them
 		// together.
 		parts := []string{"SELECT * FROM (" + plain + ")", "SELECT * FROM (" + keyed + ")"}
-		args = []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit, r.Queue, r.Now, r.Limit}
+		args = []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit, r.Queue, max(r.PlaceFrom, 1), r.Now, r.Limit}
 		if r.Prioritized {
 			parts = append(parts, "SELECT * FROM ("+byPriority+")")
 			args = append(args, r.Queue, r.Now, r.Limit)

@@ -109,8 +109,16 @@ func (b *base) TakeOver(ctx context.Context, queue string, now int64, by string)
 }
 
 // Behind implements driver.Driver.
-func (b *base) Behind(ctx context.Context, queue string, now, from int64) (bool, error) {
-	return b.exists(ctx, b.q.behind, queue, from, now)
+func (b *base) Behind(ctx context.Context, queue string, now, from, placeFrom int64) (bool, error) {
+	if from > 0 {
+		if found, err := b.exists(ctx, b.q.behind, queue, from, now); err != nil || found {
+			return found, err
+		}
+	}
+	if placeFrom > 0 {
+		return b.exists(ctx, b.q.words(placeBehind), queue, placeFrom, now)
+	}
+	return false, nil
 }
 
 // Prioritized implements driver.Driver.
