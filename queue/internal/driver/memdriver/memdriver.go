@@ -328,7 +328,9 @@ func (d *Driver) stale(l *line, now int64) *driver.Job {
 
 // Behind implements driver.Driver: Reserve leaves out no job, so none is
 // behind.
-func (d *Driver) Behind(context.Context, string, int64, int64, int64) (bool, error) { return false, nil }
+func (d *Driver) Behind(context.Context, string, int64, int64, int64) (bool, error) {
+	return false, nil
+}
 
 // Prioritized implements driver.Driver.
 func (d *Driver) Prioritized(_ context.Context, queue string) (bool, error) {
