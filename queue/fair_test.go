@@ -230,3 +230,41 @@ func TestASnoozedFairJobIsFoundByTheNextSearch(t *testing.T) {
 		}
 	})
 }
+
+// TestAFairStepTakesItsTurnAsItIsReleased: a chain's second step, held
+// until the first ends, takes its group's turn as it is released, behind
+// another group's job of the same round.
+func TestAFairStepTakesItsTurnAsItIsReleased(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var ran []string
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{
+				"test.tenant_task": queue.HandlerOf[TenantTask](queue.HandlerFunc[TenantTask](func(_ context.Context, tt TenantTask, _ queue.JobContext) error {
+					mu.Lock()
+					ran = append(ran, tt.Tenant+string(rune('0'+tt.N)))
+					mu.Unlock()
+					return nil
+				})),
+			})
+			for n := 1; n <= 3; n++ {
+				if _, err := f.q.Dispatch(ctx, TenantTask{Tenant: "y", N: n}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := f.q.DispatchFlow(ctx, queue.Chain(TenantTask{Tenant: "x", N: 1}, TenantTask{Tenant: "x", N: 2})); err != nil {
+				t.Fatal(err)
+			}
+			for range 5 {
+				if _, err := f.q.Work(ctx, queue.WorkOptions{Workers: 1, MaxJobs: 1, StopWhenEmpty: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := strings.Join(ran, " "); got != "y1 x1 y2 x2 y3" {
+				t.Fatalf("ran %s, want y1 x1 y2 x2 y3: the step released in its group's turn, 2", got)
+			}
+		})
+	}
+}

@@ -1,5 +1,7 @@
 DROP TRIGGER jobs_admit;
-DROP TRIGGER jobs_fair;
+DROP TRIGGER queue_steps_fair;
+DROP TRIGGER queue_held_fair;
+DROP TRIGGER failed_jobs_fair;
 DROP INDEX queue_fair_next;
 DROP TABLE queue_fair;
 DROP INDEX jobs_fair;

@@ -178,8 +178,8 @@ type Reservation struct {
 	// it took every job of priority 0 without a FairKey due by Now (from
 	// From): the next search of those may start from Now. (Its search of
 	// the jobs with a key starts from the first, by place: a search of
-	// those without one walks past them, from From.) The memory driver,
-	// whose searches leave out none, leaves it.
+	// those without one walks past them, from From.) See the function
+	// Drained.
 	Drained *bool
 	// ReopensIn, when not nil, is where a Rated reservation (or one with
 	// a QueueRate) that took fewer than Limit writes how long, in

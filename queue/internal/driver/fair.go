@@ -23,3 +23,17 @@ func FairOrder(jobs []*Job) {
 func byDue(a, b *Job) int {
 	return cmp.Or(cmp.Compare(a.AvailableAt, b.AvailableAt), cmp.Compare(a.ID, b.ID))
 }
+
+// Drained reports whether a Fair reservation of up to limit jobs, which
+// took jobs, took every due job of priority 0 without a FairKey (see
+// Reservation.Drained): those, and the jobs of priorities above 0, come
+// before the others, so it did if it took fewer of them than the limit.
+func Drained(jobs []*Job, limit int) bool {
+	first := 0
+	for _, j := range jobs {
+		if j.Priority > 0 || j.Priority == 0 && j.FairKey == "" {
+			first++
+		}
+	}
+	return first < limit
+}

@@ -157,13 +157,7 @@ func (b *base) reserveFair(ctx context.Context, tx *sql.Tx, at any, r driver.Res
 	}
 	driver.FairOrder(jobs)
 	if r.Drained != nil {
-		first := 0
-		for _, j := range jobs {
-			if j.Priority > 0 || j.Priority == 0 && j.FairKey == "" {
-				first++
-			}
-		}
-		*r.Drained = first < r.Limit
+		*r.Drained = driver.Drained(jobs, r.Limit)
 	}
 	return jobs, nil
 }
@@ -216,7 +210,7 @@ func (b *base) placeAll(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) err
 	var groups []groupCount
 	at := map[[2]string]int{}
 	for _, j := range jobs {
-		if j.FairKey == "" || j.FairSeq != 0 {
+		if !unplaced(j) {
 			continue
 		}
 		k := [2]string{j.Queue, j.FairKey}
@@ -277,7 +271,7 @@ func (b *base) placeAll(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) err
 		return err
 	}
 	for _, j := range jobs {
-		if j.FairKey == "" || j.FairSeq != 0 {
+		if !unplaced(j) {
 			continue
 		}
 		k := [2]string{j.Queue, j.FairKey}
@@ -286,3 +280,6 @@ func (b *base) placeAll(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) err
 	}
 	return nil
 }
+
+// unplaced reports whether j has a fairness key and no place yet.
+func unplaced(j *driver.Job) bool { return j.FairKey != "" && j.FairSeq == 0 }

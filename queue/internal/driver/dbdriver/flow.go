@@ -384,6 +384,9 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 	for _, r := range roots {
 		t.queues[r.Queue] = true
 	}
+	if err := b.placeAll(t.ctx, t.tx, roots); err != nil {
+		return err
+	}
 	return b.insertChunks(t.ctx, t.tx, nil, roots, false)
 }
 

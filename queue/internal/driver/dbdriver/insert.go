@@ -124,6 +124,9 @@ func (b *base) insertOne(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 		}
 		return job.ID, true, b.insertLimited(ctx, tx, uow, job)
 	}
+	if err := b.placeAll(ctx, tx, []*driver.Job{job}); err != nil {
+		return "", false, err
+	}
 	query := b.q.insertOf(job)
 	if again {
 		query += onConflictID
@@ -186,6 +189,9 @@ const proof = "SELECT 1 FROM jobs WHERE id = $1 UNION ALL SELECT 1 FROM failed_j
 // holds the key: it returns that job's id then. Three statements in one
 // transaction, so that no other dispatch slips between them.
 func (b *base) insertUnique(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job, now int64) (string, bool, error) {
+	if err := b.placeAll(ctx, tx, []*driver.Job{job}); err != nil { // a place left unused if it is not stored: a gap, nothing more
+		return "", false, err
+	}
 	if job.DebounceMaxMs > 0 {
 		return b.insertDebounced(ctx, tx, uow, job)
 	}
@@ -254,7 +260,9 @@ func (b *base) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*drive
 		for i, j := range jobs {
 			ids[i] = j.ID
 		}
-		err = b.inTx(ctx, nil, func(tx *sql.Tx) error { return b.placeAll(ctx, tx, jobs) })
+		if slices.ContainsFunc(jobs, unplaced) {
+			err = b.inTx(ctx, nil, func(tx *sql.Tx) error { return b.placeAll(ctx, tx, jobs) })
+		}
 		if err == nil {
 			err = b.bulk(ctx, jobs)
 		}

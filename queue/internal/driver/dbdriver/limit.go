@@ -143,11 +143,14 @@ func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork
 	if err := tx.QueryRowContext(ctx, d.words(limitRoom), job.LimitKey, job.LimitKey).Scan(&n, &held); err != nil {
 		return err
 	}
-	args := appendRow(nil, job, true)
 	if n < job.LimitMax && held == 0 {
-		_, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(limitInsert), args...)
+		if err := b.placeAll(ctx, tx, []*driver.Job{job}); err != nil {
+			return err
+		}
+		_, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(limitInsert), appendRow(nil, job, true)...)
 		return err
 	}
+	args := appendRow(nil, job, true) // held: it takes its place as it is let in
 	if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(heldInsert), args...); err != nil {
 		return err
 	}

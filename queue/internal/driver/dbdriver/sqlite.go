@@ -94,10 +94,10 @@ func (s *sqliteDriver) insertGrouped(ctx context.Context, job *driver.Job) error
 // insertGroup stores the jobs of a group: one of them with the prepared
 // single insert, more in one transaction. The caller holds the write lock.
 func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) error {
-	switch len(group) {
-	case 0: // another took this one's job into its group
+	switch {
+	case len(group) == 0: // another took this one's job into its group
 		return nil
-	case 1:
+	case len(group) == 1 && !unplaced(group[0].job):
 		st, err := s.prepared(ctx, s.q.insertOf(group[0].job))
 		if err == nil {
 			_, err = st.ExecContext(ctx, appendRow(nil, group[0].job, keyed(group[0].job))...)
@@ -113,6 +113,9 @@ func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) 
 		return err
 	}
 	defer tx.Rollback()
+	if err := s.placeAll(ctx, tx, jobs); err != nil {
+		return err
+	}
 	if err := s.insertChunks(ctx, tx, nil, jobs, false); err != nil {
 		return err
 	}

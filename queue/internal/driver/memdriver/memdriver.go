@@ -258,6 +258,9 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 		}
 		return len(out) < n
 	})
+	if r.Drained != nil {
+		*r.Drained = driver.Drained(out, limit)
+	}
 	var reopens int64
 	for _, j := range over {
 		d.wait(j)
