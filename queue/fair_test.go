@@ -16,6 +16,31 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
+// turns records the TenantTask jobs run, as tenant and number, in order.
+type turns struct {
+	mu  sync.Mutex
+	ran []string
+}
+
+func (r *turns) add(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ran = append(r.ran, name)
+}
+
+func (r *turns) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.ran, " ")
+}
+
+func (r *turns) handler() queue.Registration {
+	return queue.HandlerOf[TenantTask](queue.HandlerFunc[TenantTask](func(_ context.Context, tt TenantTask, _ queue.JobContext) error {
+		r.add(tt.Tenant + string(rune('0'+tt.N)))
+		return nil
+	}))
+}
+
 // TestAFairQueueTakesTheTenantsInTurns: five jobs of one tenant, then two
 // of another and one without Fair, run one at a time: the one without
 // Fair first, then the tenants in turns; queue:job shows a job's group.
@@ -24,20 +49,11 @@ func TestAFairQueueTakesTheTenantsInTurns(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			var mu sync.Mutex
-			var ran []string
-			record := func(name string) {
-				mu.Lock()
-				ran = append(ran, name)
-				mu.Unlock()
-			}
+			ran := &turns{}
 			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{
-				"test.tenant_task": queue.HandlerOf[TenantTask](queue.HandlerFunc[TenantTask](func(_ context.Context, tt TenantTask, _ queue.JobContext) error {
-					record(tt.Tenant + string(rune('0'+tt.N)))
-					return nil
-				})),
+				"test.tenant_task": ran.handler(),
 				"test.record": queue.HandlerOf[Record](queue.HandlerFunc[Record](func(context.Context, Record, queue.JobContext) error {
-					record("plain")
+					ran.add("plain")
 					return nil
 				})),
 			})
@@ -70,7 +86,7 @@ func TestAFairQueueTakesTheTenantsInTurns(t *testing.T) {
 			if err != nil || s.Succeeded != 8 {
 				t.Fatalf("Work: %+v, %v", s, err)
 			}
-			if got := strings.Join(ran, " "); got != "plain big1 small1 big2 small2 big3 big4 big5" {
+			if got := ran.String(); got != "plain big1 small1 big2 small2 big3 big4 big5" {
 				t.Fatalf("ran %s, want plain big1 small1 big2 small2 big3 big4 big5", got)
 			}
 		})
@@ -239,16 +255,8 @@ func TestAFairStepTakesItsTurnAsItIsReleased(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			var mu sync.Mutex
-			var ran []string
-			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{
-				"test.tenant_task": queue.HandlerOf[TenantTask](queue.HandlerFunc[TenantTask](func(_ context.Context, tt TenantTask, _ queue.JobContext) error {
-					mu.Lock()
-					ran = append(ran, tt.Tenant+string(rune('0'+tt.N)))
-					mu.Unlock()
-					return nil
-				})),
-			})
+			ran := &turns{}
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{"test.tenant_task": ran.handler()})
 			for n := 1; n <= 3; n++ {
 				if _, err := f.q.Dispatch(ctx, TenantTask{Tenant: "y", N: n}); err != nil {
 					t.Fatal(err)
@@ -262,7 +270,7 @@ func TestAFairStepTakesItsTurnAsItIsReleased(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := strings.Join(ran, " "); got != "y1 x1 y2 x2 y3" {
+			if got := ran.String(); got != "y1 x1 y2 x2 y3" {
 				t.Fatalf("ran %s, want y1 x1 y2 x2 y3: the step released in its group's turn, 2", got)
 			}
 		})

@@ -683,38 +683,45 @@ func TestConcurrentBatchReservationsNeverOverlap(t *testing.T) {
 		if _, err := s.InsertMany(ctx, nil, jobs, 1); err != nil {
 			t.Fatal(err)
 		}
-		var mu sync.Mutex
-		seen := map[string]int{}
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Go(func() {
-				for {
-					got, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 10, At: 10, Limit: 7})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if len(got) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, j := range got {
-						seen[j.ID]++
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		if len(seen) != 500 {
-			t.Fatalf("%d jobs reserved, want 500", len(seen))
-		}
-		for id, n := range seen {
-			if n != 1 {
-				t.Fatalf("job %s reserved %d times", id, n)
-			}
-		}
+		reservedOnce(t, s, driver.Reservation{Queue: "a", Now: 10, At: 10, Limit: 7}, 500)
 	})
+}
+
+// reservedOnce reserves with r from four goroutines at once until none
+// is left, and fails unless every one of n jobs was reserved once.
+func reservedOnce(t *testing.T, s driver.Driver, r driver.Reservation, n int) {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				got, err := s.Reserve(ctx, r)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range got {
+					seen[j.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("%d jobs reserved, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Fatalf("job %s reserved %d times", id, k)
+		}
+	}
 }
 
 // TestInsertManyWithUniqueJobs: a batch of plain and unique jobs is

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/navree/navree/db"
@@ -146,37 +145,7 @@ func TestConcurrentFairReservationsNeverOverlap(t *testing.T) {
 		if _, err := s.InsertMany(ctx, nil, jobs, 1); err != nil {
 			t.Fatal(err)
 		}
-		var mu sync.Mutex
-		seen := map[string]int{}
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Go(func() {
-				for {
-					got, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 10, Fair: true})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if len(got) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, j := range got {
-						seen[j.ID]++
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		if len(seen) != 200 {
-			t.Fatalf("reserved %d jobs, want 200", len(seen))
-		}
-		for id, n := range seen {
-			if n != 1 {
-				t.Fatalf("job %s reserved %d times", id, n)
-			}
-		}
+		reservedOnce(t, s, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 10, Fair: true}, 200)
 	})
 }
 
