@@ -203,9 +203,12 @@ type groupCount struct {
 // PostgreSQL every update of a row leaves a version the next must step
 // over until the transaction ends, so a batch of one group's jobs would
 // cost its square. Rows are locked in order of queue and key, so two
-// batches never wait for each other. A batch whose insert then fails
-// leaves its groups' places used: their next jobs come a few turns
-// later, nothing more.
+// batches never wait for each other; in the transaction that stores the
+// jobs, which holds them to its commit (a transaction of its own would
+// need a second connection while a unit of work holds one: a full pool
+// would wait forever). A batch whose insert then fails leaves its
+// groups' places used: their next jobs come a few turns later, nothing
+// more.
 func (b *base) placeAll(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) error {
 	var groups []groupCount
 	at := map[[2]string]int{}
