@@ -30,7 +30,7 @@ CREATE INDEX queue_fair_next ON queue_fair (queue, next);
 
 -- The place of a job entering jobs with a key: its group's next, or the
 -- round the queue serves (its lowest place waiting, of priority 0; with none,
--- the last place given), whichever is later. The group's row is locked
+-- the next after the last given), whichever is later. The group's row is locked
 -- by the upsert, so two transactions never give one group's place
 -- twice.
 CREATE FUNCTION navree_fair() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -40,7 +40,7 @@ DECLARE
 BEGIN
     SELECT coalesce(
         (SELECT fair_seq FROM jobs WHERE queue = NEW.queue AND reserved_at IS NULL AND fair_seq IS NOT NULL AND priority = 0 ORDER BY fair_seq LIMIT 1),
-        (SELECT next - 1 FROM queue_fair WHERE queue = NEW.queue ORDER BY next DESC LIMIT 1),
+        (SELECT next FROM queue_fair WHERE queue = NEW.queue ORDER BY next DESC LIMIT 1),
         1) INTO round;
     INSERT INTO queue_fair AS f (queue, key, next) VALUES (NEW.queue, NEW.fair_key, round + 1)
         ON CONFLICT (queue, key) DO UPDATE SET next = greatest(f.next, round) + 1

@@ -30,7 +30,7 @@ CREATE INDEX queue_fair_next ON queue_fair (queue, next);
 
 -- The place of a job entering jobs with a key: its group's next, or the
 -- round the queue serves (its lowest place waiting, of priority 0; with none,
--- the last place given), whichever is later. A dispatch gives its jobs
+-- the next after the last given), whichever is later. A dispatch gives its jobs
 -- their places itself, as it stores them (a trigger on jobs would run for
 -- every row stored, keyed or not: a bulk dispatch was a third slower for
 -- it); these give theirs to the jobs that move into jobs from another
@@ -40,7 +40,7 @@ CREATE TRIGGER failed_jobs_fair AFTER DELETE ON failed_jobs WHEN OLD.fair_key IS
     INSERT INTO queue_fair (queue, key, next)
         SELECT j.queue, j.fair_key, coalesce(
             (SELECT fair_seq FROM jobs WHERE queue = j.queue AND reserved_at IS NULL AND fair_seq IS NOT NULL AND priority = 0 ORDER BY fair_seq LIMIT 1),
-            (SELECT next - 1 FROM queue_fair WHERE queue = j.queue ORDER BY next DESC LIMIT 1),
+            (SELECT next FROM queue_fair WHERE queue = j.queue ORDER BY next DESC LIMIT 1),
             1) + 1
         FROM jobs j WHERE j.id = OLD.id AND j.fair_key IS NOT NULL AND j.fair_seq IS NULL
         ON CONFLICT (queue, key) DO UPDATE SET next = max(next, excluded.next - 1) + 1;
@@ -52,7 +52,7 @@ CREATE TRIGGER queue_held_fair AFTER DELETE ON queue_held WHEN OLD.fair_key IS N
     INSERT INTO queue_fair (queue, key, next)
         SELECT j.queue, j.fair_key, coalesce(
             (SELECT fair_seq FROM jobs WHERE queue = j.queue AND reserved_at IS NULL AND fair_seq IS NOT NULL AND priority = 0 ORDER BY fair_seq LIMIT 1),
-            (SELECT next - 1 FROM queue_fair WHERE queue = j.queue ORDER BY next DESC LIMIT 1),
+            (SELECT next FROM queue_fair WHERE queue = j.queue ORDER BY next DESC LIMIT 1),
             1) + 1
         FROM jobs j WHERE j.id = OLD.id AND j.fair_key IS NOT NULL AND j.fair_seq IS NULL
         ON CONFLICT (queue, key) DO UPDATE SET next = max(next, excluded.next - 1) + 1;
@@ -64,7 +64,7 @@ CREATE TRIGGER queue_steps_fair AFTER UPDATE OF state ON queue_steps WHEN NEW.st
     INSERT INTO queue_fair (queue, key, next)
         SELECT j.queue, j.fair_key, coalesce(
             (SELECT fair_seq FROM jobs WHERE queue = j.queue AND reserved_at IS NULL AND fair_seq IS NOT NULL AND priority = 0 ORDER BY fair_seq LIMIT 1),
-            (SELECT next - 1 FROM queue_fair WHERE queue = j.queue ORDER BY next DESC LIMIT 1),
+            (SELECT next FROM queue_fair WHERE queue = j.queue ORDER BY next DESC LIMIT 1),
             1) + 1
         FROM jobs j WHERE j.id = NEW.job_id AND j.fair_key IS NOT NULL AND j.fair_seq IS NULL
         ON CONFLICT (queue, key) DO UPDATE SET next = max(next, excluded.next - 1) + 1;

@@ -263,7 +263,8 @@ type Job struct {
 	// FairSeq is the place of a job with a FairKey in its queue's rounds,
 	// given as it enters jobs (0 before): its group's next, or the round
 	// the queue serves (its lowest place waiting; with none waiting the
-	// last place given), whichever is later. A Fair reservation takes the
+	// next after the last given: then a batch's places are those of its
+	// jobs stored one by one), whichever is later. A Fair reservation takes the
 	// jobs of priority 0 by it (see FairOrder).
 	FairSeq int64
 	// Held says, read side (Lookup), that the job is held by its limit.

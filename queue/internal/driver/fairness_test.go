@@ -1,8 +1,11 @@
 package driver_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,7 +62,7 @@ func oneByOne(t *testing.T, s driver.Driver, queue string, now int64, n int) []*
 // reservation takes the jobs without a key first, then the groups' by
 // place, then due time, one job of each group a round, a delayed job
 // when it is due; a group that joins takes the round being served, and
-// after none waits, the round after the last given.
+// after none waits, the place after the last given.
 func TestAFairReservationTakesTheGroupsInTurns(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		for n := 1; n <= 6; n++ {
@@ -97,13 +100,13 @@ func TestAFairReservationTakesTheGroupsInTurns(t *testing.T) {
 			t.Fatalf("at 500 reserved %s, want the delayed job 12", s)
 		}
 
-		// None waits: a group takes the round after the last place given.
+		// None waits: a group takes the place after the last given.
 		insert(t, s, grouped(20, "z", 0, "x"), grouped(21, "z", 0, "x"), grouped(22, "z", 0, "x"))
 		reserveFair(t, s, "z", 100, 10)
 		insert(t, s, grouped(23, "z", 0, "y"), grouped(24, "z", 0, "x"))
 		jobs := reserveFair(t, s, "z", 100, 10)
-		if numbers(jobs) != "23 24" || jobs[0].FairSeq != 3 || jobs[1].FairSeq != 4 {
-			t.Fatalf("after the queue emptied reserved %s (%+v), want 23 at place 3, then 24 at 4", numbers(jobs), jobs)
+		if numbers(jobs) != "23 24" || jobs[0].FairSeq != 4 || jobs[1].FairSeq != 4 {
+			t.Fatalf("after the queue emptied reserved %s (%+v), want 23 and 24 at place 4, the next after x's last", numbers(jobs), jobs)
 		}
 	})
 }
@@ -260,8 +263,8 @@ func TestPruningGroupsChangesNoPlace(t *testing.T) {
 		}
 		insert(t, s, grouped(4, "p", 0, "y"), grouped(5, "p", 0, "x"))
 		jobs := reserveFair(t, s, "p", 100, 10)
-		if numbers(jobs) != "4 5" || jobs[0].FairSeq != 2 || jobs[1].FairSeq != 3 {
-			t.Fatalf("after the prune reserved %s (%+v), want 4 at place 2, 5 at 3", numbers(jobs), jobs)
+		if numbers(jobs) != "4 5" || jobs[0].FairSeq != 3 || jobs[1].FairSeq != 3 {
+			t.Fatalf("after the prune reserved %s (%+v), want 4 and 5 at place 3, as without it", numbers(jobs), jobs)
 		}
 	})
 }
@@ -329,4 +332,97 @@ func TestASearchFromAPlaceLeavesOutTheLowerOnes(t *testing.T) {
 		}
 		behind(100, 3, !memory) // place 2 waits, due
 	})
+}
+
+// TestFairnessAgainstABruteForceReference: random jobs of random groups
+// (some without one, some due later), dispatched one by one and in
+// batches between fair reservations of random sizes as time goes on,
+// come out exactly in the order of a reference that gives places by the
+// rule (the group's next, or the queue's lowest waiting place; with none
+// waiting, the next after the last given) and takes the due jobs by place (0 for those
+// without a group), then due time, then id.
+func TestFairnessAgainstABruteForceReference(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for seed := range uint64(3) {
+			fairAgainstReference(t, s, fmt.Sprint("q", seed), int(seed)*10_000, rand.New(rand.NewPCG(17, seed)))
+		}
+	})
+}
+
+// fairAgainstReference runs TestFairnessAgainstABruteForceReference on
+// queue with r, its jobs numbered from first.
+func fairAgainstReference(t *testing.T, s driver.Driver, queue string, first int, r *rand.Rand) {
+	{
+		next := map[string]int64{}
+		var last int64 // the highest next place given, 0 for none
+		var left []*driver.Job
+		place := func(j *driver.Job) int64 {
+			if j.FairKey == "" {
+				return 0
+			}
+			round := int64(1)
+			if last > 0 {
+				round = last
+			}
+			lowest := int64(-1)
+			for _, w := range left {
+				if w.FairKey != "" && (lowest < 0 || w.FairSeq < lowest) {
+					lowest = w.FairSeq
+				}
+			}
+			if lowest >= 0 {
+				round = lowest
+			}
+			seq := round
+			if n, ok := next[j.FairKey]; ok {
+				seq = max(n, round)
+			}
+			next[j.FairKey], last = seq+1, max(last, seq+1)
+			return seq
+		}
+		n := first
+		for now := int64(0); now < 3000; now += 50 {
+			var batch []*driver.Job
+			for range r.IntN(8) {
+				n++
+				j := newJob(n, queue, now+int64(r.IntN(3))*int64(r.IntN(200)))
+				if r.IntN(5) > 0 {
+					j.FairKey = fmt.Sprint("g", r.IntN(6))
+				}
+				batch = append(batch, j)
+			}
+			if r.IntN(2) == 0 {
+				insert(t, s, batch...)
+			} else if len(batch) > 0 {
+				if _, err := s.InsertMany(ctx, nil, batch, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, j := range batch {
+				seq := place(j)
+				left = append(left, &driver.Job{ID: j.ID, AvailableAt: j.AvailableAt, FairKey: j.FairKey, FairSeq: seq})
+			}
+			limit := 1 + r.IntN(5)
+			got := reserveFair(t, s, queue, now, limit)
+			var due []*driver.Job
+			for _, j := range left {
+				if j.AvailableAt <= now {
+					due = append(due, j)
+				}
+			}
+			slices.SortFunc(due, func(a, b *driver.Job) int {
+				return cmp.Or(cmp.Compare(a.FairSeq, b.FairSeq), cmp.Compare(a.AvailableAt, b.AvailableAt), cmp.Compare(a.ID, b.ID))
+			})
+			want := due[:min(limit, len(due))]
+			if numbers(got) != numbers(want) {
+				t.Fatalf("at %d, limit %d: reserved %s, want %s", now, limit, numbers(got), numbers(want))
+			}
+			for i := range want {
+				if got[i].FairSeq != want[i].FairSeq {
+					t.Fatalf("at %d: job %s has place %d, want %d", now, numbers(want[i:i+1]), got[i].FairSeq, want[i].FairSeq)
+				}
+				left = slices.DeleteFunc(left, func(j *driver.Job) bool { return j.ID == want[i].ID })
+			}
+		}
+	}
 }

@@ -173,11 +173,11 @@ func unindexed(query string) string { return indexedBy.ReplaceAllString(query, "
 // group's jobs n).
 const (
 	// roundOf is the round a queue (its argument, twice) serves: its
-	// lowest place waiting, of priority 0, or with none the highest given
-	// less one, or 1.
+	// lowest place waiting, of priority 0, or with none the next after
+	// the highest given, or 1.
 	roundOf = "SELECT coalesce(" +
 		"(SELECT fair_seq FROM jobs WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL AND priority = 0 ORDER BY fair_seq LIMIT 1), " +
-		"(SELECT next - 1 FROM queue_fair WHERE queue = ? ORDER BY next DESC LIMIT 1), 1)"
+		"(SELECT next FROM queue_fair WHERE queue = ? ORDER BY next DESC LIMIT 1), 1)"
 	placeNew    = "INSERT INTO queue_fair (queue, key, next) SELECT q, k, r FROM ROWS ORDER BY q, k ON CONFLICT (queue, key) DO NOTHING"
 	placeLock   = "SELECT 1 FROM queue_fair WHERE (queue, key) IN (SELECT q, k FROM ROWS) ORDER BY queue, key FOR UPDATE"
 	placeUpdate = "UPDATE queue_fair SET next = GREATEST(queue_fair.next, w.r) + w.n FROM ROWS WHERE queue_fair.queue = w.q AND queue_fair.key = w.k " +

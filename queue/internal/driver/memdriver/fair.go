@@ -16,7 +16,7 @@ type fairness struct {
 // place gives j, entering jobs with a FairKey, its place in its queue's
 // rounds, as the database's trigger jobs_fair does: its group's next, or
 // the round the queue serves (its lowest place waiting; with none, the
-// last place given), whichever is later.
+// next after the last given), whichever is later.
 func (d *Driver) place(j *driver.Job) {
 	if d.fair.next == nil {
 		d.fair = fairness{next: map[[2]string]int64{}, max: map[string]int64{}}
@@ -25,7 +25,7 @@ func (d *Driver) place(j *driver.Job) {
 	if first := d.head(&d.line(j.Queue).fair); first != nil {
 		round = first.FairSeq
 	} else if m, ok := d.fair.max[j.Queue]; ok {
-		round = m - 1
+		round = m
 	}
 	k := [2]string{j.Queue, j.FairKey}
 	seq := round
