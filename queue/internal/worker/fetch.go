@@ -227,10 +227,10 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		}
 		want := limit - len(jobs)
 		w.reopensIn[i] = 0
-		drained := false
+		w.drained[i] = false
 		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, By: by, From: from, Limit: want, Prioritized: w.prio.on[i].Load(),
-			Rated: rated, QueueRate: queueRate, Fair: fair, PlaceFrom: placeFrom, Drained: &drained, ReopensIn: &w.reopensIn[i]})
-		if err == nil && (len(got) < want || drained) && !rated {
+			Rated: rated, QueueRate: queueRate, Fair: fair, PlaceFrom: placeFrom, Drained: &w.drained[i], ReopensIn: &w.reopensIn[i]})
+		if err == nil && (len(got) < want || w.drained[i]) && !rated {
 			// It found no more: every job due by now is taken, so the next
 			// search need not walk the rows of those it reserved (nor, on
 			// PostgreSQL, their dead index entries).

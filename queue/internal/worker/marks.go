@@ -43,5 +43,6 @@ func (m *mark) catchUp() {
 	}
 }
 
-// marks are w's marks: of priorities, rate limits and fairness.
-func (w *worker) marks() []*mark { return []*mark{w.prio, w.rated, w.fair} }
+// marks are w's marks: of priorities, rate limits and fairness (an
+// array: ranging over it allocates nothing, on the fetcher's path).
+func (w *worker) marks() [3]*mark { return [3]*mark{w.prio, w.rated, w.fair} }

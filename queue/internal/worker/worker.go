@@ -175,7 +175,7 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 		prio:      newMark(len(o.Queues), cfg.Store.Prioritized, cfg.Prioritized),
 		rated:     newMark(len(o.Queues), cfg.Store.Rated, cfg.Rated),
 		fair:      newMark(len(o.Queues), cfg.Store.Fair, cfg.Fair),
-		reopensIn: make([]int64, len(o.Queues)), rewind: make([]atomic.Int64, len(o.Queues)),
+		reopensIn: make([]int64, len(o.Queues)), drained: make([]bool, len(o.Queues)), rewind: make([]atomic.Int64, len(o.Queues)),
 		probes: make(chan probe, 1), probed: make(chan struct{}, 1), tallies: newTallies(o.Queues)}
 	w.placeBack = make([]atomic.Int64, len(o.Queues))
 	for i := range w.rewind {
@@ -260,8 +260,12 @@ type worker struct {
 	// takes the groups in turns.
 	prio, rated, fair *mark
 	// reopensIn is, by queue, how long until the first full window of
-	// its last search reopens (0: none was full).
+	// its last search reopens (0: none was full); drained, whether its
+	// last search took every job without a fairness key (see
+	// driver.Reservation.Drained). Fields, so that a search allocates no
+	// place for them.
 	reopensIn []int64
+	drained   []bool
 	// probeEveryMs is how long the fetcher lets pass between two probes:
 	// a second, or longer where probes are slow (see startProber).
 	probeEveryMs atomic.Int64

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
@@ -210,6 +211,9 @@ type groupCount struct {
 // groups' places used: their next jobs come a few turns later, nothing
 // more.
 func (b *base) placeAll(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) error {
+	if !slices.ContainsFunc(jobs, unplaced) {
+		return nil // every dispatch passes here: nothing to allocate
+	}
 	var groups []groupCount
 	at := map[[2]string]int{}
 	for _, j := range jobs {
