@@ -34,6 +34,7 @@ type base struct {
 	q     statements
 	w     workerStatements
 	stmts sync.Map // query -> *sql.Stmt
+	fair  sync.Map // [2]bool{by priority, rated} -> fairStatement
 
 	// at is the argument for a time t on the clock of reservations: t
 	// itself, or for 0 the database's own clock (see package driver).

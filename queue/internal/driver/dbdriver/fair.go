@@ -68,66 +68,102 @@ func (b *base) Fair(ctx context.Context, queue string) (bool, error) {
 	return b.exists(ctx, b.q.words(anyFair), queue)
 }
 
-// fairReserve is the statement of the Fair reservation r at at (on
-// PostgreSQL nil for the server's clock), and its arguments; with rated
-// its searches leave out the keys whose window is full at at.
-func (b *base) fairReserve(at any, r driver.Reservation, rated bool) (string, []any) {
+// fairStatement is the statement of a Fair reservation of one shape, in
+// the database's words, and where a rated one takes its times.
+type fairStatement struct {
+	query string
+	slots []int
+}
+
+// fairQuery is the statement of a Fair reservation, by whether it orders
+// by priority and leaves out full rate windows: built once a shape.
+func (b *base) fairQuery(withPriorities, rated bool) fairStatement {
+	shape := [2]bool{withPriorities, rated}
+	if st, ok := b.fair.Load(shape); ok {
+		return st.(fairStatement)
+	}
 	d := b.dialect()
 	prio := ""
-	if r.Prioritized {
+	if withPriorities {
 		prio = " AND priority = 0"
 	}
 	plain, keyed := strings.Replace(fairPlain, "PRIO", prio, 1), strings.Replace(fairKeyed, "PRIO", prio, 1)
 	byPriority := strings.Replace(strings.Replace(prioritized, "FROM jobs", "FROM jobs INDEXED BY jobs_prioritized", 1),
 		"SELECT id, priority, available_at", "SELECT id, priority, fair_seq, available_at", 1)
 	var query string
-	var args []any
 	if d.pg {
 		// The searches in turn, each of what the ones before left.
 		var ctes []string
 		taken := ""
-		search := func(name, q string, qargs ...any) {
+		search := func(name, q string) {
 			if taken != "" {
 				q = strings.Replace(q, "LIMIT ?", "LIMIT (? - ("+taken+"))", 1)
 				taken += " + "
 			}
 			ctes = append(ctes, name+" AS ("+unindexed(q)+" FOR UPDATE SKIP LOCKED)")
 			taken += "(SELECT count(*) FROM " + name + ")"
-			args = append(args, qargs...)
 		}
 		ids := "SELECT id FROM u UNION ALL SELECT id FROM f"
-		if r.Prioritized {
-			search("p", strings.Replace(byPriority, "priority <> 0", "priority > 0", 1), r.Queue, r.Now, r.Limit)
+		if withPriorities {
+			search("p", strings.Replace(byPriority, "priority <> 0", "priority > 0", 1))
 			ids = "SELECT id FROM p UNION ALL " + ids + " UNION ALL SELECT id FROM n"
 		}
-		search("u", plain, r.Queue, r.From, r.Now, r.Limit)
-		search("f", keyed, r.Queue, max(r.PlaceFrom, 1), r.Now, r.Limit)
-		if r.Prioritized {
-			search("n", strings.Replace(byPriority, "priority <> 0", "priority < 0", 1), r.Queue, r.Now, r.Limit)
+		search("u", plain)
+		search("f", keyed)
+		if withPriorities {
+			search("n", strings.Replace(byPriority, "priority <> 0", "priority < 0", 1))
 		}
 		query = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " + strings.Join(ctes, ", ") +
 			" UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 FROM lazy " +
 			"WHERE jobs.id = ANY(ARRAY(" + ids + ")) RETURNING " + prefixed("jobs.", columns)
-		args = append(args, at, nullable(r.By))
 	} else {
 		// The searches each of up to the limit, the first of them
 		// together.
 		parts := []string{"SELECT * FROM (" + plain + ")", "SELECT * FROM (" + keyed + ")"}
-		args = []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit, r.Queue, max(r.PlaceFrom, 1), r.Now, r.Limit}
-		if r.Prioritized {
+		if withPriorities {
 			parts = append(parts, "SELECT * FROM ("+byPriority+")")
-			args = append(args, r.Queue, r.Now, r.Limit)
 		}
 		query = "UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN (" +
 			"SELECT id FROM (" + strings.Join(parts, " UNION ALL ") + ") ORDER BY " + fairOrder + " LIMIT ?) RETURNING " + columns
+	}
+	var st fairStatement
+	if rated {
+		query, st.slots = ratedIn(query, d.clockAt())
+	}
+	st.query = d.words(query)
+	b.fair.Store(shape, st)
+	return st
+}
+
+// fairReserve is the statement of the Fair reservation r at at (on
+// PostgreSQL nil for the server's clock), and its arguments; with rated
+// its searches leave out the keys whose window is full at at.
+func (b *base) fairReserve(at any, r driver.Reservation, rated bool) (string, []any) {
+	st := b.fairQuery(r.Prioritized, rated)
+	plain := []any{r.Queue, r.From, r.Now, r.Limit}
+	keyed := []any{r.Queue, max(r.PlaceFrom, 1), r.Now, r.Limit}
+	byPriority := []any{r.Queue, r.Now, r.Limit}
+	var args []any
+	if b.dialect().pg { // in the order of the searches, then the update's
+		if r.Prioritized {
+			args = append(args, byPriority...)
+		}
+		args = append(append(args, plain...), keyed...)
+		if r.Prioritized {
+			args = append(args, byPriority...)
+		}
+		args = append(args, at, nullable(r.By))
+	} else { // the update's, then the searches', then the limit
+		args = append(append([]any{at, nullable(r.By)}, plain...), keyed...)
+		if r.Prioritized {
+			args = append(args, byPriority...)
+		}
 		args = append(args, r.Limit)
 	}
 	if rated {
-		var slots []int
-		query, slots = ratedIn(query, d.clockAt())
-		args = withTimes(args, slots, at)
+		args = withTimes(args, st.slots, at)
 	}
-	return d.words(query), args
+	return st.query, args
 }
 
 // reserveFair reserves, in tx (or in a statement of its own for nil),
