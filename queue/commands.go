@@ -1,13 +1,17 @@
 package queue
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -32,6 +36,7 @@ func commands() []app.Command {
 	return []app.Command{
 		monitorCommand(),
 		workersCommand(),
+		restartCommand(),
 		jobCommand(),
 		batchesCommand(),
 		workflowCommand(),
@@ -39,7 +44,9 @@ func commands() []app.Command {
 			Name:  "queue:work",
 			Usage: "Run queued jobs until stopped",
 			Description: "Runs queue.workers jobs at once from the worker queues (queue.queues), highest priority first.\n" +
-				"SIGINT or SIGTERM stops it gracefully: it takes no new job and waits for the running ones.",
+				"SIGINT or SIGTERM stops it gracefully: it takes no new job and waits for the running ones, until\n" +
+				"--stop-timeout: then it interrupts them and puts them back on their queues, their attempt not spent.\n" +
+				"A second signal does that at once. queue:restart stops it the same way; it then exits 0.",
 			Flags: []cli.Flag{
 				&cli.StringSliceFlag{Name: "queue", Usage: "queues to work, highest priority first (comma-separated or repeated)", DefaultText: "queue.queues"},
 				&cli.IntFlag{Name: "workers", Usage: "jobs to run at once", DefaultText: "queue.workers"},
@@ -48,6 +55,8 @@ func commands() []app.Command {
 				&cli.DurationFlag{Name: "max-time", Usage: "stop taking jobs after this long, such as 1h (0: no limit)"},
 				&cli.BoolFlag{Name: "stop-when-empty", Usage: "stop once no job is available and none is running"},
 				&cli.StringFlag{Name: "health-addr", Usage: "answer health checks on `ADDR`, such as :8081: GET /livez, and /readyz once the worker is registered"},
+				&cli.DurationFlag{Name: "stop-timeout", Usage: "once stopping, interrupt the jobs still running after `D`, such as 25s, and put them back on their queues (0: no deadline)",
+					DefaultText: "queue.stop_timeout"},
 			},
 			Action: app.Uses(func(c *cli.Context, q *Queue) error {
 				o := WorkOptions{
@@ -63,6 +72,13 @@ func commands() []app.Command {
 				}
 				if o.MaxJobs < 0 || o.MaxTime < 0 {
 					return fmt.Errorf("queue:work: --max-jobs and --max-time must not be negative")
+				}
+				if c.IsSet("stop-timeout") {
+					d := c.Duration("stop-timeout")
+					if d < 0 || d > MaxStopTimeout {
+						return fmt.Errorf("queue:work: --stop-timeout is %s; want 0s (no deadline) to 24h, such as 25s, as queue.stop_timeout", d)
+					}
+					o.StopTimeout = cmp.Or(d, -1)
 				}
 				for i, name := range o.Queues {
 					o.Queues[i] = strings.TrimSpace(name)
@@ -81,15 +97,38 @@ func commands() []app.Command {
 					o.Heartbeat = h.beat
 					fmt.Fprintf(c.App.ErrWriter, "Health checks on http://%s/livez and /readyz\n", bound)
 				}
-				done := make(chan struct{})
+				done, stopNow := make(chan struct{}), make(chan struct{})
 				defer close(done)
+				o.StopNow = stopNow
+				// The first signal ends c.Context (App.Main); this sees
+				// it too, and the second, which stops the worker at once.
+				signals := make(chan os.Signal, 2)
+				signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+				defer signal.Stop(signals)
+				deadline := q.workOptions(o).StopTimeout
 				go func() {
 					select {
 					case <-c.Context.Done():
 						h.stopping()
-						fmt.Fprintln(c.App.ErrWriter, "Stopping: taking no new jobs, waiting for the running ones to finish.")
+						if deadline > 0 {
+							fmt.Fprintf(c.App.ErrWriter, "Stopping: taking no new jobs; the running ones have %s to finish, then go back to their queues (a second signal: at once).\n", deadline)
+						} else {
+							fmt.Fprintln(c.App.ErrWriter, "Stopping: taking no new jobs, waiting for the running ones to finish (a second signal interrupts them).")
+						}
 					case <-done:
+						return
 					}
+					for n := 0; n < 2; {
+						select {
+						case <-signals:
+							n++
+						case <-done:
+							return
+						}
+					}
+					signal.Stop(signals) // a third signal kills the process
+					close(stopNow)
+					fmt.Fprintln(c.App.ErrWriter, "Stopping now: interrupting the running jobs, which go back to their queues.")
 				}()
 				progress := term.NewProgress(c.App.ErrWriter, "Working", 0)
 				o.Progress = func(s WorkStats) {
@@ -98,6 +137,10 @@ func commands() []app.Command {
 				stats, err := q.Work(c.Context, o)
 				progress.Done()
 				fmt.Fprintln(c.App.Writer, stats.summary(c.App.Writer))
+				if errors.Is(err, ErrRestart) {
+					fmt.Fprintln(c.App.ErrWriter, "Stopped: a restart was requested (queue:restart); start the new build.")
+					return nil
+				}
 				return err
 			}),
 		},

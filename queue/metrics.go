@@ -23,10 +23,10 @@ var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 // gives the queue a meter provider ([Params.MeterProvider]); a Queue
 // without one has none and records nothing.
 type meters struct {
-	dispatched, startedN                            metric.Int64Counter
-	succeeded, released, failed, cancelled, snoozed metric.Int64Counter
-	runTime, wait                                   metric.Float64Histogram
-	sets                                            sync.Map // attribute sets by label, made once each
+	dispatched, startedN                                         metric.Int64Counter
+	succeeded, released, failed, cancelled, snoozed, interrupted metric.Int64Counter
+	runTime, wait                                                metric.Float64Histogram
+	sets                                                         sync.Map // attribute sets by label, made once each
 }
 
 // label is what the counters and histograms are broken down by: the
@@ -55,6 +55,7 @@ func newMeters(q *Queue, mp metric.MeterProvider) (*meters, error) {
 	ms.succeeded = counter("navree.queue.jobs.succeeded", "Attempts that succeeded, their completion stored")
 	ms.released = counter("navree.queue.jobs.released", "Attempts that failed and were released for a retry")
 	ms.snoozed = counter("navree.queue.jobs.snoozed", "Attempts whose handler snoozed: the job waits again, the attempt not spent")
+	ms.interrupted = counter("navree.queue.jobs.interrupted", "Attempts interrupted by their worker's stop deadline: the job waits again, the attempt not spent")
 	ms.failed = counter("navree.queue.jobs.failed", "Attempts that failed the job: its last, or a permanent error")
 	ms.cancelled = counter("navree.queue.jobs.cancelled", "Attempts stopped by a cancel request")
 	ms.runTime = histogram("navree.queue.job.run_time", "How long an attempt's handler ran")
@@ -131,6 +132,8 @@ func (ms *meters) finished(job *driver.Job, outcome worker.Outcome, runMs int64)
 		ms.cancelled.Add(context.Background(), 1, set)
 	case worker.Snoozed:
 		ms.snoozed.Add(context.Background(), 1, set)
+	case worker.Interrupted:
+		ms.interrupted.Add(context.Background(), 1, set)
 	}
 	ms.runTime.Record(context.Background(), float64(runMs)/1000, set)
 }

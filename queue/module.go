@@ -65,6 +65,15 @@ type Config struct {
 	// MaxSnoozes is how many times a job may snooze (queue.Snooze) before
 	// asking once more fails it; default 100, from 1 to 1000000.
 	MaxSnoozes int `koanf:"max_snoozes"`
+	// StopTimeout is how long a stopping worker (SIGTERM, SIGINT,
+	// queue:restart) lets its running jobs go on, such as "25s": then it
+	// interrupts them (their context ends, its cause ErrInterrupted) and
+	// puts each back on its queue without spending its attempt, for
+	// another worker to run again. Set it a few seconds under your process
+	// manager's stop timeout, so that a rollout's kill never cuts a job
+	// off. Default "0s": no deadline, the running jobs end on their own
+	// (only their Timeout cuts them off); at most 24h.
+	StopTimeout time.Duration `koanf:"stop_timeout"`
 	// RateLimits limits how often the jobs of a queue start, across every
 	// worker and server: entries of queue=max/per, such as
 	// ["mail=60/1m"] (at most 60 of the queue's jobs start in any
@@ -95,11 +104,12 @@ func DefaultConfig() Config {
 		RescueAfter: 15 * time.Second, MaxSnoozes: 100}
 }
 
-// The bounds of Config.RescueAfter, and Config.KeepSucceeded's.
+// The bounds of Config.RescueAfter, Config.KeepSucceeded and Config.StopTimeout.
 const (
 	MinRescueAfter   = 3 * time.Second
 	MaxRescueAfter   = time.Hour
 	MaxKeepSucceeded = 365 * 24 * time.Hour
+	MaxStopTimeout   = 24 * time.Hour
 )
 
 // Validate checks each queue name, and the rescue time.
@@ -109,6 +119,9 @@ func (c Config) Validate() error {
 	}
 	if c.KeepSucceeded < 0 || c.KeepSucceeded > MaxKeepSucceeded {
 		return config.Invalid("queue.keep_succeeded", c.KeepSucceeded, `a duration from 0s (keep none) to 8760h, such as "24h"`)
+	}
+	if c.StopTimeout < 0 || c.StopTimeout > MaxStopTimeout {
+		return config.Invalid("queue.stop_timeout", c.StopTimeout, `a duration from 0s (no deadline) to 24h, such as "25s"`)
 	}
 	if c.MaxSnoozes < 1 || c.MaxSnoozes > 1_000_000 {
 		return config.Invalid("queue.max_snoozes", c.MaxSnoozes, "a count from 1 to 1000000, such as 100")

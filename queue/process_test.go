@@ -173,6 +173,39 @@ func (h *tenantTaskHandler) Handle(ctx context.Context, t TenantTask, jc queue.J
 	return err
 }
 
+// Deploy works for 20 to 59 ms, and records each attempt in deploy_runs:
+// when it started and ended, and whether it was done or interrupted
+// (its context ended); it prints "ran" as it starts.
+type Deploy struct {
+	N int `json:"n"`
+}
+
+func (Deploy) JobName() string { return "test.deploy" }
+
+type deployHandler struct {
+	d   *db.DB
+	out *sync.Mutex
+}
+
+func (h *deployHandler) Handle(ctx context.Context, j Deploy, jc queue.JobContext) error {
+	started := time.Now().UnixNano()
+	h.out.Lock()
+	fmt.Println("ran")
+	h.out.Unlock()
+	outcome, err := "done", error(nil)
+	select {
+	case <-time.After(time.Duration(20+j.N%40) * time.Millisecond):
+	case <-ctx.Done():
+		outcome, err = "interrupted", ctx.Err()
+	}
+	// Not ctx: the run is recorded even when it is interrupted.
+	if _, e := h.d.NewRaw("INSERT INTO deploy_runs (job_id, attempt, pid, started_ns, ended_ns, outcome) VALUES (?, ?, ?, ?, ?, ?)",
+		jc.JobID, jc.Attempt, os.Getpid(), started, time.Now().UnixNano(), outcome).Exec(context.WithoutCancel(ctx)); e != nil {
+		return e
+	}
+	return err
+}
+
 // workerJobs are the jobs a worker child process runs.
 func workerJobs() fx.Option {
 	released := make(chan struct{})
@@ -241,6 +274,7 @@ func workerJobs() fx.Option {
 		queue.Register[AccountCall](func(d *db.DB) *accountCallHandler { return &accountCallHandler{d} }),
 		queue.Register[PartnerCall](func(d *db.DB) *partnerCallHandler { return &partnerCallHandler{d} }),
 		queue.Register[TenantTask](func(d *db.DB) *tenantTaskHandler { return &tenantTaskHandler{d} }),
+		queue.Register[Deploy](func(d *db.DB) *deployHandler { return &deployHandler{d, &out} }),
 		queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
 	)
 }

@@ -77,25 +77,7 @@ type fixture struct {
 	db     *db.DB
 	clock  *clock
 	store  driver.Driver
-	logs   *logBuffer // what the queue logged, as JSON lines
-}
-
-// logBuffer collects log lines from several goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs   *syncBuffer // what the queue logged, as JSON lines
 }
 
 // backend is a way to store jobs: a driver and the database it takes.
@@ -145,7 +127,7 @@ func newFixture(t testing.TB, drv queue.Driver, url string, cfg queue.Config, re
 		list = append(list, reg)
 	}
 	cfg.Driver = drv
-	logs := &logBuffer{}
+	logs := &syncBuffer{}
 	q, err := queue.New(queue.Params{Config: cfg, DB: d, Clock: c, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	if err == nil {
 		err = q.Handle(list...)
@@ -563,7 +545,7 @@ func TestDispatchMany(t *testing.T) {
 	})
 }
 
-func slogJSON(w *logBuffer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }
+func slogJSON(w *syncBuffer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }
 
 // failed lists every failed job of f's queue, a page at a time.
 func (f fixture) failed(t *testing.T) []queue.FailedJob {

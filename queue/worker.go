@@ -42,6 +42,19 @@ type WorkOptions struct {
 	// when the worker is registered, so the store answers. queue:work
 	// --health-addr answers /readyz from it.
 	Heartbeat func(err error)
+	// StopTimeout is how long the running jobs have to end once the
+	// worker is told to stop (ctx ends, or a restart is requested): then
+	// each is interrupted, its context cancelled with the cause
+	// [ErrInterrupted], and its job put back on its queue without
+	// spending the attempt; a handler that has not returned a second
+	// after is left running, its job taken over once the worker's
+	// heartbeat is queue.rescue_after old. Default queue.stop_timeout;
+	// negative for no deadline.
+	StopTimeout time.Duration
+	// StopNow, once closed, stops the worker at once: it takes no new
+	// job and interrupts the running ones, as at StopTimeout. queue:work
+	// closes it at a second SIGINT or SIGTERM.
+	StopNow <-chan struct{}
 }
 
 // WorkStats counts the attempts a worker ran, by outcome.
@@ -58,6 +71,12 @@ type WorkStats struct {
 	// database could not store it. Their jobs run again (or, after their
 	// last attempt, fail).
 	Lost int
+	// Interrupted counts the attempts interrupted at the stop deadline
+	// ([WorkOptions.StopTimeout]): their jobs wait again, the attempt not
+	// spent. Abandoned counts those whose handler had not returned a
+	// second after: left reserved, taken over once the worker's
+	// heartbeat is queue.rescue_after old.
+	Interrupted, Abandoned int
 	// Errors are the first [MaxWorkErrors] failed attempts, in the order
 	// they ended, each with its error: what a test that runs jobs shows
 	// when one fails. Work's Progress is given the counts alone.
@@ -126,6 +145,12 @@ func (s WorkStats) summary(w io.Writer) string {
 	if s.Snoozed > 0 {
 		out += fmt.Sprintf(", %d snoozed", s.Snoozed)
 	}
+	if s.Interrupted > 0 {
+		out += ", " + term.Paint(w, term.Yellow, fmt.Sprintf("%d interrupted by the stop (back on their queues)", s.Interrupted))
+	}
+	if s.Abandoned > 0 {
+		out += ", " + term.Paint(w, term.Red, fmt.Sprintf("%d left running at the stop (taken over after queue.rescue_after)", s.Abandoned))
+	}
 	switch {
 	case s.Lost == 1:
 		out += ", " + term.Paint(w, term.Red, "1 lost its reservation")
@@ -146,10 +171,13 @@ func (q *Queue) RunPending(ctx context.Context) (WorkStats, error) {
 	return q.Work(ctx, WorkOptions{Workers: 1, StopWhenEmpty: true})
 }
 
-// Work runs jobs until ctx ends or a limit of o is reached, then waits for
-// the jobs it runs to finish, stores their outcomes and returns what it
-// did. Ending ctx never cuts a running job off: only the job's own timeout
-// does.
+// Work runs jobs until ctx ends, a restart is requested or a limit of o
+// is reached, then waits for the jobs it runs to finish, stores their
+// outcomes and returns what it did. Ending ctx cuts no running job off
+// but at o.StopTimeout (queue.stop_timeout; by default none: only the
+// job's own timeout does), where the jobs still running go back on their
+// queues without spending an attempt. After a restart request
+// ([Inspector.Restart], queue:restart) it returns [ErrRestart].
 //
 // One goroutine reserves jobs for the free handlers, as many as are free
 // in one statement; o.Workers goroutines run them; successes are stored
@@ -170,7 +198,8 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 	if o.Workers > MaxWorkers {
 		return WorkStats{}, fmt.Errorf("queue: workers is %d; want 1 to %d", o.Workers, MaxWorkers)
 	}
-	wo := worker.Options{Queues: o.Queues, Workers: o.Workers, MaxJobs: o.MaxJobs, MaxTime: o.MaxTime, StopWhenEmpty: o.StopWhenEmpty, Beat: o.Heartbeat}
+	wo := worker.Options{Queues: o.Queues, Workers: o.Workers, MaxJobs: o.MaxJobs, MaxTime: o.MaxTime, StopWhenEmpty: o.StopWhenEmpty, Beat: o.Heartbeat,
+		StopTimeout: max(o.StopTimeout, 0), StopNow: o.StopNow}
 	if o.Progress != nil {
 		wo.Counted = func(s worker.Stats) { o.Progress(workStats(s)) }
 	}
@@ -200,6 +229,9 @@ func (q *Queue) workOptions(o WorkOptions) WorkOptions {
 	if o.Workers == 0 {
 		o.Workers = q.cfg.Workers
 	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = q.cfg.StopTimeout
+	}
 	if o.Once {
 		o.Workers, o.MaxJobs, o.StopWhenEmpty = 1, 1, true
 	}
@@ -208,8 +240,8 @@ func (q *Queue) workOptions(o WorkOptions) WorkOptions {
 
 // workStats are the engine's counts as WorkStats.
 func workStats(s worker.Stats) WorkStats {
-	return WorkStats{Processed: s.Succeeded + s.Released + s.Failed + s.Snoozed + s.Lost, Succeeded: s.Succeeded, Released: s.Released, Failed: s.Failed,
-		Snoozed: s.Snoozed, Lost: s.Lost}
+	return WorkStats{Processed: s.Succeeded + s.Released + s.Failed + s.Snoozed + s.Lost + s.Interrupted + s.Abandoned, Succeeded: s.Succeeded,
+		Released: s.Released, Failed: s.Failed, Snoozed: s.Snoozed, Lost: s.Lost, Interrupted: s.Interrupted, Abandoned: s.Abandoned}
 }
 
 // work runs the engine on q with o.

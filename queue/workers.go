@@ -44,6 +44,10 @@ type Worker struct {
 	// worker that stops deletes its row; a gone one was killed, paused,
 	// or its host lost. Its row is deleted an hour after.
 	Gone bool
+	// RestartAt is when a restart was requested of it (queue:restart),
+	// on the queue's clock of the process that asked; zero for none. It
+	// is stopping: it takes no new job.
+	RestartAt time.Time
 }
 
 // The kinds of registered workers.
@@ -62,12 +66,21 @@ func (i *Inspector) Workers(ctx context.Context) ([]Worker, error) {
 	}
 	out := make([]Worker, len(rows))
 	for n, r := range rows {
-		since := time.Duration(max(0, now-r.HeartbeatAt)) * time.Millisecond
-		out[n] = Worker{ID: r.ID, Kind: r.Kind, Host: r.Host, PID: r.PID, Queues: r.Queues, Concurrency: r.Concurrency, Running: r.Running,
-			Version: r.Version, StartedAt: time.UnixMilli(r.StartedAt).UTC(), SinceHeartbeat: since,
-			RescueAfter: time.Duration(r.RescueMs) * time.Millisecond, Gone: r.Gone(now)}
+		out[n] = workerOf(r, now)
 	}
 	return out, nil
+}
+
+// workerOf is the registry's row r, read at now on the clock of
+// reservations.
+func workerOf(r driver.Worker, now int64) Worker {
+	w := Worker{ID: r.ID, Kind: r.Kind, Host: r.Host, PID: r.PID, Queues: r.Queues, Concurrency: r.Concurrency, Running: r.Running,
+		Version: r.Version, StartedAt: time.UnixMilli(r.StartedAt).UTC(), SinceHeartbeat: time.Duration(max(0, now-r.HeartbeatAt)) * time.Millisecond,
+		RescueAfter: time.Duration(r.RescueMs) * time.Millisecond, Gone: r.Gone(now)}
+	if r.RestartAt != 0 {
+		w.RestartAt = time.UnixMilli(r.RestartAt).UTC()
+	}
+	return w
 }
 
 // Registry registers processes in the queue's registry of workers, which
@@ -76,21 +89,30 @@ func (i *Inspector) Workers(ctx context.Context) ([]Worker, error) {
 type Registry interface {
 	// Register registers the calling process as a worker of kind (such
 	// as KindScheduler), before it returns, and beats its heart until
-	// leave is called, which deletes its row. It does not fail: where the
-	// registry cannot be written (before migrate) it logs a warning, as
-	// queue:work does, and the work goes on.
-	Register(ctx context.Context, kind string) (leave func())
+	// leave is called, which deletes its row. The context it returns ends
+	// with ctx, or when a restart is requested of the process
+	// (queue:restart), with the cause [ErrRestart]: the process then
+	// finishes what it does and exits, for its process manager to start
+	// the new build. It does not fail: where the registry cannot be
+	// written (before migrate) it logs a warning, as queue:work does, and
+	// the work goes on.
+	Register(ctx context.Context, kind string) (context.Context, func())
 }
 
 // Register implements [Registry]; Work registers its calls itself.
-func (q *Queue) Register(ctx context.Context, kind string) (leave func()) {
+func (q *Queue) Register(ctx context.Context, kind string) (context.Context, func()) {
 	reg := q.registration()
 	if reg.ID == "" || q.recorder != nil {
-		return func() {}
+		return ctx, func() {}
 	}
 	reg.Kind = kind
-	return worker.Heartbeats{Store: q.store, Worker: reg, Every: q.heartbeatEvery, ReservedAt: q.reservedAt,
-		Log: q.logger.With("logger", "navree.queue")}.Start(context.WithoutCancel(ctx))
+	ctx, restart := context.WithCancelCause(ctx)
+	stop := worker.Heartbeats{Store: q.store, Worker: reg, Every: q.heartbeatEvery, ReservedAt: q.reservedAt,
+		Log: q.logger.With("logger", "navree.queue"), Restart: func() { restart(ErrRestart) }}.Start(context.WithoutCancel(ctx))
+	return ctx, func() {
+		stop(true)
+		restart(nil)
+	}
 }
 
 // registration is the registry's row of a Work call about to start.
@@ -163,6 +185,7 @@ func workersCommand() app.Command {
 					SinceHeartbeatSec float64  `json:"since_heartbeat_secs"`
 					RescueAfterSec    float64  `json:"rescue_after_secs"`
 					Gone              bool     `json:"gone"`
+					RestartAt         *string  `json:"restart_at"`
 				}
 				rows := make([]row, len(workers))
 				for n, w := range workers {
@@ -171,7 +194,11 @@ func workersCommand() app.Command {
 						queues = []string{}
 					}
 					rows[n] = row{w.ID, w.Kind, w.Host, w.PID, queues, w.Concurrency, w.Running, w.Version, w.StartedAt.Format(time.RFC3339),
-						w.SinceHeartbeat.Seconds(), w.RescueAfter.Seconds(), w.Gone}
+						w.SinceHeartbeat.Seconds(), w.RescueAfter.Seconds(), w.Gone, nil}
+					if !w.RestartAt.IsZero() {
+						at := w.RestartAt.Format(time.RFC3339)
+						rows[n].RestartAt = &at
+					}
 				}
 				return json.NewEncoder(c.App.Writer).Encode(rows)
 			}
@@ -185,6 +212,9 @@ func workersCommand() app.Command {
 				beat := w.SinceHeartbeat.Round(time.Second).String() + " ago"
 				if w.Gone {
 					beat = "gone: " + beat
+				}
+				if !w.RestartAt.IsZero() {
+					beat += " (restarting)"
 				}
 				queues, running := strings.Join(w.Queues, ","), fmt.Sprintf("%d/%d", w.Running, w.Concurrency)
 				if w.Kind == KindScheduler {

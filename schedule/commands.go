@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/queue"
 )
 
 func commands() []app.Command {
@@ -18,12 +19,17 @@ func commands() []app.Command {
 			Name:  "schedule:work",
 			Usage: "Run the scheduler until stopped: dispatch each entry's jobs at its ticks",
 			Description: "Sleeps until the next tick and dispatches what is due through the queue; any number of\n" +
-				"schedule:work processes may run on one database, each tick is dispatched once. Stops on SIGTERM or Ctrl-C.",
+				"schedule:work processes may run on one database, each tick is dispatched once. Stops on SIGTERM or Ctrl-C,\n" +
+				"and exits 0 at queue:restart.",
 			Action: app.Uses(func(c *cli.Context, s *Scheduler) error {
 				err := s.work(c.Context, func() {
 					fmt.Fprintf(c.App.Writer, "Scheduling %d entr%s (Ctrl-C to stop)\n", len(s.plans), plural(len(s.plans), "y", "ies"))
 				})
-				if err != nil {
+				switch {
+				case errors.Is(err, queue.ErrRestart):
+					fmt.Fprintln(c.App.Writer, "Stopped scheduling: a restart was requested (queue:restart).")
+					return nil
+				case err != nil:
 					return err
 				}
 				fmt.Fprintln(c.App.Writer, "Stopped scheduling.")

@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/schedule"
 	"github.com/navree/navree/testing/apptest"
@@ -444,5 +446,73 @@ func TestEveryFuncBuildsTheJobOfEachTick(t *testing.T) {
 	}
 	if len(ticks) != 1 || !ticks[0].Equal(at("10:00:00")) {
 		t.Fatalf("the job was made for the ticks %v, want 10:00", ticks)
+	}
+}
+
+// TestScheduleWorkExitsAtARestart: queue:restart asks a running
+// schedule:work, which learns it at its next heartbeat (a second, with a
+// rescue time of 3 s), says so and exits 0, deleting its registration;
+// one started after the request keeps running.
+func TestScheduleWorkExitsAtARestart(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(testing.TB) string{"sqlite": dbtest.SQLiteURL, "postgres": dbtest.PostgresURL} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url := open(t)
+			a := app.New(config.Module(config.Sources{Overrides: map[string]any{"database.url": url, "queue.rescue_after": "3s"}}),
+				db.Module(), queue.Module(), schedule.Module(), handlers, schedule.Cron("reports.nightly", "0 3 * * *", Report{}))
+			a.Stdout, a.Stderr = io.Discard, io.Discard
+			if err := a.Run(context.Background(), []string{"migrate"}); err != nil {
+				t.Fatal(err)
+			}
+			start := func(ctx context.Context) (*bufio.Reader, chan error) {
+				r, w := io.Pipe()
+				b := app.New(config.Module(config.Sources{Overrides: map[string]any{"database.url": url, "queue.rescue_after": "3s"}}),
+					db.Module(), queue.Module(), schedule.Module(), handlers, schedule.Cron("reports.nightly", "0 3 * * *", Report{}))
+				b.Stdout, b.Stderr = w, io.Discard
+				done := make(chan error, 1)
+				go func() { done <- b.Run(ctx, []string{"schedule:work"}); w.Close() }()
+				lines := bufio.NewReader(r)
+				if first, _ := lines.ReadString('\n'); first != "Scheduling 1 entry (Ctrl-C to stop)\n" {
+					t.Fatalf("schedule:work printed %q", first)
+				}
+				return lines, done
+			}
+			oldOut, oldDone := start(context.Background())
+			var out strings.Builder
+			a.Stdout = &out
+			if err := a.Run(context.Background(), []string{"queue:restart"}); err != nil ||
+				!regexp.MustCompile(`^Asked 1 schedule:work on \S+ to restart: each exits once its running jobs end; workers started from now on keep running\.\n$`).MatchString(out.String()) {
+				t.Fatalf("queue:restart printed %q, %v", out.String(), err)
+			}
+			newCtx, stopNew := context.WithCancel(context.Background())
+			defer stopNew()
+			newOut, newDone := start(newCtx)
+			go io.Copy(io.Discard, newOut)
+			if rest, _ := io.ReadAll(oldOut); string(rest) != "Stopped scheduling: a restart was requested (queue:restart).\n" {
+				t.Fatalf("the old schedule:work printed %q", rest)
+			}
+			if err := <-oldDone; err != nil {
+				t.Fatalf("the old schedule:work ended with %v; want it to exit 0", err)
+			}
+			out.Reset()
+			var workers []struct {
+				Kind      string  `json:"kind"`
+				RestartAt *string `json:"restart_at"`
+			}
+			if err := a.Run(context.Background(), []string{"queue:workers", "--json"}); err != nil || json.Unmarshal([]byte(out.String()), &workers) != nil ||
+				len(workers) != 1 || workers[0].Kind != queue.KindScheduler || workers[0].RestartAt != nil {
+				t.Fatalf("the workers after the restart: %s (%v); want the new schedule:work alone, not asked", out.String(), err)
+			}
+			select {
+			case err := <-newDone:
+				t.Fatalf("the schedule:work started after the request ended: %v", err)
+			default:
+			}
+			stopNew()
+			if err := <-newDone; err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -246,13 +246,16 @@ func (s *Scheduler) Prune(ctx context.Context, before time.Time) (int, error) {
 // Work runs the scheduler until ctx ends: it sleeps until the next tick
 // (a minute at most, so that a step of the clock is noticed), dispatches
 // what is due, and once an hour prunes the claims older than 7 days. With
-// a Registry, it is listed among the workers (queue:workers) while it runs.
+// a Registry, it is listed among the workers (queue:workers) while it
+// runs, and stops when a restart is requested (queue:restart), returning
+// queue.ErrRestart.
 func (s *Scheduler) Work(ctx context.Context) error { return s.work(ctx, nil) }
 
 // work is Work, calling started (when set) once it is registered.
 func (s *Scheduler) work(ctx context.Context, started func()) error {
 	if s.registry != nil {
-		leave := s.registry.Register(ctx, queue.KindScheduler)
+		var leave func()
+		ctx, leave = s.registry.Register(ctx, queue.KindScheduler)
 		defer leave()
 	}
 	if started != nil {
@@ -262,7 +265,7 @@ func (s *Scheduler) work(ctx context.Context, started func()) error {
 	for {
 		if _, err := s.RunDue(ctx); err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return stopped(ctx)
 			}
 			s.logger.ErrorContext(ctx, "a tick failed", "error", err)
 		}
@@ -281,8 +284,17 @@ func (s *Scheduler) work(ctx context.Context, started func()) error {
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return nil
+			return stopped(ctx)
 		case <-timer.C:
 		}
 	}
+}
+
+// stopped is work's error once ctx ended: queue.ErrRestart after a
+// restart request, else none.
+func stopped(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), queue.ErrRestart) {
+		return queue.ErrRestart
+	}
+	return nil
 }

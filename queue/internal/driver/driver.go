@@ -83,6 +83,18 @@ type Worker struct {
 	// and its jobs are taken over: its own, so that workers configured
 	// apart judge each other by the promise each made.
 	RescueMs int64
+	// RestartAt is when a restart was requested of the worker (Restart),
+	// on the queue's clock of the process that requested it; 0 for none.
+	RestartAt int64
+}
+
+// Beat is what a Heartbeat tells its worker.
+type Beat struct {
+	// Lost are the attempts running that are no longer their job's
+	// current reservation.
+	Lost []Attempt
+	// Restart says that a restart was requested of the worker.
+	Restart bool
 }
 
 // The kinds of registered workers.
@@ -571,10 +583,17 @@ type Driver interface {
 	// Heartbeat records that the worker w is alive at now, on the clock
 	// of reservations (0 for the driver's own), with what it runs: it
 	// registers w at its first beat. It deletes the rows of workers gone
-	// for GoneForgottenMs. Of the attempts running, it returns those that
-	// are no longer their job's current reservation: taken over (their
-	// worker was presumed gone), cancelled, or deleted.
-	Heartbeat(ctx context.Context, w Worker, now int64, running []Attempt) (lost []Attempt, err error)
+	// for GoneForgottenMs. It returns whether a restart was requested of
+	// w (Restart) and, of the attempts running, those that are no longer
+	// their job's current reservation: taken over (their worker was
+	// presumed gone), cancelled, or deleted.
+	Heartbeat(ctx context.Context, w Worker, now int64, running []Attempt) (Beat, error)
+
+	// Restart requests a restart of every registered worker that has not
+	// been asked yet, at now (on the queue's clock), and returns the
+	// workers it asked: each learns it at its next Heartbeat. A worker
+	// that registers after it is not asked.
+	Restart(ctx context.Context, now int64) ([]Worker, error)
 
 	// Deregister deletes the worker id's row: it stopped.
 	Deregister(ctx context.Context, id string) error

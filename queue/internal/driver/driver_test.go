@@ -496,11 +496,11 @@ func TestAGoneWorkersJobsAreTakenOverByHeartbeat(t *testing.T) {
 			Concurrency: 2, Version: "v", StartedAt: 1, RescueMs: 15_000}
 		beat := func(at int64, running ...driver.Attempt) []driver.Attempt {
 			t.Helper()
-			lost, err := s.Heartbeat(ctx, w, at, running)
-			if err != nil {
-				t.Fatal(err)
+			b, err := s.Heartbeat(ctx, w, at, running)
+			if err != nil || b.Restart {
+				t.Fatal(b, err)
 			}
-			return lost
+			return b.Lost
 		}
 		staleAt := func(now int64, want bool) {
 			t.Helper()
@@ -583,6 +583,56 @@ func TestAGoneWorkersJobsAreTakenOverByHeartbeat(t *testing.T) {
 		if j := reserve(t, s, "a", last+30_000); j == nil || j.ReservedBy != "" {
 			t.Fatalf("a job reserved by none after its release = %+v", j)
 		}
+	})
+}
+
+// TestARestartAsksTheWorkersRegisteredBeforeIt: Restart marks every
+// registered worker not asked yet, returns them by when they started,
+// and each learns it at its next beat, again at each beat after; a
+// worker that registers after it is not asked, and a second Restart asks
+// only it. The marks are listed with the workers.
+func TestARestartAsksTheWorkersRegisteredBeforeIt(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		worker := func(n int, kind string, started int64) driver.Worker {
+			return driver.Worker{ID: fmt.Sprintf("0193f2b0-0000-7000-8000-0000000001%02d", n), Kind: kind, Host: "h", PID: n,
+				Version: "v", StartedAt: started, RescueMs: 15_000}
+		}
+		old, sched, late := worker(1, driver.KindWorker, 20), worker(2, driver.KindScheduler, 10), worker(3, driver.KindWorker, 30)
+		beat := func(w driver.Worker, at int64, want bool) {
+			t.Helper()
+			b, err := s.Heartbeat(ctx, w, at, nil)
+			if err != nil || b.Restart != want {
+				t.Fatalf("a beat of %s says restart %v (%v); want %v", w.ID, b.Restart, err, want)
+			}
+		}
+		ids := func(ws []driver.Worker) (out []string) {
+			for _, w := range ws {
+				out = append(out, w.ID)
+			}
+			return out
+		}
+		if asked, err := s.Restart(ctx, 500); len(asked) != 0 || err != nil {
+			t.Fatalf("with no worker Restart asked %v (%v)", ids(asked), err)
+		}
+		beat(old, 1000, false)
+		beat(sched, 1000, false)
+		asked, err := s.Restart(ctx, 1500)
+		if err != nil || !slices.Equal(ids(asked), []string{sched.ID, old.ID}) || asked[0].RestartAt != 1500 || asked[0].Kind != driver.KindScheduler {
+			t.Fatalf("Restart asked %+v (%v); want the scheduler, then the worker, by when they started", asked, err)
+		}
+		beat(late, 2000, false)
+		beat(old, 2000, true)
+		beat(old, 3000, true)
+		beat(sched, 2000, true)
+		beat(late, 3000, false)
+		listed, _, err := s.Workers(ctx, 3000)
+		if err != nil || len(listed) != 3 || listed[0].RestartAt != 1500 || listed[1].RestartAt != 1500 || listed[2].RestartAt != 0 {
+			t.Fatalf("Workers listed %+v (%v)", listed, err)
+		}
+		if asked, err := s.Restart(ctx, 4000); err != nil || !slices.Equal(ids(asked), []string{late.ID}) {
+			t.Fatalf("the second Restart asked %v (%v); want the worker registered after the first alone", ids(asked), err)
+		}
+		beat(late, 5000, true)
 	})
 }
 

@@ -23,8 +23,11 @@ const MaxErrorLen = 8 << 10
 type attemptError struct {
 	msg       string
 	permanent bool
-	cancelled bool   // by a cancel request
-	stack     string // for a panic
+	cancelled bool // by a cancel request
+	// interrupted: by the worker's stop; the job goes back to wait, its
+	// attempt not spent.
+	interrupted bool
+	stack       string // for a panic
 	// snooze, when set, is not a failure: the handler asked (Snooze) for
 	// the job to wait that long and run the same attempt again.
 	snooze *time.Duration
@@ -71,6 +74,10 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) {
 	if failure == nil {
 		w.done.in <- success{job: job, ms: ms, wait: wait} // counted once stored
+		return
+	}
+	if failure.interrupted {
+		w.backToWait(job, ms)
 		return
 	}
 	if failure.snooze != nil {
@@ -235,6 +242,8 @@ func (w *worker) call(ctx context.Context, job *driver.Job) (failure *attemptErr
 	switch {
 	case errors.Is(context.Cause(ctx), ErrCancelled):
 		return &attemptError{msg: driver.CancelledError, permanent: true, cancelled: true}
+	case errors.Is(context.Cause(ctx), ErrInterrupted):
+		return &attemptError{msg: "interrupted", interrupted: true}
 	case snooze != nil:
 		return &attemptError{msg: "snoozed", snooze: snooze}
 	case IsPermanent(err):

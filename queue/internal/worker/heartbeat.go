@@ -32,15 +32,20 @@ type Heartbeats struct {
 	Lost    func([]driver.Attempt)
 	// Beat, when set, is called after each beat with its error.
 	Beat func(err error)
+	// Restart, when set, is called once, after the first beat that finds
+	// a restart requested of the worker (queue:restart).
+	Restart func()
 }
 
 // Start beats once, registering the worker before it returns, then
-// every Every in the background until stop, which deregisters it. A
-// failed beat is logged once until one succeeds (before migrate the
+// every Every in the background until stop, which deregisters it unless
+// told to leave its row (stop(false)): the row then shows the worker
+// gone once its rescue time passes, and its running jobs are taken over.
+// A failed beat is logged once until one succeeds (before migrate the
 // table is missing); the work goes on.
-func (h Heartbeats) Start(ctx context.Context) (stop func()) {
+func (h Heartbeats) Start(ctx context.Context) (stop func(deregister bool)) {
 	w := h.Worker
-	failing := false
+	failing, restart := false, h.Restart
 	beat := func() {
 		var running []driver.Attempt
 		if h.Running != nil {
@@ -48,7 +53,7 @@ func (h Heartbeats) Start(ctx context.Context) (stop func()) {
 		}
 		w.Running = len(running)
 		bctx, cancel := context.WithTimeout(ctx, max(h.Every, 5*time.Second)) // a new connection may take longer than a test's period
-		lost, err := h.Store.Heartbeat(bctx, w, h.ReservedAt(), running)
+		b, err := h.Store.Heartbeat(bctx, w, h.ReservedAt(), running)
 		cancel()
 		if h.Beat != nil {
 			h.Beat(err)
@@ -61,12 +66,18 @@ func (h Heartbeats) Start(ctx context.Context) (stop func()) {
 			h.Log.Info("registered the worker", "worker_id", w.ID)
 			failing = false
 		}
-		if len(lost) > 0 && h.Lost != nil {
-			h.Lost(lost)
+		if len(b.Lost) > 0 && h.Lost != nil {
+			h.Lost(b.Lost)
+		}
+		if b.Restart && restart != nil {
+			h.Log.Info("restart requested (queue:restart): stopping once the running jobs end", "worker_id", w.ID)
+			restart()
+			restart = nil
 		}
 	}
 	beat()
 	done, stopped := make(chan struct{}), make(chan struct{})
+	var deregister bool
 	go func() {
 		defer close(stopped)
 		tick := time.NewTicker(h.Every)
@@ -76,6 +87,9 @@ func (h Heartbeats) Start(ctx context.Context) (stop func()) {
 			case <-tick.C:
 				beat()
 			case <-done:
+				if !deregister {
+					return
+				}
 				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				if err := h.Store.Deregister(ctx, w.ID); err != nil {
 					h.Log.Warn("deregister the worker; its row shows it gone until it is forgotten, an hour after its last heartbeat", "worker_id", w.ID, "error", err)
@@ -85,7 +99,8 @@ func (h Heartbeats) Start(ctx context.Context) (stop func()) {
 			}
 		}
 	}()
-	return func() {
+	return func(d bool) {
+		deregister = d
 		close(done)
 		<-stopped
 	}
@@ -117,12 +132,14 @@ func (l *lease) holder() string {
 
 // startHeartbeats registers the worker in the store's registry, before
 // it takes a job, and beats its heart every HeartbeatEvery until
-// stopped, then deregisters it. At each beat it cancels, with the cause
-// ErrReservationLost, the attempts whose jobs were taken over meanwhile.
-func (w *worker) startHeartbeats() (stop func()) {
+// stopped, then deregisters it (unless told not to). At each beat it
+// cancels, with the cause ErrReservationLost, the attempts whose jobs
+// were taken over meanwhile; at the first that finds a restart requested
+// it stops the worker, with the cause ErrRestart.
+func (w *worker) startHeartbeats() (stop func(deregister bool)) {
 	reg := w.cfg.Registration
 	if reg.ID == "" {
-		return func() {}
+		return func(bool) {}
 	}
 	reg.Kind, reg.Queues, reg.Concurrency = driver.KindWorker, w.opts.Queues, w.opts.Workers
 	every := w.cfg.HeartbeatEvery
@@ -134,6 +151,7 @@ func (w *worker) startHeartbeats() (stop func()) {
 		Store: w.cfg.Store, Worker: reg, Every: every, ReservedAt: w.cfg.Clock.ReservedAt, Log: w.log,
 		Running: w.runningAttempts,
 		Lost:    w.reservationsLost,
+		Restart: func() { w.stop(ErrRestart) },
 		Beat: func(err error) {
 			if err == nil {
 				now := time.Now()

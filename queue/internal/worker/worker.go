@@ -9,6 +9,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"slices"
@@ -103,8 +104,9 @@ const (
 	Succeeded Outcome = iota
 	Released          // for a retry
 	Failed
-	Cancelled // failed, by a cancel request
-	Snoozed   // back to wait, its attempt given back (Snooze)
+	Cancelled   // failed, by a cancel request
+	Snoozed     // back to wait, its attempt given back (Snooze)
+	Interrupted // back to wait, its attempt given back: the worker stopped at its deadline
 )
 
 // Handle runs one attempt of a job. An error made by [Permanent] fails
@@ -148,6 +150,14 @@ type Options struct {
 	// Beat, when set, is called after each heartbeat of the worker's
 	// registration with its error (nil: registered).
 	Beat func(err error)
+	// StopTimeout is how long the running attempts have to end once the
+	// worker is told to stop (ctx ends, or a restart is requested): then
+	// they are interrupted (see stop.go). 0: no deadline, they run to
+	// their end.
+	StopTimeout time.Duration
+	// StopNow, once closed, stops the worker at once: it takes no more
+	// jobs and interrupts the running attempts.
+	StopNow <-chan struct{}
 }
 
 // Stats counts the attempts a worker ran, by outcome.
@@ -155,21 +165,38 @@ type Stats struct {
 	Succeeded, Released, Failed int
 	Snoozed                     int // back to wait without spending an attempt
 	Lost                        int // the outcome was not kept: fenced out, or not stored
+	// Interrupted counts the attempts interrupted by a stop, their jobs
+	// back to wait without spending an attempt; Abandoned those whose
+	// handler did not return once interrupted, left reserved.
+	Interrupted, Abandoned int
 }
 
-// Run runs jobs until ctx ends or a limit of o is reached, then waits for
-// the jobs it runs to finish, stores their outcomes and returns what it
-// did. Ending ctx never cuts a running job off: only the job's own
-// timeout does. Errors of the database are logged and retried after the
-// poll interval; with StopWhenEmpty Run returns them instead.
+// Run runs jobs until ctx ends, a restart is requested or a limit of o
+// is reached, then waits for the jobs it runs to finish (until
+// o.StopTimeout, when it is told to stop), stores their outcomes and
+// returns what it did: with ErrRestart when a restart stopped it. Ending
+// ctx does not cut a running job off before o.StopTimeout: only the
+// job's own timeout does. Errors of the database are logged and retried
+// after the poll interval; with StopWhenEmpty Run returns them instead.
 func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
-	takeCtx := ctx
+	stopCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	takeCtx := stopCtx
 	if o.MaxTime > 0 {
 		var cancel context.CancelFunc
-		takeCtx, cancel = context.WithTimeout(ctx, o.MaxTime)
+		takeCtx, cancel = context.WithTimeout(stopCtx, o.MaxTime)
 		defer cancel()
 	}
-	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, log: cfg.Log,
+	if o.StopNow != nil {
+		go func() {
+			select {
+			case <-o.StopNow:
+				stop(context.Canceled)
+			case <-stopCtx.Done():
+			}
+		}()
+	}
+	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, stop: stop, log: cfg.Log,
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
 		cursor: map[string]int64{}, places: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)),
 		prio:      newMark(len(o.Queues), cfg.Store.Prioritized, cfg.Prioritized),
@@ -192,15 +219,18 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	stopProbing := w.startProber()
 	stopTallies := w.startTallies()
 	stopBeating := w.startHeartbeats()
-	defer stopBeating()
 	w.fetch(takeCtx)
 	stopProbing()
 	close(w.jobs)
-	w.handlers.Wait()
+	abandoned := w.finish(stopCtx)
 	stopWatching()
 	w.done.close()
 	stopTallies()
-	return w.stats(), w.err
+	stopBeating(abandoned == 0)
+	if err := w.err; err != nil || !errors.Is(context.Cause(stopCtx), ErrRestart) {
+		return w.stats(), err
+	}
+	return w.stats(), ErrRestart
 }
 
 // worker is one call of Run.
@@ -209,10 +239,13 @@ type worker struct {
 	opts    Options
 	jobCtx  context.Context // running jobs outlive the stop signal
 	takeCtx context.Context // ends when the worker takes no more jobs
-	log     *slog.Logger
-	jobs    chan *driver.Job // reserved, for the handlers
-	free    chan struct{}    // a handler finished a job
-	done    *completer
+	// stop tells the worker to stop, with a cause: it takes no more jobs,
+	// and the running ones have until Options.StopTimeout.
+	stop context.CancelCauseFunc
+	log  *slog.Logger
+	jobs chan *driver.Job // reserved, for the handlers
+	free chan struct{}    // a handler finished a job
+	done *completer
 
 	// slots are the handler goroutines; only the watchdog changes the
 	// slice, when it replaces an abandoned one.
@@ -275,9 +308,9 @@ type worker struct {
 	// lease is the worker's registration, nil when it has none.
 	lease *lease
 
-	succeeded, released, failed, snoozed, lost atomic.Int64
-	tallies                                    map[string]*tally // by queue, since last added to the store
-	listening                                  atomic.Bool       // for opts.idle
+	succeeded, released, failed, snoozed, lost, interrupted, abandoned atomic.Int64
+	tallies                                                            map[string]*tally // by queue, since last added to the store
+	listening                                                          atomic.Bool       // for opts.idle
 
 	mu  sync.Mutex
 	err error
@@ -285,7 +318,7 @@ type worker struct {
 
 func (w *worker) stats() Stats {
 	return Stats{Succeeded: int(w.succeeded.Load()), Released: int(w.released.Load()), Failed: int(w.failed.Load()),
-		Snoozed: int(w.snoozed.Load()), Lost: int(w.lost.Load())}
+		Snoozed: int(w.snoozed.Load()), Lost: int(w.lost.Load()), Interrupted: int(w.interrupted.Load()), Abandoned: int(w.abandoned.Load())}
 }
 
 func (w *worker) setErr(err error) {

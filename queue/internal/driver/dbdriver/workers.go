@@ -1,9 +1,11 @@
 package dbdriver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,7 +14,7 @@ import (
 
 // workerStatements are the registry's statements, at being a time on the
 // clock of reservations in the database's words.
-type workerStatements struct{ heartbeat, held, forget, deregister, list, now string }
+type workerStatements struct{ heartbeat, held, forget, deregister, list, now, restart string }
 
 // newWorkerStatements builds the registry's statements; held reads which
 // of the jobs whose ids are in a JSON array are reserved, and their
@@ -20,27 +22,52 @@ type workerStatements struct{ heartbeat, held, forget, deregister, list, now str
 func newWorkerStatements(at, held string, words func(string) string) workerStatements {
 	return workerStatements{
 		heartbeat: words("INSERT INTO queue_workers (id, kind, host, pid, queues, concurrency, version, started_at, heartbeat_at, running, rescue_ms) " +
-			"VALUES (?, ?, ?, ?, ?, ?, ?, ?, " + at + ", ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, running = excluded.running"),
+			"VALUES (?, ?, ?, ?, ?, ?, ?, ?, " + at + ", ?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, running = excluded.running RETURNING restart_at"),
 		held:       held,
 		forget:     words("DELETE FROM queue_workers WHERE heartbeat_at < " + at + " - " + strconv.Itoa(driver.GoneForgottenMs)),
 		deregister: words("DELETE FROM queue_workers WHERE id = ?"),
-		list: words("SELECT id, kind, host, pid, queues, concurrency, version, started_at, heartbeat_at, running, rescue_ms, " + at +
-			" FROM queue_workers ORDER BY started_at, id"),
-		now: words("SELECT " + at),
+		list:       words("SELECT " + workerColumns + ", " + at + " FROM queue_workers ORDER BY started_at, id"),
+		restart:    words("UPDATE queue_workers SET restart_at = ? WHERE restart_at IS NULL RETURNING " + workerColumns),
+		now:        words("SELECT " + at),
 	}
 }
 
+// workerColumns are a registered worker's, as scanWorker reads them.
+const workerColumns = "id, kind, host, pid, queues, concurrency, version, started_at, heartbeat_at, running, rescue_ms, restart_at"
+
+// scanWorker reads a row of workerColumns, and then into more.
+func scanWorker(rows *sql.Rows, more ...any) (driver.Worker, error) {
+	var w driver.Worker
+	var queues string
+	var restart sql.NullInt64
+	err := rows.Scan(append([]any{&w.ID, &w.Kind, &w.Host, &w.PID, &queues, &w.Concurrency, &w.Version, &w.StartedAt, &w.HeartbeatAt, &w.Running,
+		&w.RescueMs, &restart}, more...)...)
+	if queues != "" {
+		w.Queues = strings.Split(queues, ",")
+	}
+	w.RestartAt = restart.Int64
+	return w, err
+}
+
 // Heartbeat implements driver.Driver.
-func (b *base) Heartbeat(ctx context.Context, w driver.Worker, now int64, running []driver.Attempt) ([]driver.Attempt, error) {
+func (b *base) Heartbeat(ctx context.Context, w driver.Worker, now int64, running []driver.Attempt) (driver.Beat, error) {
+	var beat driver.Beat
 	at, err := b.at(ctx, now)
 	if err != nil {
-		return nil, err
+		return beat, err
 	}
-	if _, err := b.write(ctx, b.w.heartbeat, w.ID, w.Kind, w.Host, w.PID, strings.Join(w.Queues, ","), w.Concurrency, w.Version, w.StartedAt, at, w.Running, w.RescueMs); err != nil {
-		return nil, err
+	err = b.query(ctx, b.w.heartbeat, []any{w.ID, w.Kind, w.Host, w.PID, strings.Join(w.Queues, ","), w.Concurrency, w.Version, w.StartedAt, at, w.Running, w.RescueMs},
+		func(rows *sql.Rows) error {
+			var restart sql.NullInt64
+			err := rows.Scan(&restart)
+			beat.Restart = restart.Valid
+			return err
+		})
+	if err != nil {
+		return beat, err
 	}
 	if _, err = b.write(ctx, b.w.forget, at); err != nil || len(running) == 0 {
-		return nil, err
+		return beat, err
 	}
 	ids := make([]string, len(running))
 	for i, a := range running {
@@ -56,15 +83,28 @@ func (b *base) Heartbeat(ctx context.Context, w driver.Worker, now int64, runnin
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return beat, err
 	}
-	var lost []driver.Attempt
 	for _, a := range running {
 		if n, ok := held[a.ID]; !ok || n != a.Attempt {
-			lost = append(lost, a)
+			beat.Lost = append(beat.Lost, a)
 		}
 	}
-	return lost, nil
+	return beat, nil
+}
+
+// Restart implements driver.Driver.
+func (b *base) Restart(ctx context.Context, now int64) ([]driver.Worker, error) {
+	var asked []driver.Worker
+	err := b.query(ctx, b.w.restart, []any{now}, func(rows *sql.Rows) error {
+		w, err := scanWorker(rows)
+		asked = append(asked, w)
+		return err
+	})
+	slices.SortFunc(asked, func(a, b driver.Worker) int {
+		return cmp.Or(cmp.Compare(a.StartedAt, b.StartedAt), strings.Compare(a.ID, b.ID))
+	})
+	return asked, err
 }
 
 // Deregister implements driver.Driver.
@@ -82,16 +122,9 @@ func (b *base) Workers(ctx context.Context, now int64) ([]driver.Worker, int64, 
 	var out []driver.Worker
 	var clock int64
 	err = b.read(ctx, b.w.list, []any{at}, func(rows *sql.Rows) error {
-		var w driver.Worker
-		var queues string
-		if err := rows.Scan(&w.ID, &w.Kind, &w.Host, &w.PID, &queues, &w.Concurrency, &w.Version, &w.StartedAt, &w.HeartbeatAt, &w.Running, &w.RescueMs, &clock); err != nil {
-			return err
-		}
-		if queues != "" {
-			w.Queues = strings.Split(queues, ",")
-		}
+		w, err := scanWorker(rows, &clock)
 		out = append(out, w)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, 0, err

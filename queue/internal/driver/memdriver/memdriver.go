@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -812,15 +813,17 @@ func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
 }
 
 // Heartbeat implements driver.Driver.
-func (d *Driver) Heartbeat(_ context.Context, w driver.Worker, now int64, running []driver.Attempt) ([]driver.Attempt, error) {
+func (d *Driver) Heartbeat(_ context.Context, w driver.Worker, now int64, running []driver.Attempt) (driver.Beat, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	at := d.at(now)
+	var beat driver.Beat
 	if old, ok := d.beats[w.ID]; ok {
 		old.HeartbeatAt, old.Running = at, w.Running
 		d.beats[w.ID] = old
+		beat.Restart = old.RestartAt != 0
 	} else {
-		w.HeartbeatAt, w.Queues = at, slices.Clone(w.Queues)
+		w.HeartbeatAt, w.Queues, w.RestartAt = at, slices.Clone(w.Queues), 0
 		d.beats[w.ID] = w
 	}
 	for id, b := range d.beats {
@@ -828,13 +831,30 @@ func (d *Driver) Heartbeat(_ context.Context, w driver.Worker, now int64, runnin
 			delete(d.beats, id)
 		}
 	}
-	var lost []driver.Attempt
 	for _, a := range running {
 		if _, ok := d.current(a.ID, a.Attempt); !ok {
-			lost = append(lost, a)
+			beat.Lost = append(beat.Lost, a)
 		}
 	}
-	return lost, nil
+	return beat, nil
+}
+
+// Restart implements driver.Driver.
+func (d *Driver) Restart(_ context.Context, now int64) ([]driver.Worker, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var asked []driver.Worker
+	for id, w := range d.beats {
+		if w.RestartAt == 0 {
+			w.RestartAt = now
+			d.beats[id] = w
+			asked = append(asked, w)
+		}
+	}
+	slices.SortFunc(asked, func(a, b driver.Worker) int {
+		return cmp.Or(cmp.Compare(a.StartedAt, b.StartedAt), strings.Compare(a.ID, b.ID))
+	})
+	return asked, nil
 }
 
 // Deregister implements driver.Driver.

@@ -1,0 +1,1 @@
+ALTER TABLE queue_workers DROP COLUMN restart_at;
