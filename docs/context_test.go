@@ -309,6 +309,10 @@ func (ExportContacts) JobName() string { return "contacts.export" }
 
 type Export = ExportContacts
 
+type ExportDeals struct{ CompanyID, Format string }
+
+func (ExportDeals) JobName() string { return "deals.export" }
+
 type SyncCalendar struct{ UserID string }
 
 func (SyncCalendar) JobName() string { return "calendar.sync" }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -314,6 +316,9 @@ func commands() []app.Command {
 					if err != nil {
 						return err
 					}
+					if err := i.UnknownTypes(c.Context, stats); err != nil {
+						return err
+					}
 					all, err := i.EveryQueuePaused(c.Context)
 					if err != nil {
 						return err
@@ -556,23 +561,25 @@ func (q *Queue) startLine(o WorkOptions) string {
 func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 	if asJSON {
 		type row struct {
-			Queue            string        `json:"queue"`
-			Waiting          int           `json:"waiting"`
-			Delayed          int           `json:"delayed"`
-			Running          int           `json:"running"`
-			Stale            int           `json:"stale"`
-			Failed           int           `json:"failed"`
-			OldestWaitingSec float64       `json:"oldest_waiting_secs"`
-			Paused           bool          `json:"paused"`
-			Unworked         bool          `json:"unworked"`
-			Prioritized      bool          `json:"prioritized"`
-			Held             int           `json:"held"`
-			Throttled        []throttleRow `json:"throttled"`
+			Queue            string         `json:"queue"`
+			Waiting          int            `json:"waiting"`
+			Delayed          int            `json:"delayed"`
+			Running          int            `json:"running"`
+			Stale            int            `json:"stale"`
+			Failed           int            `json:"failed"`
+			OldestWaitingSec float64        `json:"oldest_waiting_secs"`
+			Paused           bool           `json:"paused"`
+			Unworked         bool           `json:"unworked"`
+			Prioritized      bool           `json:"prioritized"`
+			Held             int            `json:"held"`
+			Throttled        []throttleRow  `json:"throttled"`
+			UnknownTypes     map[string]int `json:"unknown_types"`
 		}
 		rows := make([]row, len(stats))
 		for i, s := range stats {
 			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused, s.Unworked, s.Prioritized, s.Held,
-				[]throttleRow{}}
+				[]throttleRow{}, map[string]int{}}
+			maps.Copy(rows[i].UnknownTypes, s.Unknown)
 			for _, t := range s.Throttled {
 				rows[i].Throttled = append(rows[i].Throttled, throttleRow{t.Key, t.Rate.Max, t.Rate.Per.Seconds(), t.Reopens.UTC()})
 			}
@@ -615,7 +622,23 @@ func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, count(s.Waiting), count(s.Delayed), count(s.Running), count(s.Stale), count(s.Failed), oldest)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range stats {
+		if len(s.Unknown) == 0 {
+			continue
+		}
+		var types []string
+		n := 0
+		for _, name := range slices.Sorted(maps.Keys(s.Unknown)) {
+			types = append(types, fmt.Sprintf("%s (%d)", name, s.Unknown[name]))
+			n += s.Unknown[name]
+		}
+		fmt.Fprintf(w, "%s: %d waiting job(s) of a type no handler of this build knows: %s. A worker of this build fails them: register the type, or declare its old name an alias of the new (queue.WithAliases).\n",
+			s.Queue, n, strings.Join(types, ", "))
+	}
+	return nil
 }
 
 // throttleRow is a full rate limit as queue:status --json writes it.

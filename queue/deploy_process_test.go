@@ -226,3 +226,70 @@ func TestRestartAndSoftStopUnderLoad(t *testing.T) {
 		t.Logf("%d runs interrupted by the stops", interrupted)
 	})
 }
+
+// TestJobsOfAnOlderOrNewerBuildAcrossProcesses: jobs queued by an older
+// build (a payload of version 1, a type under its old name) run on a
+// worker of the new build, upgraded and by the alias; a job queued by the
+// new build (version 3) is left by a worker of the old build, which
+// snoozes it without spending an attempt, and runs on the new build's.
+func TestJobsOfAnOlderOrNewerBuildAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		migrate(t, url)
+		d := dbtest.Open(t, url)
+		if _, err := d.ExecContext(ctx, "CREATE TABLE ver_runs (job_id TEXT NOT NULL, name TEXT NOT NULL, build TEXT NOT NULL, company TEXT NOT NULL, format TEXT NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		old, current := []string{"NAVREE_TEST_BUILD=old"}, []string(nil)
+		run := func(env []string, args ...string) string {
+			t.Helper()
+			cmd, _, stdout, stderr := workerIn(t, url, env, args...)
+			out, _ := io.ReadAll(stdout)
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("%v exited with %v\n%s\n%s", args, err, out, stderr)
+			}
+			return string(out)
+		}
+		run(old, "queue:dispatch", "test.export_versions", `{"company": "c1"}`)
+		run(old, "queue:dispatch", "test.export_old", `{"company": "c2"}`)
+		if out := run(current, "queue:work", "--stop-when-empty"); !strings.HasSuffix(out, "Processed 2 job attempt(s): 2 succeeded, 0 released for retry, 0 failed.\n") {
+			t.Fatalf("the new build's worker printed %q", out)
+		}
+		runs := func() string {
+			rows, err := d.QueryContext(ctx, "SELECT name, build, company, format FROM ver_runs ORDER BY company")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var b strings.Builder
+			for rows.Next() {
+				var name, build, company, format string
+				rows.Scan(&name, &build, &company, &format)
+				fmt.Fprintf(&b, "%s %s %s %s\n", name, build, company, format)
+			}
+			return b.String()
+		}
+		if got := runs(); got != "test.export_versions new c1 csv\ntest.export_old new c2 csv\n" {
+			t.Fatalf("the runs are\n%s", got)
+		}
+		out := run(current, "queue:dispatch", "test.export_versions", `{"company_id": "c3", "format": "pdf"}`)
+		id := strings.TrimSpace(out[strings.LastIndex(out, " ")+1:])
+		if out := run(old, "queue:work", "--stop-when-empty"); !strings.HasSuffix(out, "Processed 1 job attempt(s): 0 succeeded, 0 released for retry, 0 failed, 1 snoozed.\n") {
+			t.Fatalf("the old build's worker printed %q", out)
+		}
+		q := localQueue(t, url, &clock{t: time.Now()})
+		if j, err := q.Inspector().Job(ctx, id); err != nil || j.State != queue.StateDelayed || j.Attempts != 0 || j.Snoozes != 1 {
+			t.Fatalf("the new build's job after the old worker is %+v (%v); want it delayed, snoozed once, no attempt spent", j, err)
+		}
+		// The snooze's 30 s pass.
+		if _, err := d.ExecContext(ctx, "UPDATE jobs SET available_at = 0"); err != nil {
+			t.Fatal(err)
+		}
+		if out := run(current, "queue:work", "--stop-when-empty"); !strings.HasSuffix(out, "Processed 1 job attempt(s): 1 succeeded, 0 released for retry, 0 failed.\n") {
+			t.Fatalf("the new build's worker printed %q", out)
+		}
+		if got := runs(); got != "test.export_versions new c1 csv\ntest.export_old new c2 csv\ntest.export_versions new c3 pdf\n" {
+			t.Fatalf("the runs are\n%s", got)
+		}
+	})
+}

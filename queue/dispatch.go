@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -377,8 +378,13 @@ func checkPayload(e Envelope) error {
 
 // row is the stored form of e, with its options resolved.
 func (q *Queue) row(e Envelope) (*driver.Job, error) {
-	if _, ok := q.table.Load().jobs[e.Name]; !ok {
+	reg, ok := q.table.Load().jobs[e.Name]
+	if !ok {
 		return nil, &UnknownJobError{Name: e.Name}
+	}
+	e.Name = reg.name // not an alias
+	if len(reg.upgrades) > 0 && !bytes.Contains(e.Meta, []byte(`"`+payloadVersionKey+`"`)) {
+		e.Meta = withFields(e.Meta, func(f map[string]json.RawMessage) { f[payloadVersionKey] = []byte(strconv.Itoa(len(reg.upgrades) + 1)) })
 	}
 	if err := checkPayload(e); err != nil {
 		return nil, err

@@ -46,8 +46,8 @@ func (q *Queue) envelopeFromJSON(name string, payload []byte) (Envelope, error) 
 // nearest to name.
 func (q *Queue) registered(name string) string {
 	var names []string
-	for n := range q.table.Load().jobs {
-		if n != (benchJob{}).JobName() {
+	for n, reg := range q.table.Load().jobs {
+		if n != (benchJob{}).JobName() && n == reg.name { // not an alias
 			names = append(names, n)
 		}
 	}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -234,10 +235,128 @@ func (f HandlerFunc[T]) Handle(ctx context.Context, job T, jc JobContext) error 
 // Registration is a job type and its handler, as [Register], [HandleFunc]
 // and [HandlerOf] make them.
 type Registration struct {
-	name   string
-	typ    reflect.Type
-	where  string // where it was registered, for errors
-	handle func(ctx context.Context, payload []byte, jc JobContext) error
+	name    string
+	typ     reflect.Type
+	where   string   // where it was registered, for errors
+	aliases []string // the names it was queued under before (WithAliases)
+	// upgrades are the steps of an older payload to this build's version,
+	// len(upgrades)+1 (WithUpgrades).
+	upgrades []Upgrade
+	handle   func(ctx context.Context, payload []byte, jc JobContext) error
+}
+
+// WithAliases is a [Job] type that was renamed: JobAliases are the names
+// it was queued under before, which its handler runs too, so that the
+// jobs queued under an old name before a deploy still run after it. A
+// new dispatch stores the type's JobName. An alias is a job name of its
+// own: no other type may have it as name or alias.
+//
+//	func (ExportContacts) JobName() string      { return "contacts.export" }
+//	func (ExportContacts) JobAliases() []string { return []string{"crm.export_contacts"} }
+//
+// Keep an alias until no job of the old name is left: queue:status lists
+// the waiting jobs whose type no handler of the build knows.
+type WithAliases interface {
+	JobAliases() []string
+}
+
+// declared is the Registration of job type T, registered at where,
+// without its handler.
+func declared[T Job](where string) Registration {
+	var zero T
+	reg := Registration{name: zero.JobName(), typ: reflect.TypeFor[T](), where: where}
+	if a, ok := any(zero).(WithAliases); ok {
+		reg.aliases = a.JobAliases()
+	}
+	if u, ok := any(zero).(WithUpgrades); ok {
+		reg.upgrades = u.PayloadUpgrades()
+	}
+	return reg
+}
+
+// WithUpgrades is a [Job] type whose payload changed shape across
+// deploys. PayloadUpgrades are the steps that upgrade an older payload,
+// one version at a time: the first from version 1 (a payload stored
+// before the type had steps) to 2, the second from 2 to 3, and so on; the
+// type's payload version is one more than its steps. A dispatch stores
+// the version with the job (its Meta's "payload_version"), and a worker
+// upgrades an older payload, step by step, before it decodes it: a job
+// queued by the old code runs on the new. Only ever add steps at the end.
+//
+//	// Version 2 renamed "company" to "company_id".
+//	func (ExportContacts) PayloadUpgrades() []queue.Upgrade {
+//		return []queue.Upgrade{queue.RenameField("company", "company_id")}
+//	}
+//
+// A step's error fails the job at once, its payload as it was stored.
+// A payload of a version newer than the worker's (a job dispatched by a
+// newer build while this one still runs) is not decoded: the job snoozes
+// for [NewerPayloadSnooze] without spending an attempt, for a worker of
+// the newer build to take, up to queue.max_snoozes times; then it fails,
+// saying why.
+type WithUpgrades interface {
+	PayloadUpgrades() []Upgrade
+}
+
+// Upgrade turns a payload of one version into one of the next.
+type Upgrade func(payload json.RawMessage) (json.RawMessage, error)
+
+// RenameField is an [Upgrade] that renames the field from of a payload
+// (a JSON object) to, keeping its value as it is; a payload without from
+// is left as it is. A payload that is not an object, or that has both
+// fields, is an error.
+func RenameField(from, to string) Upgrade {
+	return func(payload json.RawMessage) (json.RawMessage, error) {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(payload, &fields); err != nil || fields == nil {
+			return nil, fmt.Errorf("rename %q to %q: the payload is not a JSON object", from, to)
+		}
+		v, ok := fields[from]
+		if !ok {
+			return payload, nil
+		}
+		if _, both := fields[to]; both {
+			return nil, fmt.Errorf("rename %q to %q: the payload has both", from, to)
+		}
+		delete(fields, from)
+		fields[to] = v
+		return json.Marshal(fields)
+	}
+}
+
+// NewerPayloadSnooze is how long a job whose payload is newer than the
+// worker's build waits before a worker takes it again.
+const NewerPayloadSnooze = 30 * time.Second
+
+// payloadVersionKey is the key of Meta that holds a payload's version.
+const payloadVersionKey = "payload_version"
+
+// upgraded is payload, stored at the version jc.Meta says (1 for none),
+// upgraded to reg's version.
+func (reg *Registration) upgraded(payload []byte, jc JobContext) ([]byte, error) {
+	want := len(reg.upgrades) + 1
+	have := 1
+	if bytes.Contains(jc.Meta, []byte(`"`+payloadVersionKey+`"`)) {
+		var meta struct {
+			Version *int `json:"payload_version"`
+		}
+		if err := json.Unmarshal(jc.Meta, &meta); err != nil || meta.Version == nil || *meta.Version < 1 {
+			return nil, Permanent(fmt.Errorf("the meta of job %s holds a payload_version that is not a whole number of 1 or more", jc.Name))
+		}
+		have = *meta.Version
+	}
+	if have > want {
+		return nil, worker.SnoozeBecause(NewerPayloadSnooze, fmt.Sprintf("its payload is version %d, newer than version %d this build of %s knows: left for a worker of a newer build",
+			have, want, reg.name))
+	}
+	for v := have; v < want; v++ {
+		up, err := reg.upgrades[v-1](payload)
+		if err != nil {
+			return nil, Permanent(&PayloadError{Name: jc.Name, Err: fmt.Errorf("upgrading it from version %d to %d: %w", v, v+1, err)})
+		}
+		payload = up
+	}
+	return payload, nil
 }
 
 // HandlerOf is the registration of h for jobs of type T, for an app
@@ -247,19 +366,21 @@ func HandlerOf[T Job](h Handler[T]) Registration {
 }
 
 func registration[T Job](h Handler[T], where string) Registration {
-	var zero T
-	return Registration{
-		name:  zero.JobName(),
-		typ:   reflect.TypeFor[T](),
-		where: where,
-		handle: func(ctx context.Context, payload []byte, jc JobContext) error {
-			var job T
-			if err := json.Unmarshal(payload, &job); err != nil {
-				return Permanent(&PayloadError{Name: jc.Name, Err: err})
+	reg := declared[T](where)
+	reg.handle = func(ctx context.Context, payload []byte, jc JobContext) error {
+		if len(reg.upgrades) > 0 || jc.Meta != nil {
+			var err error
+			if payload, err = reg.upgraded(payload, jc); err != nil {
+				return err
 			}
-			return h.Handle(ctx, job, jc)
-		},
+		}
+		var job T
+		if err := json.Unmarshal(payload, &job); err != nil {
+			return Permanent(&PayloadError{Name: jc.Name, Err: err})
+		}
+		return h.Handle(ctx, job, jc)
 	}
+	return reg
 }
 
 // Permanent marks err as a failure that retrying cannot help, such as a
@@ -347,9 +468,7 @@ var errorType = reflect.TypeFor[error]()
 //	})
 func Register[T Job](constructor any) fx.Option {
 	where := app.Caller(1).String()
-	var zero T
-	declared := Registration{name: zero.JobName(), typ: reflect.TypeFor[T](), where: where}
-	return registerBuilt(declared, "queue.Register["+reflect.TypeFor[T]().String()+"]", constructor, reflect.TypeFor[Handler[T]](),
+	return registerBuilt(declared[T](where), "queue.Register["+reflect.TypeFor[T]().String()+"]", constructor, reflect.TypeFor[Handler[T]](),
 		func(h reflect.Value) Registration { return registration(h.Interface().(Handler[T]), where) })
 }
 

@@ -206,6 +206,49 @@ func (h *deployHandler) Handle(ctx context.Context, j Deploy, jc queue.JobContex
 	return err
 }
 
+// OldExport is Export3 as an older build has it: version 1 of its
+// payload, and OldRenamed under the name Export3 has as an alias. A
+// worker child process with NAVREE_TEST_BUILD=old has them instead of
+// Export3; each build's handler records what it decoded in ver_runs.
+type OldExport struct {
+	Company string `json:"company"`
+}
+
+func (OldExport) JobName() string { return "test.export_versions" }
+
+type OldRenamed struct {
+	Company string `json:"company"`
+}
+
+func (OldRenamed) JobName() string { return "test.export_old" }
+
+// versionedJobs are the job types of Export3 in the build the
+// environment names.
+func versionedJobs() fx.Option {
+	record := func(ctx context.Context, d *db.DB, jc queue.JobContext, build, company, format string) error {
+		_, err := d.NewRaw("INSERT INTO ver_runs (job_id, name, build, company, format) VALUES (?, ?, ?, ?, ?)", jc.JobID, jc.Name, build, company, format).Exec(ctx)
+		return err
+	}
+	if os.Getenv("NAVREE_TEST_BUILD") == "old" {
+		return fx.Options(
+			queue.Register[OldExport](func(d *db.DB) queue.HandlerFunc[OldExport] {
+				return func(ctx context.Context, j OldExport, jc queue.JobContext) error {
+					return record(ctx, d, jc, "old", j.Company, "")
+				}
+			}),
+			queue.Register[OldRenamed](func(d *db.DB) queue.HandlerFunc[OldRenamed] {
+				return func(ctx context.Context, j OldRenamed, jc queue.JobContext) error {
+					return record(ctx, d, jc, "old", j.Company, "")
+				}
+			}))
+	}
+	return queue.Register[Export3](func(d *db.DB) queue.HandlerFunc[Export3] {
+		return func(ctx context.Context, j Export3, jc queue.JobContext) error {
+			return record(ctx, d, jc, "new", j.CompanyID, j.Format)
+		}
+	})
+}
+
 // workerJobs are the jobs a worker child process runs.
 func workerJobs() fx.Option {
 	released := make(chan struct{})
@@ -275,6 +318,7 @@ func workerJobs() fx.Option {
 		queue.Register[PartnerCall](func(d *db.DB) *partnerCallHandler { return &partnerCallHandler{d} }),
 		queue.Register[TenantTask](func(d *db.DB) *tenantTaskHandler { return &tenantTaskHandler{d} }),
 		queue.Register[Deploy](func(d *db.DB) *deployHandler { return &deployHandler{d, &out} }),
+		versionedJobs(),
 		queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
 	)
 }

@@ -124,8 +124,8 @@ func New(p Params) (*Queue, error) {
 // table is what a Queue knows of job types: dispatch reads jobs, workers
 // handles. Handle replaces it whole, so readers need no lock.
 type table struct {
-	jobs    map[string]Registration
-	handles map[string]worker.Handle // the engine's, by job type
+	jobs    map[string]Registration  // by job type, and by each alias of one
+	handles map[string]worker.Handle // the engine's, by job type and alias
 }
 
 // Handle gives q job types and their handlers: the app's own
@@ -152,16 +152,40 @@ func (q *Queue) Handle(regs ...Registration) error {
 		if err := checkText("the job name "+strconv.Quote(reg.name)+" of "+reg.typ.String()+" at "+reg.where, reg.name, MaxJobNameLen); err != nil {
 			return err
 		}
-		if prev, dup := t.jobs[reg.name]; dup {
-			return fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", reg.name, prev.typ, prev.where, reg.typ, reg.where)
+		for i, name := range append([]string{reg.name}, reg.aliases...) {
+			if i > 0 {
+				if err := checkText("the alias "+strconv.Quote(name)+" of job "+reg.name+" at "+reg.where, name, MaxJobNameLen); err != nil {
+					return err
+				}
+			}
+			if prev, dup := t.jobs[name]; dup {
+				return fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", name, named2(prev, name), prev.where, named2(reg, name), reg.where)
+			}
+			t.jobs[name] = reg
 		}
-		t.jobs[reg.name] = reg
 		if reg.handle != nil { // nil: declared by Register, whose handler is built with the Queue (bind)
-			t.handles[reg.name] = q.handle(reg)
+			t.bind(q, reg)
 		}
 	}
 	q.table.Store(t)
 	return nil
+}
+
+// named2 says what reg is to name: its type, or its type's alias.
+func named2(reg Registration, name string) string {
+	if name != reg.name {
+		return fmt.Sprintf("%s (an alias of %s)", reg.typ, reg.name)
+	}
+	return reg.typ.String()
+}
+
+// bind makes reg's handler the engine's for its name and its aliases.
+func (t *table) bind(q *Queue, reg Registration) {
+	h := q.handle(reg)
+	t.handles[reg.name] = h
+	for _, alias := range reg.aliases {
+		t.handles[alias] = h
+	}
 }
 
 // bind gives q the handlers that Register's constructors built.
@@ -171,7 +195,7 @@ func (q *Queue) bind(handlers []built) *Queue {
 	old := q.table.Load()
 	t := &table{jobs: old.jobs, handles: maps.Clone(old.handles)}
 	for _, b := range handlers {
-		t.handles[b.name] = q.handle(Registration(b))
+		t.bind(q, Registration(b))
 	}
 	q.table.Store(t)
 	return q

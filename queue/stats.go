@@ -56,6 +56,41 @@ type Stats struct {
 	// of keys whose jobs wait on it (Options.RateLimit), the first to
 	// reopen first.
 	Throttled []Throttle
+	// Unknown counts, by type, the waiting and delayed jobs of the queue
+	// whose type no handler of this build knows: set by
+	// [Inspector.UnknownTypes], nil for none.
+	Unknown map[string]int
+}
+
+// UnknownScan bounds [Inspector.UnknownTypes]: it reads the first
+// UnknownScan waiting and delayed jobs of each queue.
+const UnknownScan = 10_000
+
+// UnknownTypes sets the Unknown of each of stats: it counts, by type, the
+// waiting and delayed jobs of the queue whose type no handler of this
+// build knows, neither a job name nor an alias (see [WithAliases]): jobs
+// queued by another build, under a name since renamed or of a type since
+// deleted, which a worker of this build fails ("no handler"). It reads
+// the first [UnknownScan] of each queue in due order, those its workers
+// take next.
+func (i *Inspector) UnknownTypes(ctx context.Context, stats []Stats) error {
+	var known []string
+	for name := range i.q.table.Load().jobs {
+		known = append(known, name)
+	}
+	for n := range stats {
+		if stats[n].Waiting+stats[n].Delayed == 0 {
+			continue
+		}
+		found, err := i.q.store.Unknown(ctx, stats[n].Queue, known, UnknownScan)
+		if err != nil {
+			return fmt.Errorf("queue: count the jobs of unknown types on %s: %w", stats[n].Queue, err)
+		}
+		if len(found) > 0 {
+			stats[n].Unknown = found
+		}
+	}
+	return nil
 }
 
 // Stats counts the jobs of every queue that has one, failed jobs

@@ -30,7 +30,7 @@ mail (by priority)  3        0        0        0      0        -
 	if err := printStatus(&out, stats[:1], false, true); err != nil {
 		t.Fatal(err)
 	}
-	if want := `[{"queue":"default","waiting":100001,"delayed":100000,"running":0,"stale":0,"failed":100001,"oldest_waiting_secs":90,"paused":false,"unworked":false,"prioritized":false,"held":0,"throttled":[]}]` + "\n"; out.String() != want {
+	if want := `[{"queue":"default","waiting":100001,"delayed":100000,"running":0,"stale":0,"failed":100001,"oldest_waiting_secs":90,"paused":false,"unworked":false,"prioritized":false,"held":0,"throttled":[],"unknown_types":{}}]` + "\n"; out.String() != want {
 		t.Errorf("queue:status --json printed %s, want %s", out.String(), want)
 	}
 }

@@ -88,13 +88,21 @@ func withCarrier(meta json.RawMessage, carrier propagation.MapCarrier) json.RawM
 	if len(carrier) == 0 {
 		return meta
 	}
+	return withFields(meta, func(fields map[string]json.RawMessage) {
+		for k, v := range carrier {
+			fields[k], _ = json.Marshal(v)
+		}
+	})
+}
+
+// withFields is meta, a JSON object, with the fields set sets; meta as
+// it is when it does not read (a dispatch checks it).
+func withFields(meta json.RawMessage, set func(map[string]json.RawMessage)) json.RawMessage {
 	fields := map[string]json.RawMessage{}
 	if len(meta) > 0 && json.Unmarshal(meta, &fields) != nil {
 		return meta
 	}
-	for k, v := range carrier {
-		fields[k], _ = json.Marshal(v)
-	}
+	set(fields)
 	out, err := json.Marshal(fields)
 	if err != nil {
 		return meta

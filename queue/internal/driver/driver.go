@@ -571,6 +571,11 @@ type Driver interface {
 	// PendingCount counts the jobs of queue that wait, are delayed or run.
 	PendingCount(ctx context.Context, queue string) (int, error)
 
+	// Unknown counts, reading only, by type, the waiting and delayed jobs
+	// of queue whose type is none of known, among its first limit in due
+	// order.
+	Unknown(ctx context.Context, queue string, known []string, limit int) (map[string]int, error)
+
 	// Stats counts, reading only, the jobs of every queue that has one in
 	// jobs, held or failed_jobs, sorted by queue: waiting (due by now), delayed
 	// (due after now), running (reserved), stale (running and stale at at,

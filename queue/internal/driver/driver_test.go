@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -1040,6 +1041,35 @@ func TestHistoryKeepsEveryFailureAndTheSuccesses(t *testing.T) {
 		}
 		if _, err := s.Lookup(ctx, j.ID); !errors.Is(err, driver.ErrNoJob) {
 			t.Fatalf("Lookup after the prune: %v", err)
+		}
+	})
+}
+
+// TestUnknownCountsTheFirstWaitingJobsOfUnknownTypes: Unknown counts by
+// type the waiting and delayed jobs of a queue whose type is not known,
+// among its first limit in due order; reserved jobs and other queues do
+// not count.
+func TestUnknownCountsTheFirstWaitingJobsOfUnknownTypes(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for n, name := range []string{"a.known", "z.gone", "z.gone", "b.gone", "z.gone", "z.gone"} {
+			j := newJob(700+n, "unknown-q", int64(1000+n))
+			j.Name = name
+			insert(t, s, j)
+		}
+		other := newJob(720, "unknown-other", 1000)
+		other.Name = "z.gone"
+		insert(t, s, other)
+		if got, err := s.Unknown(ctx, "unknown-q", []string{"a.known"}, 100); err != nil || !maps.Equal(got, map[string]int{"z.gone": 4, "b.gone": 1}) {
+			t.Fatalf("Unknown = %v, %v", got, err)
+		}
+		if got, err := s.Unknown(ctx, "unknown-q", nil, 3); err != nil || !maps.Equal(got, map[string]int{"a.known": 1, "z.gone": 2}) {
+			t.Fatalf("Unknown of the first 3, none known = %v, %v", got, err)
+		}
+		if _, err := s.Reserve(ctx, driver.Reservation{Queue: "unknown-q", Now: 1001, Limit: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Unknown(ctx, "unknown-q", []string{"a.known"}, 100); err != nil || !maps.Equal(got, map[string]int{"z.gone": 3, "b.gone": 1}) {
+			t.Fatalf("Unknown once the first two are reserved = %v, %v", got, err)
 		}
 	})
 }

@@ -30,7 +30,7 @@ type attemptError struct {
 	stack       string // for a panic
 	// snooze, when set, is not a failure: the handler asked (Snooze) for
 	// the job to wait that long and run the same attempt again.
-	snooze *time.Duration
+	snooze *snooze
 }
 
 // run runs one attempt of job in slot s and records its outcome, unless
@@ -82,10 +82,14 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 	}
 	if failure.snooze != nil {
 		if job.Snoozes < w.cfg.MaxSnoozes {
-			w.snoozeJob(job, ms, *failure.snooze)
+			w.snoozeJob(job, ms, failure.snooze)
 			return
 		}
-		failure = &attemptError{msg: fmt.Sprintf("asked to snooze for %s after %d snoozes, the most queue.max_snoozes allows", *failure.snooze, job.Snoozes),
+		msg := fmt.Sprintf("asked to snooze for %s after %d snoozes, the most queue.max_snoozes allows", failure.snooze.d, job.Snoozes)
+		if failure.snooze.reason != "" {
+			msg = fmt.Sprintf("snoozed %d times, the most queue.max_snoozes allows: %s", job.Snoozes, failure.snooze.reason)
+		}
+		failure = &attemptError{msg: msg,
 			permanent: true}
 	}
 	ctx := w.jobCtx
@@ -154,7 +158,8 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 
 // snoozeJob puts job back to wait for d, its attempt given back, and
 // logs it.
-func (w *worker) snoozeJob(job *driver.Job, ms int64, d time.Duration) {
+func (w *worker) snoozeJob(job *driver.Job, ms int64, s *snooze) {
+	d := s.d
 	var acted bool
 	err := retried(func() (err error) {
 		acted, err = w.cfg.Store.Snooze(w.jobCtx, job.ID, job.Attempts, w.cfg.Clock.Now().UnixMilli()+ceilMs(d))
@@ -169,6 +174,9 @@ func (w *worker) snoozeJob(job *driver.Job, ms int64, d time.Duration) {
 	w.count(job, &w.snoozed, Snoozed, ms, acted, err)
 	attrs := append(attemptAttrs(make([]slog.Attr, 0, 9), job, ms), slog.String("outcome", "snoozed"),
 		slog.Float64("snooze_secs", d.Seconds()), slog.Int("snoozes", job.Snoozes+1))
+	if s.reason != "" {
+		attrs = append(attrs, slog.String("reason", s.reason))
+	}
 	level, attrs := recorded(slog.LevelInfo, attrs, acted, err)
 	w.logAttempt(level, attrs)
 }
@@ -343,15 +351,22 @@ func IsPermanent(err error) bool {
 // in the error's chain.
 func Snooze(d time.Duration) error { return &snooze{d: d} }
 
-type snooze struct{ d time.Duration }
+// SnoozeBecause is Snooze for a reason of the worker's own, which the
+// snooze's log line gives, and the error of the snooze past the most.
+func SnoozeBecause(d time.Duration, reason string) error { return &snooze{d: d, reason: reason} }
+
+type snooze struct {
+	d      time.Duration
+	reason string
+}
 
 func (s *snooze) Error() string { return fmt.Sprintf("snooze for %s", s.d) }
 
-// snoozed returns the delay a snooze in err's chain asked for, or nil.
-func snoozed(err error) *time.Duration {
+// snoozed returns the snooze in err's chain, or nil.
+func snoozed(err error) *snooze {
 	var s *snooze
 	if errors.As(err, &s) {
-		return &s.d
+		return s
 	}
 	return nil
 }

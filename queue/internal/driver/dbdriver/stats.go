@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -186,6 +187,45 @@ func (p *postgresDriver) Stats(ctx context.Context, now, at int64, limit int) ([
 		return nil, err
 	}
 	return p.stats(ctx, tx, &postgresRead, now, at, limit)
+}
+
+// unknownOf is the statement of Unknown, list being the database's
+// words for the values of a JSON array of text.
+func unknownOf(list string, words func(string) string) string {
+	return words("SELECT name, count(*) FROM (SELECT name FROM jobs WHERE queue = ? AND reserved_at IS NULL ORDER BY available_at, id LIMIT ?) w " +
+		"WHERE name NOT IN (" + list + ") GROUP BY name")
+}
+
+// The statements of Unknown.
+var (
+	sqliteUnknown   = unknownOf("SELECT value FROM json_each(?)", func(s string) string { return s })
+	postgresUnknown = unknownOf("SELECT jsonb_array_elements_text(CAST(? AS jsonb))", numbered)
+)
+
+// Unknown implements driver.Driver.
+func (s *sqliteDriver) Unknown(ctx context.Context, queue string, known []string, limit int) (map[string]int, error) {
+	return s.unknown(ctx, sqliteUnknown, queue, known, limit)
+}
+
+// Unknown implements driver.Driver.
+func (p *postgresDriver) Unknown(ctx context.Context, queue string, known []string, limit int) (map[string]int, error) {
+	return p.unknown(ctx, postgresUnknown, queue, known, limit)
+}
+
+func (b *base) unknown(ctx context.Context, query, queue string, known []string, limit int) (map[string]int, error) {
+	list, err := json.Marshal(append([]string{}, known...)) // [] for none, not null
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	err = b.read(ctx, query, []any{queue, limit, string(list)}, func(rows *sql.Rows) error {
+		var name string
+		var n int
+		err := rows.Scan(&name, &n)
+		out[name] = n
+		return err
+	})
+	return out, err
 }
 
 // Jobs implements driver.Driver.

@@ -794,6 +794,28 @@ func (d *Driver) Purge(ctx context.Context, queue string) (int, error) {
 // Sync implements driver.Driver: the memory driver keeps nothing on disk.
 func (d *Driver) Sync(context.Context) error { return nil }
 
+// Unknown implements driver.Driver.
+func (d *Driver) Unknown(_ context.Context, queue string, known []string, limit int) (map[string]int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var waiting []*driver.Job
+	for _, j := range d.jobs {
+		if j.Queue == queue && j.ReservedAt == 0 {
+			waiting = append(waiting, j)
+		}
+	}
+	slices.SortFunc(waiting, func(a, b *driver.Job) int {
+		return cmp.Or(cmp.Compare(a.AvailableAt, b.AvailableAt), strings.Compare(a.ID, b.ID))
+	})
+	out := map[string]int{}
+	for _, j := range waiting[:min(limit, len(waiting))] {
+		if !slices.Contains(known, j.Name) {
+			out[j.Name]++
+		}
+	}
+	return out, nil
+}
+
 // PendingCount implements driver.Driver.
 func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
 	d.mu.Lock()
