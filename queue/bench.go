@@ -78,7 +78,7 @@ func bigGroupJob(o benchOptions, queues []string, i int) benchJob {
 func (q *Queue) benchWork(ctx context.Context, queues []string, o benchOptions) (WorkStats, error) {
 	var total WorkStats
 	for {
-		s, err := q.work(ctx, worker.Options{Queues: queues, Workers: o.Workers, StopWhenEmpty: true, Quiet: !o.LogJobs})
+		s, err := q.work(ctx, worker.Options{Queues: queues, Workers: o.Workers, StopWhenEmpty: true, Quiet: !o.LogJobs, Only: q.knownTypes(o.OnlyKnownTypes)})
 		total.Processed, total.Succeeded, total.Released, total.Failed = total.Processed+s.Processed, total.Succeeded+s.Succeeded, total.Released+s.Released, total.Failed+s.Failed
 		if err != nil || total.Succeeded >= o.BigGroup+o.Jobs || o.RateKeys == 0 {
 			return total, err
@@ -167,6 +167,9 @@ type benchOptions struct {
 	// Options.Fair. Default 0: no groups.
 	Groups, BigGroup int
 	Unfair           bool
+	// OnlyKnownTypes works with the worker's search limited to the job
+	// types of the app, as queue:work --only-known-types.
+	OnlyKnownTypes bool
 	// LogJobs logs every successful attempt of the benchmark's jobs, as
 	// queue:work does. Off, only failed and released attempts are logged:
 	// the lines would measure the log handler more than the queue (a few
@@ -469,7 +472,7 @@ func (q *Queue) benchLatency(ctx context.Context, o benchOptions, queues []strin
 	idle := make(chan struct{})
 	var once sync.Once
 	go func() {
-		_, err := q.work(workCtx, worker.Options{Queues: queues, Workers: o.Workers, Quiet: !o.LogJobs,
+		_, err := q.work(workCtx, worker.Options{Queues: queues, Workers: o.Workers, Quiet: !o.LogJobs, Only: q.knownTypes(o.OnlyKnownTypes),
 			Idle: func() { once.Do(func() { close(idle) }) }})
 		worked <- err
 	}()

@@ -57,17 +57,19 @@ func commands() []app.Command {
 				&cli.DurationFlag{Name: "max-time", Usage: "stop taking jobs after this long, such as 1h (0: no limit)"},
 				&cli.BoolFlag{Name: "stop-when-empty", Usage: "stop once no job is available and none is running"},
 				&cli.StringFlag{Name: "health-addr", Usage: "answer health checks on `ADDR`, such as :8081: GET /livez, and /readyz once the worker is registered"},
+				&cli.BoolFlag{Name: "only-known-types", Usage: "take only the jobs of the types this build has handlers for, leaving the others waiting (default: queue.only_known_types)"},
 				&cli.DurationFlag{Name: "stop-timeout", Usage: "once stopping, interrupt the jobs still running after `D`, such as 25s, and put them back on their queues (0: no deadline)",
 					DefaultText: "queue.stop_timeout"},
 			},
 			Action: app.Uses(func(c *cli.Context, q *Queue) error {
 				o := WorkOptions{
-					Queues:        c.StringSlice("queue"),
-					Workers:       c.Int("workers"),
-					Once:          c.Bool("once"),
-					MaxJobs:       c.Int("max-jobs"),
-					MaxTime:       c.Duration("max-time"),
-					StopWhenEmpty: c.Bool("stop-when-empty"),
+					Queues:         c.StringSlice("queue"),
+					Workers:        c.Int("workers"),
+					Once:           c.Bool("once"),
+					MaxJobs:        c.Int("max-jobs"),
+					MaxTime:        c.Duration("max-time"),
+					StopWhenEmpty:  c.Bool("stop-when-empty"),
+					OnlyKnownTypes: c.Bool("only-known-types"),
 				}
 				if err := bounded(c, "workers", 1, MaxWorkers, ", as queue.workers"); err != nil {
 					return err
@@ -164,6 +166,7 @@ func commands() []app.Command {
 				&cli.IntFlag{Name: "groups", Usage: "spread the jobs over this many fairness groups, in turn, each job Fair (0: none)"},
 				&cli.IntFlag{Name: "big-group", Usage: "with --groups: dispatch this many jobs of group 0 first, and the --jobs to the other groups; reports when the others' jobs started"},
 				&cli.BoolFlag{Name: "unfair", Usage: "with --groups: dispatch the groups' jobs without Fair, to compare"},
+				&cli.BoolFlag{Name: "only-known-types", Usage: "search only for the job types of the app, as queue:work --only-known-types"},
 				&cli.IntFlag{Name: "queues", Value: 1, Usage: "spread the jobs over this many queues, " + benchQueueName + "-0 to -(N-1), in turn, all worked by the one worker"},
 				&cli.IntFlag{Name: "latency", Value: 1000, Usage: "jobs for the latency measure: its p99 is the tenth-slowest (0: skip it)"},
 				&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
@@ -194,7 +197,8 @@ func commands() []app.Command {
 				o := benchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
 					Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency"), LogJobs: c.Bool("log-jobs"), Priorities: c.Int("priorities"),
 					Keys: c.Int("keys"), Limit: c.Int("limit"), RateKeys: c.Int("rate-keys"),
-					Queues: c.Int("queues"), Groups: c.Int("groups"), BigGroup: c.Int("big-group"), Unfair: c.Bool("unfair")}
+					Queues: c.Int("queues"), Groups: c.Int("groups"), BigGroup: c.Int("big-group"), Unfair: c.Bool("unfair"),
+					OnlyKnownTypes: c.Bool("only-known-types")}
 				if o.RateKeys > 0 {
 					r, err := ParseRate(c.String("rate"))
 					if err != nil {
@@ -635,7 +639,7 @@ func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 			types = append(types, fmt.Sprintf("%s (%d)", name, s.Unknown[name]))
 			n += s.Unknown[name]
 		}
-		fmt.Fprintf(w, "%s: %d waiting job(s) of a type no handler of this build knows: %s. A worker of this build fails them: register the type, or declare its old name an alias of the new (queue.WithAliases).\n",
+		fmt.Fprintf(w, "%s: %d waiting job(s) of a type no handler of this build knows: %s. A worker of this build fails them (but with queue.only_known_types): register the type, or declare its old name an alias of the new (queue.WithAliases).\n",
 			s.Queue, n, strings.Join(types, ", "))
 	}
 	return nil

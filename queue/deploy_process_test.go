@@ -231,7 +231,9 @@ func TestRestartAndSoftStopUnderLoad(t *testing.T) {
 // build (a payload of version 1, a type under its old name) run on a
 // worker of the new build, upgraded and by the alias; a job queued by the
 // new build (version 3) is left by a worker of the old build, which
-// snoozes it without spending an attempt, and runs on the new build's.
+// snoozes it without spending an attempt, and runs on the new build's;
+// a job of a type only the new build has is left waiting by an old
+// worker of only known types, and run by a new one.
 func TestJobsOfAnOlderOrNewerBuildAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
@@ -289,6 +291,19 @@ func TestJobsOfAnOlderOrNewerBuildAcrossProcesses(t *testing.T) {
 			t.Fatalf("the new build's worker printed %q", out)
 		}
 		if got := runs(); got != "test.export_versions new c1 csv\ntest.export_old new c2 csv\ntest.export_versions new c3 pdf\n" {
+			t.Fatalf("the runs are\n%s", got)
+		}
+
+		// A type only the new build has: an old worker of only known types
+		// leaves it waiting, and a new one runs it.
+		run(current, "queue:dispatch", "test.fresh", `{"company_id": "c4"}`)
+		if out := run(old, "queue:work", "--stop-when-empty", "--only-known-types"); !strings.HasSuffix(out, "Processed 0 job attempt(s): 0 succeeded, 0 released for retry, 0 failed.\n") {
+			t.Fatalf("the old build's worker of only known types printed %q", out)
+		}
+		if out := run(current, "queue:work", "--stop-when-empty", "--only-known-types"); !strings.HasSuffix(out, "Processed 1 job attempt(s): 1 succeeded, 0 released for retry, 0 failed.\n") {
+			t.Fatalf("the new build's worker printed %q", out)
+		}
+		if got := runs(); !strings.HasSuffix(got, "test.fresh new c4 \n") {
 			t.Fatalf("the runs are\n%s", got)
 		}
 	})

@@ -74,6 +74,12 @@ type Config struct {
 	// off. Default "0s": no deadline, the running jobs end on their own
 	// (only their Timeout cuts them off); at most 24h.
 	StopTimeout time.Duration `koanf:"stop_timeout"`
+	// OnlyKnownTypes makes queue:work take only the jobs of the types
+	// its build has handlers for (and their aliases), leaving the others
+	// waiting for a worker that knows them, rather than failing them at
+	// once ("no handler"): for a fleet where workers of two builds run
+	// side by side during a deploy. Default false.
+	OnlyKnownTypes bool `koanf:"only_known_types"`
 	// RateLimits limits how often the jobs of a queue start, across every
 	// worker and server: entries of queue=max/per, such as
 	// ["mail=60/1m"] (at most 60 of the queue's jobs start in any

@@ -242,12 +242,25 @@ func versionedJobs() fx.Option {
 				}
 			}))
 	}
-	return queue.Register[Export3](func(d *db.DB) queue.HandlerFunc[Export3] {
-		return func(ctx context.Context, j Export3, jc queue.JobContext) error {
-			return record(ctx, d, jc, "new", j.CompanyID, j.Format)
-		}
-	})
+	return fx.Options(
+		queue.Register[Export3](func(d *db.DB) queue.HandlerFunc[Export3] {
+			return func(ctx context.Context, j Export3, jc queue.JobContext) error {
+				return record(ctx, d, jc, "new", j.CompanyID, j.Format)
+			}
+		}),
+		queue.Register[Fresh](func(d *db.DB) queue.HandlerFunc[Fresh] {
+			return func(ctx context.Context, j Fresh, jc queue.JobContext) error {
+				return record(ctx, d, jc, "new", j.CompanyID, "")
+			}
+		}))
 }
+
+// Fresh is a job type only the new build has.
+type Fresh struct {
+	CompanyID string `json:"company_id"`
+}
+
+func (Fresh) JobName() string { return "test.fresh" }
 
 // workerJobs are the jobs a worker child process runs.
 func workerJobs() fx.Option {

@@ -215,9 +215,42 @@ func TestStatusShowsJobsOfUnknownTypes(t *testing.T) {
 		if err := queue.PrintStatus(&out, stats, false, false); err != nil {
 			t.Fatal(err)
 		}
-		if want := "default: 4 waiting job(s) of a type no handler of this build knows: crm.removed (1), test.gone (3). A worker of this build fails them: " +
+		if want := "default: 4 waiting job(s) of a type no handler of this build knows: crm.removed (1), test.gone (3). A worker of this build fails them (but with queue.only_known_types): " +
 			"register the type, or declare its old name an alias of the new (queue.WithAliases).\n"; !strings.HasSuffix(out.String(), want) {
 			t.Fatalf("queue:status printed\n%s", out.String())
+		}
+	})
+}
+
+// TestAWorkerOfOnlyKnownTypesLeavesTheOthers: with OnlyKnownTypes a
+// worker runs the jobs of the types it has handlers for, an alias's too,
+// and leaves the others waiting, taken over ones included, where a
+// worker without it fails them ("no handler").
+func TestAWorkerOfOnlyKnownTypesLeavesTheOthers(t *testing.T) {
+	t.Parallel()
+	e := &exports{got: map[string]Export3{}}
+	eachWith(t, queue.Config{}, e.registration(), func(t *testing.T, f fixture) {
+		unknown := stored(t, f, "test.gone", `{}`, "")
+		stored(t, f, "test.export_old", `{"company": "c1"}`, "")
+		f.q.Dispatch(ctx, ExportContacts{CompanyID: "c1"})
+		// One of the unknown type is held by a worker that died: taken
+		// over, and given back.
+		dead := stored(t, f, "test.gone", `{}`, "")
+		if j, err := driver.ReserveOne(ctx, f.store, "default", f.clock.Now().UnixMilli()); err != nil || j == nil {
+			t.Fatal(j, err)
+		}
+		f.clock.Advance(2 * time.Hour)
+		s, err := f.q.Work(ctx, queue.WorkOptions{StopWhenEmpty: true, OnlyKnownTypes: true})
+		if err != nil || s.Succeeded != 2 || s.Failed != 0 {
+			t.Fatalf("Work of only known types = %v, %v; want the two known run", s, err)
+		}
+		for _, id := range []string{unknown, dead} {
+			if j, err := f.q.Inspector().Job(ctx, id); err != nil || j.State != queue.StateWaiting {
+				t.Fatalf("the job of an unknown type %s is %+v (%v); want it waiting", id, j, err)
+			}
+		}
+		if s, err := f.q.RunPending(ctx); err != nil || s.Failed != 2 || s.Errors[0].Error != `no handler for job type "test.gone" in this binary` {
+			t.Fatalf("RunPending without it = %v, %v; want both failed for want of a handler", s, err)
 		}
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +57,10 @@ type WorkOptions struct {
 	// job and interrupts the running ones, as at StopTimeout. queue:work
 	// closes it at a second SIGINT or SIGTERM.
 	StopNow <-chan struct{}
+	// OnlyKnownTypes takes only the jobs of the types q has handlers for
+	// (their aliases too), leaving the others waiting for a worker that
+	// knows them; default queue.only_known_types.
+	OnlyKnownTypes bool
 }
 
 // WorkStats counts the attempts a worker ran, by outcome.
@@ -200,6 +206,7 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 	}
 	wo := worker.Options{Queues: o.Queues, Workers: o.Workers, MaxJobs: o.MaxJobs, MaxTime: o.MaxTime, StopWhenEmpty: o.StopWhenEmpty, Beat: o.Heartbeat,
 		StopTimeout: max(o.StopTimeout, 0), StopNow: o.StopNow}
+	wo.Only = q.knownTypes(o.OnlyKnownTypes)
 	if o.Progress != nil {
 		wo.Counted = func(s worker.Stats) { o.Progress(workStats(s)) }
 	}
@@ -232,10 +239,20 @@ func (q *Queue) workOptions(o WorkOptions) WorkOptions {
 	if o.StopTimeout == 0 {
 		o.StopTimeout = q.cfg.StopTimeout
 	}
+	o.OnlyKnownTypes = o.OnlyKnownTypes || q.cfg.OnlyKnownTypes
 	if o.Once {
 		o.Workers, o.MaxJobs, o.StopWhenEmpty = 1, 1, true
 	}
 	return o
+}
+
+// knownTypes are, when on, the job types q has handlers for, their
+// aliases too: those a worker of only known types takes. Nil when off.
+func (q *Queue) knownTypes(on bool) *driver.Names {
+	if !on {
+		return nil
+	}
+	return driver.NewNames(slices.Collect(maps.Keys(q.table.Load().handles)))
 }
 
 // workStats are the engine's counts as WorkStats.

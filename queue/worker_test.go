@@ -707,7 +707,7 @@ func TestASearchThatFindsTheQueueEmptyMovesTheCursor(t *testing.T) {
 // that broke.
 type blindLooks struct{ searches }
 
-func (blindLooks) Behind(context.Context, string, int64, int64, int64) (bool, error) {
+func (blindLooks) Behind(context.Context, string, int64, int64, int64, *driver.Names) (bool, error) {
 	return false, errors.New("connection reset")
 }
 

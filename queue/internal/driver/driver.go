@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"math/bits"
+	"slices"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/backoff"
@@ -88,6 +89,29 @@ type Worker struct {
 	RestartAt int64
 }
 
+// Names are the job types a reservation is limited to (Reservation.Only),
+// made once by NewNames and kept: a driver keeps what it builds of them
+// by their address.
+type Names struct {
+	list []string
+	set  map[string]bool
+}
+
+// NewNames returns the set of the job types list.
+func NewNames(list []string) *Names {
+	n := &Names{list: slices.Sorted(slices.Values(list)), set: make(map[string]bool, len(list))}
+	for _, name := range list {
+		n.set[name] = true
+	}
+	return n
+}
+
+// Has reports whether name is one of n.
+func (n *Names) Has(name string) bool { return n.set[name] }
+
+// List returns the types of n, sorted.
+func (n *Names) List() []string { return n.list }
+
 // Beat is what a Heartbeat tells its worker.
 type Beat struct {
 	// Lost are the attempts running that are no longer their job's
@@ -145,7 +169,10 @@ type Failure struct {
 // Reservation asks [Driver.Reserve] for jobs.
 type Reservation struct {
 	Queue string
-	Now   int64 // jobs due by then: available_at <= Now
+	// Only, when set, limits the reservation to the jobs of these types:
+	// those of other types are left waiting, for workers that know them.
+	Only *Names
+	Now  int64 // jobs due by then: available_at <= Now
 	// At is the reservations' time on the clock of reservations, 0 for
 	// the driver's own.
 	At int64
@@ -403,11 +430,12 @@ type Driver interface {
 	TakeOver(ctx context.Context, queue string, now int64, by string) (*Job, error)
 
 	// Behind reports, reading only, whether a job of queue due by now
-	// waits that a Reserve from from and placeFrom would leave out: one
-	// without a FairKey with an available_at before from, or one with a
-	// FairKey with a place before placeFrom (each 0: none looked for).
-	// The memory driver, whose Reserve leaves out none, reports false.
-	Behind(ctx context.Context, queue string, now, from, placeFrom int64) (bool, error)
+	// (of a type of only, when set) waits that a Reserve from from and
+	// placeFrom would leave out: one without a FairKey with an
+	// available_at before from, or one with a FairKey with a place before
+	// placeFrom (each 0: none looked for). The memory driver, whose
+	// Reserve leaves out none, reports false.
+	Behind(ctx context.Context, queue string, now, from, placeFrom int64, only *Names) (bool, error)
 
 	// Prioritized reports, reading only, whether a waiting job of queue
 	// has a priority other than 0: whether Reserve needs r.Prioritized.

@@ -646,7 +646,7 @@ func TestBehindFindsWhatASearchFromACursorLeavesOut(t *testing.T) {
 		behindAt := func(now, from int64, want bool) {
 			t.Helper()
 			want = want && !memory
-			if got, err := s.Behind(ctx, "a", now, from, 0); got != want || err != nil {
+			if got, err := s.Behind(ctx, "a", now, from, 0, nil); got != want || err != nil {
 				t.Fatalf("Behind(now %d, from %d) = %v, %v; want %v", now, from, got, err, want)
 			}
 		}
@@ -1070,6 +1070,60 @@ func TestUnknownCountsTheFirstWaitingJobsOfUnknownTypes(t *testing.T) {
 		}
 		if got, err := s.Unknown(ctx, "unknown-q", []string{"a.known"}, 100); err != nil || !maps.Equal(got, map[string]int{"z.gone": 3, "b.gone": 1}) {
 			t.Fatalf("Unknown once the first two are reserved = %v, %v", got, err)
+		}
+	})
+}
+
+// TestAReservationOnlyOfSomeTypesLeavesTheOthers: with Only, each shape
+// of search (by due time, by priority, rated, fair) takes only the jobs
+// of those types, in its order, and Behind looks only for them; the
+// others wait for a reservation without it.
+func TestAReservationOnlyOfSomeTypesLeavesTheOthers(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		known := driver.NewNames([]string{"a.known", "c.it's"})
+		shapes := []struct {
+			queue string
+			r     driver.Reservation
+			set   func(n int, j *driver.Job)
+		}{
+			{"only-plain", driver.Reservation{}, func(int, *driver.Job) {}},
+			{"only-prio", driver.Reservation{Prioritized: true}, func(n int, j *driver.Job) { j.Priority = []int{5, 3, 0, 0, -1}[n] }},
+			{"only-rated", driver.Reservation{Rated: true}, func(n int, j *driver.Job) { j.RateKey, j.Rate = "only-r", driver.Rate{Max: 100, PerMs: 60_000} }},
+			{"only-fair", driver.Reservation{Fair: true}, func(n int, j *driver.Job) { j.FairKey = []string{"g1", "g2"}[n%2] }},
+		}
+		for si, sh := range shapes {
+			var want []string
+			for n, name := range []string{"b.unknown", "a.known", "b.unknown", "c.it's", "a.known"} {
+				j := newJob(800+10*si+n, sh.queue, int64(1000+n))
+				j.Name = name
+				sh.set(n, j)
+				insert(t, s, j)
+				if name != "b.unknown" {
+					want = append(want, j.ID)
+				}
+			}
+			r := sh.r
+			r.Queue, r.Now, r.At, r.Limit, r.Only = sh.queue, 2000, 2000, 10, known
+			got, err := s.Reserve(ctx, r)
+			var ids []string
+			for _, j := range got {
+				ids = append(ids, j.ID)
+			}
+			slices.Sort(ids)
+			if err != nil || !slices.Equal(ids, want) {
+				t.Fatalf("%s: reserved %v (%v); want the known ones %v", sh.queue, ids, err, want)
+			}
+			if _, memory := s.(*memdriver.Driver); sh.queue == "only-plain" && !memory {
+				for _, only := range []*driver.Names{known, nil} {
+					if behind, err := s.Behind(ctx, sh.queue, 2000, 1500, 0, only); err != nil || behind != (only == nil) {
+						t.Fatalf("Behind with only %v = %v, %v; want a job of an unknown type behind only without it", only, behind, err)
+					}
+				}
+			}
+			r.Only = nil
+			if rest, err := s.Reserve(ctx, r); err != nil || len(rest) != 2 || rest[0].Name != "b.unknown" || rest[1].Name != "b.unknown" {
+				t.Fatalf("%s: the others left %+v (%v); want the two of the unknown type", sh.queue, rest, err)
+			}
 		}
 	})
 }

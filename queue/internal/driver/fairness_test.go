@@ -312,7 +312,7 @@ func TestASearchFromAPlaceLeavesOutTheLowerOnes(t *testing.T) {
 		behind := func(now, placeFrom int64, want bool) {
 			t.Helper()
 			want = want && !memory
-			if got, err := s.Behind(ctx, "a", now, 0, placeFrom); got != want || err != nil {
+			if got, err := s.Behind(ctx, "a", now, 0, placeFrom, nil); got != want || err != nil {
 				t.Fatalf("Behind(now %d, place %d) = %v, %v; want %v", now, placeFrom, got, err, want)
 			}
 		}

@@ -192,6 +192,10 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 				if j == nil {
 					break
 				}
+				if o := w.opts.Only; o != nil && !o.Has(j.Name) {
+					w.unreserve(j) // for a worker that knows its type
+					continue
+				}
 				if !w.restartCounts(ctx, j, at) {
 					w.unreserve(j) // its window is full: it waits for the rated search
 					continue
@@ -228,7 +232,7 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		want := limit - len(jobs)
 		w.reopensIn[i] = 0
 		w.drained[i] = false
-		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Now: now, At: at, By: by, From: from, Limit: want, Prioritized: w.prio.on[i].Load(),
+		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Only: w.opts.Only, Now: now, At: at, By: by, From: from, Limit: want, Prioritized: w.prio.on[i].Load(),
 			Rated: rated, QueueRate: queueRate, Fair: fair, PlaceFrom: placeFrom, Drained: &w.drained[i], ReopensIn: &w.reopensIn[i]})
 		if err == nil && (len(got) < want || w.drained[i]) && !rated {
 			// It found no more: every job due by now is taken, so the next

@@ -76,7 +76,7 @@ func (w *worker) startProber() (stop func()) {
 			found := false
 			for i, name := range w.opts.Queues {
 				if p.from[i] > 0 || p.placeFrom[i] > 0 {
-					if behind, err := w.cfg.Store.Behind(ctx, name, p.now, p.from[i], p.placeFrom[i]); behind || err != nil {
+					if behind, err := w.cfg.Store.Behind(ctx, name, p.now, p.from[i], p.placeFrom[i], w.opts.Only); behind || err != nil {
 						w.behind[i].Store(true)
 						found = true
 					}

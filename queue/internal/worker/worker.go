@@ -158,6 +158,9 @@ type Options struct {
 	// StopNow, once closed, stops the worker at once: it takes no more
 	// jobs and interrupts the running attempts.
 	StopNow <-chan struct{}
+	// Only, when set, are the job types the worker takes: it leaves the
+	// others waiting, for workers that know them.
+	Only *driver.Names
 }
 
 // Stats counts the attempts a worker ran, by outcome.

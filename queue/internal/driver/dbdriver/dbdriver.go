@@ -35,6 +35,8 @@ type base struct {
 	w     workerStatements
 	stmts sync.Map // query -> *sql.Stmt
 	fair  sync.Map // [2]bool{by priority, rated} -> fairStatement
+	// limited holds the searches limited to a set of job types (only).
+	limited sync.Map // onlyKey -> string
 
 	// at is the argument for a time t on the clock of reservations: t
 	// itself, or for 0 the database's own clock (see package driver).

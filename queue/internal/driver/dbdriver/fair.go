@@ -173,6 +173,7 @@ func (b *base) fairReserve(at any, r driver.Reservation, rated bool) (string, []
 // (and of priorities above 0) than the limit.
 func (b *base) reserveFair(ctx context.Context, tx *sql.Tx, at any, r driver.Reservation, rated bool) ([]*driver.Job, error) {
 	query, args := b.fairReserve(at, r, rated)
+	query = b.only(query, r.Only)
 	var jobs []*driver.Job
 	row := func(rows *sql.Rows) error {
 		j, err := scanJob(rows)

@@ -306,7 +306,7 @@ func (b *base) searchRated(ctx context.Context, tx *sql.Tx, at any, r driver.Res
 	}
 	stmt, args := b.q.reserveRatedArgs(at, r)
 	var got []*driver.Job
-	rows, err := tx.QueryContext(ctx, stmt, args...)
+	rows, err := tx.QueryContext(ctx, b.only(stmt, r.Only), args...)
 	err = eachRow(rows, err, func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
 		got = append(got, j)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"strings"
 
 	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
@@ -68,7 +69,7 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 	if r.Prioritized {
 		stmt = b.q.reservePrioritized
 	}
-	err = b.query(ctx, stmt, b.q.reserveArgs(at, r), func(rows *sql.Rows) error {
+	err = b.query(ctx, b.only(stmt, r.Only), b.q.reserveArgs(at, r), func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
 		jobs = append(jobs, j)
 		return err
@@ -109,16 +110,47 @@ func (b *base) TakeOver(ctx context.Context, queue string, now int64, by string)
 }
 
 // Behind implements driver.Driver.
-func (b *base) Behind(ctx context.Context, queue string, now, from, placeFrom int64) (bool, error) {
+func (b *base) Behind(ctx context.Context, queue string, now, from, placeFrom int64, only *driver.Names) (bool, error) {
 	if from > 0 {
-		if found, err := b.exists(ctx, b.q.behind, queue, from, now); err != nil || found {
+		if found, err := b.exists(ctx, b.only(b.q.behind, only), queue, from, now); err != nil || found {
 			return found, err
 		}
 	}
 	if placeFrom > 0 {
-		return b.exists(ctx, b.q.words(placeBehind), queue, placeFrom, now)
+		return b.exists(ctx, b.only(b.q.words(placeBehind), only), queue, placeFrom, now)
 	}
 	return false, nil
+}
+
+// only is the search stmt limited to the jobs of the types of n (nil:
+// stmt): each of its searches of waiting jobs ("reserved_at IS NULL")
+// also tests the job's type against n, written into the statement, so
+// that its arguments stay as they are. The statement is built once for
+// each pair and kept.
+func (b *base) only(stmt string, n *driver.Names) string {
+	if n == nil {
+		return stmt
+	}
+	key := onlyKey{stmt, n}
+	if s, ok := b.limited.Load(key); ok {
+		return s.(string)
+	}
+	test := "1 = 0" // no type: no job
+	if list := n.List(); len(list) > 0 {
+		quoted := make([]string, len(list))
+		for i, name := range list {
+			quoted[i] = "'" + strings.ReplaceAll(name, "'", "''") + "'"
+		}
+		test = "name IN (" + strings.Join(quoted, ", ") + ")"
+	}
+	s, _ := b.limited.LoadOrStore(key, strings.ReplaceAll(stmt, "reserved_at IS NULL", "reserved_at IS NULL AND "+test))
+	return s.(string)
+}
+
+// onlyKey names a statement of only.
+type onlyKey struct {
+	stmt  string
+	names *driver.Names
 }
 
 // Prioritized implements driver.Driver.

@@ -229,10 +229,14 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 	}
 	var out []*driver.Job
 	var copies []driver.Job // the caller's copies, in one allocation
-	var over []*driver.Job  // jobs over their rate limit, put back after
+	var over []*driver.Job  // jobs over their rate limit, or not of r.Only, put back after
 	reserve := func(j *driver.Job) {
 		if copies == nil {
 			out, copies = make([]*driver.Job, 0, n), make([]driver.Job, 0, n)
+		}
+		if r.Only != nil && !r.Only.Has(j.Name) {
+			over = append(over, j)
+			return
 		}
 		if j.RateKey != "" && !j.Rate.IsZero() && d.take(j.RateKey, j.Rate, at, 1) == 0 {
 			over = append(over, j)
@@ -265,6 +269,9 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 	var reopens int64
 	for _, j := range over {
 		d.wait(j)
+		if j.RateKey == "" || j.Rate.IsZero() || r.Only != nil && !r.Only.Has(j.Name) {
+			continue
+		}
 		if t := d.window(j.RateKey).Reopens(at, j.Rate); reopens == 0 || t < reopens {
 			reopens = t
 		}
@@ -332,7 +339,7 @@ func (d *Driver) stale(l *line, now int64) *driver.Job {
 
 // Behind implements driver.Driver: Reserve leaves out no job, so none is
 // behind.
-func (d *Driver) Behind(context.Context, string, int64, int64, int64) (bool, error) {
+func (d *Driver) Behind(context.Context, string, int64, int64, int64, *driver.Names) (bool, error) {
 	return false, nil
 }
 
