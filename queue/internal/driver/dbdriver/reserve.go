@@ -124,9 +124,11 @@ func (b *base) Behind(ctx context.Context, queue string, now, from, placeFrom in
 
 // only is the search stmt limited to the jobs of the types of n (nil:
 // stmt): each of its searches of waiting jobs ("reserved_at IS NULL")
-// also tests the job's type against n, written into the statement, so
-// that its arguments stay as they are. The statement is built once for
-// each pair and kept.
+// also tests the job's type against n, written into the statement as
+// standard string literals (a quote doubled; PostgreSQL reads them so
+// with standard_conforming_strings, on by default), so that its
+// arguments stay as they are. The statement is built once for each pair
+// and kept.
 func (b *base) only(stmt string, n *driver.Names) string {
 	if n == nil {
 		return stmt
