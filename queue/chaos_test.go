@@ -44,7 +44,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			}
 			started[strings.Fields(line)[1]] = true
 		}
-		stopping := stderr.when("Stopping: taking no new jobs")
+		stopping := stderr.when("Stopping (signalled): taking no new jobs")
 		cmd.Process.Signal(syscall.SIGTERM)
 		<-stopping
 		stdin.Close() // the 100 jobs finish now

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -110,15 +111,22 @@ func commands() []app.Command {
 				signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 				defer signal.Stop(signals)
 				deadline := q.workOptions(o).StopTimeout
+				var told sync.Once
+				stopping := func(why string) {
+					told.Do(func() {
+						h.stop(why)
+						if deadline > 0 {
+							fmt.Fprintf(c.App.ErrWriter, "Stopping (%s): taking no new jobs; the running ones have %s to finish, then go back to their queues (a second signal: at once).\n", why, deadline)
+						} else {
+							fmt.Fprintf(c.App.ErrWriter, "Stopping (%s): taking no new jobs, waiting for the running ones to finish (a second signal interrupts them).\n", why)
+						}
+					})
+				}
+				o.Restarting = func() { stopping("restart requested by queue:restart") }
 				go func() {
 					select {
 					case <-c.Context.Done():
-						h.stopping()
-						if deadline > 0 {
-							fmt.Fprintf(c.App.ErrWriter, "Stopping: taking no new jobs; the running ones have %s to finish, then go back to their queues (a second signal: at once).\n", deadline)
-						} else {
-							fmt.Fprintln(c.App.ErrWriter, "Stopping: taking no new jobs, waiting for the running ones to finish (a second signal interrupts them).")
-						}
+						stopping("signalled")
 					case <-done:
 						return
 					}

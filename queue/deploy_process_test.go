@@ -50,7 +50,10 @@ func TestQueueRestartStopsEveryWorkerProcess(t *testing.T) {
 			t.Fatalf("queue:restart printed %q, %v", out, err)
 		}
 		for _, p := range old {
-			<-p.stderr.when("restart requested (queue:restart): stopping once the running jobs end")
+			<-p.stderr.when("Stopping (restart requested by queue:restart): taking no new jobs, waiting for the running ones to finish (a second signal interrupts them).")
+			if !strings.Contains(p.stderr.String(), "restart requested (queue:restart): stopping once the running jobs end") {
+				t.Errorf("the restart is not logged:\n%s", p.stderr)
+			}
 		}
 		if out, _ := runApp(t, map[string]any{"database.url": url}, []string{"queue:workers"}, db.Module(), queue.Module()); strings.Count(out, "(restarting)") != 2 {
 			t.Errorf("queue:workers printed\n%s\nwant both workers restarting", out)
@@ -90,7 +93,7 @@ func TestASecondSignalInterruptsTheRunningJobs(t *testing.T) {
 		if line, _ := stdout.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", id) {
 			t.Fatalf("the worker printed %q\n%s", line, stderr)
 		}
-		stopping := stderr.when("Stopping: taking no new jobs, waiting for the running ones to finish (a second signal interrupts them).")
+		stopping := stderr.when("Stopping (signalled): taking no new jobs, waiting for the running ones to finish (a second signal interrupts them).")
 		cmd.Process.Signal(syscall.SIGTERM)
 		<-stopping
 		if j, err := q.Inspector().Job(ctx, id); err != nil || j.State != queue.StateRunning {

@@ -13,9 +13,10 @@ import (
 // process (--health-addr): /livez while the process runs, /readyz once
 // its worker is registered, the store having answered its last heartbeat.
 type health struct {
-	mu     sync.Mutex
-	ready  bool
-	reason string // why it is not ready
+	mu       sync.Mutex
+	ready    bool
+	reason   string // why it is not ready
+	stopping bool   // for good: a heartbeat no longer makes it ready
 }
 
 func newHealth() *health { return &health{reason: "starting: not registered yet"} }
@@ -24,7 +25,10 @@ func newHealth() *health { return &health{reason: "starting: not registered yet"
 func (h *health) beat(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err != nil {
+	switch {
+	case h.stopping:
+		return
+	case err != nil:
 		// The error is in the log; a probe's answer says no more than
 		// that the store did not answer.
 		h.ready, h.reason = false, "not registered: the store did not answer the last heartbeat (the worker's log says why)"
@@ -33,11 +37,11 @@ func (h *health) beat(err error) {
 	h.ready, h.reason = true, ""
 }
 
-// stopping marks the worker as taking no more jobs.
-func (h *health) stopping() {
+// stop marks the worker as taking no more jobs, for why.
+func (h *health) stop(why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.ready, h.reason = false, "stopping: taking no new jobs"
+	h.ready, h.reason, h.stopping = false, "stopping: "+why, true
 }
 
 func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {

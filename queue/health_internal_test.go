@@ -9,8 +9,8 @@ import (
 
 // TestHealthStates: /readyz says starting until the first heartbeat,
 // ready while heartbeats succeed, not registered when one fails (without
-// its error, which the log has), and stopping once stopped; /livez is ok
-// throughout.
+// its error, which the log has), and stopping once stopped, whatever the
+// heartbeats that follow; /livez is ok throughout.
 func TestHealthStates(t *testing.T) {
 	h := newHealth()
 	check := func(state string, wantCode int, wantBody string) {
@@ -32,6 +32,8 @@ func TestHealthStates(t *testing.T) {
 	h.beat(errors.New(`dial tcp 10.0.0.5:5432: connect: connection refused (postgres://crm:hunter2@db/crm)`))
 	check("a failed heartbeat", http.StatusServiceUnavailable, "not registered: the store did not answer the last heartbeat (the worker's log says why)\n")
 	h.beat(nil)
-	h.stopping()
+	h.stop("taking no new jobs")
 	check("stopping", http.StatusServiceUnavailable, "stopping: taking no new jobs\n")
+	h.beat(nil)
+	check("a heartbeat while stopping", http.StatusServiceUnavailable, "stopping: taking no new jobs\n")
 }

@@ -626,7 +626,7 @@ func TestSIGTERMFinishesTheRunningJob(t *testing.T) {
 		if line, _ := stdout.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", id) {
 			t.Fatalf("the worker printed %q\n%s", line, stderr)
 		}
-		stopping := stderr.when("Stopping: taking no new jobs")
+		stopping := stderr.when("Stopping (signalled): taking no new jobs")
 		cmd.Process.Signal(syscall.SIGTERM)
 		<-stopping
 		q.Dispatch(ctx, ExportContacts{CompanyID: "after the signal"})

@@ -61,6 +61,10 @@ type WorkOptions struct {
 	// (their aliases too), leaving the others waiting for a worker that
 	// knows them; default queue.only_known_types.
 	OnlyKnownTypes bool
+	// Restarting, when set, is called once a restart is requested of the
+	// worker ([Inspector.Restart]), as it stops taking jobs: queue:work
+	// says so, and answers /readyz 503.
+	Restarting func()
 }
 
 // WorkStats counts the attempts a worker ran, by outcome.
@@ -205,7 +209,7 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 		return WorkStats{}, fmt.Errorf("queue: workers is %d; want 1 to %d", o.Workers, MaxWorkers)
 	}
 	wo := worker.Options{Queues: o.Queues, Workers: o.Workers, MaxJobs: o.MaxJobs, MaxTime: o.MaxTime, StopWhenEmpty: o.StopWhenEmpty, Beat: o.Heartbeat,
-		StopTimeout: max(o.StopTimeout, 0), StopNow: o.StopNow}
+		StopTimeout: max(o.StopTimeout, 0), StopNow: o.StopNow, Restarting: o.Restarting}
 	wo.Only = q.knownTypes(o.OnlyKnownTypes)
 	if o.Progress != nil {
 		wo.Counted = func(s worker.Stats) { o.Progress(workStats(s)) }

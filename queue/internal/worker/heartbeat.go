@@ -151,7 +151,12 @@ func (w *worker) startHeartbeats() (stop func(deregister bool)) {
 		Store: w.cfg.Store, Worker: reg, Every: every, ReservedAt: w.cfg.Clock.ReservedAt, Log: w.log,
 		Running: w.runningAttempts,
 		Lost:    w.reservationsLost,
-		Restart: func() { w.stop(ErrRestart) },
+		Restart: func() {
+			w.stop(ErrRestart)
+			if w.opts.Restarting != nil {
+				w.opts.Restarting()
+			}
+		},
 		Beat: func(err error) {
 			if err == nil {
 				now := time.Now()

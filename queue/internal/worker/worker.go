@@ -161,6 +161,9 @@ type Options struct {
 	// Only, when set, are the job types the worker takes: it leaves the
 	// others waiting, for workers that know them.
 	Only *driver.Names
+	// Restarting, when set, is called once a restart is requested of the
+	// worker, as it stops taking jobs.
+	Restarting func()
 }
 
 // Stats counts the attempts a worker ran, by outcome.
