@@ -17,10 +17,12 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/backoff"
@@ -111,6 +113,12 @@ func (n *Names) Has(name string) bool { return n.set[name] }
 
 // List returns the types of n, sorted.
 func (n *Names) List() []string { return n.list }
+
+// ByStart orders workers by when they started, then by id: the order of
+// Workers and Restart.
+func ByStart(a, b Worker) int {
+	return cmp.Or(cmp.Compare(a.StartedAt, b.StartedAt), strings.Compare(a.ID, b.ID))
+}
 
 // Beat is what a Heartbeat tells its worker.
 type Beat struct {

@@ -15,13 +15,24 @@ import (
 )
 
 // migrated opens the database at url with the queue's tables.
-func migrated(t *testing.T, url string) *db.DB {
+func migrated(t testing.TB, url string) *db.DB {
 	t.Helper()
 	d := dbtest.Open(t, url)
 	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// openDriver opens the driver of a database with the queue's tables:
+// "sqlite", a new file, or "postgres", a new schema.
+func openDriver(t testing.TB, name string) (driver.Driver, *db.DB) {
+	if name == "postgres" {
+		d := migrated(t, dbtest.PostgresURL(t))
+		return newPostgres(d), d
+	}
+	d := migrated(t, dbtest.SQLiteURL(t))
+	return newSQLite(d), d
 }
 
 func openSQLite(t *testing.T) (*sqliteDriver, *db.DB) {

@@ -2,13 +2,8 @@ package dbdriver
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
-	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
-	"github.com/navree/navree/migrations"
-	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -19,23 +14,12 @@ import (
 // ./queue/internal/driver/dbdriver -run '^$' -bench OnlyKnownTypes.
 func BenchmarkOnlyKnownTypes(b *testing.B) {
 	for _, name := range []string{"sqlite", "postgres"} {
-		url := dbtest.SQLiteURL(b)
-		if name == "postgres" {
-			url = dbtest.PostgresURL(b)
-		}
-		d := dbtest.Open(b, url)
+		drv, _ := openDriver(b, name)
 		ctx := context.Background()
-		if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
-			b.Fatal(err)
-		}
-		var drv driver.Driver = newSQLite(d)
-		if name == "postgres" {
-			drv = newPostgres(d)
-		}
 		jobs := make([]*driver.Job, 10_000)
 		for i := range jobs {
-			jobs[i] = &driver.Job{ID: fmt.Sprintf("01900000-0000-7000-8000-%012d", i), Queue: "only", Name: "other.type", Payload: []byte(`{}`),
-				MaxAttempts: 3, Backoff: backoff.Exponential(1000, 300_000), TimeoutMs: 60_000, AvailableAt: 1000, CreatedAt: 1}
+			jobs[i] = job(i)
+			jobs[i].Queue, jobs[i].Name, jobs[i].AvailableAt = "only", "other.type", 1000
 		}
 		if _, err := drv.InsertMany(ctx, nil, jobs, 1000); err != nil {
 			b.Fatal(err)

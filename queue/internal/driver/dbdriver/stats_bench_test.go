@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
-	"github.com/navree/navree/migrations"
 	"github.com/navree/navree/queue/internal/benchdata"
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -17,23 +14,12 @@ import (
 func BenchmarkStats(b *testing.B) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		b.Run(name, func(b *testing.B) {
-			url := dbtest.SQLiteURL(b)
-			if name == "postgres" {
-				url = dbtest.PostgresURL(b)
-			}
-			d := dbtest.Open(b, url)
+			drv, d := openDriver(b, name)
 			ctx := context.Background()
-			if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
 			for _, stmt := range benchdata.MillionJobs[name] {
 				if _, err := d.DB.DB.ExecContext(ctx, stmt); err != nil {
 					b.Fatalf("%s: %v", stmt, err)
 				}
-			}
-			var drv driver.Driver = newSQLite(d)
-			if name == "postgres" {
-				drv = newPostgres(d)
 			}
 			var stats []driver.Stats
 			for b.Loop() {

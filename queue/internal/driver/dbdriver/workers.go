@@ -1,7 +1,6 @@
 package dbdriver
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -101,9 +100,7 @@ func (b *base) Restart(ctx context.Context, now int64) ([]driver.Worker, error) 
 		asked = append(asked, w)
 		return err
 	})
-	slices.SortFunc(asked, func(a, b driver.Worker) int {
-		return cmp.Or(cmp.Compare(a.StartedAt, b.StartedAt), strings.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(asked, driver.ByStart)
 	return asked, err
 }
 

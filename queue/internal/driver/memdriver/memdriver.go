@@ -880,9 +880,7 @@ func (d *Driver) Restart(_ context.Context, now int64) ([]driver.Worker, error) 
 			asked = append(asked, w)
 		}
 	}
-	slices.SortFunc(asked, func(a, b driver.Worker) int {
-		return cmp.Or(cmp.Compare(a.StartedAt, b.StartedAt), strings.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(asked, driver.ByStart)
 	return asked, nil
 }
 
@@ -903,8 +901,6 @@ func (d *Driver) Workers(_ context.Context, now int64) ([]driver.Worker, int64, 
 		w.Queues = slices.Clone(w.Queues)
 		out = append(out, w)
 	}
-	slices.SortFunc(out, func(a, b driver.Worker) int {
-		return cmp.Or(cmp.Compare(a.StartedAt, b.StartedAt), cmp.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(out, driver.ByStart)
 	return out, d.at(now), nil
 }
