@@ -29,6 +29,10 @@ func TestQueueRestartStopsEveryWorkerProcess(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
+		if out, err := runApp(t, map[string]any{"database.url": url}, []string{"queue:restart"}, db.Module(), queue.Module()); err != nil ||
+			out != "No worker is registered that has not been asked already: nothing to restart.\n" {
+			t.Fatalf("queue:restart with no worker printed %q, %v", out, err)
+		}
 		q := localQueue(t, url, &clock{t: time.Now()}, noop[Block](), noop[ExportContacts]())
 		type proc struct {
 			cmd    interface{ Wait() error }

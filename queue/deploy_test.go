@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // blocking is a handler of ExportContacts whose attempts of the company
@@ -257,5 +258,27 @@ func TestARestartStopsTheWorkersRegisteredBeforeIt(t *testing.T) {
 			}
 		}
 		b.release = make(chan struct{})
+	})
+}
+
+// TestARestartAsksAGoneWorkerToo: a worker whose heartbeat stopped (a
+// paused process) is asked too, and shown gone: it restarts if it comes
+// back rather than run the old build on.
+func TestARestartAsksAGoneWorkerToo(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, f fixture) {
+		w := driver.Worker{ID: "0193f2b0-0000-7000-8000-000000000301", Kind: driver.KindWorker, Host: "app-2", PID: 7, Version: "old",
+			StartedAt: f.clock.Now().UnixMilli(), RescueMs: 15_000}
+		if _, err := f.store.Heartbeat(ctx, w, f.clock.Now().UnixMilli(), nil); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(20 * time.Second)
+		asked, err := f.q.Inspector().Restart(ctx)
+		if err != nil || len(asked) != 1 || asked[0].ID != w.ID || !asked[0].Gone || asked[0].RestartAt != f.clock.Now().UTC() {
+			t.Fatalf("Restart asked %+v (%v); want the gone worker, shown gone", asked, err)
+		}
+		if b, err := f.store.Heartbeat(ctx, w, f.clock.Now().UnixMilli(), nil); err != nil || !b.Restart {
+			t.Fatalf("the gone worker's next beat = %+v, %v; want it told to restart", b, err)
+		}
 	})
 }

@@ -159,7 +159,7 @@ func (q *Queue) Handle(regs ...Registration) error {
 				}
 			}
 			if prev, dup := t.jobs[name]; dup {
-				return fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", name, named2(prev, name), prev.where, named2(reg, name), reg.where)
+				return fmt.Errorf("queue: job %q is registered twice: %s at %s and %s at %s", name, described(prev, name), prev.where, described(reg, name), reg.where)
 			}
 			t.jobs[name] = reg
 		}
@@ -171,8 +171,8 @@ func (q *Queue) Handle(regs ...Registration) error {
 	return nil
 }
 
-// named2 says what reg is to name: its type, or its type's alias.
-func named2(reg Registration, name string) string {
+// described says what reg is to name: its type, or its type's alias.
+func described(reg Registration, name string) string {
 	if name != reg.name {
 		return fmt.Sprintf("%s (an alias of %s)", reg.typ, reg.name)
 	}

@@ -35,15 +35,20 @@ var ErrInterrupted = worker.ErrInterrupted
 // end (interrupted at its stop timeout, if it has one) and exits 0. A
 // worker that registers after Restart returns is not asked, so the
 // workers of the new build keep running. A worker asked before and still
-// stopping is not asked again.
+// stopping is not asked again. A gone worker (Worker.Gone: paused, cut
+// off) is asked too: it restarts if it comes back.
 func (i *Inspector) Restart(ctx context.Context) ([]Worker, error) {
 	rows, err := i.q.store.Restart(ctx, i.q.clock.Now().UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("queue: request a restart of the workers: %w", err)
 	}
+	_, now, err := i.q.store.Workers(ctx, i.q.reservedAt()) // the clock their heartbeats are judged by
+	if err != nil {
+		return nil, fmt.Errorf("queue: request a restart of the workers: %w", err)
+	}
 	out := make([]Worker, len(rows))
 	for n, r := range rows {
-		out[n] = workerOf(r, 0)
+		out[n] = workerOf(r, now)
 	}
 	return out, nil
 }
@@ -66,13 +71,16 @@ func restartCommand() app.Command {
 				_, err := fmt.Fprintln(c.App.Writer, "No worker is registered that has not been asked already: nothing to restart.")
 				return err
 			}
-			var workers, schedulers int
+			var workers, schedulers, gone int
 			var hosts []string
 			for _, w := range asked {
 				if w.Kind == KindScheduler {
 					schedulers++
 				} else {
 					workers++
+				}
+				if w.Gone {
+					gone++
 				}
 				if !slices.Contains(hosts, w.Host) {
 					hosts = append(hosts, w.Host)
@@ -85,8 +93,12 @@ func restartCommand() app.Command {
 			if schedulers > 0 {
 				what = append(what, fmt.Sprintf("%d schedule:work", schedulers))
 			}
-			_, err = fmt.Fprintf(c.App.Writer, "Asked %s on %s to restart: each exits once its running jobs end; workers started from now on keep running.\n",
-				strings.Join(what, " and "), strings.Join(hosts, ", "))
+			also := ""
+			if gone > 0 {
+				also = fmt.Sprintf(" (%d of them gone, no heartbeat for its rescue time: it restarts if it comes back)", gone)
+			}
+			_, err = fmt.Fprintf(c.App.Writer, "Asked %s on %s to restart%s: each exits once its running jobs end; workers started from now on keep running.\n",
+				strings.Join(what, " and "), strings.Join(hosts, ", "), also)
 			return err
 		}),
 	}
