@@ -63,7 +63,8 @@ func buildVersion() string {
 
 // Main runs the command named by the process's arguments, with a context
 // that SIGINT or SIGTERM cancels (a second signal ends the process at
-// once), and exits non-zero when it fails.
+// once, unless the command listens for it itself, as queue:work does),
+// and exits non-zero when it fails.
 //
 // A command the signal cut short, before it could stop gracefully (while
 // the app was starting, say), ends the process as the signal would have
