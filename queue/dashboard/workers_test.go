@@ -14,8 +14,9 @@ import (
 )
 
 // TestWorkersPage: the page lists the registered workers, a running one
-// with its host, pid, queues and concurrency, and says how to start one
-// when there is none; a viewer may read it.
+// with its host, pid, queues and concurrency, marked restarting once
+// queue:restart asked it, and says how to start one when there is none;
+// a viewer may read it.
 func TestWorkersPage(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
@@ -29,8 +30,14 @@ func TestWorkersPage(t *testing.T) {
 		got := rows(body, "data-worker")
 		host, _ := os.Hostname()
 		if len(got) != 1 || !strings.HasPrefix(got[0][1], fmt.Sprintf("%s %d slow ", host, os.Getpid())) || !strings.Contains(got[0][1], "/1 ") ||
-			strings.Contains(got[0][1], "gone") || !strings.Contains(body, `aria-current="page">Workers</a>`) {
+			strings.Contains(got[0][1], "gone") || strings.Contains(got[0][1], "restarting") || !strings.Contains(body, `aria-current="page">Workers</a>`) {
 			t.Errorf("the running worker's row: %q\n%s", got, body)
+		}
+		if _, err := f.q.Inspector().Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := rows(f.get(t, "viewer", "/workers", http.StatusOK), "data-worker"); len(got) != 1 || !strings.HasSuffix(got[0][1], " restarting") {
+			t.Errorf("the worker asked to restart: %q", got)
 		}
 	})
 }
