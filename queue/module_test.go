@@ -125,6 +125,9 @@ func TestInvalidQueueConfigFailsTheBoot(t *testing.T) {
 		{"queue.default_queue", "jobs!", `config: invalid value for queue.default_queue: "jobs!" (from overrides); allowed: a queue name of 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
 		{"queue.rescue_after", "2s", `config: invalid value for queue.rescue_after: "2s" (from overrides); allowed: a duration from 3s to 1h, such as "15s"`},
 		{"queue.rescue_after", "2h", `config: invalid value for queue.rescue_after: "2h0m0s" (from overrides); allowed: a duration from 3s to 1h, such as "15s"`},
+		{"queue.stop_timeout", "-1s", `config: invalid value for queue.stop_timeout: "-1s" (from overrides); allowed: a duration from 0s (no deadline) to 24h, such as "25s"`},
+		{"queue.stop_timeout", "25h", `config: invalid value for queue.stop_timeout: "25h0m0s" (from overrides); allowed: a duration from 0s (no deadline) to 24h, such as "25s"`},
+		{"queue.only_known_types", "sometimes", `config: invalid value for queue.only_known_types: "sometimes" (from overrides); allowed: true or false`},
 		{"queue.wokers", 8, `config: unknown key queue.wokers = "8" (from overrides): did you mean workers?`},
 	}
 	for _, tt := range tests {

@@ -261,6 +261,8 @@ func TestFlagsHaveTheBoundsOfTheirSettings(t *testing.T) {
 		{[]string{"queue:bench", "--jobs", "0"}, "queue:bench: --jobs must be 1 to 100000000, not 0"},
 		{[]string{"queue:bench", "--latency", "-1"}, "queue:bench: --latency must be 0 to 100000, not -1"},
 		{[]string{"queue:bench", "--latency", "100000000"}, "queue:bench: --latency must be 0 to 100000, not 100000000"},
+		{[]string{"queue:work", "--stop-timeout", "-5s"}, "queue:work: --stop-timeout is -5s; want 0s (no deadline) to 24h, such as 25s, as queue.stop_timeout"},
+		{[]string{"queue:work", "--stop-timeout", "48h"}, "queue:work: --stop-timeout is 48h0m0s; want 0s (no deadline) to 24h, such as 25s, as queue.stop_timeout"},
 	}
 	for _, tt := range tests {
 		if _, err := runApp(t, map[string]any{"queue.driver": "memory"}, tt.args, queue.Module()); err == nil || err.Error() != tt.want {
