@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/worker"
 )
 
@@ -42,15 +43,15 @@ func (i *Inspector) Restart(ctx context.Context) ([]Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: request a restart of the workers: %w", err)
 	}
-	_, now, err := i.q.store.Workers(ctx, i.q.reservedAt()) // the clock their heartbeats are judged by
-	if err != nil {
-		return nil, fmt.Errorf("queue: request a restart of the workers: %w", err)
+	if len(rows) == 0 {
+		return nil, nil
 	}
-	out := make([]Worker, len(rows))
-	for n, r := range rows {
-		out[n] = workerOf(r, now)
-	}
-	return out, nil
+	// Read again, for Gone on the clock their heartbeats are judged by; a
+	// worker that stopped meanwhile is left out.
+	all, err := i.Workers(ctx)
+	return slices.DeleteFunc(all, func(w Worker) bool {
+		return !slices.ContainsFunc(rows, func(r driver.Worker) bool { return r.ID == w.ID })
+	}), err
 }
 
 // restartCommand is queue:restart.
