@@ -149,3 +149,40 @@ func ExampleChain() {
 	// imports.count_rows counted 1204 rows
 	// chain succeeded 2 of 2
 }
+
+// Invoice is SendInvoice at version 2 of its payload, once named
+// billing.invoice: version 2 renamed "id" to "invoice_id".
+type Invoice struct {
+	InvoiceID int64 `json:"invoice_id"`
+}
+
+func (Invoice) JobName() string      { return "billing.send_invoice_v2" }
+func (Invoice) JobAliases() []string { return []string{"billing.invoice"} }
+func (Invoice) PayloadUpgrades() []queue.Upgrade {
+	return []queue.Upgrade{queue.RenameField("id", "invoice_id")}
+}
+
+func ExampleWithUpgrades() {
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	if err == nil {
+		err = q.Handle(queue.HandlerOf[Invoice](queue.HandlerFunc[Invoice](
+			func(ctx context.Context, inv Invoice, jc queue.JobContext) error {
+				fmt.Printf("%s: invoice %d\n", jc.Name, inv.InvoiceID)
+				return nil
+			})))
+	}
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	// A job as the old build queued it: under the old name, a payload of
+	// version 1 (stored without a version; pushed here with it, as a push
+	// without one takes this build's).
+	q.Push(ctx, queue.Envelope{Name: "billing.invoice", Payload: []byte(`{"id": 42}`), Meta: []byte(`{"payload_version": 1}`)})
+	// One this build queues: version 2.
+	q.Dispatch(ctx, Invoice{InvoiceID: 43})
+	q.RunPending(ctx)
+	// Output:
+	// billing.send_invoice_v2: invoice 42
+	// billing.send_invoice_v2: invoice 43
+}
