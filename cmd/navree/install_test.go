@@ -13,64 +13,48 @@ import (
 )
 
 // installation is what the README's install command left, run once per
-// package run: navree in a throwaway GOBIN, and the modules it fetched
-// into a module cache of the tests' own.
+// package run: navree in a throwaway GOBIN, built with the machine's own
+// module and build caches.
 type installation struct {
 	navree string   // the installed binary
-	env    []string // the environment after it: GOBIN first on PATH, that module cache, GOPROXY=off
-	skip   string   // why the tests that need it skip: no network
+	env    []string // the environment after it: GOBIN first on PATH, GOPROXY=off
+	skip   string   // why the tests that need it skip: the module cache lacks the framework's modules
 	err    error
 }
 
-// modCache is the tests' module cache. It lives at one path from run to
-// run, as the build cache knows the packages by their folder: a cache at
-// a new path would compile every module of the framework again, which
-// takes minutes. Each run empties it first, so it holds only what the
-// install command fetched, and locks it, so two runs take turns.
-var modCache = filepath.Join(os.TempDir(), "navree-test-gomodcache")
-
-// install runs the README's install command once: from this checkout,
-// with GOBIN a folder of the package run's, the module cache modCache,
-// emptied, and as its network the machine's module cache (a file:// proxy)
-// and then GOPROXY, the network the README assumes.
+// install runs the README's install command once, from this checkout,
+// with GOBIN a folder of the package run's, offline (GOPROXY=off): the
+// modules come from the machine's module cache, which the go command
+// that built this test filled, and the packages from its build cache, so
+// the install compiles nothing that was compiled before. Two runs at once
+// share nothing but those caches, which the go command locks itself.
+// That the command's go mod download fetches everything a new app needs
+// is checked apart, by downloadsEnough, without compiling anything.
 var install = sync.OnceValue(func() installation {
 	line, err := readmeInstall()
 	if err != nil {
 		return installation{err: err}
 	}
-	if err := lockModCache(); err != nil {
-		return installation{err: err}
-	}
-	goEnv := func(name string) string {
-		out, _ := exec.Command("go", "env", name).Output()
-		return strings.TrimSpace(string(out))
-	}
-	proxy := "file://" + filepath.ToSlash(filepath.Join(goEnv("GOMODCACHE"), "cache", "download")) + "," + goEnv("GOPROXY")
 	gobin := filepath.Join(pkgTmp, "bin")
 	env := environ(map[string]string{"GOBIN": gobin, "PATH": gobin + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"GOMODCACHE": modCache, "GOFLAGS": "-modcacherw", "GOWORK": "off"})
-	clean := exec.Command("go", "clean", "-modcache")
-	clean.Env = env
-	if out, err := clean.CombinedOutput(); err != nil {
-		return installation{err: fmt.Errorf("go clean -modcache of %s: %v\n%s", modCache, err, out)}
-	}
+		"GOPROXY": "off", "GOWORK": "off"})
 	cmd := exec.Command("sh", "-c", line)
-	cmd.Dir, cmd.Env = repoRoot(), slices.Concat(env, []string{"GOPROXY=" + proxy})
+	cmd.Dir, cmd.Env = repoRoot(), env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		if offline(out) {
-			return installation{skip: fmt.Sprintf("the README's install command (%s) needs the network, or a module cache holding the framework's modules: %s", line, out)}
+			return installation{skip: fmt.Sprintf("the README's install command (%s), offline, needs the framework's modules in the module cache: run go mod download once with the network: %s", line, out)}
 		}
 		return installation{err: fmt.Errorf("the README's install command, %s: %v\n%s", line, err, out)}
 	}
-	return installation{navree: filepath.Join(gobin, "navree"), env: slices.Concat(env, []string{"GOPROXY=off"})}
+	return installation{navree: filepath.Join(gobin, "navree"), env: env}
 })
 
-// installed is install's result for the test t, which it skips without
-// the network.
+// installed is install's result for the test t, which it skips when the
+// module cache lacks the framework's modules, and in -short runs.
 func installed(t *testing.T) installation {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("installs navree and builds apps (a minute the first time, then some seconds)")
+		t.Skip("installs navree and builds apps (some seconds with warm caches)")
 	}
 	in := install()
 	if in.skip != "" {
@@ -90,6 +74,41 @@ func (in installation) setenv(t *testing.T) {
 		if os.Getenv(k) != v {
 			t.Setenv(k, v)
 		}
+	}
+}
+
+// downloadsEnough checks what the README promises after its install
+// command, "from here on, nothing needs the network": the command's go
+// mod download, run into an empty module cache of the test's own (from
+// the machine's module cache, as a file:// proxy), fetches every module
+// that the app at dir needs to build and test its packages. go list
+// loads them all from that cache offline, compiling nothing.
+func downloadsEnough(t *testing.T, dir string) {
+	t.Helper()
+	line, err := readmeInstall()
+	if err != nil {
+		t.Fatal(err)
+	}
+	download, _, ok := strings.Cut(line, " && ")
+	if !ok || !strings.HasPrefix(download, "go mod download") {
+		t.Fatalf("the README's install command %q does not start with go mod download &&: change downloadsEnough with it", line)
+	}
+	goEnv := func(name string) string {
+		out, _ := exec.Command("go", "env", name).Output()
+		return strings.TrimSpace(string(out))
+	}
+	proxy := "file://" + filepath.ToSlash(filepath.Join(goEnv("GOMODCACHE"), "cache", "download"))
+	cache := t.TempDir()
+	env := environ(map[string]string{"GOMODCACHE": cache, "GOFLAGS": "-modcacherw", "GOWORK": "off", "GOSUMDB": "off"})
+	cmd := exec.Command("sh", "-c", download)
+	cmd.Dir, cmd.Env = repoRoot(), slices.Concat(env, []string{"GOPROXY=" + proxy})
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s into an empty module cache, from the machine's: %v\n%s", download, err, out)
+	}
+	list := exec.Command("go", "list", "-deps", "-test", "./...")
+	list.Dir, list.Env = dir, slices.Concat(env, []string{"GOPROXY=off"})
+	if out, err := list.CombinedOutput(); err != nil {
+		t.Fatalf("the app needs a module that the README's %s did not fetch (go list -deps -test ./..., offline): %v\n%s", download, err, out)
 	}
 }
 
@@ -134,11 +153,12 @@ func offline(out []byte) bool {
 	return false
 }
 
-// repoRoot is this checkout of the framework.
-func repoRoot() string {
+// repoRoot is this checkout of the framework: two folders above the
+// one the package's tests start in, whatever folder a test moved to.
+var repoRoot = sync.OnceValue(func() string {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		panic(err)
 	}
 	return root
-}
+})

@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	repoRoot() // before any test changes folder
 	var err error
 	if pkgTmp, err = os.MkdirTemp("", "navree-test-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -81,9 +82,9 @@ func TestAMakeCommandRefusesAModuleDeclaredElsewhere(t *testing.T) {
 }
 
 // newApp runs navree new into a temporary folder, in this process,
-// offline with the modules the README's install command fetched (so it
-// builds against this checkout, the clone the test binary was built
-// from), and returns the app's folder and what navree printed.
+// offline after the README's install command (so it builds against this
+// checkout, the clone the test binary was built from), and returns the
+// app's folder and what navree printed.
 func newApp(t *testing.T) (dir, printed string) {
 	t.Helper()
 	installed(t).setenv(t)
@@ -173,8 +174,9 @@ func TestAnotherCommandNeedsAnApp(t *testing.T) {
 // TestMakeCommands: each make:* command writes into a new app, which
 // then still builds, vets and passes its tests, the generated ones too,
 // offline: make:* runs no go mod tidy while go.mod has what the new
-// imports need. One app for every command: each build of one takes a
-// while.
+// imports need, and the README's go mod download fetched every module
+// the grown app needs. One app for every command: each build of one
+// takes a while.
 func TestMakeCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a generated app")
@@ -295,5 +297,6 @@ func TestMakeCommands(t *testing.T) {
 		}
 	}
 	os.WriteFile("hello/module.go", mod, 0o644)
+	downloadsEnough(t, ".")
 	goChecks(t, ".", "after the make:* commands")
 }
