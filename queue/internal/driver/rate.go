@@ -34,11 +34,35 @@ type Window struct {
 // slice is the length of a slice of r's window, in milliseconds.
 func (r Rate) slice() int64 { return max(1, (r.PerMs+Slices-1)/Slices) }
 
+// MaxLagMs is how far a reading of the clock may lag the latest entry of
+// a window and still be taken for a late reading rather than a clock
+// stepped back: a worker that read its clock and then waited for another
+// worker's reservation to commit (a lock, a loaded machine) holds a time
+// earlier than that reservation's.
+const MaxLagMs = 10_000
+
+// at is the time a take at now counts as made. A reading of a slice
+// before the latest entry's, by up to MaxLagMs, counts as made at the
+// start of that entry's slice (no later than the reading that made it):
+// entries then never move back, and none leaves the window before its
+// time, so that of any Max+1 reservations the last is made at least
+// PerMs after the first's reading, however late the readings. A clock
+// stepped back further is a step: now, and count moves the entries back
+// to it.
+func (w *Window) at(now int64, r Rate) int64 {
+	if n := len(w.Ends); n > 0 && w.Ends[n-1] > ceilTo(now, r.slice()) && w.Ends[n-1]-now <= MaxLagMs {
+		return w.Ends[n-1] - r.slice() + 1
+	}
+	return now
+}
+
 // count forgets the entries that left the window by now and returns how
 // many reservations the window holds. An entry ending after the end of
-// now's slice (a clock stepped back) counts as ending then: a clock step
-// closes a limit for no longer than a window.
+// now's slice (a clock stepped back more than MaxLagMs) counts as ending
+// then: such a clock step closes a limit for no longer than a window (a
+// smaller one, for no longer than the step and a window).
 func (w *Window) count(now int64, r Rate) int {
+	now = w.at(now, r)
 	end := ceilTo(now, r.slice())
 	keep, n := 0, 0
 	for i, e := range w.Ends {
@@ -57,6 +81,7 @@ func (w *Window) count(now int64, r Rate) int {
 // Take starts up to want reservations at now under r and returns how
 // many it started: as many as the window has room for.
 func (w *Window) Take(now int64, r Rate, want int) int {
+	now = w.at(now, r)
 	n := min(want, w.Room(now, r))
 	if n == 0 {
 		return 0

@@ -80,6 +80,51 @@ func TestAWindowNeverHoldsMoreThanItsLimit(t *testing.T) {
 	}
 }
 
+// TestLateReadingsKeepTheLimit: workers read the clock, then wait for
+// one another's reservations (a lock, a loaded machine) before they take
+// room, so a take may come with a reading older than the window's latest
+// entry, by up to MaxLagMs. Whatever the lags, of any Max+1 reservations
+// the last is made (at its true time, when an outside API would see it)
+// at least a window after the first's reading, the time the reservation
+// was stamped with: the log never moves an entry back for a late
+// reading. Checked against the readings and true times of every take,
+// stored and read back at random as the drivers do.
+func TestLateReadingsKeepTheLimit(t *testing.T) {
+	for _, r := range []driver.Rate{{Max: 4, PerMs: 1000}, {Max: 1, PerMs: 100}, {Max: 10, PerMs: 1000}, {Max: 3, PerMs: 50}} {
+		rng := rand.New(rand.NewPCG(uint64(r.Max), uint64(r.PerMs)+1))
+		var w driver.Window
+		type take struct{ reading, at int64 }
+		var taken []take
+		now := int64(1_700_000_000_000)
+		for range 5000 {
+			now += rng.Int64N(r.PerMs/4 + 2)
+			reading := now - rng.Int64N(min(driver.MaxLagMs, 3*r.PerMs)+1)
+			if rng.IntN(10) == 0 {
+				w = driver.ParseWindow(w.String())
+			}
+			for range w.Take(reading, r, 1+rng.IntN(2)) {
+				taken = append(taken, take{reading, now})
+			}
+		}
+		if len(taken) < 100 {
+			t.Fatalf("%+v: only %d takes: the test exercised little", r, len(taken))
+		}
+		for i := range taken {
+			// The Max+1 takes from i on whose readings are at or after
+			// i's: the last of them made a window after i's reading.
+			var later []int64
+			for _, o := range taken[i:] {
+				if o.reading >= taken[i].reading {
+					later = append(later, o.at)
+				}
+			}
+			if len(later) > r.Max && later[r.Max] < taken[i].reading+r.PerMs {
+				t.Fatalf("%+v: %d reservations from the one read at %d, the last made at %d, within a window of that reading", r, r.Max+1, taken[i].reading, later[r.Max])
+			}
+		}
+	}
+}
+
 // TestAWindowOutlivesAClockStep: a clock stepped back an hour leaves the
 // limit closed for no longer than a window, and one stepped forward
 // opens it.
