@@ -493,8 +493,9 @@ func TestTakeOverStaleReservations(t *testing.T) {
 // returns its attempts that were taken over.
 func TestAGoneWorkersJobsAreTakenOverByHeartbeat(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		const rescue = 3_600_000 // an hour: a day of beats is 25 of them
 		w := driver.Worker{ID: "0193f2b0-0000-7000-8000-00000000000a", Kind: driver.KindWorker, Host: "h", PID: 1, Queues: []string{"a"},
-			Concurrency: 2, Version: "v", StartedAt: 1, RescueMs: 15_000}
+			Concurrency: 2, Version: "v", StartedAt: 1, RescueMs: rescue}
 		beat := func(at int64, running ...driver.Attempt) []driver.Attempt {
 			t.Helper()
 			b, err := s.Heartbeat(ctx, w, at, running)
@@ -524,40 +525,40 @@ func TestAGoneWorkersJobsAreTakenOverByHeartbeat(t *testing.T) {
 		held := []driver.Attempt{{ID: jobs[0].ID, Attempt: 1}, {ID: jobs[1].ID, Attempt: 1}}
 		// The worker beats for a day: its jobs are never stale, though
 		// one's timeout plus 30 s passed long ago.
-		for at := int64(6000); at <= 86_400_000+1000; at += 14_000 {
+		for at := int64(6000); at <= 86_400_000+1000; at += rescue - 1000 {
 			if lost := beat(at, held...); lost != nil {
 				t.Fatalf("a beat at %d reported %v lost", at, lost)
 			}
 		}
-		last := int64(86_400_000 + 1000 - (86_400_000+1000-6000)%14_000)
-		staleAt(last+14_999, false)
-		if j, _ := s.TakeOver(ctx, "a", last+14_999, ""); j != nil {
+		last := int64(86_400_000 + 1000 - (86_400_000+1000-6000)%(rescue-1000))
+		staleAt(last+rescue-1, false)
+		if j, _ := s.TakeOver(ctx, "a", last+rescue-1, ""); j != nil {
 			t.Fatalf("took over a job of a worker alive: %+v", j)
 		}
 		infos, err := s.Jobs(ctx, driver.JobsQuery{State: driver.Running, Limit: 10})
 		if err != nil || len(infos) != 2 || infos[0].ReservedBy != w.ID {
 			t.Fatalf("Jobs(running) = %+v, %v; want both, held by %s", infos, err, w.ID)
 		}
-		// Its heartbeat stopped: 15 s after the last one its jobs are
+		// Its heartbeat stopped: the rescue time after the last one its jobs are
 		// stale, the one without a time limit first (by reservation, then id).
-		staleAt(last+15_000, true)
+		staleAt(last+rescue, true)
 		taker := w
 		taker.ID = "0193f2b0-0000-7000-8000-00000000000b"
-		if _, err := s.Heartbeat(ctx, taker, last+15_000, nil); err != nil {
+		if _, err := s.Heartbeat(ctx, taker, last+rescue, nil); err != nil {
 			t.Fatal(err)
 		}
-		j, err := s.TakeOver(ctx, "a", last+15_000, taker.ID)
+		j, err := s.TakeOver(ctx, "a", last+rescue, taker.ID)
 		if err != nil || j == nil || j.ID != unlimited.ID || j.Attempts != 2 || j.ReservedBy != "0193f2b0-0000-7000-8000-00000000000b" {
 			t.Fatalf("TakeOver = %+v, %v; want attempt 2 of job 1, held by the taker", j, err)
 		}
 		// A taker not registered: its reservation is judged by age.
-		if j, _ := s.TakeOver(ctx, "a", last+15_000, ""); j == nil || j.ID != newJob(2, "a", 0).ID {
+		if j, _ := s.TakeOver(ctx, "a", last+rescue, ""); j == nil || j.ID != newJob(2, "a", 0).ID {
 			t.Fatalf("the gone worker's second job was not taken over: %+v", j)
 		}
-		staleAt(last+15_000, false)
+		staleAt(last+rescue, false)
 		// The gone worker comes back (a paused process resumed): its beat
 		// reports both attempts lost, and they are fenced out.
-		if lost := beat(last+20_000, held...); !slices.Equal(lost, held) {
+		if lost := beat(last+rescue+5_000, held...); !slices.Equal(lost, held) {
 			t.Fatalf("the beat after the takeovers reported %v lost; want %v", lost, held)
 		}
 		if ok, _ := driver.CompleteOne(ctx, s, unlimited.ID, 1); ok {
@@ -565,23 +566,23 @@ func TestAGoneWorkersJobsAreTakenOverByHeartbeat(t *testing.T) {
 		}
 		// A job of a worker that deregistered is stale once YoungMs old.
 		insert(t, s, newJob(3, "a", 0))
-		if _, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: last + 20_000, At: last + 20_000, By: w.ID, Limit: 1}); err != nil {
+		if _, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: last + rescue + 5_000, At: last + rescue + 5_000, By: w.ID, Limit: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Deregister(ctx, w.ID); err != nil {
 			t.Fatal(err)
 		}
-		if ok, _ := s.Stale(ctx, "a", last+20_000+driver.YoungMs-1); ok {
+		if ok, _ := s.Stale(ctx, "a", last+rescue+5_000+driver.YoungMs-1); ok {
 			t.Fatal("a reservation younger than YoungMs is stale")
 		}
-		if j, _ := s.TakeOver(ctx, "a", last+20_000+driver.YoungMs, ""); j == nil || j.ID != newJob(3, "a", 0).ID {
+		if j, _ := s.TakeOver(ctx, "a", last+rescue+5_000+driver.YoungMs, ""); j == nil || j.ID != newJob(3, "a", 0).ID {
 			t.Fatalf("the job of a deregistered worker was not taken over: %+v", j)
 		}
 		// A released job holds no worker.
 		if ok, err := s.Release(ctx, newJob(3, "a", 0).ID, 2, 0, driver.Failure{Error: "x"}); !ok || err != nil {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
-		if j := reserve(t, s, "a", last+30_000); j == nil || j.ReservedBy != "" {
+		if j := reserve(t, s, "a", last+rescue+15_000); j == nil || j.ReservedBy != "" {
 			t.Fatalf("a job reserved by none after its release = %+v", j)
 		}
 	})
