@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,16 +88,17 @@ type run struct {
 // the system clock, as in production; the test reports how long after
 // the kills they ran again. Nothing may be lost, no job may run beside
 // itself, and a job may run twice only when its earlier attempt's process
-// was killed.
+// was killed, or was held up past the rescue time (a loaded machine) and
+// learned at its next heartbeat that the job was taken over, as
+// documented: its outcome is then not kept.
 //
-// It runs alone in its package, not in parallel: a worker starved of the
-// CPU by other tests for more than 3 s (the rescue time less a heartbeat
-// period) would look gone and its job be taken over (at least once, as
-// documented), which the test counts as a second run with no kill.
+// It runs beside the package's other tests: what it asserts does not
+// depend on how much of the machine it gets.
 func TestChaos(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("the chaos test's worker processes need full speed: run it without -race and -short")
 	}
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
 		d := dbtest.Open(t, url)
@@ -139,6 +141,7 @@ func TestChaos(t *testing.T) {
 		var mu sync.Mutex
 		var logged []string             // errors the workers logged; there must be none
 		lastLines := map[int][]string{} // by pid: what each worker printed last, for a failure's report
+		lost := map[string]bool{}       // "pid job": a worker that learned that its job was taken over
 		var readers sync.WaitGroup
 		spawn := func() *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "queue:work", "--workers", "4")
@@ -155,6 +158,10 @@ func TestChaos(t *testing.T) {
 					mu.Lock()
 					if strings.Contains(line, "level=ERROR") {
 						logged = append(logged, fmt.Sprintf("pid %d: %s", cmd.Process.Pid, line))
+					}
+					if job := jobID.FindStringSubmatch(line); job != nil &&
+						(strings.Contains(line, "reservation_lost=true") || strings.Contains(line, "taken over by another worker")) {
+						lost[fmt.Sprint(cmd.Process.Pid, " ", job[1])] = true
 					}
 					last := append(lastLines[cmd.Process.Pid], line)
 					lastLines[cmd.Process.Pid] = last[max(0, len(last)-200):]
@@ -252,7 +259,7 @@ func TestChaos(t *testing.T) {
 		if len(byJob) != n {
 			t.Fatalf("%d of %d jobs ran", len(byJob), n)
 		}
-		reruns := 0
+		reruns, presumedGone := 0, 0
 		var rescues []time.Duration // from a kill to the next attempt of a job its process ran
 		for job, runs := range byJob {
 			slices.SortFunc(runs, func(a, b run) int { return cmp.Compare(a.attempt, b.attempt) })
@@ -260,8 +267,15 @@ func TestChaos(t *testing.T) {
 				t.Errorf("job %s: its last attempt never finished, yet the job is gone", job)
 			}
 			for i, r := range runs[:len(runs)-1] {
-				// An earlier attempt: its process was killed, and the next began after it ended.
+				// An earlier attempt: its process was killed, and the next
+				// began after it ended; or its worker, held up past the
+				// rescue time (a loaded machine), was presumed gone, and
+				// learned that it lost the job (its outcome not kept).
 				at, wasKilled := killed[r.pid]
+				if !wasKilled && lost[fmt.Sprint(r.pid, " ", job)] {
+					presumedGone++
+					continue
+				}
 				if !wasKilled {
 					t.Errorf("job %s ran again after attempt %d of pid %d, which was not killed (started %s, %s); what that worker printed of the job:\n%s",
 						job, r.attempt, r.pid, time.Unix(0, r.started).Format(time.StampMicro), finished(r), mentions(lastLines[r.pid], job))
@@ -285,8 +299,8 @@ func TestChaos(t *testing.T) {
 			rescue = fmt.Sprintf("min %s, median %s, max %s", rescues[0].Round(10*time.Millisecond), rescues[len(rescues)/2].Round(10*time.Millisecond),
 				rescues[len(rescues)-1].Round(10*time.Millisecond))
 		}
-		t.Logf("%d jobs, %d workers killed, %d jobs ran more than once (each after a kill), 0 lost; the %d cut off by a kill ran again after it: %s",
-			n, len(killed), reruns, len(rescues), rescue)
+		t.Logf("%d jobs, %d workers killed, %d jobs ran more than once (each after a kill, or %d taken over from a worker held up past the rescue time), 0 lost; the %d cut off by a kill ran again after it: %s",
+			n, len(killed), reruns, presumedGone, len(rescues), rescue)
 	})
 }
 
@@ -339,6 +353,9 @@ func checkFlows(t *testing.T, q *queue.Queue, byJob map[string][]run, batchID, w
 	t.Logf("the batch of 3,000 queued its then once, which ran after all of them (%d attempts); the workflow's 100 steps each ran after the steps it comes after (%d dependencies)",
 		len(byJob[then.JobID]), edges)
 }
+
+// jobID finds the job a worker's log line is about.
+var jobID = regexp.MustCompile(`\bjob_id=([0-9a-f-]{36})\b`)
 
 // finished says when an attempt finished, if it did.
 func finished(r run) string {
