@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -335,6 +336,7 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(workerEnv); url != "" {
 		os.Exit(workerChild(url, os.Args[1:]))
 	}
+	dbtest.Parallel(4 * runtime.GOMAXPROCS(0)) // the tests mostly wait: for commits, servers, worker processes
 	os.Exit(dbtest.Main(m))
 }
 

@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,6 +37,30 @@ func Main(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// Parallel lets n of a package's parallel tests (t.Parallel) run at once
+// unless go test was given -parallel; call it from TestMain before Main:
+//
+//	func TestMain(m *testing.M) {
+//		dbtest.Parallel(4 * runtime.GOMAXPROCS(0))
+//		os.Exit(dbtest.Main(m))
+//	}
+//
+// go test runs as many at once as there are cores, which suits tests that
+// compute. Tests against databases mostly wait (for a commit's fsync, the
+// server, a worker process), so more of them at once finish sooner on the
+// same cores; what each asserts must not depend on the machine's speed
+// anyway.
+func Parallel(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
 
 // skipNote is what Main says of n tests skipped in this package; first

@@ -1,6 +1,10 @@
 package dbtest
 
 import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -17,4 +21,36 @@ func TestSkipNote(t *testing.T) {
 	if later := skipNote(3, false); later != "dbtest: 3 PostgreSQL test(s) of github.com/navree/navree/db/dbtest skipped\n" {
 		t.Errorf("a later note: %q", later)
 	}
+}
+
+// TestParallelYieldsToTheCommandLine: Parallel sets how many parallel
+// tests run at once, unless go test was given -parallel. The test binary
+// runs itself with and without -test.parallel, its child calling
+// Parallel(9) and printing the limit the tests then run with.
+func TestParallelYieldsToTheCommandLine(t *testing.T) {
+	if os.Getenv("DBTEST_PARALLEL_CHILD") != "" {
+		return
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "9"},
+		{[]string{"-test.parallel=3"}, "3"},
+	} {
+		cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$"}, tt.args...)...)
+		cmd.Env = append(os.Environ(), "DBTEST_PARALLEL_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if got, _, _ := strings.Cut(string(out), "\n"); err != nil || got != "parallel "+tt.want {
+			t.Errorf("%v: the child printed %q (%v); want parallel %s", tt.args, out, err, tt.want)
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv("DBTEST_PARALLEL_CHILD") != "" {
+		Parallel(9)
+		fmt.Println("parallel", flag.Lookup("test.parallel").Value)
+	}
+	os.Exit(m.Run())
 }
