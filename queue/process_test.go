@@ -360,8 +360,13 @@ func worker(t *testing.T, url string, args ...string) (*exec.Cmd, io.WriteCloser
 }
 
 // workerIn is worker with the variables env added to its environment.
+// A -short run skips the test there: tests of worker processes take
+// seconds each, and run in the full suite.
 func workerIn(t *testing.T, url string, env []string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncBuffer) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts worker processes: not in a -short run")
+	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), workerEnv+"="+url), env...)
 	stdin, _ := cmd.StdinPipe()
