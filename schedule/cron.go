@@ -114,16 +114,18 @@ func (c *cronExpr) fires() bool {
 	return false
 }
 
-// parse reads one field: a comma-separated list of "*", a value, or a
-// range, each of the last two with an optional step ("*/15", "1-30/5").
+// parse reads one field: a comma-separated list of "*", values and
+// ranges, "*" and ranges with an optional step ("*/15", "1-30/5").
+// A value of month or day of week is a number or a name ("JUL-DEC/2",
+// "MON-5"); SUN ending a range is 7 ("SAT-SUN").
 func (f field) parse(text string) (uint64, error) {
 	var set uint64
 	for _, item := range strings.Split(text, ",") {
 		if item == "" {
 			return 0, fmt.Errorf("%s %q has an empty item (%s takes %s)", f.name, text, f.name, f.takes)
 		}
-		if i := strings.IndexAny(item, "?LW#"); i >= 0 {
-			return 0, fmt.Errorf("%s %q: %q is not supported here; %s takes %s, lists (1,15), ranges (1-5) and steps (*/15)", f.name, item, item[i:i+1], f.name, f.takes)
+		if op := f.quartz(item); op != "" {
+			return 0, fmt.Errorf("%s %q: %q is not supported here; %s takes %s, lists (1,15), ranges (1-5) and steps (*/15)", f.name, item, op, f.name, f.takes)
 		}
 		rng, stepText, stepped := strings.Cut(item, "/")
 		lo, hi := f.min, f.max
@@ -142,11 +144,18 @@ func (f field) parse(text string) (uint64, error) {
 			if hi, err = f.value(high); err != nil {
 				return 0, err
 			}
+			if hi == 0 && lo > 0 && f.names != nil && !isDigits(high) {
+				hi = 7 // SUN ending a range of days of week: MON-SUN, SAT-SUN
+			}
 			if lo > hi {
 				return 0, fmt.Errorf("%s range %s runs backwards: write %s", f.name, rng, f.backwards(low, high, lo, hi))
 			}
 		case stepped:
-			return 0, fmt.Errorf("%s %q: a step needs * or a range before it, such as */%s or %s-%d/%s", f.name, item, stepText, rng, f.max, stepText)
+			last := strconv.Itoa(f.max)
+			if _, ok := f.named(rng); ok {
+				last = f.names[len(f.names)-1] // JUL-DEC/2, TUE-SAT/2
+			}
+			return 0, fmt.Errorf("%s %q: a step needs * or a range before it, such as */%s or %s-%s/%s", f.name, item, stepText, rng, last, stepText)
 		default:
 			v, err := f.value(rng)
 			if err != nil {
@@ -186,19 +195,58 @@ func (f field) value(text string) (int, error) {
 		}
 		return n, nil
 	}
-	for i, name := range f.names {
-		if strings.EqualFold(text, name) {
-			return f.min + i, nil
+	if v, ok := f.named(text); ok {
+		return v, nil
+	}
+	if f.names == nil {
+		return 0, fmt.Errorf("%s %q is not a number (%s takes %s)", f.name, text, f.name, f.takes)
+	}
+	if len(text) > 3 {
+		if v, ok := f.named(text[:3]); ok { // JULY, MONDAY, Sept
+			return 0, fmt.Errorf("%s %q is neither a number nor a name: write %s (%s takes %s)", f.name, text, f.names[v-f.min], f.name, f.takes)
 		}
 	}
-	if f.names != nil {
-		return 0, fmt.Errorf("%s %q is neither a number nor a name (%s takes %s)", f.name, text, f.name, f.takes)
+	return 0, fmt.Errorf("%s %q is neither a number nor a name (%s takes %s)", f.name, text, f.name, f.takes)
+}
+
+// named is the value of a name of month or day of week, in any case.
+func (f field) named(text string) (int, bool) {
+	for i, name := range f.names {
+		if strings.EqualFold(text, name) {
+			return f.min + i, true
+		}
 	}
-	return 0, fmt.Errorf("%s %q is not a number (%s takes %s)", f.name, text, f.name, f.takes)
+	return 0, false
+}
+
+// quartz is the Quartz operator an item of the field uses, "L", "W", "#"
+// or "?" as written, or "" for none. It reads the item's values first,
+// so the L of JUL and the W of WED are letters of names: L, LW, 5L, FRIL,
+// 15W, L-3, 5#2 and ? are the operators.
+func (f field) quartz(item string) string {
+	for _, tok := range strings.FieldsFunc(item, func(r rune) bool { return r == '-' || r == '/' }) {
+		if _, ok := f.named(tok); ok {
+			continue
+		}
+		if i := strings.IndexAny(tok, "?#"); i >= 0 {
+			return tok[i : i+1]
+		}
+		body, last := tok[:len(tok)-1], tok[len(tok)-1:]
+		_, named := f.named(body)
+		switch {
+		case strings.EqualFold(tok, "L") || strings.EqualFold(tok, "LW"):
+			return tok[:1]
+		case strings.ContainsAny(last, "LlWw") && (isDigits(body) || named): // 5L, FRIL, 15W
+			return last
+		}
+	}
+	return ""
 }
 
 // backwards is what a reversed range lo-hi means, written as two ranges
-// in the notation of the reversed one ("22-23,0-2", "FRI-SAT,SUN-MON").
+// in the notation of the reversed one ("22-23,0-2", "FRI-SAT,SUN-MON"),
+// or as one where Sunday is 0 or 7 ("0-1" for 7-1, "5-7" for 5-0). A
+// range of one value is written as the value ("DEC,JAN" for DEC-JAN).
 func (f field) backwards(low, high string, lo, hi int) string {
 	last, first := strconv.Itoa(f.max), strconv.Itoa(f.min)
 	if f.names != nil && f.max == 7 {
@@ -206,11 +254,24 @@ func (f field) backwards(low, high string, lo, hi int) string {
 		if lo == 7 { // Sunday as 7 to a later day
 			return "0-" + high
 		}
+		if hi == 0 { // a day to Sunday as 0
+			return low + "-7"
+		}
 	}
 	if f.names != nil && !isDigits(low) && !isDigits(high) {
 		last, first = f.names[len(f.names)-1], f.names[0]
+		if strings.ToLower(low+high) == low+high {
+			last, first = strings.ToLower(last), strings.ToLower(first)
+		}
 	}
-	return low + "-" + last + "," + first + "-" + high
+	upper, lower := low+"-"+last, first+"-"+high
+	if strings.EqualFold(low, last) {
+		upper = low
+	}
+	if strings.EqualFold(first, high) {
+		lower = high
+	}
+	return upper + "," + lower
 }
 
 func isDigits(s string) bool {

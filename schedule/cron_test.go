@@ -209,7 +209,7 @@ func TestInvalidExpressionsNameTheirField(t *testing.T) {
 		{"60 0 0 * * *", "second 60 is above 59 (second takes 0-59)"},
 		{"FOO * * * *", `minute "FOO" is not a number (minute takes 0-59)`},
 		{"0 0 * FOO *", `month "FOO" is neither a number nor a name (month takes 1-12 or JAN-DEC)`},
-		{"0 0 * * MONDAY", `day of week "MONDAY" is neither a number nor a name (day of week takes 0-7 or SUN-SAT, Sunday being 0 or 7)`},
+		{"0 0 * * MONDAY", `day of week "MONDAY" is neither a number nor a name: write MON (day of week takes 0-7 or SUN-SAT, Sunday being 0 or 7)`},
 		{"-5 * * * *", `minute "-5" is neither a value nor a range (minute takes 0-59)`},
 		{"1,,2 * * * *", `minute "1,,2" has an empty item (minute takes 0-59)`},
 		{"5-1 * * * *", "minute range 5-1 runs backwards: write 5-59,0-1"},
