@@ -252,7 +252,12 @@ func TestASnoozedFairJobIsFoundByTheNextSearch(t *testing.T) {
 		<-done
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if got := p.found[ids[0]]; len(got) != 2 || got[0] != 0 || got[1] != 1 {
+		// The second search starts from its place, 1, on the databases,
+		// whose searches leave out the places before PlaceFrom; the memory
+		// driver's take every place, so its second search may start from
+		// 3 if it began before the snooze was told. Never from 0: a search
+		// from the first place is the prober's, a second later.
+		if got := p.found[ids[0]]; len(got) != 2 || got[0] != 0 || got[1] == 0 || f.driver != queue.Memory && got[1] != 1 {
 			t.Fatalf("the snoozed job was taken by searches from places %v, want [0 1]: the first search, then one from its own place", got)
 		}
 	})

@@ -62,6 +62,9 @@ func stopBrowser() {
 // of the Content-Security-Policy, which [noViolations] checks.
 func tab(t *testing.T) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("drives a browser: not in a -short run")
+	}
 	path := chromium()
 	if path == "" {
 		t.Skip("no chromium binary on PATH: install it (Debian: apt-get install -y --no-install-recommends chromium) to run the browser tests")
