@@ -224,9 +224,9 @@ func TestTimeoutBoundsEachCommand(t *testing.T) {
 	t.Parallel()
 	slow := newFakeSMTP(t, func(f *fakeSMTP) { f.delay = 400 * time.Millisecond })
 	settings := slow.settings("none")
-	settings["timeout"] = "1s" // each reply comes in 0.4 s; the whole send takes about 3 s
+	settings["timeout"] = "2s" // each reply comes in 0.4 s (five times that on a loaded machine); the whole send takes about 3 s
 	if err := send(t, settings); err != nil {
-		t.Fatalf("a server that answers each command in 0.4 s, with a 1 s timeout: %v", err)
+		t.Fatalf("a server that answers each command in 0.4 s, with a 2 s timeout: %v", err)
 	}
 	if n := len(slow.Received()); n != 1 {
 		t.Fatalf("the slow server received %d messages, want 1", n)

@@ -105,6 +105,7 @@ func TestCancelARunningJob(t *testing.T) {
 // once-a-second look), cancels the attempt's context with ErrCancelled,
 // and the job fails as cancelled.
 func TestCancelAJobRunningInAnotherProcess(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)

@@ -25,6 +25,7 @@ import (
 // TestSIGTERMUnderLoad stops a worker while 100 jobs run: every one
 // finishes, none runs again, and the worker exits 0.
 func TestSIGTERMUnderLoad(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)

@@ -26,6 +26,7 @@ var restartEnv = []string{"APP_QUEUE__RESCUE_AFTER=3s"}
 // worker started after the request runs the job dispatched since, and
 // is not stopped by the restart.
 func TestQueueRestartStopsEveryWorkerProcess(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
@@ -88,6 +89,7 @@ func TestQueueRestartStopsEveryWorkerProcess(t *testing.T) {
 // context ends with ErrInterrupted, the job goes back to wait with its
 // attempt not spent, and the worker exits 0 saying so.
 func TestASecondSignalInterruptsTheRunningJobs(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
@@ -128,6 +130,7 @@ func TestASecondSignalInterruptsTheRunningJobs(t *testing.T) {
 // failed or was retried, no two runs of a job overlap, and each
 // interrupted run was followed by another of the same attempt number.
 func TestRestartAndSoftStopUnderLoad(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
@@ -242,6 +245,7 @@ func TestRestartAndSoftStopUnderLoad(t *testing.T) {
 // a job of a type only the new build has is left waiting by an old
 // worker of only known types, and run by a new one.
 func TestJobsOfAnOlderOrNewerBuildAcrossProcesses(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)

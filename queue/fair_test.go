@@ -120,6 +120,7 @@ func TestABadFairnessKeyIsRefused(t *testing.T) {
 // database recorded them, not the handlers' starts: a worker held up
 // between the two by a loaded machine changes the second only.
 func TestFairnessHoldsAcrossTwoWorkerProcesses(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)

@@ -137,6 +137,7 @@ func TestPostgresConnectionsKilled(t *testing.T) {
 // each, one transaction at a time, while they work; no "database is
 // locked" reaches a caller or fails a job.
 func TestSQLiteFourProcessesDispatchAndWork(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbURL := dbtest.SQLiteURL(t)
 	migrate(t, dbURL)

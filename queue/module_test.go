@@ -385,6 +385,7 @@ func runChildApp(url string) (string, error) {
 // TestUniqueAcrossProcesses: two processes, each dispatching the same
 // unique job from 8 goroutines at once, make exactly one job.
 func TestUniqueAcrossProcesses(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		if _, err := runApp(t, map[string]any{"database.url": url}, []string{"migrate"}, db.Module(), queue.Module()); err != nil {

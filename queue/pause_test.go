@@ -126,6 +126,7 @@ func TestPauseAll(t *testing.T) {
 // queue, though they take those of another queue dispatched after it;
 // both hear of the resume and run them.
 func TestAPauseHoldsAcrossWorkerProcesses(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)

@@ -353,6 +353,24 @@ func workerChild(url string, args []string) int {
 	return 0
 }
 
+// startsProcesses skips t in a -short run: tests of worker processes
+// take seconds each, and run in the full suite.
+func startsProcesses(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts worker processes: not in a -short run")
+	}
+}
+
+// manyRows skips t in a -short run: it stores thousands of rows one at a
+// time (a batch's edge), which takes seconds, and runs in the full suite.
+func manyRows(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("stores thousands of rows: not in a -short run")
+	}
+}
+
 // worker starts `crm ARGS` as a child process on the database at url.
 func worker(t *testing.T, url string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncBuffer) {
 	t.Helper()
@@ -360,13 +378,10 @@ func worker(t *testing.T, url string, args ...string) (*exec.Cmd, io.WriteCloser
 }
 
 // workerIn is worker with the variables env added to its environment.
-// A -short run skips the test there: tests of worker processes take
-// seconds each, and run in the full suite.
+// A -short run skips the test there (see startsProcesses).
 func workerIn(t *testing.T, url string, env []string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncBuffer) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts worker processes: not in a -short run")
-	}
+	startsProcesses(t)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), workerEnv+"="+url), env...)
 	stdin, _ := cmd.StdinPipe()
@@ -541,6 +556,7 @@ func zombieStarted(t *testing.T, url string) (*queue.Queue, string, *exec.Cmd, i
 // heartbeat is 3 s old: not sooner than 2 s after the kill (the last beat
 // came at most a second before it), and whatever the job's timeout.
 func TestAKilledWorkersJobIsRescued(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		q, id, cmd, _, _ := zombieStarted(t, url)
@@ -578,6 +594,7 @@ func TestAKilledWorkersJobIsRescued(t *testing.T) {
 // says so, and cannot complete it: its outcome is not kept, the other
 // attempt's is, and the job ran to success once.
 func TestAPausedWorkersJobIsRescuedAndFencedOut(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		q, id, zombie, zombieIn, zombieOut := zombieStarted(t, url)
@@ -627,6 +644,7 @@ func TestAPausedWorkersJobIsRescuedAndFencedOut(t *testing.T) {
 // a job runs: it takes no new job, the running one finishes, and it prints
 // its summary and exits 0.
 func TestSIGTERMFinishesTheRunningJob(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
@@ -658,6 +676,7 @@ func TestSIGTERMFinishesTheRunningJob(t *testing.T) {
 // 2,000 jobs on one database; each job runs exactly once and no process
 // fails.
 func TestSeveralWorkerProcessesRunEachJobOnce(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
@@ -709,6 +728,7 @@ func TestSeveralWorkerProcessesRunEachJobOnce(t *testing.T) {
 // them: each worker takes the jobs by priority (on SQLite, the two
 // together), whenever their handlers happen to start.
 func TestFlowControlAcrossTwoWorkerProcesses(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
@@ -834,6 +854,7 @@ func TestFlowControlAcrossTwoWorkerProcesses(t *testing.T) {
 // database by the handlers themselves), every job runs once, on its first
 // attempt, and the workers stop when nothing is left, held jobs included.
 func TestAConcurrencyLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
@@ -896,6 +917,7 @@ func TestAConcurrencyLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 // up between reading its clock and storing its reservation, or between
 // the reservation and its handler's start, only moves the starts later.
 func TestARateLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
+	startsProcesses(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)

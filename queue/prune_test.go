@@ -39,6 +39,7 @@ func failAt(t *testing.T, f fixture, n int, step time.Duration) []string {
 // age go, PruneBatch to a transaction, reported after each; the newer
 // ones stay; a stop midway keeps what it has not reached.
 func TestPruneFailedDeletesTheOldInBatches(t *testing.T) {
+	manyRows(t)
 	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		failAt(t, f, queue.PruneBatch+500, 10*24*time.Hour) // 10 days ago

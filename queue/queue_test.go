@@ -569,6 +569,7 @@ func (f fixture) failed(t *testing.T) []queue.FailedJob {
 // stopped midway, what it moved is back on its queue, the rest is still
 // failed, and a second call retries the rest.
 func TestRetryAllPutsBackABatchAtATime(t *testing.T) {
+	manyRows(t)
 	t.Parallel()
 	each(t, func(t *testing.T, f fixture) {
 		const failures = 2*queue.RetryBatch + 100
