@@ -100,6 +100,73 @@ func TestTheStopDeadlineInterruptsTheRunningJobs(t *testing.T) {
 	})
 }
 
+// TestAnInterruptedAttemptIsKeptInTheJobsHistory: an attempt
+// interrupted by the stop is kept among the job's attempts, with when it
+// ended, how long it ran and its worker; the job is due again from then,
+// so the wait of the attempt that runs it again (the same attempt
+// number) counts from the interruption, not over the interrupted run.
+// queue:job prints both attempts.
+func TestAnInterruptedAttemptIsKeptInTheJobsHistory(t *testing.T) {
+	t.Parallel()
+	b := newBlocking(false)
+	eachWith(t, queue.Config{KeepSucceeded: time.Hour}, b.registration(), func(t *testing.T, f fixture) {
+		id, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "block"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(2 * time.Second) // it waits 2 s
+		now := make(chan struct{})
+		done := make(chan queue.WorkStats)
+		go func() { s, _ := f.q.Work(ctx, queue.WorkOptions{StopNow: now}); done <- s }()
+		<-b.started
+		f.clock.Advance(10 * time.Second) // it runs 10 s, on the queue's clock
+		close(now)
+		if s := <-done; s.Interrupted != 1 {
+			t.Fatalf("Work = %+v; want one attempt interrupted", s)
+		}
+		j, err := f.q.Inspector().Job(ctx, id)
+		if err != nil || j.State != queue.StateWaiting || j.Attempts != 0 || len(j.Failures) != 0 || j.LastError != "" || len(j.Interruptions) != 1 ||
+			j.Interruptions[0].Attempt != 1 || !j.Interruptions[0].At.Equal(t0.Add(12*time.Second)) || j.Interruptions[0].Worker == "" ||
+			!j.AvailableAt.Equal(t0.Add(12*time.Second)) {
+			t.Fatalf("after the interruption the job is %+v (%v); want it waiting from the interruption, one interrupted attempt kept, no failure", j, err)
+		}
+		interruptedBy := j.Interruptions[0].Worker
+		f.clock.Advance(3 * time.Second) // it waits 3 s more
+		release := b.release
+		go func() { <-b.started; close(release) }()
+		if s, err := f.q.RunPending(ctx); err != nil || s.Succeeded != 1 {
+			t.Fatalf("RunPending after the interruption = %+v, %v", s, err)
+		}
+		b.release = make(chan struct{})
+		j, err = f.q.Inspector().Job(ctx, id)
+		if err != nil || j.State != queue.StateSucceeded || j.Attempts != 1 || j.Wait != 3*time.Second || len(j.Interruptions) != 1 {
+			t.Fatalf("the job that succeeded: %+v (%v); want attempt 1, having waited 3 s since the interruption", j, err)
+		}
+		steps := j.Timeline()
+		if len(steps) != 2 || steps[0].Outcome != queue.OutcomeInterrupted || steps[0].Attempt != 1 || steps[1].Outcome != queue.OutcomeSucceeded || steps[1].Attempt != 1 {
+			t.Fatalf("the timeline: %+v", steps)
+		}
+		j.RunTime, j.Interruptions[0].RunTime = 120*time.Millisecond, 10*time.Second // the machine's, made fixed
+		var out strings.Builder
+		if err := queue.PrintJob(&out, j, false); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.NewReplacer(id, "ID", j.Worker, "WORKER2", interruptedBy, "WORKER1").Replace(out.String())
+		want := "Job ID: contacts.export on default, succeeded\n" +
+			"  Dispatched  2026-10-26 08:14:02.000 UTC\n" +
+			"  Finished    2026-10-26 08:14:17.000 UTC, after waiting 3s and running 120ms\n" +
+			"  Attempts    1 of 3\n" +
+			"  Worker      WORKER2\n" +
+			"  Payload     40 bytes\n" +
+			"Attempts:\n" +
+			"  1  interrupted: its worker stopped; the attempt not spent  2026-10-26 08:14:14.000 UTC  ran 10s    worker WORKER1\n" +
+			"  1  succeeded                                               2026-10-26 08:14:17.000 UTC  ran 120ms  worker WORKER2\n"
+		if got != want {
+			t.Errorf("queue:job printed:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}
+
 // TestAJobThatFinishesBeforeTheDeadlineIsNotInterrupted: a stop with a
 // deadline lets a job that ends in time succeed; Work returns as soon as
 // it has, not at the deadline.

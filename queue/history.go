@@ -28,6 +28,11 @@ const (
 	// OutcomeRetried marks where an operator retried the failed job: the
 	// attempts count again from 1 after it.
 	OutcomeRetried Outcome = "retried"
+	// OutcomeInterrupted: its worker's stop interrupted it (at
+	// queue.stop_timeout, or a second signal; see [ErrInterrupted]): the
+	// job went back to wait without spending the attempt, so the attempt
+	// after it has the same number.
+	OutcomeInterrupted Outcome = "interrupted"
 )
 
 // Step is one attempt of a job, or an operator's retry, in its timeline.
@@ -35,20 +40,20 @@ type Step struct {
 	Attempt int // 0 for OutcomeRetried
 	Outcome Outcome
 	At      time.Time     // when it ended (when it started, for a running one); zero when not known
-	RunTime time.Duration // for a released, failed or succeeded attempt
+	RunTime time.Duration // for a released, failed, interrupted or succeeded attempt
 	Worker  string        // the registered worker that ran it, when known
 	Error   string        // a released or failed attempt's
 }
 
-// Timeline is the job's attempts in order, from its Failures and its
-// state: each failed attempt with its error, each that ended without an
-// outcome (its number missing), and the current one when it runs or
-// succeeded.
+// Timeline is the job's attempts in order, from its Failures, its
+// Interruptions and its state: each failed attempt with its error, each
+// interrupted by its worker's stop, each that ended without an outcome
+// (its number missing), and the current one when it runs or succeeded.
 func (d JobDetail) Timeline() []Step {
 	var out []Step
-	last := 0 // the attempt number of the step before
+	next := 1 // the number of the attempt after the step before
 	gap := func(upTo int) {
-		for n := last + 1; n < upTo; n++ {
+		for n := next; n < upTo; n++ {
 			out = append(out, Step{Attempt: n, Outcome: OutcomeLost})
 		}
 	}
@@ -59,19 +64,36 @@ func (d JobDetail) Timeline() []Step {
 			out[n-1].Outcome = OutcomeFailed
 		}
 		out = append(out, Step{Outcome: OutcomeRetried})
-		last = 0
+		next = 1
 	}
-	for i, f := range d.Failures {
-		if f.Attempt <= last {
+	// step adds an ended attempt's step: after an operator's retry when
+	// its number comes before the next.
+	step := func(s Step) {
+		if s.Attempt < next {
 			retried()
 		}
-		gap(f.Attempt)
+		gap(s.Attempt)
+		out = append(out, s)
+		next = s.Attempt + 1
+		if s.Outcome == OutcomeInterrupted {
+			next = s.Attempt // not spent: the attempt after it has its number
+		}
+	}
+	fi, ii := 0, 0
+	for fi < len(d.Failures) || ii < len(d.Interruptions) {
+		if fi == len(d.Failures) || ii < len(d.Interruptions) && interruptedFirst(d.Interruptions[ii], d.Failures[fi]) {
+			in := d.Interruptions[ii]
+			step(Step{Attempt: in.Attempt, Outcome: OutcomeInterrupted, At: in.At, RunTime: in.RunTime, Worker: in.Worker})
+			ii++
+			continue
+		}
+		f := d.Failures[fi]
 		outcome := OutcomeReleased
-		if d.State == StateFailed && i == len(d.Failures)-1 {
+		if d.State == StateFailed && fi == len(d.Failures)-1 {
 			outcome = OutcomeFailed
 		}
-		out = append(out, Step{Attempt: f.Attempt, Outcome: outcome, At: f.At, RunTime: f.RunTime, Worker: f.Worker, Error: f.Error})
-		last = f.Attempt
+		step(Step{Attempt: f.Attempt, Outcome: outcome, At: f.At, RunTime: f.RunTime, Worker: f.Worker, Error: f.Error})
+		fi++
 	}
 	current := Step{Attempt: d.Attempts, Worker: d.Worker}
 	switch d.State {
@@ -80,17 +102,27 @@ func (d JobDetail) Timeline() []Step {
 	case StateSucceeded:
 		current.Outcome, current.At, current.RunTime = OutcomeSucceeded, d.FinishedAt, d.RunTime
 	default: // waiting or delayed: its attempts all ended; or failed: its last is its failure
-		if d.Attempts < last {
+		if d.Attempts+1 < next {
 			retried()
 		}
 		gap(d.Attempts + 1)
 		return out
 	}
-	if d.Attempts <= last {
+	if d.Attempts < next {
 		retried()
 	}
 	gap(d.Attempts)
 	return append(out, current)
+}
+
+// interruptedFirst says whether the interruption in came before the
+// failure f: by when they ended, then by attempt (an interrupted attempt
+// before the same attempt run again).
+func interruptedFirst(in Interruption, f AttemptFailure) bool {
+	if !in.At.Equal(f.At) {
+		return in.At.Before(f.At)
+	}
+	return in.Attempt <= f.Attempt
 }
 
 // jobCommand is queue:job.
@@ -173,6 +205,8 @@ func printJob(w io.Writer, j JobDetail, payload bool) error {
 				r.n, r.what = "-", "retried by an operator: the attempts count again"
 			case OutcomeLost:
 				r.what = "lost: its worker was gone, and the job taken over"
+			case OutcomeInterrupted:
+				r.what, r.ran = "interrupted: its worker stopped; the attempt not spent", "ran "+s.RunTime.String()
 			case OutcomeReleased, OutcomeFailed, OutcomeSucceeded:
 				r.ran = "ran " + s.RunTime.String()
 			}

@@ -12,12 +12,16 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-// TestTimeline: the steps a job's failures and state tell, with the
-// attempts that ended without an outcome and an operator's retry.
+// TestTimeline: the steps a job's failures, interruptions and state
+// tell, with the attempts that ended without an outcome and an
+// operator's retry.
 func TestTimeline(t *testing.T) {
 	at := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	f := func(n int, err string) AttemptFailure {
 		return AttemptFailure{Attempt: n, At: at, RunTime: time.Second, Worker: "w1", Error: err}
+	}
+	in := func(n int, after time.Duration) Interruption {
+		return Interruption{Attempt: n, At: at.Add(after), RunTime: time.Second, Worker: "w1"}
 	}
 	steps := func(d JobDetail) string {
 		var b []string
@@ -46,6 +50,22 @@ func TestTimeline(t *testing.T) {
 			Failures: []AttemptFailure{f(1, "451"), f(2, "550")}}, "1 released 451; 2 failed 550; 0 retried ; 1 succeeded "},
 		{"waiting after a retry", JobDetail{State: StateWaiting, Failures: []AttemptFailure{f(1, "451"), f(2, "550")}},
 			"1 released 451; 2 failed 550; 0 retried "},
+		// An interrupted attempt gives its number back: the next has it too.
+		{"waiting after an interrupted attempt", JobDetail{State: StateWaiting, Interruptions: []Interruption{in(1, 0)}},
+			"1 interrupted "},
+		{"running again after an interrupted attempt", JobDetail{State: StateRunning, JobInfo: JobInfo{Attempts: 1}, Interruptions: []Interruption{in(1, 0)}},
+			"1 interrupted ; 1 running "},
+		{"interrupted at the same time as the failure of its rerun", JobDetail{State: StateSucceeded, JobInfo: JobInfo{Attempts: 2},
+			Failures: []AttemptFailure{f(1, "451")}, Interruptions: []Interruption{in(1, 0), in(2, time.Minute)}},
+			"1 interrupted ; 1 released 451; 2 interrupted ; 2 succeeded "},
+		{"released, then interrupted at the same time", JobDetail{State: StateWaiting, JobInfo: JobInfo{Attempts: 1},
+			Failures: []AttemptFailure{f(1, "451")}, Interruptions: []Interruption{in(2, 0)}},
+			"1 released 451; 2 interrupted "},
+		{"interrupted, its rerun lost", JobDetail{State: StateRunning, JobInfo: JobInfo{Attempts: 2}, Interruptions: []Interruption{in(1, 0)}},
+			"1 interrupted ; 1 lost ; 2 running "},
+		{"failed, retried by an operator, interrupted", JobDetail{State: StateWaiting,
+			Failures: []AttemptFailure{f(1, "451"), f(2, "550")}, Interruptions: []Interruption{in(1, time.Hour)}},
+			"1 released 451; 2 failed 550; 0 retried ; 1 interrupted "},
 	}
 	for _, tt := range tests {
 		if got := steps(tt.d); got != tt.want {

@@ -145,8 +145,14 @@ func TestMetrics(t *testing.T) {
 // metrics reader collects.
 func meteredQueue(t *testing.T, b backend, reg queue.Registration) (*queue.Queue, *sdkmetric.ManualReader) {
 	t.Helper()
+	return meteredQueueOn(t, b, &clock{t: t0}, reg)
+}
+
+// meteredQueueOn is meteredQueue on the clock c.
+func meteredQueueOn(t *testing.T, b backend, c *clock, reg queue.Registration) (*queue.Queue, *sdkmetric.ManualReader) {
+	t.Helper()
 	reader := sdkmetric.NewManualReader()
-	q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver}, DB: migrated(t, b.url(t)), Clock: &clock{t: t0},
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: b.driver}, DB: migrated(t, b.url(t)), Clock: c,
 		Logger: slog.New(slog.DiscardHandler), MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	if err == nil {
 		err = q.Handle(reg)
@@ -155,6 +161,56 @@ func meteredQueue(t *testing.T, b backend, reg queue.Registration) (*queue.Queue
 		t.Fatal(err)
 	}
 	return q, reader
+}
+
+// TestMetricsTimeAnInterruptedAttemptAsRunTime: an attempt interrupted
+// by the stop counts as interrupted, its run in the run-time histogram;
+// the attempt that runs the job again waited from the interruption, so
+// the wait histogram holds the two waits, not the interrupted run.
+func TestMetricsTimeAnInterruptedAttemptAsRunTime(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			block := newBlocking(false)
+			c := &clock{t: t0}
+			q, reader := meteredQueueOn(t, b, c, block.registration()["contacts.export"])
+			if _, err := q.Dispatch(ctx, ExportContacts{CompanyID: "block"}); err != nil {
+				t.Fatal(err)
+			}
+			c.Advance(2 * time.Second) // waits 2 s
+			now := make(chan struct{})
+			done := make(chan queue.WorkStats)
+			go func() { s, _ := q.Work(ctx, queue.WorkOptions{StopNow: now}); done <- s }()
+			<-block.started
+			c.Advance(10 * time.Second) // runs 10 s, on the queue's clock
+			close(now)
+			if s := <-done; s.Interrupted != 1 {
+				t.Fatalf("Work = %+v; want one attempt interrupted", s)
+			}
+			c.Advance(3 * time.Second) // waits 3 s more
+			go func() { <-block.started; close(block.release) }()
+			if s, err := q.RunPending(ctx); err != nil || s.Succeeded != 1 {
+				t.Fatalf("RunPending = %+v, %v", s, err)
+			}
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(ctx, &rm); err != nil {
+				t.Fatal(err)
+			}
+			export := attribute.NewSet(attribute.String("queue", "default"), attribute.String("job", "contacts.export"))
+			for name, want := range map[string]int64{"navree.queue.jobs.started": 2, "navree.queue.jobs.interrupted": 1, "navree.queue.jobs.succeeded": 1} {
+				if got, ok := sum(rm, name, export); !ok || got != want {
+					t.Errorf("%s = %d (found: %v), want %d", name, got, ok, want)
+				}
+			}
+			if n, ok := histogramCount(rm, "navree.queue.job.run_time", export); !ok || n != 2 {
+				t.Errorf("run_time holds %d attempts (found: %v), want 2: the interrupted one and its rerun", n, ok)
+			}
+			if p, ok := histogramPoint(rm, "navree.queue.job.wait", export); !ok || p.Count != 2 || p.Sum != 5 {
+				t.Errorf("wait holds %d attempts summing %v s (found: %v), want 2 summing 5 s: 2 s, then 3 s from the interruption", p.Count, p.Sum, ok)
+			}
+		})
+	}
 }
 
 // TestMetricsCountTheHeldJobs: the gauge navree.queue.held reads the jobs

@@ -349,7 +349,8 @@ func timeOf(ms int64) time.Time {
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 // JobDetail is everything stored of one job: what [JobInfo] shows, its
-// state, its payload, metadata and options, and its failed attempts.
+// state, its payload, metadata and options, and its failed and
+// interrupted attempts.
 type JobDetail struct {
 	JobInfo
 	State JobState
@@ -358,6 +359,11 @@ type JobDetail struct {
 	// attempt number missing from them and not its last ended without an
 	// outcome: its worker was gone, and the job taken over.
 	Failures []AttemptFailure
+	// Interruptions are its attempts interrupted by their worker's stop,
+	// oldest first (see [ErrInterrupted]): each went back to wait without
+	// spending the attempt, so the attempt after it has the same number.
+	// [JobDetail.Timeline] puts them in order with the Failures.
+	Interruptions []Interruption
 	// Succeeded says that the job succeeded, and is kept in the history
 	// (State StateSucceeded).
 	Succeeded bool
@@ -403,13 +409,29 @@ type AttemptFailure struct {
 	Error   string
 }
 
-// failuresOf are the stored failures as AttemptFailures.
-func failuresOf(stored []driver.Failure) []AttemptFailure {
-	out := make([]AttemptFailure, len(stored))
-	for i, f := range stored {
-		out[i] = AttemptFailure{Attempt: f.Attempt, At: timeOf(f.At), RunTime: msDuration(f.Ms), Worker: f.Worker, Error: f.Error}
+// Interruption is an attempt of a job interrupted by its worker's stop
+// (at queue.stop_timeout, or a second signal): the job went back to wait
+// without spending the attempt, due again from At.
+type Interruption struct {
+	Attempt int       // its number, which the attempt after it has too
+	At      time.Time // when it ended
+	RunTime time.Duration
+	Worker  string // the registered worker that ran it, if any
+}
+
+// failuresOf are the stored failures as AttemptFailures, and the
+// interrupted attempts stored among them as Interruptions.
+func failuresOf(stored []driver.Failure) ([]AttemptFailure, []Interruption) {
+	out := make([]AttemptFailure, 0, len(stored))
+	var interrupted []Interruption
+	for _, f := range stored {
+		if f.Interrupted {
+			interrupted = append(interrupted, Interruption{Attempt: f.Attempt, At: timeOf(f.At), RunTime: msDuration(f.Ms), Worker: f.Worker})
+			continue
+		}
+		out = append(out, AttemptFailure{Attempt: f.Attempt, At: timeOf(f.At), RunTime: msDuration(f.Ms), Worker: f.Worker, Error: f.Error})
 	}
-	return out
+	return out, interrupted
 }
 
 // Job returns the job with id, in whichever state: waiting, delayed,
@@ -430,17 +452,19 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 		return JobDetail{}, fmt.Errorf("queue: look up the job %s: %w", u, err)
 	case found.Failed != nil:
 		f := found.Failed
+		failures, interruptions := failuresOf(f.Errors)
 		return JobDetail{JobInfo: JobInfo{ID: f.ID, Queue: f.Queue, Name: f.Name, Attempts: f.Attempts, MaxAttempts: f.MaxAttempts,
 			CreatedAt: timeOf(f.CreatedAt), FailedAt: timeOf(f.FailedAt), LastError: f.Error, PayloadBytes: len(f.Payload)},
 			State: StateFailed, Payload: f.Payload, Meta: f.Meta, Backoff: f.Backoff, Timeout: time.Duration(f.TimeoutMs) * time.Millisecond,
-			Failures: failuresOf(f.Errors), Priority: f.Priority, ConcurrencyKey: f.LimitKey, ConcurrencyLimit: f.LimitMax,
+			Failures: failures, Interruptions: interruptions, Priority: f.Priority, ConcurrencyKey: f.LimitKey, ConcurrencyLimit: f.LimitMax,
 			RateKey: f.RateKey, RateLimit: rateOf(f.Rate), FairnessKey: f.FairKey}, nil
 	case found.Succeeded != nil:
 		sj := found.Succeeded
+		failures, interruptions := failuresOf(sj.Errors)
 		return JobDetail{JobInfo: JobInfo{ID: sj.ID, Queue: sj.Queue, Name: sj.Name, Attempts: sj.Attempts, MaxAttempts: sj.MaxAttempts,
 			Worker: sj.Worker, CreatedAt: timeOf(sj.CreatedAt), FinishedAt: timeOf(sj.FinishedAt), RunTime: msDuration(sj.RunMs), Wait: msDuration(sj.WaitMs),
 			PayloadBytes: len(sj.Payload)}, State: StateSucceeded, Succeeded: true, Payload: sj.Payload, Meta: sj.Meta,
-			Failures: failuresOf(sj.Errors)}, nil
+			Failures: failures, Interruptions: interruptions}, nil
 	}
 	j := found.Job
 	state := StateDelayed
@@ -456,10 +480,11 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 	if backoff == "" {
 		backoff = j.Backoff.String()
 	}
+	failures, interruptions := failuresOf(j.Errors)
 	return JobDetail{JobInfo: JobInfo{ID: j.ID, Queue: j.Queue, Name: j.Name, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		AvailableAt: timeOf(j.AvailableAt), ReservedAt: timeOf(j.ReservedAt), Worker: j.ReservedBy, CreatedAt: timeOf(j.CreatedAt), LastError: j.LastError,
 		PayloadBytes: len(j.Payload)}, State: state, Payload: j.Payload, Meta: j.Meta, Backoff: backoff,
-		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "" && !strings.Contains(j.UniqueKey, debounceKeyMark), Failures: failuresOf(j.Errors),
+		Timeout: time.Duration(j.TimeoutMs) * time.Millisecond, Unique: j.UniqueKey != "" && !strings.Contains(j.UniqueKey, debounceKeyMark), Failures: failures, Interruptions: interruptions,
 		Priority: j.Priority, Snoozes: j.Snoozes, Debounced: strings.Contains(j.UniqueKey, debounceKeyMark),
 		ConcurrencyKey: j.LimitKey, ConcurrencyLimit: j.LimitMax, RateKey: j.RateKey, RateLimit: rateOf(j.Rate), FairnessKey: j.FairKey}, nil
 }

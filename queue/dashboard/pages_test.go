@@ -286,6 +286,30 @@ func TestJobPageShowsAttemptsAndError(t *testing.T) {
 	}
 }
 
+// An attempt interrupted by its worker's stop is in the job's timeline,
+// its number given back to the next.
+func TestJobPageShowsAnInterruptedAttempt(t *testing.T) {
+	t.Parallel()
+	f := operatorSetup(t)
+	id, err := f.q.Dispatch(ctx, Slow{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := make(chan struct{})
+	done := make(chan queue.WorkStats)
+	go func() { s, _ := f.q.Work(ctx, queue.WorkOptions{Queues: []string{"slow"}, StopNow: now}); done <- s }()
+	<-f.started
+	close(now)
+	if s := <-done; s.Interrupted != 1 {
+		t.Fatalf("Work = %+v; want the job interrupted", s)
+	}
+	body := f.get(t, "operator", "/jobs/"+id, http.StatusOK)
+	step := regexp.MustCompile(`<li class="step interrupted" data-attempt="1"><span class="n">1</span> <span class="what">([^<]*)</span> <span class="t">[^<]*</span>`).FindStringSubmatch(body)
+	if step == nil || step[1] != "interrupted: its worker stopped; the attempt not spent" {
+		t.Errorf("the timeline shows no interrupted attempt:\n%s", body)
+	}
+}
+
 // A job that snoozed says how many times.
 func TestJobPageShowsSnoozes(t *testing.T) {
 	t.Parallel()

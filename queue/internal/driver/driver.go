@@ -162,14 +162,19 @@ type Attempt struct {
 	Limit string `json:"-"`
 }
 
-// Failure is a failed attempt, kept with its job (the column errors, a
-// JSON array of them, oldest first) into failed_jobs and succeeded_jobs.
+// Failure is a failed attempt, or one interrupted by its worker's stop,
+// kept with its job (the column errors, a JSON array of them, oldest
+// first) into failed_jobs and succeeded_jobs.
 type Failure struct {
 	Attempt int    `json:"attempt"`
 	At      int64  `json:"at"` // when it ended, on the queue's clock
 	Ms      int64  `json:"ms"` // how long it ran
 	Worker  string `json:"worker,omitempty"`
 	Error   string `json:"error"`
+	// Interrupted marks an attempt interrupted by its worker's stop
+	// (Driver.Interrupt), not a failure: its Error is empty, and the
+	// attempt after it has the same number.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Flow is the flow of the failed job, if any: Fail then resolves it.
 	Flow string `json:"-"`
 }
@@ -501,6 +506,13 @@ type Driver interface {
 	// (the next reservation counts the same attempt again) and counting
 	// the snooze in its Snoozes; its errors stay as they were.
 	Snooze(ctx context.Context, id string, attempt int, availableAt int64) (bool, error)
+
+	// Interrupt puts a reserved job whose attempt its worker's stop
+	// interrupted back to wait, due at f.At (when the attempt ended), if
+	// attempt is still its current reservation: its attempt given back
+	// (the next reservation counts the same attempt again), f added to
+	// its errors as Interrupted, its last error as it was.
+	Interrupt(ctx context.Context, id string, attempt int, f Failure) (bool, error)
 
 	// Fail moves a reserved job to the failed jobs with f's error, failed
 	// at f.At, and f added to its errors, in one transaction, if attempt

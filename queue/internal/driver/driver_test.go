@@ -684,6 +684,43 @@ func TestUnreserveGivesTheJobBack(t *testing.T) {
 	})
 }
 
+// TestInterruptGivesTheAttemptBackAndKeepsIt: an interrupted attempt
+// gives its number back, is kept among the job's errors as interrupted
+// (the last error unchanged), and the job is due from when it ended, not
+// from before it ran; a stale attempt does nothing.
+func TestInterruptGivesTheAttemptBackAndKeepsIt(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		const w = "0193f2b0-0000-7000-8000-00000000000a"
+		insert(t, s, newJob(1, "a", 0))
+		j := reserve(t, s, "a", 10)
+		released := driver.Failure{Attempt: 1, At: 20, Ms: 10, Worker: w, Error: "smtp: 451 try later"}
+		if ok, err := s.Release(ctx, j.ID, 1, 30, released); !ok || err != nil {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		j = reserve(t, s, "a", 40)
+		interrupted := driver.Failure{Attempt: 2, At: 5040, Ms: 5000, Worker: w}
+		if ok, _ := s.Interrupt(ctx, j.ID, j.Attempts+1, interrupted); ok {
+			t.Fatal("Interrupt with a stale attempt acted")
+		}
+		if ok, err := s.Interrupt(ctx, j.ID, j.Attempts, interrupted); !ok || err != nil {
+			t.Fatalf("Interrupt = %v, %v", ok, err)
+		}
+		found, err := s.Lookup(ctx, j.ID)
+		interrupted.Interrupted = true
+		if err != nil || found.Job == nil || found.Job.Attempts != 1 || found.Job.ReservedAt != 0 || found.Job.AvailableAt != 5040 ||
+			found.Job.LastError != released.Error || !slices.Equal(found.Job.Errors, []driver.Failure{released, interrupted}) {
+			t.Fatalf("Lookup of the interrupted job = %+v, %v; want it waiting from 5040, attempt 2 given back, its errors both", found.Job, err)
+		}
+		if early := reserve(t, s, "a", 5039); early != nil {
+			t.Fatalf("reserved before it is due again: %+v", early)
+		}
+		again := reserve(t, s, "a", 5040)
+		if again == nil || again.ID != j.ID || again.Attempts != 2 {
+			t.Fatalf("after Interrupt reserved %+v, want attempt 2 again", again)
+		}
+	})
+}
+
 func TestReserveAndCompleteInBatches(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		for i := range 10 {

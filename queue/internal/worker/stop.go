@@ -102,12 +102,14 @@ func (w *worker) abandon() (n int) {
 }
 
 // backToWait puts back to wait the job of an attempt interrupted by a
-// stop, its attempt given back as if it had not been reserved, and logs
-// it.
+// stop after ms, its attempt given back, and logs it. The attempt is kept
+// in the job's history, and the job is due from now: the wait of its
+// next attempt counts from the interruption, not over this one's run.
 func (w *worker) backToWait(job *driver.Job, ms int64) {
 	var acted bool
+	kept := driver.Failure{Attempt: job.Attempts, At: w.cfg.Clock.Now().UnixMilli(), Ms: ms, Worker: job.ReservedBy, Interrupted: true}
 	err := retried(func() (err error) {
-		acted, err = w.cfg.Store.Unreserve(w.jobCtx, job.ID, job.Attempts)
+		acted, err = w.cfg.Store.Interrupt(w.jobCtx, job.ID, job.Attempts, kept)
 		return err
 	})
 	if acted {

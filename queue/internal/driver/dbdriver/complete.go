@@ -36,3 +36,13 @@ func (b *base) Release(ctx context.Context, id string, attempt int, availableAt 
 	}
 	return b.exec(ctx, b.q.release, availableAt, f.Error, string(entry), id, attempt)
 }
+
+// Interrupt implements driver.Driver.
+func (b *base) Interrupt(ctx context.Context, id string, attempt int, f driver.Failure) (bool, error) {
+	f.Interrupted = true
+	entry, err := json.Marshal(f)
+	if err != nil {
+		return false, err
+	}
+	return b.exec(ctx, b.q.interrupt, f.At, string(entry), id, attempt)
+}

@@ -22,7 +22,7 @@ type statements struct {
 	reserveRated, reservePrioritizedRated         string
 	ratedAt, prioRatedAt                          []int
 	releaseKey, debounce                          string
-	complete, release, snooze                     string
+	complete, release, snooze, interrupt          string
 	failed, failedPayloads, flush, pending, purge string
 
 	// prioritizedArgs are the arguments of reservePrioritized, in its
@@ -263,6 +263,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 		snooze: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1, snoozes = snoozes + 1, available_at = ? " +
 			"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		release: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, available_at = ?, last_error = ?, errors = " + appendError +
+			" WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
+		interrupt: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1, available_at = ?, errors = " + appendError +
 			" WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		failed: words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key" + failedPage),
 		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key" +

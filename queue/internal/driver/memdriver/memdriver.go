@@ -451,6 +451,21 @@ func (d *Driver) Snooze(ctx context.Context, id string, attempt int, availableAt
 	return ok, nil
 }
 
+// Interrupt implements driver.Driver.
+func (d *Driver) Interrupt(ctx context.Context, id string, attempt int, f driver.Failure) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j, ok := d.current(id, attempt)
+	if ok {
+		f.Interrupted = true
+		j.ReservedAt, j.ReservedBy, j.AvailableAt = 0, "", f.At
+		j.Attempts--
+		j.Errors = append(slices.Clip(j.Errors), f)
+		d.wait(j)
+	}
+	return ok, nil
+}
+
 // Release implements driver.Driver.
 func (d *Driver) Release(ctx context.Context, id string, attempt int, availableAt int64, f driver.Failure) (bool, error) {
 	d.mu.Lock()
