@@ -27,6 +27,12 @@ type meters struct {
 	succeeded, released, failed, cancelled, snoozed, interrupted metric.Int64Counter
 	runTime, wait                                                metric.Float64Histogram
 	sets                                                         sync.Map // attribute sets by label, made once each
+	// known are the queues whose gauges read 0 when they have no job,
+	// rather than vanish from the collection: those configured
+	// (Config.Queues, DefaultQueue, RateLimits), those worked, and those
+	// seen (in a count, a dispatch, an attempt). A set of names the app
+	// chose, so bounded.
+	known sync.Map
 }
 
 // label is what the counters and histograms are broken down by: the
@@ -39,6 +45,11 @@ type label struct{ queue, job string }
 func newMeters(q *Queue, mp metric.MeterProvider) (*meters, error) {
 	m := mp.Meter(meterName)
 	ms := &meters{}
+	ms.know(q.cfg.DefaultQueue)
+	ms.know(q.cfg.Queues...)
+	for name := range q.queueRates {
+		ms.know(name)
+	}
 	var errs []error
 	counter := func(name, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit("{job}"), metric.WithDescription(desc))
@@ -79,6 +90,19 @@ func newMeters(q *Queue, mp metric.MeterProvider) (*meters, error) {
 		if err != nil {
 			return fmt.Errorf("queue: read the counts for the metrics: %w", err)
 		}
+		counted := make(map[string]bool, len(stats))
+		for _, s := range stats {
+			counted[s.Queue] = true
+			ms.know(s.Queue)
+		}
+		// A known queue that has no job now reads 0: a drained queue's
+		// gauges read 0 rather than vanish.
+		ms.known.Range(func(name, _ any) bool {
+			if !counted[name.(string)] {
+				stats = append(stats, Stats{Queue: name.(string)})
+			}
+			return true
+		})
 		for _, s := range stats {
 			set := metric.WithAttributes(attribute.String("queue", s.Queue))
 			o.ObserveInt64(waiting, int64(s.Waiting), set)
@@ -96,12 +120,22 @@ func newMeters(q *Queue, mp metric.MeterProvider) (*meters, error) {
 	return ms, nil
 }
 
+// know adds queues to the known ones, whose gauges read 0 without jobs.
+func (ms *meters) know(queues ...string) {
+	for _, name := range queues {
+		if _, ok := ms.known.Load(name); !ok {
+			ms.known.Store(name, struct{}{})
+		}
+	}
+}
+
 // of is the attribute set of a job's queue and type.
 func (ms *meters) of(queue, job string) metric.MeasurementOption {
 	l := label{queue, job}
 	if set, ok := ms.sets.Load(l); ok {
 		return set.(metric.MeasurementOption)
 	}
+	ms.know(queue)
 	set, _ := ms.sets.LoadOrStore(l, metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", queue), attribute.String("job", job))))
 	return set.(metric.MeasurementOption)
 }

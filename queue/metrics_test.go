@@ -1,16 +1,24 @@
 package queue_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/navree/navree/app/metrics"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/migrations"
@@ -161,6 +169,77 @@ func meteredQueueOn(t *testing.T, b backend, c *clock, reg queue.Registration) (
 		t.Fatal(err)
 	}
 	return q, reader
+}
+
+// TestTheGaugesOfADrainedQueueReadZero: scraped from the Prometheus
+// endpoint and read by Prometheus' own parser, the gauges of a queue read
+// 0 once it drains, rather than vanish; so do those of a configured
+// queue that never had a job, of a queue worked that never had one, and
+// of a queue this process only saw in its counts (another process
+// dispatched and worked its jobs).
+func TestTheGaugesOfADrainedQueueReadZero(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		d := migrated(t, url)
+		m, err := metrics.New(metrics.Params{Config: metrics.Config{Enabled: true}, AccessFunc: func(*http.Request) bool { return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(m)
+		t.Cleanup(srv.Close)
+		c := &clock{t: t0}
+		q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Database, Queues: []string{"default", "exports"}}, DB: d, Clock: c,
+			Logger: slog.New(slog.DiscardHandler), MeterProvider: m.MeterProvider()})
+		if err == nil {
+			err = q.Handle(noop[ExportContacts]())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := localQueue(t, url, c, noop[SyncCalendar]()) // another process, without metrics
+		for _, company := range []string{"c1", "c2"} {
+			if _, err := q.Dispatch(ctx, ExportContacts{CompanyID: company}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := other.Dispatch(ctx, SyncCalendar{UserID: "u1"}); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Minute)
+		gauges := []string{"navree_queue_waiting", "navree_queue_delayed", "navree_queue_running", "navree_queue_oldest_wait_seconds",
+			"navree_queue_held", "navree_queue_throttled"}
+		before := scrape(t, srv.URL, "")
+		for _, tt := range []struct {
+			family, queue string
+			want          float64
+		}{
+			{"navree_queue_waiting", "default", 2}, {"navree_queue_oldest_wait_seconds", "default", 60},
+			{"navree_queue_waiting", "sync", 1}, {"navree_queue_oldest_wait_seconds", "sync", 60},
+			{"navree_queue_waiting", "exports", 0}, // configured, no job yet
+		} {
+			if got, ok := promValue(before[tt.family], map[string]string{"queue": tt.queue}); !ok || got != tt.want {
+				t.Errorf("before the drain: %s{queue=%q} = %v (found: %v), want %v", tt.family, tt.queue, got, ok, tt.want)
+			}
+		}
+		if s, err := q.RunPending(ctx); err != nil || s.Succeeded != 2 {
+			t.Fatalf("RunPending = %+v, %v", s, err)
+		}
+		if s, err := other.Work(ctx, queue.WorkOptions{Queues: []string{"sync"}, StopWhenEmpty: true}); err != nil || s.Succeeded != 1 {
+			t.Fatalf("the other process's Work = %+v, %v", s, err)
+		}
+		if _, err := q.Work(ctx, queue.WorkOptions{Queues: []string{"reports"}, StopWhenEmpty: true}); err != nil { // worked, never a job
+			t.Fatal(err)
+		}
+		after := scrape(t, srv.URL, "")
+		for _, family := range gauges {
+			for _, name := range []string{"default", "sync", "exports", "reports"} {
+				if got, ok := promValue(after[family], map[string]string{"queue": name}); !ok || got != 0 {
+					t.Errorf("after the drain: %s{queue=%q} = %v (found: %v), want 0", family, name, got, ok)
+				}
+			}
+		}
+	})
 }
 
 // TestMetricsTimeAnInterruptedAttemptAsRunTime: an attempt interrupted
@@ -353,4 +432,57 @@ func migrated(t *testing.T, url string) *db.DB {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// scrape GETs the Prometheus endpoint at url, with the header
+// Authorization when auth is set, and parses its body with Prometheus'
+// own parser.
+func scrape(t *testing.T, url, auth string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s (%v)", url, resp.StatusCode, body, err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("Prometheus' parser refuses what %s serves: %v\n%s", url, err, body)
+	}
+	return families
+}
+
+// promValue is the value of the counter or gauge of f whose labels
+// include labels.
+func promValue(f *dto.MetricFamily, labels map[string]string) (float64, bool) {
+	if f == nil {
+		return 0, false
+	}
+	for _, m := range f.GetMetric() {
+		found := 0
+		for _, l := range m.GetLabel() {
+			if want, ok := labels[l.GetName()]; ok && want == l.GetValue() {
+				found++
+			}
+		}
+		switch {
+		case found != len(labels):
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
 }

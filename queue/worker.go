@@ -202,6 +202,9 @@ func (q *Queue) Work(ctx context.Context, o WorkOptions) (WorkStats, error) {
 			return WorkStats{}, err
 		}
 	}
+	if q.meters != nil {
+		q.meters.know(o.Queues...) // their gauges read 0 while they have no job
+	}
 	if o.Workers < 0 || o.MaxJobs < 0 || o.MaxTime < 0 {
 		return WorkStats{}, fmt.Errorf("queue: workers (%d), max jobs (%d) and max time (%s) must not be negative", o.Workers, o.MaxJobs, o.MaxTime)
 	}
