@@ -31,6 +31,13 @@ type Route struct {
 	Handler http.Handler
 }
 
+// MetricsRoute is the route of the app's metrics endpoint, which
+// app/metrics provides when metrics are on (its Handler nil when off).
+// serve serves it among the routes; a process that serves none of them
+// serves it on an HTTP server of its own: queue:work --health-addr,
+// beside its health checks, so that each worker process can be scraped.
+type MetricsRoute struct{ Route }
+
 // Middleware wraps every route's handler. Middleware with a lower Order
 // runs first (is outermost).
 type Middleware struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/app/term"
 	"github.com/urfave/cli/v2"
+	"go.uber.org/fx"
 )
 
 // bounded checks that the int flag of c's command is within lo to hi
@@ -30,6 +31,14 @@ func bounded(c *cli.Context, flag string, lo, hi int, also string) error {
 		return fmt.Errorf("%s: --%s must be %d to %d%s, not %d", c.Command.Name, flag, lo, hi, also, v)
 	}
 	return nil
+}
+
+// workIn is what queue:work uses: the queue, and the app's metrics
+// endpoint when it has one, served on --health-addr.
+type workIn struct {
+	fx.In
+	Queue   *Queue
+	Metrics app.MetricsRoute `optional:"true"`
 }
 
 // failedPage is how many failed jobs queue:failed reads at a time.
@@ -57,12 +66,14 @@ func commands() []app.Command {
 				&cli.IntFlag{Name: "max-jobs", Usage: "stop after running this many job attempts (0: no limit)"},
 				&cli.DurationFlag{Name: "max-time", Usage: "stop taking jobs after this long, such as 1h (0: no limit)"},
 				&cli.BoolFlag{Name: "stop-when-empty", Usage: "stop once no job is available and none is running"},
-				&cli.StringFlag{Name: "health-addr", Usage: "answer health checks on `ADDR`, such as :8081: GET /livez, and /readyz once the worker is registered"},
+				&cli.StringFlag{Name: "health-addr", Usage: "answer health checks on `ADDR`, such as :8081: GET /livez, and /readyz once the worker is registered; " +
+					"with metrics.enabled, the worker's metrics too, at metrics.path, to the requests metrics.Access lets in"},
 				&cli.BoolFlag{Name: "only-known-types", Usage: "take only the jobs of the types this build has handlers for, leaving the others waiting (default: queue.only_known_types)"},
 				&cli.DurationFlag{Name: "stop-timeout", Usage: "once stopping, interrupt the jobs still running after `D`, such as 25s, and put them back on their queues (0: no deadline)",
 					DefaultText: "queue.stop_timeout"},
 			},
-			Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			Action: app.Uses(func(c *cli.Context, p workIn) error {
+				q := p.Queue
 				o := WorkOptions{
 					Queues:         c.StringSlice("queue"),
 					Workers:        c.Int("workers"),
@@ -94,13 +105,16 @@ func commands() []app.Command {
 				fmt.Fprintln(c.App.ErrWriter, q.startLine(o))
 				h := newHealth()
 				if addr := c.String("health-addr"); addr != "" {
-					bound, stop, err := serveHealth(addr, h)
+					bound, stop, err := serveHealth(addr, h, p.Metrics)
 					if err != nil {
 						return err
 					}
 					defer stop()
 					o.Heartbeat = h.beat
 					fmt.Fprintf(c.App.ErrWriter, "Health checks on http://%s/livez and /readyz\n", bound)
+					if h.metrics != "" {
+						fmt.Fprintf(c.App.ErrWriter, "Metrics on http://%s%s, to the requests metrics.Access lets in\n", bound, h.metrics)
+					}
 				}
 				done, stopNow := make(chan struct{}), make(chan struct{})
 				defer close(done)

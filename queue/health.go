@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/navree/navree/app"
 )
 
 // health answers a container orchestrator's probes of a queue:work
@@ -17,6 +20,7 @@ type health struct {
 	ready    bool
 	reason   string // why it is not ready
 	stopping bool   // for good: a heartbeat no longer makes it ready
+	metrics  string // the path of the metrics served beside, "" for none
 }
 
 func newHealth() *health { return &health{reason: "starting: not registered yet"} }
@@ -61,22 +65,50 @@ func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprintln(w, "ready")
 	default:
-		http.Error(w, "not found: the health checks are /livez and /readyz", http.StatusNotFound)
+		msg := "not found: the health checks are /livez and /readyz"
+		if h.metrics != "" {
+			msg += ", the metrics GET " + h.metrics
+		}
+		http.Error(w, msg, http.StatusNotFound)
 	}
 }
 
-// serveHealth serves h on addr until stop; it returns the address it
-// listens on (addr's port 0 picks one).
-func serveHealth(addr string, h *health) (string, func(), error) {
+// serveHealth serves h on addr until stop, and the app's metrics beside
+// when it has them (a metrics.Handler not nil): the route serve serves,
+// its access rule with it. It returns the address it listens on (addr's
+// port 0 picks one).
+func serveHealth(addr string, h *health, metrics app.MetricsRoute) (string, func(), error) {
+	var handler http.Handler = h
+	if metrics.Handler != nil {
+		mux := http.NewServeMux()
+		if err := handle(mux, metrics.Pattern, metrics.Handler); err != nil {
+			return "", nil, err
+		}
+		mux.Handle("/", h)
+		h.metrics = strings.TrimPrefix(metrics.Pattern, "GET ")
+		handler = mux
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("queue:work: --health-addr: listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return ln.Addr().String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
 	}, nil
+}
+
+// handle registers handler on mux at pattern, turning ServeMux's panic on
+// a pattern that conflicts with the health checks' into an error.
+func handle(mux *http.ServeMux, pattern string, handler http.Handler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("queue:work: --health-addr: serve the metrics at %q (metrics.path): %v", pattern, p)
+		}
+	}()
+	mux.Handle(pattern, handler)
+	return nil
 }

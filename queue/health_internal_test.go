@@ -4,7 +4,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/navree/navree/app"
 )
 
 // TestHealthStates: /readyz says starting until the first heartbeat,
@@ -36,4 +39,14 @@ func TestHealthStates(t *testing.T) {
 	check("stopping", http.StatusServiceUnavailable, "stopping: taking no new jobs\n")
 	h.beat(nil)
 	check("a heartbeat while stopping", http.StatusServiceUnavailable, "stopping: taking no new jobs\n")
+}
+
+// TestAMetricsPathTheHealthServerCannotServeIsAnError: a metrics route
+// whose pattern http.ServeMux refuses fails queue:work with an error that
+// names it and metrics.path, not a panic.
+func TestAMetricsPathTheHealthServerCannotServeIsAnError(t *testing.T) {
+	_, _, err := serveHealth("127.0.0.1:0", newHealth(), app.MetricsRoute{Route: app.Route{Pattern: "GET /a{b", Handler: http.NotFoundHandler()}})
+	if err == nil || !strings.HasPrefix(err.Error(), `queue:work: --health-addr: serve the metrics at "GET /a{b" (metrics.path): `) {
+		t.Fatalf("serveHealth = %v", err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/app/metrics"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
@@ -341,11 +343,16 @@ func workerJobs() fx.Option {
 	)
 }
 
+// scrapeToken is the token a worker child's metrics.Access asks for.
+const scrapeToken = "scrape-token-4f1c2a"
+
 // workerChild runs the worker app's command line on the database at url.
 func workerChild(url string, args []string) int {
 	// The environment sets APP_QUEUE__RESCUE_AFTER.
 	opts := []fx.Option{config.Module(config.Sources{Environ: os.Environ(), Overrides: map[string]any{"database.url": url, "queue.poll_interval_ms": 20}}),
-		db.Module(), queue.Module(), workerJobs()}
+		db.Module(), queue.Module(), workerJobs(),
+		// Off unless APP_METRICS__ENABLED=true; then only for this token.
+		metrics.Module(), metrics.Access(func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+scrapeToken })}
 	a := app.New(opts...)
 	a.Name = "crm"
 	os.Args = append([]string{"crm"}, args...)

@@ -25,7 +25,11 @@
 // Prometheus name (navree.queue.jobs.dispatched is
 // navree_queue_jobs_dispatched_total), with the attributes as labels.
 // Each process serves its own counters: serve's are its dispatches, a
-// worker's its attempts. A worker process does not serve HTTP, so to
-// collect its counters push them with an exporter of your own (OTLP):
-// give the app a metric.MeterProvider instead of this module.
+// worker's its attempts. A worker process serves them on its health
+// address, behind the same Access rule:
+//
+//	./crm queue:work --health-addr :8081   # GET :8081/metrics
+//
+// To push them instead (OTLP), give the app a metric.MeterProvider of
+// your own in place of this module.
 package metrics

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/fx"
 
+	"github.com/navree/navree/app"
 	"github.com/navree/navree/app/metrics"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
@@ -33,11 +34,15 @@ func (ExportContacts) JobName() string { return "contacts.export" }
 // 403, and nothing of the metrics.
 func TestTheEndpointServesTheQueuesMetrics(t *testing.T) {
 	var q *queue.Queue
+	var route app.MetricsRoute // what queue:work --health-addr serves
 	a := apptest.New(t, apptest.TempDatabase(), db.Module(), queue.Module(),
 		queue.HandleFunc(func(context.Context, ExportContacts, queue.JobContext) error { return nil }),
 		metrics.ModuleWith(metrics.Config{Enabled: true}),
 		metrics.Access(func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer scrape-token" }),
-		fx.Populate(&q))
+		fx.Populate(&q, &route))
+	if route.Pattern != "GET /metrics" || route.Handler == nil {
+		t.Fatalf("the route for queue:work --health-addr: %+v", route)
+	}
 	ctx := context.Background()
 	for _, company := range []string{"c1", "c2"} {
 		if _, err := q.Dispatch(ctx, ExportContacts{CompanyID: company}); err != nil {
@@ -55,6 +60,11 @@ func TestTheEndpointServesTheQueuesMetrics(t *testing.T) {
 	a.ServeHTTP(refused, httptest.NewRequest("GET", "/metrics", nil))
 	if refused.Code != http.StatusForbidden || strings.Contains(refused.Body.String(), "navree_") {
 		t.Fatalf("without the token: %d %s", refused.Code, refused.Body)
+	}
+	refused = httptest.NewRecorder()
+	route.Handler.ServeHTTP(refused, httptest.NewRequest("GET", "/metrics", nil))
+	if refused.Code != http.StatusForbidden {
+		t.Fatalf("the route for queue:work without the token: %d %s", refused.Code, refused.Body)
 	}
 
 	r := httptest.NewRequest("GET", "/metrics", nil)
@@ -100,9 +110,13 @@ func TestTheEndpointServesTheQueuesMetrics(t *testing.T) {
 // provider and serves no endpoint; a bad path fails the boot.
 func TestOffByDefault(t *testing.T) {
 	var mp metric.MeterProvider
-	a := apptest.New(t, metrics.Module(), fx.Populate(&mp))
+	var route app.MetricsRoute
+	a := apptest.New(t, metrics.Module(), fx.Populate(&mp, &route))
 	if mp != nil {
 		t.Errorf("metrics off, yet a meter provider: %T", mp)
+	}
+	if route.Handler != nil {
+		t.Errorf("metrics off, yet a route for queue:work --health-addr: %+v", route)
 	}
 	w := httptest.NewRecorder()
 	a.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))

@@ -10,8 +10,10 @@ import (
 
 // Module is the metrics endpoint, configured by the [metrics] section.
 // When metrics.enabled is true it provides the app's metric.MeterProvider
-// and serves its metrics on serve at metrics.path; off, it provides none
-// (a nil one), and the queue records nothing.
+// and serves its metrics on serve at metrics.path, and on the health
+// address of queue:work (--health-addr) through app.MetricsRoute; off,
+// it provides no meter provider (a nil one), and the queue records
+// nothing.
 func Module() fx.Option { return module(config.Section("metrics", DefaultConfig())) }
 
 // ModuleWith is [Module] configured in code instead: a zero Path takes its
@@ -35,6 +37,12 @@ func module(cfg fx.Option) fx.Option {
 				return nil
 			}
 			return m.MeterProvider()
+		}),
+		fx.Provide(func(m *Metrics) app.MetricsRoute {
+			if m == nil {
+				return app.MetricsRoute{}
+			}
+			return app.MetricsRoute{Route: m.Route()}
 		}),
 		fx.Provide(fx.Annotate(func(m *Metrics) []app.Route {
 			if m == nil {
