@@ -93,7 +93,8 @@ func TestASecondSignalInterruptsTheRunningJobs(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		migrate(t, url)
-		q := localQueue(t, url, &clock{t: time.Now()}, noop[Cancellable]())
+		c := &clock{t: time.Now()}
+		q := localQueue(t, url, c, noop[Cancellable]())
 		id, _ := q.Dispatch(ctx, Cancellable{})
 		cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "1")
 		if line, _ := stdout.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", id) {
@@ -116,8 +117,23 @@ func TestASecondSignalInterruptsTheRunningJobs(t *testing.T) {
 		if !strings.Contains(stderr.String(), "Stopping now: interrupting the running jobs, which go back to their queues.") {
 			t.Errorf("the second signal is not told:\n%s", stderr)
 		}
+		c.Advance(time.Since(c.Now())) // past the interruption, from which the job is due
 		if j, err := q.Inspector().Job(ctx, id); err != nil || j.State != queue.StateWaiting || j.Attempts != 0 || j.LastError != "" {
 			t.Fatalf("after the second signal the job is %+v (%v); want it waiting, its attempt not spent", j, err)
+		}
+		// queue:job shows the interrupted attempt; the job is due from
+		// when it was interrupted.
+		out, err := runApp(t, map[string]any{"database.url": url}, []string{"queue:job", id}, db.Module(), queue.Module())
+		stamp := `(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC)`
+		want := regexp.MustCompile(`^Job ` + id + `: test\.cancellable on default, waiting\n` +
+			`  Dispatched  ` + stamp + `\n` +
+			`  Due         ` + stamp + `\n` +
+			`  Attempts    0 of 3\n` +
+			`  Payload     2 bytes\n` +
+			`Attempts:\n` +
+			`  1  interrupted: its worker stopped; the attempt not spent  ` + stamp + `  ran \S+  worker [0-9a-f-]{36}\n$`)
+		if m := want.FindStringSubmatch(out); err != nil || m == nil || m[2] != m[3] {
+			t.Fatalf("queue:job printed (%v):\n%s\nwant the interrupted attempt, the job due from its end", err, out)
 		}
 	})
 }
