@@ -167,7 +167,13 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		w.probedAt = pace
 	} else if since := pace - w.probedAt; since < 0 || since >= max(sweepEveryMs, w.probeEveryMs.Load()) {
 		w.probedAt = pace
-		w.probe(now, at, pace)
+		w.probe(now, at, pace, true)
+	} else if since >= sweepEveryMs {
+		// The looks behind the cursors wait for their share of the time;
+		// the look for stale reservations does not: a job of a dead worker
+		// runs again within rescue_after and a second, however long the
+		// other looks took (on a loaded machine, seconds).
+		w.probe(now, at, pace, false)
 	}
 	if swept {
 		for i, name := range w.opts.Queues {

@@ -19,6 +19,7 @@ const probeShare = 20
 // behind) and, if stale, for reservations stale at at (on the clock of
 // reservations).
 type probe struct {
+	full      bool // the looks behind the cursors and for marks too; else only for stale reservations
 	now, at   int64
 	from      []int64
 	placeFrom []int64
@@ -26,9 +27,18 @@ type probe struct {
 	paused    []bool // by queue: no look for stale reservations
 }
 
-// probe asks the prober to look, unless it is still looking.
-func (w *worker) probe(now, at, pace int64) {
-	p := probe{now: now, at: at, from: make([]int64, len(w.opts.Queues)), placeFrom: make([]int64, len(w.opts.Queues))}
+// probe asks the prober to look, unless it is still looking: in full,
+// or only for stale reservations (when it is this process's turn).
+func (w *worker) probe(now, at, pace int64, full bool) {
+	// Stale reservations are looked for once a second in a process, by
+	// whichever of its workers comes first.
+	last := w.cfg.Sweeps.Load()
+	since := pace - last
+	stale := (since < 0 || since >= sweepEveryMs) && w.cfg.Sweeps.CompareAndSwap(last, pace)
+	if !full && !stale {
+		return
+	}
+	p := probe{full: full, now: now, at: at, stale: stale, from: make([]int64, len(w.opts.Queues)), placeFrom: make([]int64, len(w.opts.Queues))}
 	p.paused = make([]bool, len(w.opts.Queues))
 	for i, name := range w.opts.Queues {
 		if last, ok := w.cursor[name]; ok && !w.paused(name) {
@@ -39,11 +49,6 @@ func (w *worker) probe(now, at, pace int64) {
 		}
 		p.paused[i] = w.paused(name)
 	}
-	// Stale reservations are looked for once a second in a process, by
-	// whichever of its workers comes first.
-	last := w.cfg.Sweeps.Load()
-	since := pace - last
-	p.stale = (since < 0 || since >= sweepEveryMs) && w.cfg.Sweeps.CompareAndSwap(last, pace)
 	select {
 	case w.probes <- p:
 	default:
@@ -74,18 +79,7 @@ func (w *worker) startProber() (stop func()) {
 			}
 			start := time.Now()
 			found := false
-			for i, name := range w.opts.Queues {
-				if p.from[i] > 0 || p.placeFrom[i] > 0 {
-					if behind, err := w.cfg.Store.Behind(ctx, name, p.now, p.from[i], p.placeFrom[i], w.opts.Only); behind || err != nil {
-						w.behind[i].Store(true)
-						found = true
-					}
-				}
-				if !p.paused[i] {
-					for _, m := range w.marks() {
-						found = m.set(ctx, i, name) || found
-					}
-				}
+			for i, name := range w.opts.Queues { // first, what a rescue waits for
 				if p.stale && !p.paused[i] {
 					if stale, err := w.cfg.Store.Stale(ctx, name, p.at); stale || err != nil {
 						w.stale.Store(true)
@@ -93,7 +87,28 @@ func (w *worker) startProber() (stop func()) {
 					}
 				}
 			}
-			w.probeEveryMs.Store(probeShare * time.Since(start).Milliseconds())
+			if found { // the fetcher takes the jobs over while the other looks go on
+				select {
+				case w.probed <- struct{}{}:
+				default:
+				}
+			}
+			for i, name := range w.opts.Queues {
+				if p.full && (p.from[i] > 0 || p.placeFrom[i] > 0) {
+					if behind, err := w.cfg.Store.Behind(ctx, name, p.now, p.from[i], p.placeFrom[i], w.opts.Only); behind || err != nil {
+						w.behind[i].Store(true)
+						found = true
+					}
+				}
+				if p.full && !p.paused[i] {
+					for _, m := range w.marks() {
+						found = m.set(ctx, i, name) || found
+					}
+				}
+			}
+			if p.full {
+				w.probeEveryMs.Store(probeShare * time.Since(start).Milliseconds())
+			}
 			if found {
 				select {
 				case w.probed <- struct{}{}:
