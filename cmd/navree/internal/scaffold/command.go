@@ -32,7 +32,7 @@ func MakeCommand(dir, module, name string) ([]Change, error) {
 		}
 	}
 	typ := camel(name)
-	data := map[string]string{"Package": module, "Command": command, "Var": lowerFirst(typ) + "Command",
+	data := map[string]string{"Package": module, "Command": command, "Var": lowerCamel(name) + "Command",
 		"Test": "Test" + typ + "Command", "Modules": p.modulesImport()}
 	if err := p.free(false, data["Var"]); err != nil {
 		return nil, err

@@ -423,22 +423,53 @@ func readModulePath(cmd, dir string) (string, error) {
 	return "", fmt.Errorf("%s: go.mod has no module line", cmd)
 }
 
-// camel is the exported Go name of a snake-case name: sync_calendar is
-// SyncCalendar.
+// camel is the exported Go name of a snake-case name, each word
+// capitalized, and an initialism all in capitals, as Go spells it:
+// sync_calendar is SyncCalendar, push_to_crm PushToCRM, user_ids UserIDs.
 func camel(s string) string {
 	var b strings.Builder
-	for _, part := range strings.Split(s, "_") {
-		if part != "" {
-			r := []rune(part)
-			b.WriteString(string(unicode.ToUpper(r[0])) + string(r[1:]))
-		}
+	for _, word := range strings.Split(s, "_") {
+		c, _ := initialism(word)
+		b.WriteString(c)
 	}
 	return b.String()
 }
 
-func lowerFirst(s string) string {
-	r := []rune(s)
-	return string(unicode.ToLower(r[0])) + string(r[1:])
+// lowerCamel is the unexported Go name of a snake-case name: camel's,
+// with its first word in lower case (an initialism all of it):
+// sync_calendar is syncCalendar, url_sync urlSync, http_api httpAPI.
+func lowerCamel(s string) string {
+	first, rest, _ := strings.Cut(s, "_")
+	return strings.ToLower(first) + camel(rest)
+}
+
+// initialism is word capitalized: all in capitals when it is one of
+// initialisms, or one of them and a plural s (ids is IDs), and then ok;
+// else its first letter.
+func initialism(word string) (capitalized string, ok bool) {
+	if word == "" {
+		return "", false
+	}
+	if initialisms[strings.ToUpper(word)] {
+		return strings.ToUpper(word), true
+	}
+	if stem, plural := strings.CutSuffix(word, "s"); plural && initialisms[strings.ToUpper(stem)] {
+		return strings.ToUpper(stem) + "s", true
+	}
+	r := []rune(word)
+	return string(unicode.ToUpper(r[0])) + string(r[1:]), false
+}
+
+// initialisms are the words Go names spell all in capitals: staticcheck's
+// list (ST1003, golint's and more), and the CRM, CSV, PDF and SMS that a
+// web app's jobs name.
+var initialisms = map[string]bool{
+	"ACL": true, "AMQP": true, "API": true, "ASCII": true, "CPU": true, "CSS": true, "DB": true, "DNS": true, "EOF": true,
+	"GID": true, "GUID": true, "HTML": true, "HTTP": true, "HTTPS": true, "ID": true, "IP": true, "JSON": true, "QPS": true,
+	"RAM": true, "RPC": true, "RTP": true, "SIP": true, "SLA": true, "SMTP": true, "SQL": true, "SSH": true, "TCP": true,
+	"TLS": true, "TS": true, "TTL": true, "UDP": true, "UI": true, "UID": true, "URI": true, "URL": true, "UTF8": true,
+	"UUID": true, "VM": true, "XML": true, "XMPP": true, "XSRF": true, "XSS": true,
+	"CRM": true, "CSV": true, "PDF": true, "SMS": true,
 }
 
 func fileExists(file string) bool {

@@ -15,7 +15,7 @@ func MakeJob(dir, module, name string) ([]Change, error) {
 		return nil, err
 	}
 	typ := camel(name)
-	data := map[string]string{"Package": module, "Type": typ, "Handler": lowerFirst(typ) + "Handler",
+	data := map[string]string{"Package": module, "Type": typ, "Handler": lowerCamel(name) + "Handler",
 		"JobName": module + "." + name, "Import": p.app + "/" + module, "Modules": p.modulesImport()}
 	for _, f := range [][2]string{{name + ".go", "templates/job/job.go.tmpl"}, {name + "_test.go", "templates/job/job_test.go.tmpl"}} {
 		if err := p.create(module+"/"+f[0], f[1], data); err != nil {

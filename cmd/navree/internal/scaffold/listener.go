@@ -44,7 +44,7 @@ func MakeListener(dir, module, name, event string) ([]Change, error) {
 		return nil, fmt.Errorf("%s: the event %q must be a name in lower snake case, such as contact_created, or a module's and a name, such as billing.invoice_paid", cmd, event)
 	}
 	typ, evType := camel(name), camel(evName)
-	data := map[string]string{"Package": module, "Type": typ, "Listener": lowerFirst(typ) + "Listener",
+	data := map[string]string{"Package": module, "Type": typ, "Listener": lowerCamel(name) + "Listener",
 		"Name": module + "." + name, "JobName": "events." + module + "." + name, "Import": p.app + "/" + module,
 		"Event": evType, "EventType": module + "." + evType, "EventName": evModule + "." + evName, "EventImport": "",
 		"Test": "Test" + typ + "ListensTo" + evType, "Modules": p.modulesImport()}

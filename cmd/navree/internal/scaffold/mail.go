@@ -34,7 +34,7 @@ func MakeMail(dir, module, name string) ([]Change, error) {
 		return nil, err
 	}
 	typ := camel(name)
-	data := map[string]string{"Package": module, "Name": name, "Func": typ + "Mail", "Data": typ + "Data", "Preview": lowerFirst(typ) + "Preview",
+	data := map[string]string{"Package": module, "Name": name, "Func": typ + "Mail", "Data": typ + "Data", "Preview": lowerCamel(name) + "Preview",
 		"Test": "Test" + typ + "MailRenders", "Template": "mail/" + name, "Files": "mail/" + name + ".html.tmpl and .txt.tmpl",
 		"Subject": human(name), "Import": p.app + "/" + module, "Modules": p.modulesImport()}
 	others, _ := filepath.Glob(filepath.Join(dir, "*", "mail", name+".*.tmpl"))

@@ -3,7 +3,6 @@ package scaffold
 import (
 	"fmt"
 	"strings"
-	"unicode"
 )
 
 // notificationsAnchor is the line of a module.go above which
@@ -29,7 +28,7 @@ func MakeNotification(dir, module, name string) ([]Change, error) {
 	}
 	typ := camel(name)
 	data := map[string]string{"Package": module, "Type": typ, "NotificationType": module + "." + name,
-		"Subject": human(name), "Recipient": lowerFirst(typ) + "Recipient", "Import": p.app + "/" + module, "Modules": p.modulesImport()}
+		"Subject": human(name), "Recipient": lowerCamel(name) + "Recipient", "Import": p.app + "/" + module, "Modules": p.modulesImport()}
 	for _, f := range [][2]string{{name + ".go", "templates/notification/notification.go.tmpl"}, {name + "_test.go", "templates/notification/notification_test.go.tmpl"}} {
 		if err := p.create(module+"/"+f[0], f[1], data); err != nil {
 			return nil, err
@@ -47,10 +46,14 @@ func MakeNotification(dir, module, name string) ([]Change, error) {
 	return p.done()
 }
 
-// human is a snake-case name as a sentence's words: invoice_paid is
-// "Invoice paid".
+// human is a snake-case name as a sentence's words, an initialism in
+// capitals: invoice_paid is "Invoice paid", crm_synced "CRM synced".
 func human(s string) string {
-	words := strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '_' }), " ")
-	r := []rune(words)
-	return string(unicode.ToUpper(r[0])) + string(r[1:])
+	words := strings.FieldsFunc(s, func(r rune) bool { return r == '_' })
+	for i, w := range words {
+		if c, ok := initialism(w); ok || i == 0 {
+			words[i] = c
+		}
+	}
+	return strings.Join(words, " ")
 }
