@@ -72,7 +72,17 @@ func recordExport(context.Context, ContactsExported) error             { return 
 	"docs/getting-started.md": `
 type Exports struct{}
 
+func NewExports(*db.DB) *Exports                                   { return &Exports{} }
 func (*Exports) Build(ctx context.Context, companyID string) error { return nil }
+
+type Export struct{ CompanyID string }
+
+func (Export) JobName() string { return "contacts.export" }
+
+type exportHandler struct{}
+
+func (exportHandler) Handle(ctx context.Context, job Export, jc queue.JobContext) error { return nil }
+func newExportHandler(*Exports) queue.Handler[Export]                                 { return exportHandler{} }
 
 type Importer struct{}
 
@@ -288,13 +298,13 @@ func (NotifyOnboarded) JobName() string    { return "accounts.notify_onboarded" 
 func (RebuildSearchIndex) JobName() string { return "search.rebuild_index" }
 func (ContactsImported) EventName() string { return "contacts.imported" }
 
-type importHandler struct{}
+type importFileHandler struct{}
 
-func (importHandler) importRows(ctx context.Context, path string) (int, error) { return 0, nil }
+func (importFileHandler) importRows(ctx context.Context, path string) (int, error) { return 0, nil }
 
-type reportHandler struct{}
+type mailImportReportHandler struct{}
 
-func (reportHandler) mailReport(ctx context.Context, companyID string, rows int) error { return nil }
+func (mailImportReportHandler) mailReport(ctx context.Context, companyID string, rows int) error { return nil }
 
 var contactIDs []string
 `,

@@ -13,7 +13,8 @@ const appPkg = framework + "/app"
 // underscores hyphens, as in queue:prune-failed): MODULE/NAME_command.go,
 // the app.Command, whose Action takes the app's *db.DB and prints what it
 // did, MODULE/NAME_command_test.go (it runs the command in the app of
-// modules/modules.go and checks what it printed), and app.Commands of it
+// modules/modules.go, on a migrated temporary database, and checks that
+// it succeeds, which stays true as its work is filled in), and app.Commands of it
 // in MODULE/module.go, after Module's last registration (module.go made
 // when missing, and then added to modules/modules.go). It writes
 // nothing: see Write. Besides make:job's refusals, it refuses a command

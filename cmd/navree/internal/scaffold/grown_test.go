@@ -46,10 +46,159 @@ func (h exportHandler) Handle(ctx context.Context, job Export, jc queue.JobConte
 }
 `
 
+// grownImport is contacts/import_command.go grown to do real work: it
+// queues an export of each company, then counts the jobs waiting, and
+// prints another line than the one make:command wrote. Its generated
+// test still passes.
+const grownImport = `package contacts
+
+import (
+	"fmt"
+
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/fx"
+)
+
+type importIn struct {
+	fx.In
+	DB    *db.DB
+	Queue *queue.Queue
+}
+
+var importCommand = app.Command{
+	Name:  "contacts:import",
+	Usage: "Queue an export of each company",
+	Action: app.Uses(func(c *cli.Context, p importIn) error {
+		for _, id := range []string{"c1", "c2"} {
+			if _, err := p.Queue.Dispatch(c.Context, Export{CompanyID: id}); err != nil {
+				return err
+			}
+		}
+		var n int
+		if err := p.DB.NewRaw("SELECT count(*) FROM jobs").Scan(c.Context, &n); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "Queued 2 exports; %d job(s) wait.\n", n)
+		return nil
+	}),
+}
+`
+
+// The jobs of docs/workflows.md's Results, around its snippet's handlers
+// (resultsSnippet): an import that records how many rows it read, and a
+// report that reads it when it comes after the import in a chain.
+const (
+	grownImportFile = `package contacts
+
+import (
+	"context"
+
+	"github.com/navree/navree/queue"
+)
+
+type ImportFile struct {
+	Path string ` + "`json:\"path\"`" + `
+}
+
+func (ImportFile) JobName() string { return "contacts.import_file" }
+
+type ImportResult struct {
+	Rows int ` + "`json:\"rows\"`" + `
+}
+
+type importFileHandler struct{}
+
+func newImportFileHandler() queue.Handler[ImportFile] { return importFileHandler{} }
+
+func (importFileHandler) importRows(ctx context.Context, path string) (int, error) { return 3, nil }
+`
+	grownMailImportReport = `package contacts
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/navree/navree/queue"
+)
+
+type MailImportReport struct {
+	CompanyID string ` + "`json:\"company_id\"`" + `
+}
+
+func (MailImportReport) JobName() string { return "contacts.mail_import_report" }
+
+type mailImportReportHandler struct{}
+
+func newMailImportReportHandler() queue.Handler[MailImportReport] { return mailImportReportHandler{} }
+
+func (mailImportReportHandler) mailReport(ctx context.Context, companyID string, rows int) error {
+	if rows != 3 {
+		return fmt.Errorf("the report of %s read %d rows, want the 3 the import recorded", companyID, rows)
+	}
+	return nil
+}
+`
+	// grownChainTest runs the import and the report in a chain: the
+	// report reads the import's rows (mailReport fails on another count).
+	grownChainTest = `package contacts_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/queuetest"
+	"github.com/navree/navree/testing/apptest"
+	"go.uber.org/fx"
+
+	"example.com/crm/contacts"
+	"example.com/crm/modules"
+)
+
+func TestTheReportReadsTheImportsRows(t *testing.T) {
+	var q *queue.Queue
+	apptest.New(t, modules.All(), apptest.TempDatabase(), fx.Populate(&q))
+	ctx := context.Background()
+	id, err := q.DispatchFlow(ctx, queue.Chain(contacts.ImportFile{Path: "contacts.csv"}, contacts.MailImportReport{CompanyID: "c1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queuetest.RunPending(t, q)
+	if chain, err := q.Inspector().Flow(ctx, id); err != nil || chain.State != "succeeded" {
+		t.Fatalf("the chain: %+v, %v", chain, err)
+	}
+}
+`
+)
+
+// resultsSnippet is the Go snippet of docs/workflows.md that holds the
+// handlers of ImportFile and MailImportReport, split into the two.
+func resultsSnippet(t *testing.T) (importFile, mailImportReport string) {
+	t.Helper()
+	page, err := os.ReadFile(filepath.Join(root(t), "docs", "workflows.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range strings.Split(string(page), "```go\n")[1:] {
+		code, _, _ := strings.Cut(block, "```")
+		if first, second, ok := strings.Cut(code, "func (h mailImportReportHandler) Handle("); ok && strings.HasPrefix(first, "func (h importFileHandler) Handle(") {
+			return first, "func (h mailImportReportHandler) Handle(" + second
+		}
+	}
+	t.Fatal("docs/workflows.md has no snippet of the handlers of ImportFile and then MailImportReport")
+	return "", ""
+}
+
 // TestAGrownAppBuildsVetsAndPassesItsTests writes a new app against this
 // checkout of the framework, runs every generator on it, grows a job's
 // handler to take an *events.Bus and a *notify.Notifier and dispatch an
-// event, and checks that the app builds, vets and passes its tests (the
+// event, fills a generated command with work that prints another line,
+// writes the handlers of docs/workflows.md's Results into two generated
+// jobs (whose generated tests dispatch one alone, with no step before
+// it), and checks that the app builds, vets and passes its tests (the
 // generated ones build the app of modules/modules.go, and check each
 // job's own outcome), and that mail:preview shows a mail make:mail wrote.
 func TestAGrownAppBuildsVetsAndPassesItsTests(t *testing.T) {
@@ -76,6 +225,9 @@ func TestAGrownAppBuildsVetsAndPassesItsTests(t *testing.T) {
 			return scaffold.MakeListener(dir, "billing", "open_account", "contacts.contact_created")
 		},
 		func() ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "hello", "wave") },
+		func() ([]scaffold.Change, error) { return scaffold.MakeCommand(dir, "contacts", "import") },
+		func() ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "contacts", "import_file") },
+		func() ([]scaffold.Change, error) { return scaffold.MakeJob(dir, "contacts", "mail_import_report") },
 	} {
 		changes, err := generate()
 		if err != nil {
@@ -85,8 +237,13 @@ func TestAGrownAppBuildsVetsAndPassesItsTests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "contacts", "export.go"), []byte(grownExport), 0o644); err != nil {
-		t.Fatal(err)
+	importFile, mailImportReport := resultsSnippet(t)
+	for file, src := range map[string]string{"export.go": grownExport, "import_command.go": grownImport,
+		"import_file.go": grownImportFile + "\n" + importFile, "mail_import_report.go": grownMailImportReport + "\n" + mailImportReport,
+		"report_chain_test.go": grownChainTest} {
+		if err := os.WriteFile(filepath.Join(dir, "contacts", file), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tidy(t, dir)
 	for _, args := range [][]string{{"build", "-o", "crm", "."}, {"vet", "./..."}, {"test", "-count=1", "./..."}} {
@@ -100,6 +257,10 @@ func TestAGrownAppBuildsVetsAndPassesItsTests(t *testing.T) {
 			t.Fatalf("crm %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 		return string(out)
+	}
+	crm("migrate")
+	if got := crm("contacts:import"); got != "Queued 2 exports; 2 job(s) wait.\n" {
+		t.Errorf("crm contacts:import printed %q", got)
 	}
 	if got := crm("mail:preview"); got != "password_reset\nwelcome\n" {
 		t.Errorf("crm mail:preview listed %q, want the previews of both mails", got)
