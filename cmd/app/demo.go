@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/navree/navree/app"
@@ -74,8 +77,19 @@ var demoModule = fx.Module("demo",
 					return err
 				}
 			}
-			fmt.Fprintf(c.App.Writer, "Queued %d demo jobs. Run them with: %s queue:work --stop-when-empty\n", len(jobs), c.App.Name)
+			fmt.Fprintf(c.App.Writer, "Queued %d demo jobs. Run them with: %s queue:work --stop-when-empty\n", len(jobs), invokedAs(os.Args[0]))
 			return nil
 		}),
 	}),
 )
+
+// invokedAs is how to run another command of the example app the way
+// arg0, this process's, was run: go run ./cmd/app when go run built it
+// (into a temporary go-build folder), else arg0 as it was typed (./app,
+// /srv/app/app).
+func invokedAs(arg0 string) string {
+	if strings.Contains(filepath.ToSlash(arg0), "/go-build") {
+		return "go run ./cmd/app"
+	}
+	return arg0
+}

@@ -113,6 +113,28 @@ func TestExportNotifiesTheRequester(t *testing.T) {
 	})
 }
 
+// TestTheWelcomePagesSignInLinkAsksWhoToSignInAs: the welcome page links
+// /dev/sign-in, which without ?user answers a form asking for the user
+// (it answered 400, Invalid user ""); the form's request signs in.
+func TestTheWelcomePagesSignInLinkAsksWhoToSignInAs(t *testing.T) {
+	a := apptest.New(t, append(modules(), apptest.TempDatabase())...)
+	if rec := get(a, "/", ""); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `<li><a href="/dev/sign-in">/dev/sign-in</a></li>`) {
+		t.Fatalf("GET / = %d, want a link to /dev/sign-in:\n%s", rec.Code, rec.Body)
+	}
+	rec := get(a, "/dev/sign-in", "")
+	for _, want := range []string{`<form method="get" action="/dev/sign-in">`, `<input name="user" value="ada" required maxlength="64"`, "<button>Sign in</button>"} {
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(rec.Body.String(), want) {
+			t.Fatalf("GET /dev/sign-in = %d %q, want 200 and a form with %s:\n%s", rec.Code, rec.Header().Get("Content-Type"), want, rec.Body)
+		}
+	}
+	if len(rec.Result().Cookies()) != 0 {
+		t.Fatalf("the form signed in: %v", rec.Result().Cookies())
+	}
+	if cookie := signIn(t, a, "ada"); cookie != "dev_user=ada" {
+		t.Fatalf("the form's request set %q", cookie)
+	}
+}
+
 // TestTheInboxNeedsASignIn: a request signed in as no one reads no inbox,
 // and the development sign-in refuses a user id that is not one, a NUL
 // byte included, with 400 and what a user id is, never the database's

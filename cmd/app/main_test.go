@@ -343,7 +343,7 @@ func TestDemo(t *testing.T) {
 	t.Parallel()
 	eachDatabase(t, func(t *testing.T, dir, url string) {
 		run(t, dir, url, "migrate")
-		if got := run(t, dir, url, "demo"); !strings.HasPrefix(got, "Queued 7 demo jobs.") {
+		if got := run(t, dir, url, "demo"); got != "Queued 7 demo jobs. Run them with: go run ./cmd/app queue:work --stop-when-empty\n" {
 			t.Fatalf("demo printed %q", got)
 		}
 		work := command(dir, url, "queue:work", "--stop-when-empty")

@@ -77,7 +77,29 @@ func TestTheAppRootFromAnotherFolder(t *testing.T) {
 	if stdout, stderr, err = app(os.Args[0], []string{"APP_ROOT=" + root}, "migrate"); err != nil || stdout != "Nothing to migrate.\n" {
 		t.Fatalf("APP_ROOT: %v, stdout %q, stderr %q", err, stdout, stderr)
 	}
+	// The deployed binary's demo says to run its jobs with it.
+	if stdout, stderr, err = app(deployed, nil, "demo"); err != nil || stdout != "Queued 7 demo jobs. Run them with: "+deployed+" queue:work --stop-when-empty\n" {
+		t.Fatalf("the deployed binary's demo: %v, stdout %q, stderr %q", err, stdout, stderr)
+	}
 	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
 		t.Fatalf("the app made %v in the working directory", entries)
+	}
+}
+
+// TestTheDemoSaysHowToRunItsJobs: the demo's hint runs queue:work the way
+// the demo was run: go run ./cmd/app from go run (whose binary is in a
+// go-build folder), else the binary as it was typed, not the app's name
+// ("app queue:work", which no shell finds).
+func TestTheDemoSaysHowToRunItsJobs(t *testing.T) {
+	for _, tt := range []struct{ give, want string }{
+		{"/tmp/go-build1234567/b001/exe/app", "go run ./cmd/app"},
+		{"/home/ada/.cache/go-build/tmp/go-build99/b001/exe/app", "go run ./cmd/app"},
+		{"./app", "./app"},
+		{"/srv/app/app", "/srv/app/app"},
+		{"app", "app"},
+	} {
+		if got := invokedAs(tt.give); got != tt.want {
+			t.Errorf("invokedAs(%q) = %q, want %q", tt.give, got, tt.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/navree/navree/app"
@@ -74,13 +75,19 @@ func devUser(r *http.Request) (user, bool) {
 }
 
 // devSignInRoutes is GET /dev/sign-in?user=NAME in development, which
-// signs the browser in as NAME and sends it to its inbox; nothing
+// signs the browser in as NAME and sends it to its inbox, and without
+// ?user (the welcome page's link) a form that asks for NAME; nothing
 // elsewhere.
 func devSignInRoutes(c *config.Config) []app.Route {
 	if !development(c) {
 		return nil
 	}
 	return []app.Route{{Pattern: "GET /dev/sign-in", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !r.URL.Query().Has("user") {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, signInPage)
+			return
+		}
 		id := r.URL.Query().Get("user")
 		if !validUserID(id) {
 			http.Error(w, fmt.Sprintf("Invalid user %q: want 1 to 64 ASCII letters, digits, '-', '_' or '.', such as /dev/sign-in?user=ada.", id), http.StatusBadRequest)
@@ -90,6 +97,18 @@ func devSignInRoutes(c *config.Config) []app.Route {
 		http.Redirect(w, r, "/notifications", http.StatusSeeOther)
 	})}}
 }
+
+// signInPage is the form of the development sign-in.
+const signInPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in (development)</title></head>
+<body><h1>Sign in (development)</h1>
+<form method="get" action="/dev/sign-in">
+<label>User <input name="user" value="ada" required maxlength="64" pattern="[A-Za-z0-9._\-]+"></label>
+<button>Sign in</button>
+</form>
+<p>Any name signs in, with no password: this page is served in development only. The inbox, /notifications, then shows that user's notifications (the demo's export notifies ada).</p>
+</body></html>
+`
 
 // validUserID reports whether id is a user id of the example: 1 to 64
 // ASCII letters, digits, '-', '_' or '.'.
