@@ -383,23 +383,40 @@ func commands() []app.Command {
 		{
 			Name:  "queue:failed",
 			Usage: "List the failed jobs",
-			Description: "Prints one line per failed job, oldest failure first: its id, queue, type, attempts,\n" +
-				"when it failed (UTC) and the first line of its error. It reads them a page at a time.",
+			Description: "Prints a header, then one line per failed job, oldest failure first: its id, queue, type,\n" +
+				"attempts, when it failed (UTC) and the first line of its error. It reads them a page at a time,\n" +
+				"its columns aligned.",
 			Action: app.Uses(func(c *cli.Context, i *Inspector) error {
 				q := i.q
 				page := FailedQuery{Limit: failedPage}
+				var widths [5]int // of the columns before the error's
 				for listed := 0; ; {
 					jobs, next, err := q.failed(c.Context, page, false)
 					if err != nil {
 						return err
 					}
-					if listed += len(jobs); listed == 0 {
+					if listed == 0 && len(jobs) == 0 {
 						fmt.Fprintln(c.App.Writer, "No failed jobs.")
 					}
+					rows := make([][6]string, 0, len(jobs)+1)
+					if listed == 0 && len(jobs) > 0 {
+						rows = append(rows, [6]string{"ID", "QUEUE", "TYPE", "ATTEMPTS", "FAILED (UTC)", "ERROR"})
+					}
+					listed += len(jobs)
 					for _, j := range jobs {
 						first, _, _ := strings.Cut(j.Error, "\n")
-						fmt.Fprintf(c.App.Writer, "%s  %s  %s  attempts=%d  %s  %s\n",
-							j.ID, j.Queue, j.Name, j.Attempts, j.FailedAt.UTC().Format(time.DateTime), first)
+						rows = append(rows, [6]string{j.ID, j.Queue, j.Name, strconv.Itoa(j.Attempts), j.FailedAt.UTC().Format(time.DateTime), first})
+					}
+					// The columns of a page are as wide as their widest cell
+					// on it and on the pages before, the header's included.
+					for _, r := range rows {
+						for col := range widths {
+							widths[col] = max(widths[col], len(r[col]))
+						}
+					}
+					for _, r := range rows {
+						fmt.Fprintf(c.App.Writer, "%-*s  %-*s  %-*s  %-*s  %-*s  %s\n",
+							widths[0], r[0], widths[1], r[1], widths[2], r[2], widths[3], r[3], widths[4], r[4], r[5])
 					}
 					if next == "" {
 						return nil

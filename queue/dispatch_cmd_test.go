@@ -194,10 +194,11 @@ exports and reports are not in queue.queues (high, default), so queue:work leave
 		}
 		run(map[string]any{}, "queue:work", "--queue", "reports", "--stop-when-empty")
 		failed, err := runApp(t, map[string]any{"database.url": url}, []string{"queue:failed"}, db.Module(), queue.Module(), failing)
-		if err != nil || len(strings.Fields(failed)) == 0 {
+		_, row, _ := strings.Cut(failed, "\n") // below the header
+		if err != nil || len(strings.Fields(row)) == 0 {
 			t.Fatalf("queue:failed: %q, %v", failed, err)
 		}
-		if out := run(map[string]any{}, "queue:retry", strings.Fields(failed)[0]); out != "Put 1 failed job back on its queue: it runs when a worker takes it (start queue:work if none is running).\n"+
+		if out := run(map[string]any{}, "queue:retry", strings.Fields(row)[0]); out != "Put 1 failed job back on its queue: it runs when a worker takes it (start queue:work if none is running).\n"+
 			"reports is not in queue.queues (high, default), so queue:work leaves it alone: run queue:work --queue reports, or add reports to queue.queues.\n" {
 			t.Errorf("queue:retry ID printed:\n%s", out)
 		}

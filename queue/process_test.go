@@ -495,7 +495,8 @@ func TestFailedJobCommands(t *testing.T) {
 		if out := mustRun("queue:work", "--stop-when-empty"); !strings.HasSuffix(out, "Processed 2 job attempt(s): 1 succeeded, 0 released for retry, 1 failed.\n") {
 			t.Fatalf("queue:work printed %q", out)
 		}
-		line := regexp.MustCompile(`^` + failing + `  default  test.panicky  attempts=1  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  smtp refused the message\n$`)
+		line := regexp.MustCompile(`^ID                                    QUEUE    TYPE          ATTEMPTS  FAILED \(UTC\)         ERROR\n` +
+			failing + `  default  test.panicky  1         \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  smtp refused the message\n$`)
 		if out := mustRun("queue:failed"); !line.MatchString(out) {
 			t.Fatalf("queue:failed printed %q", out)
 		}

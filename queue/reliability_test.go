@@ -342,12 +342,16 @@ func TestFailedJobsComeInPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-		if len(lines) != 250 {
-			t.Fatalf("queue:failed printed %d lines", len(lines))
+		if len(lines) != 251 {
+			t.Fatalf("queue:failed printed %d lines, want a header and 250 jobs", len(lines))
 		}
-		for i, line := range lines {
-			if want := ids[i] + "  default  contacts.export  attempts=1  "; !strings.HasPrefix(line, want) || !strings.HasSuffix(line, "  smtp refused the message") {
-				t.Fatalf("line %d: %q, want %q…", i, line, want)
+		if want := "ID                                    QUEUE    TYPE             ATTEMPTS  FAILED (UTC)         ERROR"; lines[0] != want {
+			t.Fatalf("queue:failed's header: %q, want %q", lines[0], want)
+		}
+		for i, line := range lines[1:] {
+			at := t0.Add(time.Duration(failedAt[ids[i]]) * time.Second).UTC().Format(time.DateTime)
+			if want := ids[i] + "  default  contacts.export  1         " + at + "  smtp refused the message"; line != want {
+				t.Fatalf("line %d: %q, want %q", i+1, line, want)
 			}
 		}
 	})

@@ -384,7 +384,8 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("events:list printed:\n%s", listed)
 		}
 		failed := run(t, dir, url, "queue:failed")
-		if !strings.Contains(failed, "  default  demo.broken  attempts=3  ") || !strings.HasSuffix(failed, "  smtp refused the message: mailbox unavailable\n") {
+		if !strings.HasPrefix(failed, "ID                                    QUEUE    TYPE         ATTEMPTS  FAILED (UTC)         ERROR\n") ||
+			!strings.Contains(failed, "  default  demo.broken  3         ") || !strings.HasSuffix(failed, "  smtp refused the message: mailbox unavailable\n") {
 			t.Fatalf("queue:failed printed %q", failed)
 		}
 	})
