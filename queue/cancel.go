@@ -34,10 +34,14 @@ var ErrNoJob = errors.New("there is no job with that id")
 type NoJobError struct {
 	ID       string
 	Anywhere bool // looked for in every state, the failed and kept ones too
+	Prefix   bool // ID is the start of an id, which no job's has (queue:job)
 }
 
 // Error names the id, and says where it was looked for.
 func (e *NoJobError) Error() string {
+	if e.Prefix {
+		return "there is no job whose id starts with " + e.ID + ": it succeeded and is not kept (queue.keep_succeeded), was deleted, or never was"
+	}
 	if e.Anywhere {
 		return "there is no job with id " + e.ID + ": it succeeded and is not kept (queue.keep_succeeded), was deleted, or never was"
 	}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -45,4 +46,10 @@ func PrintJob(w io.Writer, j JobDetail, payload bool) error { return printJob(w,
 // PrintStatus is what queue:status prints of stats.
 func PrintStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
 	return printStatus(w, stats, all, asJSON)
+}
+
+// JobByPrefix is how queue:job finds the job of its argument, an id or
+// the start of one.
+func JobByPrefix(i *Inspector, ctx context.Context, id string) (JobDetail, error) {
+	return i.jobByPrefix(ctx, id)
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gofrs/uuid/v5"
 	"github.com/urfave/cli/v2"
 
 	"github.com/navree/navree/app"
@@ -125,21 +127,93 @@ func interruptedFirst(in Interruption, f AttemptFailure) bool {
 	return in.Attempt <= f.Attempt
 }
 
+// minIDPrefix is how many of a job id's hex digits queue:job takes at
+// least, and shownMatches how many of the ids of an ambiguous prefix it
+// lists.
+const (
+	minIDPrefix  = 8
+	shownMatches = 5
+)
+
+// jobByPrefix returns the job with id, as [Inspector.Job] does, or the
+// one job whose id starts with id: minIDPrefix hex digits at least, with
+// a UUID's hyphens or none, in any case. A prefix that starts no job's id
+// gives a [*NoJobError]; one that starts several, an error listing them.
+// Each table's search is a range of its primary key.
+func (i *Inspector) jobByPrefix(ctx context.Context, id string) (JobDetail, error) {
+	if _, err := uuid.FromString(id); err == nil {
+		return i.Job(ctx, id)
+	}
+	from, to, prefix, err := idRange(id)
+	if err != nil {
+		return JobDetail{}, err
+	}
+	ids, err := i.q.store.JobIDs(ctx, from, to, shownMatches+1)
+	if err != nil {
+		return JobDetail{}, fmt.Errorf("queue: look up the jobs whose id starts with %s: %w", prefix, err)
+	}
+	switch len(ids) {
+	case 0:
+		return JobDetail{}, &NoJobError{ID: prefix, Anywhere: true, Prefix: true}
+	case 1:
+		return i.Job(ctx, ids[0])
+	}
+	many := fmt.Sprintf("%d jobs:", len(ids))
+	if len(ids) > shownMatches {
+		ids, many = ids[:shownMatches], fmt.Sprintf("more than %d jobs, such as:", shownMatches)
+	}
+	return JobDetail{}, fmt.Errorf("the id prefix %s is ambiguous: it starts the ids of %s\n  %s\ngive more of the id", prefix, many, strings.Join(ids, "\n  "))
+}
+
+// idRange is the range of the job ids that start with s, from and to
+// included, and s as ids spell it (in lower case, with a UUID's hyphens):
+// an error when s is no start of a UUID, or is shorter than minIDPrefix
+// hex digits.
+func idRange(s string) (from, to, prefix string, err error) {
+	const lowest, highest = "00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"
+	lower := strings.ToLower(s)
+	var b strings.Builder
+	digits := 0
+	for _, r := range strings.ReplaceAll(lower, "-", "") {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') || digits == 32 {
+			b.Reset()
+			break
+		}
+		if b.Len() < len(highest) && highest[b.Len()] == '-' {
+			b.WriteByte('-')
+		}
+		b.WriteRune(r)
+		digits++
+	}
+	prefix = b.String()
+	// Hyphens where a UUID has them (one may end it), or none.
+	if prefix == "" || strings.Contains(lower, "-") && !strings.HasPrefix(prefix+"-", lower) {
+		return "", "", "", fmt.Errorf("%q is no job's id, nor the start of one: an id is a UUID, such as 0199c1d2-6f7e-7a31-b5d4-2f0c8e9a1b23", s)
+	}
+	if digits < minIDPrefix {
+		return "", "", "", fmt.Errorf("the id prefix %s is too short: give the first %d characters of the job's id at least", prefix, minIDPrefix)
+	}
+	return prefix + lowest[len(prefix):], prefix + highest[len(prefix):], prefix, nil
+}
+
 // jobCommand is queue:job.
 func jobCommand() app.Command {
 	return app.Command{
 		Name:      "queue:job",
 		Usage:     "Show one job: its state, times, worker and every attempt, with their errors",
-		ArgsUsage: "ID",
+		ArgsUsage: "ID|PREFIX",
 		Description: "Finds the job in any state: waiting, delayed, running, failed, or succeeded and kept\n" +
-			"(queue.keep_succeeded). Prints its times, how long it waited and ran, the worker that ran it,\n" +
-			"and its attempts in order, each failed one with its error. The payload only with --payload.",
+			"(queue.keep_succeeded), by its id or a start of it that no other job's id has, 8 characters at\n" +
+			"least. An id starts with the time of its dispatch (its first 8 characters change every 65\n" +
+			"seconds), so the ids of jobs dispatched together differ further on.\n" +
+			"Prints its times, how long it waited and ran, the worker that ran it, and its attempts in\n" +
+			"order, each failed one with its error. The payload only with --payload.",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "payload", Usage: "print the payload too (it may hold personal data)"}},
 		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
 			if c.NArg() != 1 {
-				return fmt.Errorf("queue:job takes one argument, a job's id")
+				return fmt.Errorf("queue:job takes one argument, a job's id or the start of it")
 			}
-			j, err := i.Job(c.Context, c.Args().First())
+			j, err := i.jobByPrefix(c.Context, c.Args().First())
 			if err != nil {
 				return err
 			}

@@ -561,6 +561,12 @@ type Driver interface {
 	// failed_jobs or succeeded_jobs; ErrNoJob when in none.
 	Lookup(ctx context.Context, id string) (Found, error)
 
+	// JobIDs lists, in order, up to limit of the ids from from to to, both
+	// included, of the jobs Lookup finds (in jobs, held, failed_jobs or
+	// succeeded_jobs): the ids that start with a prefix, for queue:job. Each
+	// table's search is a range of its primary key.
+	JobIDs(ctx context.Context, from, to string, limit int) ([]string, error)
+
 	// PruneSucceeded deletes, in one transaction, up to limit of the jobs
 	// kept in succeeded_jobs that finished before before, oldest first,
 	// and returns how many.

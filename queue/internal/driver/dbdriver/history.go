@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -95,6 +96,47 @@ func (s *sqliteDriver) Lookup(ctx context.Context, id string) (driver.Found, err
 // Lookup implements driver.Driver.
 func (p *postgresDriver) Lookup(ctx context.Context, id string) (driver.Found, error) {
 	return p.lookup(ctx, numbered, id)
+}
+
+// jobIDs is the search of JobIDs: each table's ids in the range, in
+// order, as many as asked at most (a range of its primary key, which
+// stops there), then the first of them all.
+const jobIDs = "SELECT id FROM (SELECT id FROM jobs WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?) AS waiting" +
+	" UNION SELECT id FROM (SELECT id FROM queue_held WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?) AS held" +
+	" UNION SELECT id FROM (SELECT id FROM failed_jobs WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?) AS failed" +
+	" UNION SELECT id FROM (SELECT id FROM succeeded_jobs WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?) AS kept" +
+	" ORDER BY id LIMIT ?"
+
+// JobIDs implements driver.Driver.
+func (s *sqliteDriver) JobIDs(ctx context.Context, from, to string, limit int) ([]string, error) {
+	return s.jobIDs(ctx, jobIDs, from, to, limit)
+}
+
+// JobIDs implements driver.Driver.
+func (p *postgresDriver) JobIDs(ctx context.Context, from, to string, limit int) ([]string, error) {
+	return p.jobIDs(ctx, numbered(jobIDs), from, to, limit)
+}
+
+// jobIDs runs query, the search of JobIDs in the database's words.
+func (b *base) jobIDs(ctx context.Context, query, from, to string, limit int) ([]string, error) {
+	var args []any
+	for range 4 {
+		args = append(args, from, to, limit)
+	}
+	rows, err := b.sqldb.QueryContext(ctx, query, append(args, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, strings.ToLower(id))
+	}
+	return ids, rows.Err()
 }
 
 // lookup looks for the job id in jobs, then failed_jobs, then

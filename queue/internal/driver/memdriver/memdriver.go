@@ -745,6 +745,33 @@ func (d *Driver) Lookup(ctx context.Context, id string) (driver.Found, error) {
 	return driver.Found{}, driver.ErrNoJob
 }
 
+// JobIDs implements driver.Driver.
+func (d *Driver) JobIDs(ctx context.Context, from, to string, limit int) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var ids []string
+	add := func(id string) {
+		if from <= id && id <= to {
+			ids = append(ids, id)
+		}
+	}
+	for id := range d.jobs {
+		add(id)
+	}
+	for id := range d.held.byID {
+		add(id)
+	}
+	for id := range d.failed {
+		add(id)
+	}
+	for id := range d.kept {
+		add(id)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	return ids[:min(len(ids), limit)], nil
+}
+
 // PruneSucceeded implements driver.Driver.
 func (d *Driver) PruneSucceeded(ctx context.Context, before int64, limit int) (int, error) {
 	d.mu.Lock()
