@@ -206,6 +206,28 @@ func TestHelpCreatesNothing(t *testing.T) {
 	}
 }
 
+// TestAMisspeltFlagGetsTheNearest: the example app's own binary answers a
+// misspelt flag with the one meant, exit status 1, and nothing else.
+func TestAMisspeltFlagGetsTheNearest(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--verison"}, "app: unknown flag --verison; did you mean --version? (app --help lists the commands and flags)\n"},
+		{[]string{"queue:work", "--stop-when-emtpy"}, "app: queue:work: unknown flag --stop-when-emtpy; did you mean --stop-when-empty? (app queue:work --help lists its flags)\n"},
+	} {
+		cmd := command(t.TempDir(), "", tt.args...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || stdout.String() != "" || stderr.String() != tt.want {
+			t.Errorf("app %s: %v, stdout %q, stderr %q; want %q", strings.Join(tt.args, " "), err, stdout.String(), stderr.String(), tt.want)
+		}
+	}
+}
+
 func TestBadConfigExitsNonZero(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -65,7 +66,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Writer:         stdout,
 		ErrWriter:      stderr,
 		ExitErrHandler: func(*cli.Context, error) {},
-		Flags:          []cli.Flag{&cli.BoolFlag{Name: "version", Usage: "print navree's version"}},
+		// A bad flag is one error naming the flag meant, not the error
+		// and then the whole help page.
+		OnUsageError: func(c *cli.Context, err error, _ bool) error { return usageError(err, c.App.Flags, "") },
+		Flags:        []cli.Flag{&cli.BoolFlag{Name: "version", Usage: "print navree's version"}},
 		Commands: []*cli.Command{{
 			Name:      "new",
 			Usage:     "Write a new app into DIR",
@@ -132,6 +136,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runApp(c.Context, c.Args().Slice(), c.App.Writer, c.App.ErrWriter)
 		},
 	}
+	for _, cmd := range c.Commands {
+		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error { return usageError(err, c.Command.Flags, c.Command.Name) }
+	}
 	if len(args) > 0 && (args[0] == "new" || strings.HasPrefix(args[0], "make:")) { // their flags may follow their arguments
 		var flags, rest []string
 		for i := 1; i < len(args); i++ {
@@ -146,7 +153,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		args = append(append([]string{args[0]}, flags...), rest...)
 	}
-	return c.RunContext(ctx, append([]string{"navree"}, args...))
+	if err := c.RunContext(ctx, append([]string{"navree"}, args...)); err != nil || !asksHelp(args) || !inApp() {
+		return err
+	}
+	return printAppCommands(ctx, stdout, stderr)
 }
 
 // version is navree's version: the module's version it was installed at
@@ -172,6 +182,44 @@ func unknownMake(c *cli.App, name string) error {
 		return fmt.Errorf("%q is not a navree command: did you mean %s? (navree --help lists them)", name, near)
 	}
 	return fmt.Errorf("%q is not a navree command: the make: commands are %s", name, strings.Join(makes, ", "))
+}
+
+// The errors of Go's flag package, which urfave/cli returns as they are.
+var (
+	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
+	missingValue  = regexp.MustCompile(`^flag needs an argument: -+(.+)$`)
+)
+
+// usageError is the error of a flag that the command line of navree, or
+// of its command cmd, got wrong, in the words of the command line: the
+// flag as it is written (--version), and the flag meant for one navree
+// does not have.
+func usageError(err error, flags []cli.Flag, cmd string) error {
+	msg := err.Error()
+	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+		names := []string{"help", "h"}
+		for _, f := range flags {
+			names = append(names, f.Names()...)
+		}
+		msg = "unknown flag " + dashed(m[1])
+		if near, ok := config.Nearest(m[1], names); ok {
+			msg += "; did you mean " + dashed(near) + "?"
+		}
+	} else if m := missingValue.FindStringSubmatch(msg); m != nil {
+		msg = "flag " + dashed(m[1]) + " needs a value"
+	}
+	if cmd == "" {
+		return fmt.Errorf("%s (navree --help lists its commands and flags)", msg)
+	}
+	return fmt.Errorf("%s: %s (navree %s --help lists its flags)", cmd, msg, cmd)
+}
+
+// dashed is a flag's name as it is written: -h for a letter, --version.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // valued are the flags of new and make:* that take a value.

@@ -19,23 +19,12 @@ import (
 // it as a killedBy; a build that fails is go build's exit status, its
 // errors printed.
 func runApp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	wd, err := os.Getwd()
+	bin, tmp, err := buildApp(ctx, stderr)
+	if tmp != "" {
+		defer os.RemoveAll(tmp)
+	}
 	if err != nil {
 		return err
-	}
-	tmp, err := os.MkdirTemp("", "navree-run-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, filepath.Base(wd))
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Stdout, build.Stderr = stderr, stderr
-	if err := build.Run(); err != nil {
-		if ctx.Err() != nil {
-			return errors.New("stopped by a signal while go build built the app")
-		}
-		return exitOf(err) // go build printed why
 	}
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, forwarded...)
@@ -69,4 +58,27 @@ func exitOf(err error) error {
 		return killedBy{s}
 	}
 	return exitStatus(exit.ExitCode())
+}
+
+// buildApp builds the app in the working directory into bin, in the
+// temporary folder tmp (to remove once done, when not ""), go build's
+// output going to stderr. A build that fails is go build's exit status.
+func buildApp(ctx context.Context, stderr io.Writer) (bin, tmp string, err error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", "", err
+	}
+	if tmp, err = os.MkdirTemp("", "navree-run-"); err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(tmp, filepath.Base(wd))
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Stdout, build.Stderr = stderr, stderr
+	if err := build.Run(); err != nil {
+		if ctx.Err() != nil {
+			return "", tmp, errors.New("stopped by a signal while go build built the app")
+		}
+		return "", tmp, exitOf(err) // go build printed why
+	}
+	return bin, tmp, nil
 }

@@ -258,6 +258,13 @@ func TestAGrownAppBuildsVetsAndPassesItsTests(t *testing.T) {
 		}
 		return string(out)
 	}
+	// navree's help in the app's folder lists the commands of its --help.
+	commands := scaffold.CommandsOf(crm("--help"))
+	for _, want := range []string{"   migrate  ", "\n   contacts:\n     contacts:import  Queue an export of each company\n", "\n     queue:work  "} {
+		if !strings.Contains(commands, want) || strings.Contains(commands, "help, h") {
+			t.Errorf("the commands of crm --help have no %q (or have its help command):\n%s", want, commands)
+		}
+	}
 	crm("migrate")
 	if got := crm("contacts:import"); got != "Queued 2 exports; 2 job(s) wait.\n" {
 		t.Errorf("crm contacts:import printed %q", got)
