@@ -88,10 +88,17 @@ func newAction(c *cli.Context) error {
 	if git {
 		fmt.Fprintln(c.App.Writer, "  ran git init")
 	}
-	fmt.Fprintf(c.App.Writer, "Wrote the app %s in %s, built against %s. Next:\n  cd %s\n  go run . migrate && go run . queue:dispatch hello.greet '{\"name\": \"Ada\"}' && go run . queue:work --stop-when-empty\n",
-		module, dir, against, dir)
+	fmt.Fprintf(c.App.Writer, "Wrote the app %s in %s, built against %s. Next:\n  cd %s\n%s", module, dir, against, dir, nextSteps)
 	return nil
 }
+
+// nextSteps are what navree new says to do next in the new app, after
+// cd: run its job, then work on it with navree dev and the generators.
+const nextSteps = `  go run . migrate && go run . queue:dispatch hello.greet '{"name": "Ada"}' && go run . queue:work --stop-when-empty
+  navree dev                        # serve and queue:work, rebuilt and restarted as you edit
+  navree make:job contacts export   # a job of your own and its test; make:module, make:listener,
+                                    # make:notification, make:mail, make:migration and make:command too
+`
 
 // framework is what a new app builds against: a clone of the framework,
 // or a published version.

@@ -118,3 +118,30 @@ func TestHelpInAnAppListsItsCommands(t *testing.T) {
 		t.Errorf("navree --help in an app that does not build printed:\n%s\nand on stderr:\n%s", got, errs)
 	}
 }
+
+// TestNewSaysWhatToDoNext: navree new ends with the next steps: run the
+// app's job, then navree dev and the generators.
+func TestNewSaysWhatToDoNext(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "crm")
+	var out, errs bytes.Buffer
+	if err := run(context.Background(), []string{"new", dir, "--module", "example.com/crm", "--framework-path", repoRoot(), "--no-git"}, &out, &errs); err != nil {
+		t.Fatalf("navree new: %v\n%s%s", err, out.String(), errs.String())
+	}
+	want := "Wrote the app example.com/crm in " + dir + ", built against the framework's clone " + repoRoot() + ". Next:\n" +
+		"  cd " + dir + "\n" +
+		"  go run . migrate && go run . queue:dispatch hello.greet '{\"name\": \"Ada\"}' && go run . queue:work --stop-when-empty\n" +
+		"  navree dev                        # serve and queue:work, rebuilt and restarted as you edit\n" +
+		"  navree make:job contacts export   # a job of your own and its test; make:module, make:listener,\n" +
+		"                                    # make:notification, make:mail, make:migration and make:command too\n"
+	if !strings.HasSuffix(out.String(), want) {
+		t.Fatalf("navree new printed:\n%s\nwant it to end with:\n%s", out.String(), want)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	for _, line := range []string{"\n    navree dev\n", "\n    navree make:job MODULE NAME                     # navree make:job contacts export\n",
+		"\n    navree make:command MODULE NAME                 # navree make:command contacts import\n"} {
+		if err != nil || !strings.Contains(string(readme), line) {
+			t.Errorf("the new app's README has no line %q (%v):\n%s", line, err, readme)
+		}
+	}
+}
