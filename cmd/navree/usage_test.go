@@ -13,8 +13,7 @@ import (
 // TestAMisspeltFlagGetsTheNearest: a flag navree or its command does not
 // have is one error naming the flag meant, not the error and the whole
 // help page; navree exits with status 1, printing it alone.
-func TestAMisspeltFlagGetsTheNearest(t *testing.T) {
-	t.Parallel()
+func TestAMisspeltFlagGetsTheNearest(t *testing.T) { // not parallel: run sets urfave/cli's global help flag
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -121,8 +120,7 @@ func TestHelpInAnAppListsItsCommands(t *testing.T) {
 
 // TestNewSaysWhatToDoNext: navree new ends with the next steps: run the
 // app's job, then navree dev and the generators.
-func TestNewSaysWhatToDoNext(t *testing.T) {
-	t.Parallel()
+func TestNewSaysWhatToDoNext(t *testing.T) { // not parallel: run sets urfave/cli's global help flag
 	dir := filepath.Join(t.TempDir(), "crm")
 	var out, errs bytes.Buffer
 	if err := run(context.Background(), []string{"new", dir, "--module", "example.com/crm", "--framework-path", repoRoot(), "--no-git"}, &out, &errs); err != nil {
