@@ -51,10 +51,14 @@ func Main(m *testing.M) int {
 // compute. Tests against databases mostly wait (for a commit's fsync, the
 // server, a worker process), so more of them at once finish sooner on the
 // same cores; what each asserts must not depend on the machine's speed
-// anyway.
+// anyway. Under the race detector, which makes the tests bound by the
+// CPU, it leaves go test's default.
 func Parallel(n int) {
 	if !flag.Parsed() {
 		flag.Parse()
+	}
+	if raceEnabled {
+		return
 	}
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -26,16 +28,21 @@ func TestSkipNote(t *testing.T) {
 // TestParallelYieldsToTheCommandLine: Parallel sets how many parallel
 // tests run at once, unless go test was given -parallel. The test binary
 // runs itself with and without -test.parallel, its child calling
-// Parallel(9) and printing the limit the tests then run with.
+// Parallel(9) and printing the limit the tests then run with. Under the
+// race detector Parallel leaves go test's default, GOMAXPROCS.
 func TestParallelYieldsToTheCommandLine(t *testing.T) {
 	if os.Getenv("DBTEST_PARALLEL_CHILD") != "" {
 		return
+	}
+	boosted := "9"
+	if raceEnabled {
+		boosted = strconv.Itoa(runtime.GOMAXPROCS(0))
 	}
 	for _, tt := range []struct {
 		args []string
 		want string
 	}{
-		{nil, "9"},
+		{nil, boosted},
 		{[]string{"-test.parallel=3"}, "3"},
 	} {
 		cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$"}, tt.args...)...)
