@@ -107,24 +107,36 @@ func (h Heartbeats) Start(ctx context.Context) (stop func(deregister bool)) {
 }
 
 // lease is what a worker knows of its registration: when its last beat
-// succeeded, on the monotonic clock.
+// succeeded, on the monotonic clock, and for how long after one it
+// reserves jobs as itself.
 type lease struct {
 	id     string
-	every  time.Duration
+	valid  time.Duration
 	beatAt atomic.Pointer[time.Time] // nil until the first beat succeeds
 }
 
-// holder is the id the worker reserves jobs as: its own while its last
-// beat succeeded less than two periods ago, so that the registry shows it
-// alive; "" otherwise, and its jobs are judged by their age, as those of
-// a worker not registered, rather than taken over while they run because
-// the registry has not heard from it.
+// newLease is the lease of a worker registered as id, beating every
+// period, that the registry counts gone rescue after its last beat
+// (0: two periods after). It holds while the registry has at least a
+// period left to hear from the worker: two periods after a beat with the
+// default period, a third of the rescue time; with a shorter period (a
+// test's), until a period before the registry would count it gone, not
+// two short periods, which a busy machine's scheduler can miss.
+func newLease(id string, every, rescue time.Duration) *lease {
+	return &lease{id: id, valid: max(rescue-every, 2*every)}
+}
+
+// holder is the id the worker reserves jobs as: its own while its lease
+// holds, so that the registry shows it alive; "" otherwise, and its jobs
+// are judged by their age, as those of a worker not registered, rather
+// than taken over while they run because the registry has not heard from
+// it.
 func (l *lease) holder() string {
 	if l == nil {
 		return ""
 	}
 	at := l.beatAt.Load()
-	if at == nil || time.Since(*at) >= 2*l.every {
+	if at == nil || time.Since(*at) >= l.valid {
 		return ""
 	}
 	return l.id
@@ -146,7 +158,7 @@ func (w *worker) startHeartbeats() (stop func(deregister bool)) {
 	if every <= 0 {
 		every = 5 * time.Second
 	}
-	w.lease = &lease{id: reg.ID, every: every}
+	w.lease = newLease(reg.ID, every, time.Duration(reg.RescueMs)*time.Millisecond)
 	return Heartbeats{
 		Store: w.cfg.Store, Worker: reg, Every: every, ReservedAt: w.cfg.Clock.ReservedAt, Log: w.log,
 		Running: w.runningAttempts,
