@@ -191,7 +191,11 @@ func TestALiveWorkersLongJobIsNeverTakenOver(t *testing.T) {
 	eachWith(t, queue.Config{}, b.handlers(), func(t *testing.T, f fixture) {
 		started, release := b.start(t, f)
 		beats := make(chan error, 100)
-		done := make(chan queue.WorkStats, 1)
+		type outcome struct {
+			stats queue.WorkStats
+			err   error
+		}
+		done := make(chan outcome, 1)
 		go func() {
 			stats, err := f.q.Work(ctx, queue.WorkOptions{Workers: 1, StopWhenEmpty: true, Heartbeat: func(err error) {
 				select {
@@ -199,10 +203,14 @@ func TestALiveWorkersLongJobIsNeverTakenOver(t *testing.T) {
 				default:
 				}
 			}})
-			if err != nil {
-				t.Error(err)
+			done <- outcome{stats, err}
+		}()
+		released := false
+		defer func() { // a failure below still ends the worker before the test
+			if !released {
+				close(release)
+				<-done
 			}
-			done <- stats
 		}()
 		<-started
 		f.clock.Advance(48 * time.Hour)
@@ -219,8 +227,9 @@ func TestALiveWorkersLongJobIsNeverTakenOver(t *testing.T) {
 			t.Fatalf("stats: %+v; want one running job, not stale", s)
 		}
 		close(release)
-		if stats := <-done; stats.Succeeded != 1 || stats.Lost != 0 {
-			t.Fatalf("the live worker's attempt: %v; want it kept", stats)
+		released = true
+		if o := <-done; o.err != nil || o.stats.Succeeded != 1 || o.stats.Lost != 0 {
+			t.Fatalf("the live worker's attempt: %v, %v; want it kept", o.stats, o.err)
 		}
 	})
 }
