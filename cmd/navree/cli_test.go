@@ -21,7 +21,7 @@ const (
 // own help gives them.
 func TestCLIReference(t *testing.T) {
 	var want strings.Builder
-	for _, args := range [][]string{{"--help"}, {"new", "--help"}, {"make:module", "--help"}, {"make:job", "--help"},
+	for _, args := range [][]string{{"--help"}, {"new", "--help"}, {"dev", "--help"}, {"make:module", "--help"}, {"make:job", "--help"},
 		{"make:listener", "--help"}, {"make:notification", "--help"}, {"make:mail", "--help"}} {
 		var out, errs bytes.Buffer
 		if err := run(context.Background(), args, &out, &errs); err != nil {

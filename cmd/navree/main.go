@@ -9,6 +9,7 @@
 //	navree make:mail contacts welcome              # contacts/mail/welcome.html.tmpl and .txt.tmpl, and WelcomeMail
 //	navree make:migration contacts create_contacts # contacts/migrations/0001_create_contacts.*.sql
 //	navree make:command contacts import            # contacts/import_command.go: the command contacts:import
+//	navree dev                                     # the app's dev (serve, queue:work, schedule:work), rebuilt and restarted as files change
 //	navree queue:work                              # any other command builds the app here and runs it: queue:work
 package main
 
@@ -82,6 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			},
 			Action: newAction,
 		},
+			devCommand(),
 			makeCommand("make:module", "Write the module NAME, and add it to the app's modules in modules/modules.go", "NAME",
 				"make:module takes the module's name, such as: navree make:module contacts", nil,
 				func(c *cli.Context) ([]scaffold.Change, error) { return scaffold.MakeModule(".", c.Args().Get(0)) }),

@@ -14,6 +14,9 @@ var forwarded = []os.Signal{os.Interrupt}
 // ownGroup starts the app as any process: process groups are Unix's.
 func ownGroup() *syscall.SysProcAttr { return nil }
 
+// killGroup kills p.
+func killGroup(p *os.Process) { p.Kill() }
+
 // signalOf is nil: the app's exit status says how it ended.
 func signalOf(*exec.ExitError) os.Signal { return nil }
 

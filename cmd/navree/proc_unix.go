@@ -17,6 +17,9 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 // signals reach navree alone, which forwards them once.
 func ownGroup() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
+// killGroup kills p's process group (p leads it: see ownGroup).
+func killGroup(p *os.Process) { syscall.Kill(-p.Pid, syscall.SIGKILL) }
+
 // signalOf is the signal that ended the process of exit, or nil.
 func signalOf(exit *exec.ExitError) os.Signal {
 	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

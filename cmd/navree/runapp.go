@@ -72,13 +72,19 @@ func buildApp(ctx context.Context, stderr io.Writer) (bin, tmp string, err error
 		return "", "", err
 	}
 	bin = filepath.Join(tmp, filepath.Base(wd))
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Stdout, build.Stderr = stderr, stderr
-	if err := build.Run(); err != nil {
+	return bin, tmp, build(ctx, bin, stderr)
+}
+
+// build builds the app in the working directory into bin, go build's
+// output going to stderr. A build that fails is go build's exit status.
+func build(ctx context.Context, bin string, stderr io.Writer) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return "", tmp, errors.New("stopped by a signal while go build built the app")
+			return errors.New("stopped by a signal while go build built the app")
 		}
-		return "", tmp, exitOf(err) // go build printed why
+		return exitOf(err) // go build printed why
 	}
-	return bin, tmp, nil
+	return nil
 }
