@@ -17,6 +17,7 @@ import (
 	"github.com/knadh/koanf/providers/env/v2"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+	gotoml "github.com/pelletier/go-toml/v2"
 	"go.uber.org/fx"
 )
 
@@ -86,6 +87,11 @@ func Load(src Sources) (*Config, error) {
 				continue
 			}
 			if err := c.merge(file.Provider(path), toml.Parser(), path, nil); err != nil {
+				var syntax *gotoml.DecodeError
+				if errors.As(err, &syntax) {
+					line, col := syntax.Position()
+					return nil, fmt.Errorf("config: %s:%d:%d: %w", path, line, col, err)
+				}
 				return nil, fmt.Errorf("config: read %s: %w", path, err)
 			}
 		}

@@ -138,12 +138,56 @@ func TestInvalidValuesNameKeyValueSourceAndAllowed(t *testing.T) {
 	}
 }
 
-func TestBrokenFileNamesIt(t *testing.T) {
-	dir := t.TempDir()
-	write(t, dir, "app.toml", "[queue\nworkers = 1\n")
-	_, err := load(t, config.Sources{Dir: dir})
-	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "app.toml")) {
-		t.Fatalf("error = %v, want one naming the file", err)
+// A TOML syntax error names the file, the line and the column (in bytes,
+// from 1) as path:line:col:, the form editors jump to.
+func TestBrokenFileNamesFileLineAndColumn(t *testing.T) {
+	tests := []struct {
+		name string
+		file string // app.toml, or app.production.toml read for APP_ENV=production
+		give string
+		want string // after "config: PATH:"
+	}{
+		{
+			name: "bad number",
+			file: "app.toml",
+			give: "[queue]\nworkers = 80x\n",
+			// "workers = 80" is 12 bytes: the x is column 13.
+			want: "2:13: toml: expected newline but got U+0078 'x'",
+		},
+		{
+			name: "unclosed table header",
+			file: "app.toml",
+			give: "# the queue\n[queue\nworkers = 1\n",
+			// "[queue" is 6 bytes: its end of line is column 7.
+			want: "2:7: toml: expected character ]",
+		},
+		{
+			name: "missing quote",
+			file: "app.toml",
+			give: "[queue]\ndriver = \"memory\nworkers = 1\n",
+			// `driver = "memory` is 16 bytes: its end of line is column 17.
+			want: "2:17: toml: basic strings cannot have new lines",
+		},
+		{
+			name: "environment file",
+			file: "app.production.toml",
+			give: "[queue]\n\n  workers = 1_\n",
+			// "  workers = 1_" is 14 bytes: the underscore is column 14.
+			want: "3:14: toml: number cannot end with underscore",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "app.toml", "")
+			write(t, dir, "app.production.toml", "")
+			write(t, dir, tt.file, tt.give)
+			_, err := load(t, config.Sources{Dir: dir, Env: "production"})
+			want := "config: " + filepath.Join(dir, tt.file) + ":" + tt.want
+			if err == nil || err.Error() != want {
+				t.Fatalf("error = %v\nwant    %s", err, want)
+			}
+		})
 	}
 }
 

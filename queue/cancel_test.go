@@ -146,7 +146,7 @@ func TestCancelCommand(t *testing.T) {
 		run := func(args ...string) (string, error) {
 			return runApp(t, map[string]any{"database.url": url}, args, db.Module(), queue.Module(), contactsModule)
 		}
-		out, err := run("queue:dispatch", "contacts.export")
+		out, err := run("queue:dispatch", "contacts.export", "{}")
 		id := regexp.MustCompile(`[0-9a-f-]{36}`).FindString(out)
 		if err != nil || id == "" {
 			t.Fatalf("queue:dispatch: %q, %v", out, err)

@@ -281,7 +281,8 @@ func commands() []app.Command {
 			Usage:     "Queue a job of a registered type, its payload given as JSON",
 			ArgsUsage: "NAME [JSON]",
 			Description: "Queues a job of type NAME (such as contacts.export) with the payload JSON, decoded into the\n" +
-				"job's type with unknown fields refused ({} when left out), and prints its id.",
+				"job's type with unknown fields refused, and prints its id. JSON may be left out only for a type\n" +
+				"without fields.",
 			Flags: []cli.Flag{
 				&cli.DurationFlag{Name: "delay", Usage: "run it after this long, such as 10m", DefaultText: "at once"},
 				&cli.StringFlag{Name: "queue", Usage: "queue it on this queue", DefaultText: "the job type's own, or queue.default_queue"},
@@ -290,7 +291,7 @@ func commands() []app.Command {
 				if c.NArg() < 1 || c.NArg() > 2 {
 					return fmt.Errorf("queue:dispatch takes a job type and its JSON payload, such as: queue:dispatch contacts.export '{\"company_id\": \"c1\"}'; %s", q.registered(""))
 				}
-				e, err := q.envelopeFromJSON(c.Args().Get(0), []byte(c.Args().Get(1)))
+				e, err := q.envelopeFromJSON(c.App.Name, c.Args().Get(0), []byte(c.Args().Get(1)))
 				if err != nil {
 					return err
 				}

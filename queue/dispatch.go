@@ -5,10 +5,12 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,11 +81,20 @@ type Envelope struct {
 // MaxMetaBytes bounds an envelope's Meta.
 const MaxMetaBytes = 8 << 10
 
-// EnvelopeOf encodes job into an [Envelope].
+// EnvelopeOf encodes job into an [Envelope]. A job that does not encode
+// fails naming the field that does not, by its Go names, never its value:
+// "queue: encode the payload of contacts.export: field
+// ExportContacts.Rows[2].Total: json: unsupported value: +Inf".
 func EnvelopeOf(job Job) (Envelope, error) {
 	payload, err := json.Marshal(job)
 	if err != nil {
-		return Envelope{}, fmt.Errorf("queue: encode the payload of %s: %w", job.JobName(), err)
+		field := ""
+		if v := reflect.Indirect(reflect.ValueOf(job)); v.IsValid() {
+			if path := unencodable(v, map[uintptr]bool{}); path != "" {
+				field = "field " + v.Type().Name() + path + ": "
+			}
+		}
+		return Envelope{}, fmt.Errorf("queue: encode the payload of %s: %s%w", job.JobName(), field, err)
 	}
 	e := Envelope{Name: job.JobName(), Payload: payload}
 	if o, ok := job.(WithOptions); ok {
@@ -102,6 +113,56 @@ func EnvelopeOf(job Job) (Envelope, error) {
 		e.FairnessKey = k.FairnessKey()
 	}
 	return e, nil
+}
+
+// unencodable is the path below v, a value json.Marshal fails on, to the
+// value it fails on: ".Rows[2].Total", "" for v itself (or a value whose
+// MarshalJSON or MarshalText fails). A map's element shows as [?], its key
+// being data. seen holds the pointers followed, a cycle's end.
+func unencodable(v reflect.Value, seen map[uintptr]bool) string {
+	fails := func(v reflect.Value) bool {
+		if !v.CanInterface() { // under an unexported embedded struct
+			return false
+		}
+		_, err := json.Marshal(v.Interface())
+		return err != nil
+	}
+	t := v.Type()
+	if t.Implements(reflect.TypeFor[json.Marshaler]()) || t.Implements(reflect.TypeFor[encoding.TextMarshaler]()) {
+		return ""
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() || seen[v.Pointer()] {
+			return ""
+		}
+		seen[v.Pointer()] = true
+		return unencodable(v.Elem(), seen)
+	case reflect.Interface:
+		if v.IsNil() {
+			return ""
+		}
+		return unencodable(v.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); (f.IsExported() || f.Anonymous) && f.Tag.Get("json") != "-" && fails(v.Field(i)) {
+				return "." + f.Name + unencodable(v.Field(i), seen)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if fails(v.Index(i)) {
+				return "[" + strconv.Itoa(i) + "]" + unencodable(v.Index(i), seen)
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if fails(it.Value()) {
+				return "[?]" + unencodable(it.Value(), seen)
+			}
+		}
+	}
+	return ""
 }
 
 // Dispatch queues job and returns its id, a UUID v7 string. Inside a unit

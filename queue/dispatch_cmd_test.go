@@ -15,9 +15,15 @@ import (
 	"go.uber.org/fx"
 )
 
+// Reindex is a job type without fields.
+type Reindex struct{}
+
+func (Reindex) JobName() string { return "search.reindex" }
+
 // TestDispatchAndStatusCommands: queue:dispatch queues a registered type
-// from JSON, refusing what does not fit its type and queueing nothing;
-// queue:status counts the jobs of each queue.
+// from JSON, refusing what does not fit its type (and no JSON for a type
+// with fields) and queueing nothing; queue:status counts the jobs of each
+// queue.
 func TestDispatchAndStatusCommands(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
@@ -26,6 +32,7 @@ func TestDispatchAndStatusCommands(t *testing.T) {
 		jobs := fx.Options(
 			queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
 			queue.HandleFunc(func(ctx context.Context, _ SyncCalendar, _ queue.JobContext) error { return nil }),
+			queue.HandleFunc(func(ctx context.Context, _ Reindex, _ queue.JobContext) error { return nil }),
 		)
 		run := func(args ...string) (string, error) {
 			return runApp(t, overrides, args, db.Module(), queue.Module(), jobs)
@@ -43,8 +50,12 @@ func TestDispatchAndStatusCommands(t *testing.T) {
 				"Warning: sync is not in queue.queues (high, default), so queue:work leaves it alone: run queue:work --queue sync, or add sync to queue.queues.\n" {
 			t.Fatalf("queue:dispatch --delay: %q %v", out, err)
 		}
-		if out, err := run("queue:dispatch", "contacts.export", "--queue", "high"); err != nil || !strings.HasPrefix(out, "Queued contacts.export on high: job ") {
+		if out, err := run("queue:dispatch", "contacts.export", `{"company_id": "c2"}`, "--queue", "high"); err != nil || !strings.HasPrefix(out, "Queued contacts.export on high: job ") {
 			t.Fatalf("queue:dispatch --queue: %q %v", out, err)
+		}
+		// A type without fields needs no payload.
+		if out, err := run("queue:dispatch", "search.reindex"); err != nil || id.ReplaceAllString(out, "ID") != "Queued search.reindex on default: job ID\n" {
+			t.Fatalf("queue:dispatch of a type without fields: %q %v", out, err)
 		}
 		for _, tt := range []struct {
 			args []string
@@ -53,9 +64,11 @@ func TestDispatchAndStatusCommands(t *testing.T) {
 			{[]string{"contacts.export", `{"compny_id": "c1"}`}, `queue: the payload does not decode into contacts.export (queue_test.ExportContacts): json: unknown field "compny_id"`},
 			{[]string{"contacts.export", `{"company_id": 7}`}, `queue: the payload does not decode into contacts.export (queue_test.ExportContacts): json: cannot unmarshal number into Go struct field ExportContacts.company_id of type string`},
 			{[]string{"contacts.export", `{`}, `queue: the payload does not decode into contacts.export (queue_test.ExportContacts): unexpected EOF`},
-			{[]string{"contacts.exprt"}, `queue: unknown job "contacts.exprt": no module registered a handler for it (queue.Register or queue.HandleFunc; without fx, Queue.Handle); did you mean contacts.export? the registered job types are activities.sync_calendar, contacts.export, queue.prune_failed`},
-			{[]string{"contacts.export", "--queue", "a,b"}, `queue: invalid queue name "a,b": use 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
-			{[]string{}, `queue:dispatch takes a job type and its JSON payload, such as: queue:dispatch contacts.export '{"company_id": "c1"}'; the registered job types are activities.sync_calendar, contacts.export, queue.prune_failed`},
+			{[]string{"contacts.exprt"}, `queue: unknown job "contacts.exprt": no module registered a handler for it (queue.Register or queue.HandleFunc; without fx, Queue.Handle); did you mean contacts.export? the registered job types are activities.sync_calendar, contacts.export, queue.prune_failed, search.reindex`},
+			{[]string{"contacts.export"}, `queue:dispatch: contacts.export takes a payload: give it as JSON, such as: crm queue:dispatch contacts.export '{"company_id": "", "requested_by": ""}'`},
+			{[]string{"contacts.export", " ", "--delay", "1m"}, `queue:dispatch: contacts.export takes a payload: give it as JSON, such as: crm queue:dispatch contacts.export '{"company_id": "", "requested_by": ""}'`},
+			{[]string{"contacts.export", "{}", "--queue", "a,b"}, `queue: invalid queue name "a,b": use 1 to 100 ASCII letters, digits, '-', '_', '.' or ':'`},
+			{[]string{}, `queue:dispatch takes a job type and its JSON payload, such as: queue:dispatch contacts.export '{"company_id": "c1"}'; the registered job types are activities.sync_calendar, contacts.export, queue.prune_failed, search.reindex`},
 		} {
 			if out, err := run(append([]string{"queue:dispatch"}, tt.args...)...); err == nil || err.Error() != tt.want {
 				t.Errorf("queue:dispatch %v: %q, %v\nwant: %s", tt.args, out, err, tt.want)
@@ -63,7 +76,7 @@ func TestDispatchAndStatusCommands(t *testing.T) {
 		}
 		out, err = run("queue:status")
 		want := `QUEUE    WAITING  DELAYED  RUNNING  STALE  FAILED  OLDEST WAITING
-default  1        0        0        0      0       0s
+default  2        0        0        0      0       0s
 high     1        0        0        0      0       0s
 sync     0        1        0        0      0       -
 `
@@ -145,12 +158,12 @@ func TestAQueueNoWorkerTakesIsFlagged(t *testing.T) {
 			args []string
 			want string
 		}{
-			{[]string{"contacts.export"}, "Queued contacts.export on default: job ID\n"},
-			{[]string{"contacts.export", "--queue", "exports"}, "Queued contacts.export on exports: job ID\n" +
+			{[]string{"contacts.export", "{}"}, "Queued contacts.export on default: job ID\n"},
+			{[]string{"contacts.export", "{}", "--queue", "exports"}, "Queued contacts.export on exports: job ID\n" +
 				"Warning: exports is not in queue.queues (high, default), so queue:work leaves it alone: run queue:work --queue exports, or add exports to queue.queues.\n"},
-			{[]string{"contacts.export", "--queue", "reports"}, "Queued contacts.export on reports: job ID\n" +
+			{[]string{"contacts.export", "{}", "--queue", "reports"}, "Queued contacts.export on reports: job ID\n" +
 				"Warning: reports is not in queue.queues (high, default), so queue:work leaves it alone: run queue:work --queue reports, or add reports to queue.queues.\n"},
-			{[]string{"contacts.export", "--queue", "later", "--delay", "1h"}, "Queued contacts.export on later, due in 1h0m0s: job ID\n" +
+			{[]string{"contacts.export", "{}", "--queue", "later", "--delay", "1h"}, "Queued contacts.export on later, due in 1h0m0s: job ID\n" +
 				"Warning: later is not in queue.queues (high, default), so queue:work leaves it alone: run queue:work --queue later, or add later to queue.queues.\n"},
 		} {
 			if out := run(map[string]any{}, append([]string{"queue:dispatch"}, tt.args...)...); out != tt.want {
@@ -179,7 +192,7 @@ exports and reports are not in queue.queues (high, default), so queue:work leave
 		}
 		// Listed in queue.queues, the queue is worked: no warning, no mark.
 		with := map[string]any{"queue.queues": []string{"high", "default", "exports"}}
-		if out := run(with, "queue:dispatch", "contacts.export", "--queue", "exports"); out != "Queued contacts.export on exports: job ID\n" {
+		if out := run(with, "queue:dispatch", "contacts.export", "{}", "--queue", "exports"); out != "Queued contacts.export on exports: job ID\n" {
 			t.Errorf("queue:dispatch to a worker queue printed:\n%s", out)
 		}
 		if out := run(with, "queue:status"); !regexp.MustCompile(`\nexports +2 `).MatchString(out) || !strings.Contains(out, "\nreports (no worker)  1 ") ||

@@ -211,7 +211,7 @@ func TestPauseAndResumeCommands(t *testing.T) {
 			want string
 		}{
 			{[]string{"queue:pause", "mail"}, "Paused the queue mail: workers take no new jobs of it; the running ones finish. queue:resume mail resumes it.\n"},
-			{[]string{"queue:dispatch", "contacts.export"}, ""},
+			{[]string{"queue:dispatch", "contacts.export", "{}"}, ""},
 			{[]string{"queue:status"}, "QUEUE          WAITING  DELAYED  RUNNING  STALE  FAILED  OLDEST WAITING\ndefault        1        0        0        0      0       0s\nmail (paused)  0        0        0        0      0       -\n"},
 			{[]string{"queue:resume", "mail"}, "Resumed the queue mail.\n"},
 			{[]string{"queue:resume", "mail"}, "The queue mail was not paused.\n"},

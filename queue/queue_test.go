@@ -2,10 +2,12 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -51,6 +53,31 @@ func (Unregistered) JobName() string { return "nobody.handles" }
 type Unencodable struct{ C chan int }
 
 func (Unencodable) JobName() string { return "bad.payload" }
+
+// BadReport's fields each fail to encode when set, for the field an
+// encoding error names.
+type BadReport struct {
+	Title  string         `json:"title"`
+	Export *ReportExport  `json:"export,omitempty"`
+	Rows   []ReportRow    `json:"rows"`
+	Totals map[string]any `json:"totals"`
+	Key    *lockedKey     `json:"key,omitempty"`
+}
+
+func (BadReport) JobName() string { return "reports.bad" }
+
+type ReportExport struct {
+	Callback func() `json:"callback"`
+}
+
+type ReportRow struct {
+	Total float64 `json:"total"`
+}
+
+// lockedKey is a json.Marshaler that fails.
+type lockedKey struct{}
+
+func (lockedKey) MarshalJSON() ([]byte, error) { return nil, errors.New("the vault is locked") }
 
 func noop[T queue.Job]() queue.Registration {
 	return queue.HandlerOf[T](queue.HandlerFunc[T](func(context.Context, T, queue.JobContext) error { return nil }))
@@ -211,6 +238,43 @@ func TestUnknownAndUnencodableJobsFailAtOnce(t *testing.T) {
 		}
 		if f.pending(t, "default") != 0 {
 			t.Fatal("a refused job was stored")
+		}
+	})
+}
+
+// A payload that does not encode fails naming its job type and the
+// field, by Go names and indexes (a map's key is data: [?]), never a
+// value; the encoding/json error stays reachable, and nothing is queued.
+func TestAPayloadThatDoesNotEncodeNamesItsField(t *testing.T) {
+	t.Parallel()
+	secret := "ada@example.com"
+	tests := []struct {
+		give   queue.Job
+		want   string
+		target any // what errors.As finds
+	}{
+		{Unencodable{C: make(chan int)},
+			"queue: encode the payload of bad.payload: field Unencodable.C: json: unsupported type: chan int", new(*json.UnsupportedTypeError)},
+		{BadReport{Title: secret, Export: &ReportExport{}},
+			"queue: encode the payload of reports.bad: field BadReport.Export.Callback: json: unsupported type: func()", new(*json.UnsupportedTypeError)},
+		{&BadReport{Title: secret, Rows: []ReportRow{{1}, {2}, {math.Inf(1)}}},
+			"queue: encode the payload of reports.bad: field BadReport.Rows[2].Total: json: unsupported value: +Inf", new(*json.UnsupportedValueError)},
+		{BadReport{Title: secret, Totals: map[string]any{secret: []any{"x", math.NaN()}}},
+			"queue: encode the payload of reports.bad: field BadReport.Totals[?][1]: json: unsupported value: NaN", new(*json.UnsupportedValueError)},
+		{BadReport{Title: secret, Key: &lockedKey{}},
+			"queue: encode the payload of reports.bad: field BadReport.Key: json: error calling MarshalJSON for type *queue_test.lockedKey: the vault is locked", new(*json.MarshalerError)},
+	}
+	each(t, func(t *testing.T, f fixture) {
+		for _, tt := range tests {
+			_, err := f.q.Dispatch(ctx, tt.give)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Dispatch(%T): %v\nwant %s", tt.give, err, tt.want)
+			} else if !errors.As(err, tt.target) {
+				t.Errorf("errors.As(%v, %T) = false", err, tt.target)
+			}
+		}
+		if n := f.pending(t, "default"); n != 0 {
+			t.Fatalf("%d jobs queued, want 0", n)
 		}
 	})
 }

@@ -36,7 +36,7 @@ func TestQueueWorkOnATerminal(t *testing.T) {
 		tty := termtest.Open(t)
 		a := app.New(config.Module(config.Sources{Overrides: map[string]any{"database.url": url}}), db.Module(), queue.Module(), failing)
 		a.Name, a.Stdout, a.Stderr = "crm", tty, tty
-		if err := a.Run(context.Background(), []string{"queue:dispatch", "contacts.export"}); err != nil {
+		if err := a.Run(context.Background(), []string{"queue:dispatch", "contacts.export", "{}"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.Run(context.Background(), []string{"queue:work", "--stop-when-empty"}); err != nil {

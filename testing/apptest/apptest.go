@@ -3,6 +3,7 @@ package apptest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
+	gotoml "github.com/pelletier/go-toml/v2"
 	"go.uber.org/fx"
 )
 
@@ -65,7 +67,8 @@ var migrateOnStart = fx.Invoke(func(lc fx.Lifecycle, m *db.Migrator) {
 })
 
 // Config sets configuration keys: a map of keys ("queue.workers": 2, or
-// nested maps) or a TOML document as a string. Later options win.
+// nested maps) or a TOML document as a string, whose syntax error names
+// its line and column. Later options win.
 func Config(values any) fx.Option {
 	switch v := values.(type) {
 	case map[string]any:
@@ -73,6 +76,11 @@ func Config(values any) fx.Option {
 	case string:
 		parsed, err := toml.Parser().Unmarshal([]byte(v))
 		if err != nil {
+			var syntax *gotoml.DecodeError
+			if errors.As(err, &syntax) {
+				line, col := syntax.Position()
+				return fx.Error(fmt.Errorf("apptest.Config: line %d, column %d: %w", line, col, err))
+			}
 			return fx.Error(fmt.Errorf("apptest.Config: %w", err))
 		}
 		return settingOption(&setting{values: parsed})

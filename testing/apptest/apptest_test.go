@@ -271,6 +271,8 @@ func TestAFailedStartFailsTheTestWithTheRealError(t *testing.T) {
 			`apptest: build the app: config: invalid value for queue.driver: "redis" (from overrides); allowed: one of database, memory`},
 		{fx.Options(queue.Module(), apptest.Config("[queues]\ndriver = \"memory\"\n")),
 			`apptest: build the app: config: unknown section [queues] (from overrides): did you mean [queue]?`},
+		{fx.Options(queue.Module(), apptest.Config("[queue]\nworkers = 80x\n")), // the x is byte 13 of line 2
+			`apptest: build the app: apptest.Config: line 2, column 13: toml: expected newline but got U+0078 'x'`},
 	} {
 		ft := &fatalT{TB: t}
 		done := make(chan struct{})
