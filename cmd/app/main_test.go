@@ -428,12 +428,14 @@ func TestExportMailPreview(t *testing.T) {
 }
 
 // TestAMissingTableSaysToMigrate: a command on a database that was never
-// migrated says what to do.
+// migrated says what to do, as the app was run (here go run ./cmd/app,
+// as the test binary stands for it), not as "app migrate", which no
+// shell finds.
 func TestAMissingTableSaysToMigrate(t *testing.T) {
 	t.Parallel()
 	eachDatabase(t, func(t *testing.T, dir, url string) {
 		out, err := command(dir, url, "queue:status").CombinedOutput()
-		if err == nil || !strings.HasSuffix(string(out), ` (a table is missing: run "app migrate" first)`+"\n") {
+		if err == nil || !strings.HasSuffix(string(out), ` (a table is missing: run "go run ./cmd/app migrate" first)`+"\n") {
 			t.Fatalf("queue:status before migrate: %v\n%s", err, out)
 		}
 	})
