@@ -343,7 +343,11 @@ func Module() fx.Option {
 			return d, nil
 		}),
 		fx.Provide(fx.Annotate(NewMigrator, fx.ParamTags(``, `group:"db.migrations"`))),
-		fx.Provide(app.AsMiddleware(func(d *DB, logger *slog.Logger) app.Middleware {
+		fx.Provide(newMigrated),
+		// Only serve builds the middleware: when it starts, it warns of
+		// the migrations that have not run.
+		fx.Provide(app.AsMiddleware(func(d *DB, m *Migrator, run app.Invocation, lc fx.Lifecycle, logger *slog.Logger) app.Middleware {
+			lc.Append(fx.StartHook(func(ctx context.Context) error { return warnPending(ctx, m, run, logger) }))
 			return app.Middleware{Order: 100, Wrap: Middleware(d, logger)}
 		})),
 		app.Commands(migrateCommands()...),

@@ -20,6 +20,7 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/app/term"
+	"github.com/navree/navree/db"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
 )
@@ -33,12 +34,14 @@ func bounded(c *cli.Context, flag string, lo, hi int, also string) error {
 	return nil
 }
 
-// workIn is what queue:work uses: the queue, and the app's metrics
-// endpoint when it has one, served on --health-addr.
+// workIn is what queue:work uses: the queue, the app's metrics endpoint
+// when it has one, served on --health-addr, and, with db.Module, the
+// app's tables: it fails at once while a migration has not run.
 type workIn struct {
 	fx.In
-	Queue   *Queue
-	Metrics app.MetricsRoute `optional:"true"`
+	Queue    *Queue
+	Metrics  app.MetricsRoute `optional:"true"`
+	Migrated db.Migrated      `optional:"true"`
 }
 
 // failedPage is how many failed jobs queue:failed reads at a time.
