@@ -286,28 +286,34 @@ func migrationsHave(n int) string {
 }
 
 // Migrated is what a command takes among its services when it needs the
-// app's tables, as queue:work and schedule:work do: starting the app,
-// once connected, fails with a [*PendingError] while a migration of the
-// app has not run, before the command prints or logs anything (instead
-// of one error a second about a missing table).
-type Migrated struct{}
+// app's tables, as queue:work and schedule:work do, to check first, before
+// it prints or logs a line, that every migration of the app has run
+// (instead of logging a missing table every second). Its zero value,
+// which an app without [Module] gives an optional field, checks nothing.
+type Migrated struct {
+	m   *Migrator
+	run app.Invocation
+}
 
 type migratedIn struct {
 	fx.In
-	Lifecycle fx.Lifecycle
-	Migrator  *Migrator
-	Run       app.Invocation
+	Migrator *Migrator
+	Run      app.Invocation
 }
 
-func newMigrated(p migratedIn) Migrated {
-	p.Lifecycle.Append(fx.StartHook(func(ctx context.Context) error {
-		pending, err := p.Migrator.Pending(ctx)
-		if err != nil || len(pending) == 0 {
-			return err
-		}
-		return &PendingError{Count: len(pending), Database: p.Migrator.db.String(), Run: p.Run}
-	}))
-	return Migrated{}
+func newMigrated(p migratedIn) Migrated { return Migrated{p.Migrator, p.Run} }
+
+// Check returns a [*PendingError] when a migration of the app has not run
+// on the database.
+func (c Migrated) Check(ctx context.Context) error {
+	if c.m == nil {
+		return nil
+	}
+	pending, err := c.m.Pending(ctx)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	return &PendingError{Count: len(pending), Database: c.m.db.String(), Run: c.run}
 }
 
 // warnPending logs, when serve starts, that migrations have not run:

@@ -36,7 +36,7 @@ func bounded(c *cli.Context, flag string, lo, hi int, also string) error {
 
 // workIn is what queue:work uses: the queue, the app's metrics endpoint
 // when it has one, served on --health-addr, and, with db.Module, the
-// app's tables: it fails at once while a migration has not run.
+// check that the app's migrations have run, before it starts.
 type workIn struct {
 	fx.In
 	Queue    *Queue
@@ -76,6 +76,9 @@ func commands() []app.Command {
 					DefaultText: "queue.stop_timeout"},
 			},
 			Action: app.Uses(func(c *cli.Context, p workIn) error {
+				if err := p.Migrated.Check(c.Context); err != nil {
+					return err
+				}
 				q := p.Queue
 				o := WorkOptions{
 					Queues:         c.StringSlice("queue"),

@@ -15,8 +15,8 @@ import (
 	"github.com/navree/navree/queue"
 )
 
-// workIn is what schedule:work uses: the scheduler and the app's tables
-// (it fails at once while a migration has not run).
+// workIn is what schedule:work uses: the scheduler, and the check that
+// the app's migrations have run, before it starts.
 type workIn struct {
 	fx.In
 	Scheduler *Scheduler
@@ -32,6 +32,9 @@ func commands() []app.Command {
 				"schedule:work processes may run on one database, each tick is dispatched once. Stops on SIGTERM or Ctrl-C,\n" +
 				"and exits 0 at queue:restart.",
 			Action: app.Uses(func(c *cli.Context, p workIn) error {
+				if err := p.Migrated.Check(c.Context); err != nil {
+					return err
+				}
 				s := p.Scheduler
 				err := s.work(c.Context, func() {
 					fmt.Fprintf(c.App.Writer, "Scheduling %d entr%s (Ctrl-C to stop)\n", len(s.plans), plural(len(s.plans), "y", "ies"))
