@@ -265,22 +265,20 @@ func TestInvalidConfigFailsTheBootButNotHelp(t *testing.T) {
 }
 
 // TestDatabasePasswordsNeverPrinted runs migrate with APP_DATABASE__URL
-// holding a password in each form PostgreSQL takes: a URL pgx cannot use,
-// a key=value string and an unreachable server all fail with the URL
-// shown without its password, and nothing printed shows it either.
+// holding a password in each form PostgreSQL takes: a URL pgx cannot use
+// and a key=value string fail with the URL shown without its password,
+// an unreachable server with its address alone, and nothing printed
+// shows the password either.
 func TestDatabasePasswordsNeverPrinted(t *testing.T) {
 	const (
 		allowed = "; allowed: sqlite://PATH or postgres://USER@HOST:PORT/DATABASE"
-		refused = ": failed to connect to `user=bob database=crm`:\n" +
-			"\t127.0.0.1:1 (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect: connection refused\n" +
-			"\t127.0.0.1:1 (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect: connection refused"
+		refused = "cannot connect to PostgreSQL at 127.0.0.1:1: connection refused (is the server running?)"
 	)
 	tests := []struct{ give, want string }{
-		{"postgres://bob:S3cret@127.0.0.1:1/crm", "db: connect to postgres://bob:xxxxx@127.0.0.1:1/crm" + refused},
-		{"postgres://bob@127.0.0.1:1/crm?password=S3cret", "db: connect to postgres://bob@127.0.0.1:1/crm?password=xxxxx" + refused},
-		{"postgres://bob@127.0.0.1:1/crm?Password=S3cret&sslpassword=S3cret",
-			"db: connect to postgres://bob@127.0.0.1:1/crm?Password=xxxxx&sslpassword=xxxxx" + refused},
-		{"postgres://bob:p%40ss%3Aw%2Frd%3F%23%25@127.0.0.1:1/crm", "db: connect to postgres://bob:xxxxx@127.0.0.1:1/crm" + refused},
+		{"postgres://bob:S3cret@127.0.0.1:1/crm", refused},
+		{"postgres://bob@127.0.0.1:1/crm?password=S3cret", refused},
+		{"postgres://bob@127.0.0.1:1/crm?Password=S3cret&sslpassword=S3cret", refused},
+		{"postgres://bob:p%40ss%3Aw%2Frd%3F%23%25@127.0.0.1:1/crm", refused},
 		{"postgres://bob:p@ss:w/rd?#%@127.0.0.1:1/crm", `config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:1/crm" (from env APP_DATABASE__URL)` +
 			allowed + " (percent-encode each @ and / of the user name and password, as %40 and %2F)"},
 		{"postgres://bob:S3cret@127.0.0.1:1x/crm", `config: invalid value for database.url: "postgres://bob:xxxxx@127.0.0.1:1x/crm" (from env APP_DATABASE__URL)` +

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	neturl "net/url"
@@ -665,4 +666,37 @@ func TestServeWarnsOfPendingMigrations(t *testing.T) {
 			t.Fatalf("serve logged\n%q\nwant\n%q", got, want)
 		}
 	})
+}
+
+// TestPostgresConnectionErrorsSayWhatToDo: a database that does not exist
+// says how to create it, a server that refuses the connection is one
+// line however many addresses and TLS modes pgx tried; neither prints
+// the password.
+func TestPostgresConnectionErrorsSayWhatToDo(t *testing.T) {
+	t.Parallel()
+	server, err := neturl.Parse(dbtest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := fmt.Sprintf("navree_missing_%d", rand.Uint64())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	for _, tt := range []struct{ url, want string }{
+		{"postgres://postgres:hunter2-secret@" + server.Host + "/" + missing + "?sslmode=disable",
+			`app: database "` + missing + `" does not exist on ` + server.Host + ": create it with: createdb -h " + server.Hostname() + " -p " + server.Port() +
+				" -U postgres " + missing + " (or, in psql: CREATE DATABASE " + missing + ";)\n"},
+		// No sslmode: pgx tries with TLS, then without, each refused.
+		{"postgres://postgres:hunter2-secret@" + closed + "/crm",
+			"app: cannot connect to PostgreSQL at " + closed + ": connection refused (is the server running?)\n"},
+	} {
+		for _, args := range [][]string{{"migrate"}, {"queue:work"}} {
+			if got := runFailing(t, command(t.TempDir(), tt.url, args...)); got != tt.want || strings.Contains(got, "hunter2") {
+				t.Errorf("%s on %s printed\n%q\nwant\n%q", args[0], config.Redact(tt.url), got, tt.want)
+			}
+		}
+	}
 }
