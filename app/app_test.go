@@ -498,14 +498,23 @@ type queueSection struct {
 // childApp is the app the tests run as a process: wait and fail, and
 // stand-ins for queue:work and schedule:work that say they are ready
 // (their pid, and the queue driver they got), then wait to be stopped.
-// DEV_TEST_FAIL=NAME makes NAME fail once ready; DEV_TEST_HANG=1 makes
+// DEV_TEST_FAIL=NAME makes NAME fail once ready, saying how to run it
+// again as the app was run; DEV_TEST_HANG=1 makes
 // them never stop gracefully.
+// partIn is what childApp's stand-ins use: the queue section, and how the
+// user runs the app's commands, which a failure names.
+type partIn struct {
+	fx.In
+	Queue queueSection
+	Run   app.Invocation
+}
+
 func childApp() *app.App {
 	part := func(name string) app.Command {
-		return app.Command{Name: name, Action: app.Uses(func(c *cli.Context, q queueSection) error {
-			fmt.Fprintf(c.App.Writer, "ready pid=%d driver=%s\n", os.Getpid(), q.Driver)
+		return app.Command{Name: name, Action: app.Uses(func(c *cli.Context, p partIn) error {
+			fmt.Fprintf(c.App.Writer, "ready pid=%d driver=%s\n", os.Getpid(), p.Queue.Driver)
 			if os.Getenv("DEV_TEST_FAIL") == name {
-				return errors.New("it broke")
+				return fmt.Errorf("it broke (run %q to retry)", string(p.Run)+" "+name)
 			}
 			<-c.Context.Done()
 			fmt.Fprintln(c.App.Writer, "stopping")
