@@ -37,6 +37,13 @@ type App struct {
 	Version string
 	// Stdout receives what commands print, Stderr errors and logs.
 	Stdout, Stderr io.Writer
+	// Invocation is how a person runs another command of the app, as
+	// this process was run; by default "go run ./cmd/app" when go run
+	// built it, else the program as it was typed ("./bin/crm", "crm").
+	// Errors and logs that say what to run next start with it, as in
+	// run "go run ./cmd/app migrate" first; modules take it from the
+	// app's services.
+	Invocation Invocation
 
 	options []fx.Option
 }
@@ -45,13 +52,48 @@ type App struct {
 // config.Module, db.Module and queue.Module, and the app's own.
 func New(opts ...fx.Option) *App {
 	return &App{
-		Name:    filepath.Base(os.Args[0]),
-		Usage:   "a Navree application",
-		Version: buildVersion(),
-		Stdout:  os.Stdout,
-		Stderr:  os.Stderr,
-		options: opts,
+		Name:       filepath.Base(os.Args[0]),
+		Usage:      "a Navree application",
+		Version:    buildVersion(),
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		Invocation: invokedAs(os.Args[0], readBuildInfo()),
+		options:    opts,
 	}
+}
+
+// Invocation is how a person runs the app's commands: the start of a
+// command line, such as "go run ./cmd/app" or "./bin/crm"; see
+// [App.Invocation].
+type Invocation string
+
+func readBuildInfo() *debug.BuildInfo {
+	info, _ := debug.ReadBuildInfo()
+	return info
+}
+
+// invokedAs is how to run another command of the app the way arg0, this
+// process's, was run: arg0 as it was typed (./app, /srv/app/app, crm),
+// or, for a binary go run built into a temporary go-build folder, go run
+// of the main package (info.Path) from its module's folder: go run
+// ./cmd/app, go run . for a main package at the module's root, the
+// package at its version for go run pkg@version. A test binary stands
+// for the package it tests.
+func invokedAs(arg0 string, info *debug.BuildInfo) Invocation {
+	if !strings.Contains(filepath.ToSlash(arg0), "/go-build") {
+		return Invocation(arg0)
+	}
+	if info == nil {
+		return "go run ."
+	}
+	pkg := strings.TrimSuffix(info.Path, ".test")
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return Invocation("go run " + pkg + "@" + v)
+	}
+	if rel, ok := strings.CutPrefix(pkg, info.Main.Path); ok && info.Main.Path != "" && (rel == "" || rel[0] == '/') {
+		return Invocation("go run ." + rel)
+	}
+	return "go run ."
 }
 
 func buildVersion() string {
@@ -90,16 +132,17 @@ func (a *App) Main() {
 			time.Sleep(time.Second) // the signal ends the process meanwhile; if not, report below
 		}
 	}
-	fmt.Fprintf(a.Stderr, "%s %v%s\n", term.Paint(a.Stderr, term.Red, a.Name+":"), err, hint(err, a.Name))
+	fmt.Fprintf(a.Stderr, "%s %v%s\n", term.Paint(a.Stderr, term.Red, a.Name+":"), err, hint(err, a.Invocation))
 	os.Exit(1)
 }
 
 // hint says what to do next about err, when a person can act on it: a
 // table that does not exist (SQLite's "no such table", PostgreSQL's
-// SQLSTATE 42P01) needs the migrations.
-func hint(err error, name string) string {
+// SQLSTATE 42P01) needs the migrations, run as run runs the app's
+// commands.
+func hint(err error, run Invocation) string {
 	if msg := err.Error(); strings.Contains(msg, "no such table") || strings.Contains(msg, "SQLSTATE 42P01") {
-		return fmt.Sprintf(" (a table is missing: run %q first)", name+" migrate")
+		return fmt.Sprintf(" (a table is missing: run %q first)", string(run)+" migrate")
 	}
 	return ""
 }
@@ -109,6 +152,7 @@ func hint(err error, name string) string {
 func (a *App) base(stderr io.Writer) fx.Option {
 	return fx.Options(
 		fx.NopLogger,
+		fx.Supply(a.Invocation),
 		fx.Provide(func() Clock { return SystemClock{} }),
 		fx.Provide(func(p loggerIn) *slog.Logger { return newLogger(stderr, p.Config) }),
 		config.Section("http", HTTPConfig{Addr: "127.0.0.1:8080", ShutdownTimeoutMs: 10_000}),

@@ -179,6 +179,7 @@ func driverNote(cfg *config.Config) string {
 // and its output is copied.
 func startChild(exe string, part devPart, env []string, width int, stdout, stderr *lineWriter, exited chan<- *child) (*child, error) {
 	cmd := exec.Command(exe, part.command)
+	cmd.Args[0] = os.Args[0] // its hints name commands as dev was run (go run ./cmd/app, navree, ./crm)
 	cmd.Env = env
 	cmd.SysProcAttr = childAttr()
 	outPipe, err := cmd.StdoutPipe()

@@ -48,6 +48,7 @@ func (b *syncBuffer) String() string {
 func startDev(t *testing.T, env ...string) *devProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "dev")
+	cmd.Args[0] = "./crm" // as a person types it
 	cmd.Env = append(os.Environ(), append([]string{childEnv + "=1", "APP_HTTP__ADDR=127.0.0.1:0", "APP_ENV=", "NO_COLOR="}, env...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -170,7 +171,8 @@ func TestDevStopsTheOthersWhenOneFails(t *testing.T) {
 	if err := d.wait(); !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("dev exited with %v, want status 1; stderr:\n%s", err, d.stderr)
 	}
-	want := "worker    | crm: it broke\ncrm: dev: worker (queue:work) failed (exit status 1); the others are stopped\n"
+	// The worker's hint runs it as dev was run, not as the binary's path.
+	want := "worker    | crm: it broke (run \"./crm queue:work\" to retry)\ncrm: dev: worker (queue:work) failed (exit status 1); the others are stopped\n"
 	if d.stderr.String() != want {
 		t.Errorf("stderr:\n%q\nwant\n%q", d.stderr, want)
 	}

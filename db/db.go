@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -218,13 +222,70 @@ func (d *DB) Connect(ctx context.Context) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, d.pgConfig)
 	if err != nil {
-		return nil, fmt.Errorf("db: connect to %s: %w", d.name, err)
+		return nil, d.connectError(err)
 	}
 	return conn, nil
 }
 
+// connectError is err, a failure to connect to d, naming d without its
+// password. Two that a person fixes outside the app say how, in one
+// line: a refused connection (pgx tries each address of the host, and
+// without TLS after with it, each attempt a line of its error) and, on
+// PostgreSQL, a database that does not exist (SQLSTATE 3D000).
+func (d *DB) connectError(err error) error {
+	if d.pgConfig != nil {
+		addr := net.JoinHostPort(d.pgConfig.Host, strconv.Itoa(int(d.pgConfig.Port)))
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "3D000":
+			name := d.pgConfig.Database
+			create := "createdb -h " + shellWord(d.pgConfig.Host) + " -p " + strconv.Itoa(int(d.pgConfig.Port))
+			if d.pgConfig.User != "" {
+				create += " -U " + shellWord(d.pgConfig.User)
+			}
+			return &explained{fmt.Sprintf("database %q does not exist on %s: create it with: %s %s (or, in psql: CREATE DATABASE %s;)",
+				name, addr, create, shellWord(name), sqlName(name)), err}
+		case pgErr == nil && errors.Is(err, syscall.ECONNREFUSED):
+			return &explained{fmt.Sprintf("cannot connect to PostgreSQL at %s: connection refused (is the server running?)", addr), err}
+		}
+	}
+	return fmt.Errorf("db: connect to %s: %w", d.name, err)
+}
+
+// explained is an error told in other words than the error it wraps.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
+var (
+	shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:-]+$`) // a word no shell reads otherwise
+	sqlPlain  = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)  // an SQL name that needs no quotes
+)
+
+// shellWord is s as one word of a shell's command line.
+func shellWord(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// sqlName is name as an SQL identifier: quoted unless PostgreSQL would
+// read it unquoted as itself.
+func sqlName(name string) string {
+	if sqlPlain.MatchString(name) {
+		return name
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
 // Ping connects to the database, failing with an error that names it
-// (without its password).
+// (without its password); a refused connection or a PostgreSQL database
+// that does not exist, with its address and what to do, in one line.
 //
 // On SQLite the first connection to a new file turns it to WAL mode, which
 // needs the file to itself: when another process opens it at that moment,
@@ -252,7 +313,7 @@ func (d *DB) ping(ctx context.Context) error {
 		}
 	}
 	if err := d.PingContext(ctx); err != nil {
-		return fmt.Errorf("db: connect to %s: %w", d.name, err)
+		return d.connectError(err)
 	}
 	if d.dialect == SQLite {
 		// Connecting runs the pragmas; a file that is not a database fails here.
@@ -343,7 +404,11 @@ func Module() fx.Option {
 			return d, nil
 		}),
 		fx.Provide(fx.Annotate(NewMigrator, fx.ParamTags(``, `group:"db.migrations"`))),
-		fx.Provide(app.AsMiddleware(func(d *DB, logger *slog.Logger) app.Middleware {
+		fx.Provide(newMigrated),
+		// Only serve builds the middleware: when it starts, it warns of
+		// the migrations that have not run.
+		fx.Provide(app.AsMiddleware(func(d *DB, m *Migrator, run app.Invocation, lc fx.Lifecycle, logger *slog.Logger) app.Middleware {
+			lc.Append(fx.StartHook(func(ctx context.Context) error { return warnPending(ctx, m, run, logger) }))
 			return app.Middleware{Order: 100, Wrap: Middleware(d, logger)}
 		})),
 		app.Commands(migrateCommands()...),

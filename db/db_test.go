@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
@@ -87,12 +91,11 @@ func noSecret(t *testing.T, what, text string) {
 }
 
 // TestUnreachablePostgresNamesHostNotPassword: Ping and Connect on a
-// closed port fail with pgx's own account, naming the host and the URL
-// without the password, whatever form the password takes.
+// closed port fail with one line naming the address, not pgx's account of
+// each attempt (with TLS, then without) nor the password, whatever form
+// it takes, and wrap the refusal; String names the URL without it.
 func TestUnreachablePostgresNamesHostNotPassword(t *testing.T) {
-	const refused = ": failed to connect to `user=bob database=crm`:\n" +
-		"\t127.0.0.1:1 (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect: connection refused\n" +
-		"\t127.0.0.1:1 (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect: connection refused"
+	const want = "cannot connect to PostgreSQL at 127.0.0.1:1: connection refused (is the server running?)"
 	tests := []struct{ give, wantName string }{
 		{"postgres://bob:S3cret@127.0.0.1:1/crm", "postgres://bob:xxxxx@127.0.0.1:1/crm"},
 		{"postgres://bob@127.0.0.1:1/crm?password=S3cret", "postgres://bob@127.0.0.1:1/crm?password=xxxxx"},
@@ -117,14 +120,40 @@ func TestUnreachablePostgresNamesHostNotPassword(t *testing.T) {
 			}
 			_, connectErr := d.Connect(ctx)
 			for name, err := range map[string]error{"Ping": d.Ping(ctx), "Connect": connectErr} {
-				want := "db: connect to " + tt.wantName + refused
-				if err == nil || err.Error() != want {
+				if err == nil || err.Error() != want || !errors.Is(err, syscall.ECONNREFUSED) {
 					t.Errorf("%s error:\n got %v\nwant %s", name, err, want)
 				}
 				noSecret(t, name+" error", fmt.Sprint(err))
 			}
 		})
 	}
+}
+
+// TestAMissingPostgresDatabaseSaysHowToCreateIt: a database the server
+// does not have (SQLSTATE 3D000) fails Ping with how to create it, its
+// name quoted for the shell and for SQL when it needs to be, and without
+// the password.
+func TestAMissingPostgresDatabaseSaysHowToCreateIt(t *testing.T) {
+	server, err := url.Parse(dbtest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("Navree's missing %d", rand.Uint64())
+	cfg := db.DefaultConfig()
+	cfg.URL = "postgres://postgres:S3cret@" + server.Host + "/" + url.PathEscape(name) + "?sslmode=disable"
+	d, err := db.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.Ping(context.Background())
+	want := fmt.Sprintf(`database %q does not exist on %s: create it with: createdb -h %s -p %s -U postgres '%s' (or, in psql: CREATE DATABASE "%s";)`,
+		name, server.Host, server.Hostname(), server.Port(), strings.ReplaceAll(name, "'", `'\''`), name)
+	var pgErr *pgconn.PgError
+	if err == nil || err.Error() != want || !errors.As(err, &pgErr) || pgErr.Code != "3D000" {
+		t.Fatalf("Ping error:\n got %v\nwant %s", err, want)
+	}
+	noSecret(t, "Ping error", err.Error())
 }
 
 // TestUnparsablePostgresURLsShowNoPassword: a URL that could make pgx

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math/big"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/app/term"
+	"github.com/uptrace/bun"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
 )
@@ -203,24 +205,127 @@ func (m *Migrator) locked(ctx context.Context, fn func(ctx context.Context, rows
 		if _, err := tx.ExecContext(ctx, createTable); err != nil {
 			return fmt.Errorf("migrate: create navree_migrations: %w", err)
 		}
-		var rows []appliedRow
-		sqlRows, err := tx.QueryContext(ctx, "SELECT set_name, version, name, batch, applied_at FROM navree_migrations")
+		rows, err := readApplied(ctx, tx)
 		if err != nil {
-			return fmt.Errorf("migrate: read navree_migrations: %w", err)
-		}
-		defer sqlRows.Close()
-		for sqlRows.Next() {
-			var r appliedRow
-			if err := sqlRows.Scan(&r.Set, &r.Version, &r.Name, &r.Batch, &r.AppliedAt); err != nil {
-				return fmt.Errorf("migrate: read navree_migrations: %w", err)
-			}
-			rows = append(rows, r)
-		}
-		if err := sqlRows.Err(); err != nil {
-			return fmt.Errorf("migrate: read navree_migrations: %w", err)
+			return err
 		}
 		return fn(ctx, rows)
 	})
+}
+
+// readApplied reads the rows of navree_migrations.
+func readApplied(ctx context.Context, q bun.IConn) ([]appliedRow, error) {
+	var rows []appliedRow
+	sqlRows, err := q.QueryContext(ctx, "SELECT set_name, version, name, batch, applied_at FROM navree_migrations")
+	if err != nil {
+		return nil, fmt.Errorf("migrate: read navree_migrations: %w", err)
+	}
+	defer sqlRows.Close()
+	for sqlRows.Next() {
+		var r appliedRow
+		if err := sqlRows.Scan(&r.Set, &r.Version, &r.Name, &r.Batch, &r.AppliedAt); err != nil {
+			return nil, fmt.Errorf("migrate: read navree_migrations: %w", err)
+		}
+		rows = append(rows, r)
+	}
+	if err := sqlRows.Err(); err != nil {
+		return nil, fmt.Errorf("migrate: read navree_migrations: %w", err)
+	}
+	return rows, nil
+}
+
+// Pending returns the migrations of the app that have not run on the
+// database, in the order they apply: all of them on a database migrate
+// never ran on. Unlike [Migrator.Status] it only reads: it creates no
+// table and takes no lock.
+func (m *Migrator) Pending(ctx context.Context) ([]Migration, error) {
+	all, err := m.load()
+	if err != nil {
+		return nil, err
+	}
+	exists := "SELECT to_regclass('navree_migrations') IS NOT NULL"
+	if m.db.dialect == SQLite {
+		exists = "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'navree_migrations')"
+	}
+	var found bool
+	if err := m.db.QueryRowContext(ctx, exists).Scan(&found); err != nil {
+		return nil, fmt.Errorf("migrate: read navree_migrations: %w", err)
+	}
+	if !found {
+		return all, nil
+	}
+	rows, err := readApplied(ctx, m.db.DB)
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]bool{}
+	for _, r := range rows {
+		done[r.Set+"/"+r.Version] = true
+	}
+	return slices.DeleteFunc(all, func(mig Migration) bool { return done[mig.Set+"/"+mig.Version] }), nil
+}
+
+// PendingError is the error of a command that needs the app's tables on a
+// database where Count of the app's migrations have not run.
+type PendingError struct {
+	Count    int
+	Database string         // the database's URL without its password
+	Run      app.Invocation // how the user runs the app's commands
+}
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("%s not run on this database (%s): run %q first", migrationsHave(e.Count), e.Database, string(e.Run)+" migrate")
+}
+
+// migrationsHave is "1 migration has" or "N migrations have".
+func migrationsHave(n int) string {
+	if n == 1 {
+		return "1 migration has"
+	}
+	return fmt.Sprintf("%d migrations have", n)
+}
+
+// Migrated is what a command takes among its services when it needs the
+// app's tables, as queue:work and schedule:work do, to check first, before
+// it prints or logs a line, that every migration of the app has run
+// (instead of logging a missing table every second). Its zero value,
+// which an app without [Module] gives an optional field, checks nothing.
+type Migrated struct {
+	m   *Migrator
+	run app.Invocation
+}
+
+type migratedIn struct {
+	fx.In
+	Migrator *Migrator
+	Run      app.Invocation
+}
+
+func newMigrated(p migratedIn) Migrated { return Migrated{p.Migrator, p.Run} }
+
+// Check returns a [*PendingError] when a migration of the app has not run
+// on the database.
+func (c Migrated) Check(ctx context.Context) error {
+	if c.m == nil {
+		return nil
+	}
+	pending, err := c.m.Pending(ctx)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	return &PendingError{Count: len(pending), Database: c.m.db.String(), Run: c.run}
+}
+
+// warnPending logs, when serve starts, that migrations have not run:
+// serve serves all the same (its pages that need no table work).
+func warnPending(ctx context.Context, m *Migrator, run app.Invocation, logger *slog.Logger) error {
+	pending, err := m.Pending(ctx)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	logger.WarnContext(ctx, migrationsHave(len(pending))+" not run on this database: the requests that need their tables will fail",
+		"logger", "navree.db", "database", m.db.String(), "run", string(run)+" migrate")
+	return nil
 }
 
 // Migrate applies every pending migration in one transaction, as one

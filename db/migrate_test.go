@@ -208,3 +208,32 @@ func TestConcurrentMigrate(t *testing.T) {
 		}
 	})
 }
+
+// TestPending: the migrations that have not run, all of them on a database
+// migrate never ran on, read without creating navree_migrations; none
+// once migrated; a new one after.
+func TestPending(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		d := dbtest.Open(t, url)
+		contacts := contactsSet()
+		m := db.NewMigrator(d, []db.MigrationSet{{Name: "contacts", FS: contacts}})
+		pending, err := m.Pending(ctx)
+		if want := []string{"contacts/0001_create_contacts", "contacts/0002_create_events"}; err != nil || !equal(migrationIDs(pending), want) {
+			t.Fatalf("pending on a new database: %v, %v; want %v", migrationIDs(pending), err, want)
+		}
+		if tableExists(t, d, "navree_migrations") {
+			t.Fatal("Pending created navree_migrations")
+		}
+		if _, err := m.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if pending, err := m.Pending(ctx); err != nil || len(pending) != 0 {
+			t.Fatalf("pending once migrated: %v, %v; want none", migrationIDs(pending), err)
+		}
+		contacts["0003_add_email.up.sql"] = &fstest.MapFile{Data: []byte("ALTER TABLE contacts ADD COLUMN email TEXT;")}
+		if pending, err := m.Pending(ctx); err != nil || !equal(migrationIDs(pending), []string{"contacts/0003_add_email"}) {
+			t.Fatalf("pending after a new migration: %v, %v", migrationIDs(pending), err)
+		}
+	})
+}

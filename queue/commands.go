@@ -20,6 +20,7 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/app/term"
+	"github.com/navree/navree/db"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/fx"
 )
@@ -33,12 +34,14 @@ func bounded(c *cli.Context, flag string, lo, hi int, also string) error {
 	return nil
 }
 
-// workIn is what queue:work uses: the queue, and the app's metrics
-// endpoint when it has one, served on --health-addr.
+// workIn is what queue:work uses: the queue, the app's metrics endpoint
+// when it has one, served on --health-addr, and, with db.Module, the
+// check that the app's migrations have run, before it starts.
 type workIn struct {
 	fx.In
-	Queue   *Queue
-	Metrics app.MetricsRoute `optional:"true"`
+	Queue    *Queue
+	Metrics  app.MetricsRoute `optional:"true"`
+	Migrated db.Migrated      `optional:"true"`
 }
 
 // failedPage is how many failed jobs queue:failed reads at a time.
@@ -73,6 +76,9 @@ func commands() []app.Command {
 					DefaultText: "queue.stop_timeout"},
 			},
 			Action: app.Uses(func(c *cli.Context, p workIn) error {
+				if err := p.Migrated.Check(c.Context); err != nil {
+					return err
+				}
 				q := p.Queue
 				o := WorkOptions{
 					Queues:         c.StringSlice("queue"),

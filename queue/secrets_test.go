@@ -47,15 +47,15 @@ func noTime(_ []string, a slog.Attr) slog.Attr {
 
 // TestListenerWarningShowsNoPassword runs a worker on a PostgreSQL server
 // that refuses connections: the warning its listener logs, with the error
-// of db.Connect, names the host and not the password, whatever form the
-// password takes in the URL.
+// of db.Connect, names the address and not the password, whatever form
+// the password takes in the URL.
 func TestListenerWarningShowsNoPassword(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ give, wantName string }{
-		{"postgres://bob:S3cret@127.0.0.1:1/crm", "postgres://bob:xxxxx@127.0.0.1:1/crm"},
-		{"postgres://bob@127.0.0.1:1/crm?password=S3cret", "postgres://bob@127.0.0.1:1/crm?password=xxxxx"},
-		{"postgres://bob@127.0.0.1:1/crm?sslpassword=S3cret", "postgres://bob@127.0.0.1:1/crm?sslpassword=xxxxx"},
-		{"postgres://bob:p%40ss%3Aw%2Frd%3F%23%25@127.0.0.1:1/crm", "postgres://bob:xxxxx@127.0.0.1:1/crm"},
+	tests := []struct{ give string }{
+		{"postgres://bob:S3cret@127.0.0.1:1/crm"},
+		{"postgres://bob@127.0.0.1:1/crm?password=S3cret"},
+		{"postgres://bob@127.0.0.1:1/crm?sslpassword=S3cret"},
+		{"postgres://bob:p%40ss%3Aw%2Frd%3F%23%25@127.0.0.1:1/crm"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
@@ -87,8 +87,7 @@ func TestListenerWarningShowsNoPassword(t *testing.T) {
 					break
 				}
 			}
-			want := `level=WARN msg="listen for dispatches; polling until it reconnects" logger=navree.job error="db: connect to ` + tt.wantName +
-				": failed to connect to `user=bob database=crm`:" + strings.Repeat(`\n\t127.0.0.1:1 (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect: connection refused`, 2) + `"`
+			want := `level=WARN msg="listen for dispatches; polling until it reconnects" logger=navree.job error="cannot connect to PostgreSQL at 127.0.0.1:1: connection refused (is the server running?)"`
 			if warning != want {
 				t.Errorf("warning:\n got %s\nwant %s", warning, want)
 			}

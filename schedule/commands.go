@@ -8,10 +8,20 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"go.uber.org/fx"
 
 	"github.com/navree/navree/app"
+	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
 )
+
+// workIn is what schedule:work uses: the scheduler, and the check that
+// the app's migrations have run, before it starts.
+type workIn struct {
+	fx.In
+	Scheduler *Scheduler
+	Migrated  db.Migrated `optional:"true"`
+}
 
 func commands() []app.Command {
 	return []app.Command{
@@ -21,7 +31,11 @@ func commands() []app.Command {
 			Description: "Sleeps until the next tick and dispatches what is due through the queue; any number of\n" +
 				"schedule:work processes may run on one database, each tick is dispatched once. Stops on SIGTERM or Ctrl-C,\n" +
 				"and exits 0 at queue:restart.",
-			Action: app.Uses(func(c *cli.Context, s *Scheduler) error {
+			Action: app.Uses(func(c *cli.Context, p workIn) error {
+				if err := p.Migrated.Check(c.Context); err != nil {
+					return err
+				}
+				s := p.Scheduler
 				err := s.work(c.Context, func() {
 					fmt.Fprintf(c.App.Writer, "Scheduling %d entr%s (Ctrl-C to stop)\n", len(s.plans), plural(len(s.plans), "y", "ies"))
 				})

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/navree/navree/app"
@@ -45,6 +42,14 @@ type Slow struct{}
 
 func (Slow) JobName() string { return "demo.slow" }
 
+// demoIn is what the demo command uses: the queue, and how the user runs
+// the app's commands, to say how to run the jobs.
+type demoIn struct {
+	fx.In
+	Queue *queue.Queue
+	Run   app.Invocation
+}
+
 var demoModule = fx.Module("demo",
 	queue.HandleFunc(func(ctx context.Context, j Welcome, jc queue.JobContext) error { return nil }),
 	queue.HandleFunc(func(ctx context.Context, j Flaky, jc queue.JobContext) error {
@@ -69,7 +74,8 @@ var demoModule = fx.Module("demo",
 	app.Commands(app.Command{
 		Name:  "demo",
 		Usage: "Queue a batch of demo jobs: successes, a retry, a failure, a slow one and an export that notifies its requester",
-		Action: app.Uses(func(c *cli.Context, q *queue.Queue) error {
+		Action: app.Uses(func(c *cli.Context, p demoIn) error {
+			q := p.Queue
 			jobs := []queue.Job{Welcome{"Ada"}, Welcome{"Grace"}, Welcome{"Linus"}, Flaky{}, Broken{}, Slow{},
 				ExportContacts{Company: "Acme", RequestedBy: user{ID: "ada", Email: "ada@example.com"}}}
 			for _, job := range jobs {
@@ -77,19 +83,8 @@ var demoModule = fx.Module("demo",
 					return err
 				}
 			}
-			fmt.Fprintf(c.App.Writer, "Queued %d demo jobs. Run them with: %s queue:work --stop-when-empty\n", len(jobs), invokedAs(os.Args[0]))
+			fmt.Fprintf(c.App.Writer, "Queued %d demo jobs. Run them with: %s queue:work --stop-when-empty\n", len(jobs), p.Run)
 			return nil
 		}),
 	}),
 )
-
-// invokedAs is how to run another command of the example app the way
-// arg0, this process's, was run: go run ./cmd/app when go run built it
-// (into a temporary go-build folder), else arg0 as it was typed (./app,
-// /srv/app/app).
-func invokedAs(arg0 string) string {
-	if strings.Contains(filepath.ToSlash(arg0), "/go-build") {
-		return "go run ./cmd/app"
-	}
-	return arg0
-}

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	neturl "net/url"
@@ -11,11 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/navree/navree/config"
 	"github.com/navree/navree/db/dbtest"
 )
 
@@ -428,12 +432,14 @@ func TestExportMailPreview(t *testing.T) {
 }
 
 // TestAMissingTableSaysToMigrate: a command on a database that was never
-// migrated says what to do.
+// migrated says what to do, as the app was run (here go run ./cmd/app,
+// as the test binary stands for it), not as "app migrate", which no
+// shell finds.
 func TestAMissingTableSaysToMigrate(t *testing.T) {
 	t.Parallel()
 	eachDatabase(t, func(t *testing.T, dir, url string) {
 		out, err := command(dir, url, "queue:status").CombinedOutput()
-		if err == nil || !strings.HasSuffix(string(out), ` (a table is missing: run "app migrate" first)`+"\n") {
+		if err == nil || !strings.HasSuffix(string(out), ` (a table is missing: run "go run ./cmd/app migrate" first)`+"\n") {
 			t.Fatalf("queue:status before migrate: %v\n%s", err, out)
 		}
 	})
@@ -571,5 +577,126 @@ func TestAStopSignalWhileStartingEndsLikeTheSignal(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Fatalf("the app printed %q", out.String())
+	}
+}
+
+// runFailing runs the example app, which must fail with status 1 and
+// print nothing on stdout, and returns its stderr.
+func runFailing(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || stdout.String() != "" {
+		t.Fatalf("%v: %v, stdout %q, stderr %q; want status 1 and nothing on stdout", cmd.Args[1:], err, stdout.String(), stderr.String())
+	}
+	return stderr.String()
+}
+
+// databaseName is how the app names the database at url in its messages:
+// the file of the SQLite default, or the URL without its password.
+func databaseName(dir, url string) string {
+	if url == "" {
+		return "sqlite://" + filepath.Join(dir, "var", "app.db")
+	}
+	return config.Redact(url)
+}
+
+// TestTheWorkersNeedTheMigrations: queue:work and schedule:work on a
+// database migrate never ran on fail at once with one line, the count and
+// the command to run (as the app was run: go run ./cmd/app here), instead
+// of logging a missing table every second; once migrated they work.
+func TestTheWorkersNeedTheMigrations(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, dir, url string) {
+		var failed []string
+		for _, args := range [][]string{{"queue:work"}, {"schedule:work"}} {
+			failed = append(failed, runFailing(t, command(dir, url, args...)))
+		}
+		migrated := strings.Count(run(t, dir, url, "migrate"), "Migrated ")
+		want := fmt.Sprintf(`app: %d migrations have not run on this database (%s): run "go run ./cmd/app migrate" first`+"\n", migrated, databaseName(dir, url))
+		for i, got := range failed {
+			if got != want {
+				t.Errorf("command %d printed\n%q\nwant\n%q", i, got, want)
+			}
+		}
+		if got := run(t, dir, url, "queue:work", "--stop-when-empty"); !strings.HasSuffix(got, "Processed 0 job attempt(s): 0 succeeded, 0 released for retry, 0 failed.\n") {
+			t.Fatalf("queue:work once migrated printed %q", got)
+		}
+	})
+}
+
+// TestServeWarnsOfPendingMigrations: serve on a database migrate never ran
+// on logs one warning, with the count and the command to run, and serves.
+func TestServeWarnsOfPendingMigrations(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, dir, url string) {
+		serve := command(dir, url, "serve")
+		stdout, _ := serve.StdoutPipe()
+		var stderr strings.Builder
+		serve.Stderr = &stderr
+		if err := serve.Start(); err != nil {
+			t.Fatal(err)
+		}
+		first, _ := bufio.NewReader(stdout).ReadString('\n')
+		base, ok := strings.CutPrefix(strings.TrimSuffix(first, " (Ctrl-C to stop)\n"), "Serving HTTP on ")
+		if !ok {
+			serve.Process.Kill()
+			t.Fatalf("serve printed %q", first)
+		}
+		status := 0
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			status = resp.StatusCode
+			resp.Body.Close()
+		}
+		serve.Process.Signal(syscall.SIGTERM)
+		go io.Copy(io.Discard, stdout)
+		if err := serve.Wait(); err != nil || status != http.StatusOK {
+			t.Fatalf("serve: %v; GET /healthz answered %d, want 200", err, status)
+		}
+		migrations := strings.Count(run(t, dir, url, "migrate"), "Migrated ")
+		name := databaseName(dir, url)
+		if strings.ContainsAny(name, ` ="`) { // slog's text handler quotes such a value
+			name = strconv.Quote(name)
+		}
+		want := fmt.Sprintf(`level=WARN msg="%d migrations have not run on this database: the requests that need their tables will fail" logger=navree.db database=%s run="go run ./cmd/app migrate"`+"\n",
+			migrations, name)
+		if got := regexp.MustCompile(`^time=\S+ `).ReplaceAllString(stderr.String(), ""); got != want {
+			t.Fatalf("serve logged\n%q\nwant\n%q", got, want)
+		}
+	})
+}
+
+// TestPostgresConnectionErrorsSayWhatToDo: a database that does not exist
+// says how to create it, a server that refuses the connection is one
+// line however many addresses and TLS modes pgx tried; neither prints
+// the password.
+func TestPostgresConnectionErrorsSayWhatToDo(t *testing.T) {
+	t.Parallel()
+	server, err := neturl.Parse(dbtest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := fmt.Sprintf("navree_missing_%d", rand.Uint64())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	for _, tt := range []struct{ url, want string }{
+		{"postgres://postgres:hunter2-secret@" + server.Host + "/" + missing + "?sslmode=disable",
+			`app: database "` + missing + `" does not exist on ` + server.Host + ": create it with: createdb -h " + server.Hostname() + " -p " + server.Port() +
+				" -U postgres " + missing + " (or, in psql: CREATE DATABASE " + missing + ";)\n"},
+		// No sslmode: pgx tries with TLS, then without, each refused.
+		{"postgres://postgres:hunter2-secret@" + closed + "/crm",
+			"app: cannot connect to PostgreSQL at " + closed + ": connection refused (is the server running?)\n"},
+	} {
+		for _, args := range [][]string{{"migrate"}, {"queue:work"}} {
+			if got := runFailing(t, command(t.TempDir(), tt.url, args...)); got != tt.want || strings.Contains(got, "hunter2") {
+				t.Errorf("%s on %s printed\n%q\nwant\n%q", args[0], config.Redact(tt.url), got, tt.want)
+			}
+		}
 	}
 }

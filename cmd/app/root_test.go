@@ -85,21 +85,3 @@ func TestTheAppRootFromAnotherFolder(t *testing.T) {
 		t.Fatalf("the app made %v in the working directory", entries)
 	}
 }
-
-// TestTheDemoSaysHowToRunItsJobs: the demo's hint runs queue:work the way
-// the demo was run: go run ./cmd/app from go run (whose binary is in a
-// go-build folder), else the binary as it was typed, not the app's name
-// ("app queue:work", which no shell finds).
-func TestTheDemoSaysHowToRunItsJobs(t *testing.T) {
-	for _, tt := range []struct{ give, want string }{
-		{"/tmp/go-build1234567/b001/exe/app", "go run ./cmd/app"},
-		{"/home/ada/.cache/go-build/tmp/go-build99/b001/exe/app", "go run ./cmd/app"},
-		{"./app", "./app"},
-		{"/srv/app/app", "/srv/app/app"},
-		{"app", "app"},
-	} {
-		if got := invokedAs(tt.give); got != tt.want {
-			t.Errorf("invokedAs(%q) = %q, want %q", tt.give, got, tt.want)
-		}
-	}
-}

@@ -105,7 +105,8 @@ func empty(t *testing.T, dir string) {
 
 // sigapp is an app for navree to run: it prints "ready PID", then, as
 // its argument says, waits for SIGINT or SIGTERM and exits with status 3
-// ("stop"), waits for nothing and is killed ("die"), or fails at once.
+// ("stop"), waits for nothing and is killed ("die"), or fails at once,
+// its error starting with the name it was run as ("fail").
 const sigapp = `package main
 
 import (
@@ -117,8 +118,8 @@ import (
 )
 
 func main() {
-	if os.Args[1] == "fail" {
-		fmt.Fprintln(os.Stderr, "sigapp: it failed")
+	if os.Args[1] == "fail" { // as run: navree, not the binary it built
+		fmt.Fprintln(os.Stderr, os.Args[0]+": it failed")
 		os.Exit(1)
 	}
 	if os.Args[1] == "die" {
@@ -149,7 +150,7 @@ func TestNavreeRunsTheAppAndForwardsSignals(t *testing.T) {
 	}
 	env := environ(map[string]string{"GOPROXY": "off", "GOFLAGS": "-buildvcs=false"})
 	t.Run("an app that fails", func(t *testing.T) {
-		failsWith(t, navreeCmd(dir, env, "fail"), "sigapp: it failed\n")
+		failsWith(t, navreeCmd(dir, env, "fail"), "navree: it failed\n")
 	})
 	for _, tt := range []struct {
 		mode   string

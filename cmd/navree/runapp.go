@@ -30,6 +30,9 @@ func runApp(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	signal.Notify(signals, forwarded...)
 	defer signal.Stop(signals)
 	app := exec.Command(bin, args...)
+	// The app's hints say to run another command as navree COMMAND (run
+	// "navree migrate" first), not as the binary, which is removed.
+	app.Args[0] = "navree"
 	app.Stdin, app.Stdout, app.Stderr = os.Stdin, stdout, stderr
 	app.SysProcAttr = ownGroup()
 	if err := app.Start(); err != nil {
