@@ -78,10 +78,11 @@ func buildApp(ctx context.Context, stderr io.Writer) (bin, tmp string, err error
 	return bin, tmp, build(ctx, bin, stderr)
 }
 
-// build builds the app in the working directory into bin, go build's
-// output going to stderr. A build that fails is go build's exit status.
-func build(ctx context.Context, bin string, stderr io.Writer) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+// build builds the app in the working directory into bin, with go
+// build's flags, its output going to stderr. A build that fails is go
+// build's exit status.
+func build(ctx context.Context, bin string, stderr io.Writer, flags ...string) error {
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, flags...), "-o", bin, ".")...)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
