@@ -16,12 +16,14 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// The timing of navree dev: how often it looks at the files, and how
+// The timing of navree dev: how often it looks at the files, how long
+// they must hold still once changed before it builds, and how
 // long an app it restarts has to stop after the first SIGTERM, and then
 // after the second (the app's dev stops its processes at once on it),
 // before it is killed.
 const (
 	devPoll     = 100 * time.Millisecond
+	devSettle   = 50 * time.Millisecond
 	devStopWait = 5 * time.Second
 )
 
@@ -121,7 +123,6 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		say("the build failed (go build's errors above); it builds again when a file changes")
 	}
 
-	last := built
 	poll := time.NewTicker(devPoll)
 	defer poll.Stop()
 	for {
@@ -144,13 +145,25 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			if err != nil {
 				return fmt.Errorf("dev: read the app's files: %w", err)
 			}
-			if len(now.changes(last)) > 0 { // still being written: wait for a quiet look
-				last = now
+			if len(now.changes(built)) == 0 {
 				continue
+			}
+			// A save may take more than one write: build once the files
+			// have held still for devSettle (or a second has passed).
+			for range time.Second / devSettle {
+				time.Sleep(devSettle)
+				again, err := scan(".")
+				if err != nil {
+					return fmt.Errorf("dev: read the app's files: %w", err)
+				}
+				if len(again.changes(now)) == 0 {
+					break
+				}
+				now = again
 			}
 			paths := now.changes(built)
 			if len(paths) == 0 {
-				continue
+				continue // written back as it was
 			}
 			built = now
 			bin, took, ok := rebuild()
