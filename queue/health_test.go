@@ -120,17 +120,20 @@ func TestAWorkerServesItsMetricsOnItsHealthAddress(t *testing.T) {
 		if code, body := get("/livez", ""); code != http.StatusOK || body != "ok\n" {
 			t.Errorf("/livez beside the metrics: %d %q", code, body)
 		}
-		// The export's completion is stored, and counted, just after the
-		// block starts: read until it is.
+		// The export's completion is counted, and then stored (the gauges
+		// count the database's rows), just after the block starts: read
+		// until both are.
 		export := map[string]string{"queue": "default", "job": "contacts.export"}
 		var families map[string]*dto.MetricFamily
 		for tries := 0; ; tries++ {
 			families = scrape(t, base+"/metrics", "Bearer "+scrapeToken)
-			if n, _ := promValue(families["navree_queue_jobs_succeeded_total"], export); n == 1 {
+			succeeded, _ := promValue(families["navree_queue_jobs_succeeded_total"], export)
+			running, _ := promValue(families["navree_queue_running"], map[string]string{"queue": "default"})
+			if succeeded == 1 && running == 1 {
 				break
 			}
 			if tries == 1000 {
-				t.Fatalf("the export's success is not counted: %v", families["navree_queue_jobs_succeeded_total"])
+				t.Fatalf("the export's success is not counted and stored: %v, %v", families["navree_queue_jobs_succeeded_total"], families["navree_queue_running"])
 			}
 			time.Sleep(10 * time.Millisecond) // a write away
 		}
