@@ -66,7 +66,7 @@ var imports = map[string]string{
 	"fx":         "go.uber.org/fx", "cli": "github.com/urfave/cli/v2", "uuid": "github.com/gofrs/uuid/v5", "bun": "github.com/uptrace/bun",
 	"context": "context", "errors": "errors", "fmt": "fmt", "time": "time", "strings": "strings", "testing": "testing",
 	"http": "net/http", "httptest": "net/http/httptest", "json": "encoding/json", "slog": "log/slog", "sql": "database/sql",
-	"fs": "io/fs", "embed": "embed", "os": "os", "io": "io", "tls": "crypto/tls", "slices": "slices", "strconv": "strconv",
+	"fs": "io/fs", "embed": "embed", "os": "os", "runtime": "runtime", "io": "io", "tls": "crypto/tls", "slices": "slices", "strconv": "strconv",
 	"sync": "sync", "template": "html/template",
 	"metric": "go.opentelemetry.io/otel/metric", "sdkmetric": "go.opentelemetry.io/otel/sdk/metric", "metrics": "github.com/navree/navree/app/metrics",
 	"trace": "go.opentelemetry.io/otel/trace", "sdktrace": "go.opentelemetry.io/otel/sdk/trace",

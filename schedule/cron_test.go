@@ -52,8 +52,8 @@ func TestNextMatchesTheReferenceAroundEveryTransition(t *testing.T) {
 			for _, anchor := range anchors {
 				lo, hi := anchor.Add(-26*time.Hour), anchor.Add(26*time.Hour)
 				want := refTicks(r, loc, lo.Add(-27*time.Hour), lo.Add(-time.Hour), hi.Add(27*time.Hour))
+				i := 0 // the first of want after start: the starts only grow
 				for start := lo; start.Before(hi); start = start.Add(17*time.Minute + 13*time.Second) {
-					i := 0
 					for i < len(want) && !want[i].After(start) {
 						i++
 					}
