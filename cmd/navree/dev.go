@@ -123,6 +123,21 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		say("the build failed (go build's errors above); it builds again when a file changes")
 	}
 
+	// look reads the files; an error (a folder made unreadable) is said
+	// once, and the app keeps running until the files can be read again.
+	var failed string
+	look := func() (snapshot, bool) {
+		now, err := scan(".")
+		if err != nil {
+			if err.Error() != failed {
+				failed = err.Error()
+				say("cannot read the app's files (%v); the app keeps running", err)
+			}
+			return nil, false
+		}
+		failed = ""
+		return now, true
+	}
 	poll := time.NewTicker(devPoll)
 	defer poll.Stop()
 	for {
@@ -141,22 +156,16 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 			say("the app stopped (%s); it starts again when a file changes", how)
 		case <-poll.C:
-			now, err := scan(".")
-			if err != nil {
-				return fmt.Errorf("dev: read the app's files: %w", err)
-			}
-			if len(now.changes(built)) == 0 {
+			now, ok := look()
+			if !ok || len(now.changes(built)) == 0 {
 				continue
 			}
 			// A save may take more than one write: build once the files
 			// have held still for devSettle (or a second has passed).
 			for range time.Second / devSettle {
 				time.Sleep(devSettle)
-				again, err := scan(".")
-				if err != nil {
-					return fmt.Errorf("dev: read the app's files: %w", err)
-				}
-				if len(again.changes(now)) == 0 {
+				again, ok := look()
+				if !ok || len(again.changes(now)) == 0 {
 					break
 				}
 				now = again
