@@ -38,11 +38,14 @@ var (
 // inboxT0 is the time of the inbox's tests.
 var inboxT0 = time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 
+// inboxSets are the migration sets of the inbox's table.
+var inboxSets = []db.MigrationSet{{Name: "notifications", FS: migrations.Notifications}}
+
 // eachInboxDB runs f as the subtests "sqlite" and "postgres", each with a
-// fresh database migrated with the set notifications.
+// database migrated with the set notifications.
 func eachInboxDB(t *testing.T, f func(t *testing.T, d *db.DB)) {
 	t.Helper()
-	dbtest.Each(t, func(t *testing.T, url string) {
+	dbtest.EachMigrated(t, inboxSets, func(t *testing.T, url string) {
 		f(t, migratedInboxDB(t, url))
 	})
 }
@@ -50,8 +53,7 @@ func eachInboxDB(t *testing.T, f func(t *testing.T, d *db.DB)) {
 func migratedInboxDB(t testing.TB, url string) *db.DB {
 	t.Helper()
 	d := dbtest.Open(t, url)
-	sets := []db.MigrationSet{{Name: "notifications", FS: migrations.Notifications}}
-	if _, err := db.NewMigrator(d, sets).Migrate(context.Background()); err != nil {
+	if _, err := db.NewMigrator(d, inboxSets).Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return d

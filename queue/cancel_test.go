@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 )
 
@@ -107,8 +106,7 @@ func TestCancelARunningJob(t *testing.T) {
 func TestCancelAJobRunningInAnotherProcess(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		q := localQueue(t, url, &clock{t: time.Now()}, noop[Cancellable]())
 		id, err := q.Dispatch(ctx, Cancellable{})
 		if err != nil {
@@ -141,8 +139,7 @@ func TestCancelAJobRunningInAnotherProcess(t *testing.T) {
 // TestCancelCommand: what queue:cancel and queue:forget print, and refuse.
 func TestCancelCommand(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		run := func(args ...string) (string, error) {
 			return runApp(t, map[string]any{"database.url": url}, args, db.Module(), queue.Module(), contactsModule)
 		}

@@ -27,8 +27,7 @@ import (
 func TestSIGTERMUnderLoad(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		q := localQueue(t, url, &clock{t: time.Now()}, noop[Block]())
 		jobs := make([]queue.Job, 100)
 		for i := range jobs {
@@ -100,8 +99,7 @@ func TestChaos(t *testing.T) {
 		t.Skip("the chaos test's worker processes need full speed: run it without -race and -short")
 	}
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		d := dbtest.Open(t, url)
 		if _, err := d.ExecContext(ctx, "CREATE TABLE chaos_runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL, started_ns BIGINT NOT NULL, finished_ns BIGINT)"); err != nil {
 			t.Fatal(err)

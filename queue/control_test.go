@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/navree/navree/config"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
@@ -198,7 +197,7 @@ func TestPriorityOrdersAQueue(t *testing.T) {
 
 func TestPriorityIsBounded(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, nil)
+	f := newFixture(t, queue.Memory, migratedSQLite(t), queue.Config{}, nil)
 	for _, p := range []int{101, -101} {
 		_, err := f.q.Push(ctx, queue.Envelope{Name: "contacts.export", Payload: json.RawMessage(`{}`), Options: queue.Options{Priority: p}})
 		want := fmt.Sprintf("queue: job contacts.export: Priority is %d; want -100 to 100 (0, the default, for most jobs)", p)
@@ -327,7 +326,7 @@ func TestDebounceCollapsesABurst(t *testing.T) {
 
 func TestDebounceRefusals(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, map[string]queue.Registration{"test.contact_changed": noop[contactChanged]()})
+	f := newFixture(t, queue.Memory, migratedSQLite(t), queue.Config{}, map[string]queue.Registration{"test.contact_changed": noop[contactChanged]()})
 	key := "k"
 	for _, c := range []struct {
 		e    queue.Envelope

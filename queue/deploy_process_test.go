@@ -28,8 +28,7 @@ var restartEnv = []string{"APP_QUEUE__RESCUE_AFTER=3s"}
 func TestQueueRestartStopsEveryWorkerProcess(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		if out, err := runApp(t, map[string]any{"database.url": url}, []string{"queue:restart"}, db.Module(), queue.Module()); err != nil ||
 			out != "No worker is registered that has not been asked already: nothing to restart.\n" {
 			t.Fatalf("queue:restart with no worker printed %q, %v", out, err)
@@ -91,8 +90,7 @@ func TestQueueRestartStopsEveryWorkerProcess(t *testing.T) {
 func TestASecondSignalInterruptsTheRunningJobs(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		c := &clock{t: time.Now()}
 		q := localQueue(t, url, c, noop[Cancellable]())
 		id, _ := q.Dispatch(ctx, Cancellable{})
@@ -148,8 +146,7 @@ func TestASecondSignalInterruptsTheRunningJobs(t *testing.T) {
 func TestRestartAndSoftStopUnderLoad(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		d := dbtest.Open(t, url)
 		if _, err := d.ExecContext(ctx, "CREATE TABLE deploy_runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL, "+
 			"started_ns BIGINT NOT NULL, ended_ns BIGINT NOT NULL, outcome TEXT NOT NULL)"); err != nil {
@@ -263,8 +260,7 @@ func TestRestartAndSoftStopUnderLoad(t *testing.T) {
 func TestJobsOfAnOlderOrNewerBuildAcrossProcesses(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		d := dbtest.Open(t, url)
 		if _, err := d.ExecContext(ctx, "CREATE TABLE ver_runs (job_id TEXT NOT NULL, name TEXT NOT NULL, build TEXT NOT NULL, company TEXT NOT NULL, format TEXT NOT NULL)"); err != nil {
 			t.Fatal(err)

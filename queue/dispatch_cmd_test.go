@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 	"go.uber.org/fx"
 )
@@ -26,8 +25,7 @@ func (Reindex) JobName() string { return "search.reindex" }
 // queue.
 func TestDispatchAndStatusCommands(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		overrides := map[string]any{"database.url": url}
 		jobs := fx.Options(
 			queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
@@ -104,8 +102,7 @@ sync     0        1        0        0      0       -
 // database's URL masked.
 func TestQueueWorkSaysWhatItWorks(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		shown := url
 		if strings.HasPrefix(url, "postgres://") { // trust authentication accepts any password
 			user, _, _ := strings.Cut(strings.TrimPrefix(url, "postgres://"), "@")
@@ -140,8 +137,7 @@ func TestQueueWorkSaysWhatItWorks(t *testing.T) {
 // back there.
 func TestAQueueNoWorkerTakesIsFlagged(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		failing := queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error {
 			return queue.Permanent(errors.New("no such company"))
 		})

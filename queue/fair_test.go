@@ -98,7 +98,7 @@ func TestAFairQueueTakesTheTenantsInTurns(t *testing.T) {
 // refused at dispatch, naming the job type.
 func TestABadFairnessKeyIsRefused(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, map[string]queue.Registration{"test.tenant_task": noop[TenantTask]()})
+	f := newFixture(t, queue.Memory, migratedSQLite(t), queue.Config{}, map[string]queue.Registration{"test.tenant_task": noop[TenantTask]()})
 	_, err := f.q.Dispatch(ctx, TenantTask{Tenant: strings.Repeat("x", queue.MaxUniqueKeyLen)})
 	if err == nil || err.Error() != "queue: the fairness key of test.tenant_task has 1007 bytes; want 1 to 1000" {
 		t.Fatalf("a key too long: %v", err)
@@ -122,8 +122,7 @@ func TestABadFairnessKeyIsRefused(t *testing.T) {
 func TestFairnessHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		d := dbtest.Open(t, url)
 		if _, err := d.ExecContext(ctx, "CREATE TABLE fair_starts (tenant TEXT NOT NULL, n INTEGER NOT NULL, attempt INTEGER NOT NULL, at_ns BIGINT NOT NULL)"); err != nil {
 			t.Fatal(err)

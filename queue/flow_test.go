@@ -14,7 +14,6 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 )
 
@@ -401,7 +400,7 @@ func TestAwait(t *testing.T) {
 }
 
 func TestFlowsRefusedAtDispatch(t *testing.T) {
-	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, map[string]queue.Registration{"test.add": (&ranLog{}).handler()})
+	f := newFixture(t, queue.Memory, migratedSQLite(t), queue.Config{}, map[string]queue.Registration{"test.add": (&ranLog{}).handler()})
 	a := addJob{Step: "a"}
 	for _, c := range []struct {
 		flow *queue.Flow
@@ -432,8 +431,7 @@ func TestFlowsRefusedAtDispatch(t *testing.T) {
 // queue:workflow shows one step by step, cancels it or retries it.
 func TestFlowCommands(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		c := &clock{t: t0}
 		run := func(args ...string) string {
 			t.Helper()
@@ -521,7 +519,7 @@ func TestResultsAreBounded(t *testing.T) {
 		errs <- jc.SetResult(make(chan int))
 		return nil
 	}))
-	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, map[string]queue.Registration{"contacts.export": handler})
+	f := newFixture(t, queue.Memory, migratedSQLite(t), queue.Config{}, map[string]queue.Registration{"contacts.export": handler})
 	id, err := f.q.Dispatch(ctx, ExportContacts{})
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/navree/navree/db/dbtest"
 )
 
 // TestHealthChecks: queue:work --health-addr answers /livez, and /readyz
@@ -20,8 +18,7 @@ import (
 // checks with it.
 func TestHealthChecks(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		cmd, _, _, stderr := worker(t, url, "queue:work", "--health-addr", "127.0.0.1:0")
 		select {
 		case <-stderr.when("/readyz\n"):
@@ -78,8 +75,7 @@ func TestHealthChecks(t *testing.T) {
 // carries a payload, an id, the token or the database's URL.
 func TestAWorkerServesItsMetricsOnItsHealthAddress(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		q := localQueue(t, url, &clock{t: time.Now()}, noop[Block](), noop[ExportContacts]())
 		if _, err := q.Dispatch(ctx, ExportContacts{CompanyID: "acme-secret-42"}); err != nil {
 			t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
@@ -86,8 +85,7 @@ func TestQueueJobTakesAnIDPrefix(t *testing.T) {
 // job of a prefix, and fails with the matches of an ambiguous one.
 func TestQueueJobCommandTakesAnIDPrefix(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		storeJobs(t, queue.StoreOf(localQueue(t, url, &clock{t: t0})), "0190a1b2-c3d4-7e5f-8000-000000000001", "0190a1b2-c3d4-7e5f-9000-000000000002")
 		overrides := map[string]any{"database.url": url}
 		out, err := runApp(t, overrides, []string{"queue:job", "0190a1b2-c3d4-7e5f-9"}, db.Module(), queue.Module())

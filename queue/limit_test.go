@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -220,7 +219,7 @@ func (e errorString) Error() string { return string(e) }
 
 func TestConcurrencyLimitRefusals(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, queue.Memory, dbtest.SQLiteURL(t), queue.Config{}, map[string]queue.Registration{"test.account_sync": noop[accountSync]()})
+	f := newFixture(t, queue.Memory, migratedSQLite(t), queue.Config{}, map[string]queue.Registration{"test.account_sync": noop[accountSync]()})
 	key := "k"
 	for _, c := range []struct {
 		e    queue.Envelope

@@ -179,7 +179,7 @@ func meteredQueueOn(t *testing.T, b backend, c *clock, reg queue.Registration) (
 // dispatched and worked its jobs).
 func TestTheGaugesOfADrainedQueueReadZero(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
+	eachMigrated(t, func(t *testing.T, url string) {
 		t.Parallel()
 		d := migrated(t, url)
 		m, err := metrics.New(metrics.Params{Config: metrics.Config{Enabled: true}, AccessFunc: func(*http.Request) bool { return true }})

@@ -387,10 +387,7 @@ func runChildApp(url string) (string, error) {
 func TestUniqueAcrossProcesses(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		if _, err := runApp(t, map[string]any{"database.url": url}, []string{"migrate"}, db.Module(), queue.Module()); err != nil {
-			t.Fatal(err)
-		}
+	eachMigrated(t, func(t *testing.T, url string) {
 		var wg sync.WaitGroup
 		outs := make([]string, 2)
 		for i := range outs {

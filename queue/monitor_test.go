@@ -7,7 +7,6 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 )
 
@@ -17,8 +16,7 @@ import (
 // to give.
 func TestMonitorCommand(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		c := &clock{t: time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)}
 		q := localQueue(t, url, c, noop[ExportContacts](), noop[SyncCalendar]())
 		for range 3 {

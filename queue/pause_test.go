@@ -128,8 +128,7 @@ func TestPauseAll(t *testing.T) {
 func TestAPauseHoldsAcrossWorkerProcesses(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		d := dbtest.Open(t, url)
 		if _, err := d.ExecContext(ctx, "CREATE TABLE runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL)"); err != nil {
 			t.Fatal(err)
@@ -201,8 +200,7 @@ func eventually(t *testing.T, what string, ok func() bool) {
 // queue:status print, and what they refuse.
 func TestPauseAndResumeCommands(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		run := func(args ...string) (string, error) {
 			return runApp(t, map[string]any{"database.url": url}, args, db.Module(), queue.Module(), contactsModule)
 		}

@@ -455,6 +455,13 @@ func localQueue(t *testing.T, url string, c *clock, regs ...queue.Registration) 
 	return q
 }
 
+// eachMigrated runs f as the subtests "sqlite" and "postgres", each with
+// the URL of a database with the queue's tables (as migrate makes them).
+func eachMigrated(t *testing.T, f func(t *testing.T, url string)) {
+	t.Helper()
+	dbtest.EachMigrated(t, queueSets, f)
+}
+
 func migrate(t *testing.T, url string) {
 	t.Helper()
 	if _, err := runApp(t, map[string]any{"database.url": url}, []string{"migrate"}, db.Module(), queue.Module()); err != nil {
@@ -464,8 +471,7 @@ func migrate(t *testing.T, url string) {
 
 func TestFailedJobCommands(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		overrides := map[string]any{"database.url": url}
 		jobs := fx.Options(
 			queue.HandleFunc(func(ctx context.Context, _ ExportContacts, _ queue.JobContext) error { return nil }),
@@ -543,12 +549,11 @@ func TestFailedJobCommands(t *testing.T) {
 	})
 }
 
-// zombieStarted migrates the database at url, dispatches a Zombie job,
+// zombieStarted dispatches a Zombie job on the migrated database at url,
 // and starts a worker process with a rescue time of 3 s that runs it as
 // attempt 1.
 func zombieStarted(t *testing.T, url string) (*queue.Queue, string, *exec.Cmd, io.WriteCloser, *bufio.Reader) {
 	t.Helper()
-	migrate(t, url)
 	q := localQueue(t, url, &clock{t: time.Now()}, noop[Zombie]())
 	id, _ := q.Dispatch(ctx, Zombie{})
 	cmd, stdin, stdout, stderr := workerIn(t, url, []string{"APP_QUEUE__RESCUE_AFTER=3s"}, "queue:work", "--workers", "1")
@@ -566,7 +571,7 @@ func zombieStarted(t *testing.T, url string) (*queue.Queue, string, *exec.Cmd, i
 func TestAKilledWorkersJobIsRescued(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
+	eachMigrated(t, func(t *testing.T, url string) {
 		q, id, cmd, _, _ := zombieStarted(t, url)
 		rescue := []string{"APP_QUEUE__RESCUE_AFTER=3s"}
 		killed := time.Now()
@@ -604,7 +609,7 @@ func TestAKilledWorkersJobIsRescued(t *testing.T) {
 func TestAPausedWorkersJobIsRescuedAndFencedOut(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
+	eachMigrated(t, func(t *testing.T, url string) {
 		q, id, zombie, zombieIn, zombieOut := zombieStarted(t, url)
 		zombieErr := zombie.Stderr.(*syncBuffer)
 		rescue := []string{"APP_QUEUE__RESCUE_AFTER=3s"}
@@ -654,8 +659,7 @@ func TestAPausedWorkersJobIsRescuedAndFencedOut(t *testing.T) {
 func TestSIGTERMFinishesTheRunningJob(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		q := localQueue(t, url, &clock{t: time.Now()}, noop[Block](), noop[ExportContacts]())
 		id, _ := q.Dispatch(ctx, Block{})
 		cmd, stdin, stdout, stderr := worker(t, url, "queue:work", "--workers=2")
@@ -686,8 +690,7 @@ func TestSIGTERMFinishesTheRunningJob(t *testing.T) {
 func TestSeveralWorkerProcessesRunEachJobOnce(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		d := dbtest.Open(t, url)
 		if _, err := d.ExecContext(ctx, "CREATE TABLE runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL)"); err != nil {
 			t.Fatal(err)
@@ -738,8 +741,7 @@ func TestSeveralWorkerProcessesRunEachJobOnce(t *testing.T) {
 func TestFlowControlAcrossTwoWorkerProcesses(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		d := dbtest.Open(t, url)
 		if _, err := d.ExecContext(ctx, "CREATE TABLE ctl_runs (job_id TEXT NOT NULL, name TEXT NOT NULL, attempt INTEGER NOT NULL, "+
 			"snoozes INTEGER NOT NULL, pid INTEGER NOT NULL, started_ns BIGINT NOT NULL)"); err != nil {
@@ -864,8 +866,7 @@ func TestFlowControlAcrossTwoWorkerProcesses(t *testing.T) {
 func TestAConcurrencyLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		d := dbtest.Open(t, url)
 		if _, err := d.ExecContext(ctx, "CREATE TABLE lim_running (account INTEGER PRIMARY KEY, n INTEGER NOT NULL, peak INTEGER NOT NULL, "+
 			"runs INTEGER NOT NULL, first_attempts INTEGER NOT NULL)"); err != nil {
@@ -927,8 +928,7 @@ func TestAConcurrencyLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 func TestARateLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		d := dbtest.Open(t, url)
 		if _, err := d.ExecContext(ctx, "CREATE TABLE rate_starts (n INTEGER NOT NULL, attempt INTEGER NOT NULL, reserved_ms BIGINT NOT NULL, at_ms BIGINT NOT NULL)"); err != nil {
 			t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -78,8 +77,7 @@ func TestPruneFailedDeletesTheOldInBatches(t *testing.T) {
 // TestPruneFailedCommand: what queue:prune-failed prints, and refuses.
 func TestPruneFailedCommand(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		run := func(args ...string) (string, error) {
 			return runApp(t, map[string]any{"database.url": url}, args, db.Module(), queue.Module(), contactsModule)
 		}

@@ -117,10 +117,19 @@ type backend struct {
 // backends are the three ways to store jobs; every test of this file runs
 // on each.
 var backends = []backend{
-	{"memory", queue.Memory, dbtest.SQLiteURL},
-	{"sqlite", queue.Database, dbtest.SQLiteURL},
-	{"postgres", queue.Database, dbtest.PostgresURL},
+	{"memory", queue.Memory, migratedSQLite},
+	{"sqlite", queue.Database, migratedSQLite},
+	{"postgres", queue.Database, migratedPostgres},
 }
+
+// queueSets are the migration sets of the queue's tables.
+var queueSets = []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}
+
+// migratedSQLite and migratedPostgres are the URLs of databases with the
+// queue's tables, made by dbtest from a template and a pool: newFixture's
+// migrate then finds nothing to do.
+func migratedSQLite(t testing.TB) string   { return dbtest.MigratedSQLiteURL(t, queueSets...) }
+func migratedPostgres(t testing.TB) string { return dbtest.MigratedPostgresURL(t, queueSets...) }
 
 func each(t *testing.T, f func(t *testing.T, fx fixture)) {
 	eachWith(t, queue.Config{}, nil, f)
@@ -139,7 +148,7 @@ func eachWith(t *testing.T, cfg queue.Config, regs map[string]queue.Registration
 
 func newFixture(t testing.TB, drv queue.Driver, url string, cfg queue.Config, regs map[string]queue.Registration) fixture {
 	d := dbtest.Open(t, url)
-	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
+	if _, err := db.NewMigrator(d, queueSets).Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	c := &clock{t: t0}

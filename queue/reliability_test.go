@@ -13,7 +13,6 @@ import (
 
 	"github.com/gofrs/uuid/v5"
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/driver"
 	"go.uber.org/fx"
@@ -280,8 +279,7 @@ func TestFlagsHaveTheBoundsOfTheirSettings(t *testing.T) {
 // at a time.
 func TestFailedJobsComeInPages(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		q := localQueue(t, url, &clock{t: t0}, noop[ExportContacts]())
 		store := queue.StoreOf(q)
 		var ids []string

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/navree/navree/app"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
@@ -840,7 +839,7 @@ func TestStopWhenEmptyWaitsForImmediateRetries(t *testing.T) {
 // connection is killed and comes back.
 func TestWorkersHearDispatchesOfOtherProcesses(t *testing.T) {
 	t.Parallel()
-	url := dbtest.PostgresURL(t)
+	url := migratedPostgres(t)
 	workerURL, name := named(t, url)
 	ran := make(chan string, 1)
 	handler := reporting(ran)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -137,8 +136,7 @@ func workers(t *testing.T, f fixture) []queue.Worker {
 // gone ones marked, and says how to start one when there is none.
 func TestWorkersCommand(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, url string) {
-		migrate(t, url)
+	eachMigrated(t, func(t *testing.T, url string) {
 		c := &clock{t: t0}
 		run := func(args ...string) string {
 			out, err := runApp(t, map[string]any{"database.url": url}, append([]string{"queue:workers"}, args...), db.Module(), queue.Module(), app.WithClock(c))

@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -29,11 +30,25 @@ import (
 // PostgreSQL server tests use.
 const PostgresEnv = "NAVREE_TEST_POSTGRES_URL"
 
-// SQLiteURL returns the URL of a new SQLite file in the test's temporary
-// folder.
+// SQLiteURL returns the URL of a new SQLite file in a temporary folder
+// removed when the test ends.
 func SQLiteURL(t testing.TB) string {
 	t.Helper()
-	return "sqlite://" + filepath.Join(t.TempDir(), "test.db")
+	return "sqlite://" + sqlitePath(t)
+}
+
+// sqlitePath is the path of a new file test.db in a temporary folder
+// removed when the test ends. The folder is not t.TempDir's, whose name
+// holds the test's and so a # when two subtests share a name, and a
+// database URL's path may not.
+func sqlitePath(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "navree-dbtest-")
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "test.db")
 }
 
 // PostgresURL creates a schema of the test's own on the server at
@@ -52,9 +67,7 @@ func PostgresURL(t testing.TB) string {
 		t.Fatalf("dbtest: %s: %v", PostgresEnv, err)
 	}
 	t.Cleanup(func() { admin.Close() })
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "navree_test_" + hex.EncodeToString(b[:])
+	schema := newSchemaName()
 	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("dbtest: create schema on %s: %v", config.Redact(base), err)
 	}
@@ -63,14 +76,31 @@ func PostgresURL(t testing.TB) string {
 			t.Errorf("dbtest: drop schema %s: %v", schema, err)
 		}
 	})
+	u, err := schemaURL(base, schema)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return u
+}
+
+// newSchemaName returns a new schema name, navree_test_ and 12 random hex
+// digits.
+func newSchemaName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "navree_test_" + hex.EncodeToString(b[:])
+}
+
+// schemaURL is the server URL base whose connections use schema.
+func schemaURL(base, schema string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		t.Fatalf("dbtest: %s is not a URL: %v", PostgresEnv, err)
+		return "", fmt.Errorf("%s is not a URL: %w", PostgresEnv, err)
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	return u.String()
+	return u.String(), nil
 }
 
 // Each runs f as the subtests "sqlite" and "postgres", each with the URL

@@ -13,14 +13,23 @@ import (
 	"time"
 )
 
-// skipped counts the tests of this test binary that PostgresURL skipped:
-// the one thing dbtest keeps across tests, for Main to report.
+// skipped counts the tests of this test binary that PostgresURL skipped,
+// for Main to report. It, reusing, the pool of migrated schemas and the
+// template files are all dbtest keeps across tests.
 var skipped atomic.Int64
+
+// reusing is whether Main runs the tests, and so will drop and remove
+// what MigratedPostgresURL and MigratedSQLiteURL keep for later tests.
+var reusing atomic.Bool
 
 // Main runs a package's tests, and returns the exit code, as m.Run does;
 // call it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+//
+// Under Main, [MigratedPostgresURL] and [MigratedSQLiteURL] reuse what
+// they migrated; when the tests end, Main drops the reused schemas and
+// removes the template files.
 //
 // When tests skipped for want of NAVREE_TEST_POSTGRES_URL, it says how many
 // on the terminal, where a person running go test ./... reads it: go test
@@ -29,7 +38,11 @@ var skipped atomic.Int64
 // what to set. Without a terminal (CI, an editor) it says nothing: go
 // test -v shows each skip and its reason there.
 func Main(m *testing.M) int {
+	reusing.Store(true)
 	code := m.Run()
+	reusing.Store(false)
+	schemas.dropAll()
+	templates.removeAll()
 	if n := skipped.Load(); n > 0 {
 		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
 			fmt.Fprint(tty, skipNote(n, firstToSkip()))

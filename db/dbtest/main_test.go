@@ -59,5 +59,5 @@ func TestMain(m *testing.M) {
 		Parallel(9)
 		fmt.Println("parallel", flag.Lookup("test.parallel").Value)
 	}
-	os.Exit(m.Run())
+	os.Exit(Main(m))
 }

@@ -18,7 +18,7 @@ var everyPage = []string{"/", "/partials/queues", "/jobs", "/failed", "/jobs/019
 
 func TestClosedWithoutAnAccessFunc(t *testing.T) {
 	t.Parallel()
-	f := setup(t, dbtest.SQLiteURL(t), dashboard.Params{}) // not in development
+	f := setup(t, dbtest.MigratedSQLiteURL(t, queueSets...), dashboard.Params{}) // not in development
 	ids := f.failed(t, "boom")
 	for _, path := range everyPage {
 		for _, role := range []string{"", "operator"} { // no access function reads the header
@@ -41,7 +41,7 @@ func TestClosedWithoutAnAccessFunc(t *testing.T) {
 // proxy, is refused.
 func TestDevelopmentOpensToLoopbackOnly(t *testing.T) {
 	t.Parallel()
-	f := setup(t, dbtest.SQLiteURL(t), dashboard.Params{Development: true})
+	f := setup(t, dbtest.MigratedSQLiteURL(t, queueSets...), dashboard.Params{Development: true})
 	if body := f.get(t, "", "/", http.StatusOK); !strings.Contains(body, `<span class="role" id="role">operator</span>`) {
 		t.Errorf("a loopback request in development is not an operator:\n%s", body)
 	}

@@ -163,7 +163,7 @@ func shoot(t *testing.T, ctx context.Context, name string) {
 // polling every second.
 func browserSetup(t *testing.T) (*fixture, context.Context) {
 	ctx := tab(t)
-	f := setup(t, dbtest.SQLiteURL(t), dashboard.Params{Development: true, Config: dashboard.Config{RefreshMs: 1000}})
+	f := setup(t, dbtest.MigratedSQLiteURL(t, queueSets...), dashboard.Params{Development: true, Config: dashboard.Config{RefreshMs: 1000}})
 	return f, ctx
 }
 
@@ -205,7 +205,7 @@ func TestBrowserRetryAFailedJob(t *testing.T) {
 // timeline, the worker that ran it, and no action.
 func TestBrowserASucceededJobsTimeline(t *testing.T) {
 	ctx := tab(t)
-	f := setupWith(t, dbtest.SQLiteURL(t), queue.Config{KeepSucceeded: 24 * time.Hour},
+	f := setupWith(t, dbtest.MigratedSQLiteURL(t, queueSets...), queue.Config{KeepSucceeded: 24 * time.Hour},
 		dashboard.Params{Development: true, Config: dashboard.Config{RefreshMs: 1000}})
 	ids := f.reminders(t, 1)
 	if stats, err := f.q.RunPending(context.Background()); err != nil || stats.Succeeded != 1 {
@@ -282,7 +282,7 @@ func TestBrowserShowsThePayloadWhenAsked(t *testing.T) {
 
 func TestBrowserRefusedWithoutAccess(t *testing.T) {
 	ctx := tab(t)
-	f := setup(t, dbtest.SQLiteURL(t), dashboard.Params{AccessFunc: byHeader}) // the browser sends no role
+	f := setup(t, dbtest.MigratedSQLiteURL(t, queueSets...), dashboard.Params{AccessFunc: byHeader}) // the browser sends no role
 	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(f.url+"/"))
 	if err != nil {
 		t.Fatal(err)
@@ -412,7 +412,7 @@ func TestScreenshots(t *testing.T) {
 		t.Skip("writes docs/dashboard/*.png only with -screenshots")
 	}
 	ctx := tab(t)
-	f := setup(t, dbtest.SQLiteURL(t), dashboard.Params{AccessFunc: func(*http.Request) dashboard.Role { return dashboard.Operator }})
+	f := setup(t, dbtest.MigratedSQLiteURL(t, queueSets...), dashboard.Params{AccessFunc: func(*http.Request) dashboard.Role { return dashboard.Operator }})
 	do(t, ctx, chromedp.EmulateViewport(1200, 560), chromedp.Navigate(f.url+"/")) // the trend's first sample
 	f.reminders(t, 12)
 	for range 3 {

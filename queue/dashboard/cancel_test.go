@@ -31,7 +31,7 @@ func (f *fixture) failedJob(t *testing.T, id string) (queue.JobInfo, bool) {
 
 func TestDeleteFailedJobs(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
 		exports := f.failed(t, "a", "b", "c")
@@ -86,7 +86,7 @@ func TestDeleteFailedJobs(t *testing.T) {
 
 func TestCancelJobs(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
 		waiting := f.reminders(t, 3)

@@ -49,7 +49,7 @@ func charts(t *testing.T, body string) map[string]svgChart {
 // a description in words.
 func TestChartsPage(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
 		f.reminders(t, 3)

@@ -111,7 +111,7 @@ func rowHTML(body, id string) string {
 
 func TestBatchesPageListsFlowsNewestFirst(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := flowSetup(t, dbURL)
 		empty := func(path string) string {
@@ -276,7 +276,7 @@ func stepRows(body string) [][2]string {
 
 func TestFlowPageDrawsTheWorkflow(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := flowSetup(t, dbURL)
 		scan := "scan <i>&</i>"
@@ -372,7 +372,7 @@ func TestFlowPageDrawsTheWorkflow(t *testing.T) {
 // before it, a layer further. A batch of more than 60 steps is not drawn.
 func TestFlowPageOfAChainAndOfALargeBatch(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := flowSetup(t, dbURL)
 		chain := f.dispatch(t, queue.Chain(Step{Name: "a"}, Step{Name: "b"}, Step{Name: "c"}).Catch(Step{}))
@@ -415,7 +415,7 @@ func TestFlowPageOfAChainAndOfALargeBatch(t *testing.T) {
 // words, for the page and for the actions.
 func TestFlowPageOfNoFlowIsNotFound(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := flowSetup(t, dbURL)
 		for _, id := range []string{"0190c0de-0000-7000-8000-000000000000", "not-an-id"} {
@@ -437,7 +437,7 @@ func TestFlowPageOfNoFlowIsNotFound(t *testing.T) {
 
 func TestCancelAndRetryAFlow(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := flowSetup(t, dbURL)
 		chain := f.dispatch(t, queue.Chain(Step{Name: "a"}, Step{Name: "b"}).Named("nightly"))
@@ -510,7 +510,7 @@ func TestCancelAndRetryAFlow(t *testing.T) {
 // the masked keys replaced, as a payload is.
 func TestFlowPageMasksResults(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := flowSetup(t, dbURL)
 		id := f.dispatch(t, queue.Chain(Step{Result: json.RawMessage(`{"n":2,"api":{"Token":"tk-secret-1"}}`)}))

@@ -18,7 +18,7 @@ import (
 
 func TestQueuesPageCountsEachQueue(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
 		if got := rows(f.get(t, "viewer", "/", http.StatusOK), "data-queue"); len(got) != 0 {
@@ -69,7 +69,7 @@ func TestQueuesPageCountsEachQueue(t *testing.T) {
 // with what to do.
 func TestQueuesPageMarksAQueueNoWorkerTakes(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader}) // queue.queues: default, exports
 		f.reminders(t, 1)
@@ -467,7 +467,7 @@ func TestJobPageShowsItsOptions(t *testing.T) {
 // buttons, and its back link still goes to the list it was opened from.
 func TestJobThatFailedAfterItsListOpensAsFailed(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
 		id, err := f.q.Dispatch(ctx, Export{CompanyID: "c1", Reason: "the export server said no"})
@@ -582,7 +582,7 @@ func TestPayloadIsShownWhenAskedWithKeysMasked(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := setup(t, dbtest.SQLiteURL(t), dashboard.Params{AccessFunc: byHeader, Config: dashboard.Config{MaskKeys: tt.mask}})
+			f := setup(t, dbtest.MigratedSQLiteURL(t, queueSets...), dashboard.Params{AccessFunc: byHeader, Config: dashboard.Config{MaskKeys: tt.mask}})
 			ids := f.failed(t, "boom")
 			page := f.get(t, "viewer", "/jobs/"+ids[0]+"?state=failed", http.StatusOK)
 			if got := link(t, page, "show-payload"); got != "/navree/queue/jobs/"+ids[0]+"?payload=show&state=failed" {
@@ -685,7 +685,7 @@ func TestPayloadOfJobsThatFailedTogether(t *testing.T) {
 
 func TestRetryPutsTheJobBackOnItsQueue(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
 		ids := f.failed(t, "boom", "bang")
@@ -793,7 +793,7 @@ func TestActionsGoBackToTheDashboardOnly(t *testing.T) {
 
 func TestBulkRetryAsksForConfirmation(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
 		exports := f.failed(t, "a", "b", "c")

@@ -30,7 +30,7 @@ func (f *fixture) paused(t *testing.T) []string {
 
 func TestPauseAndResumeQueues(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
 		f.reminders(t, 2)

@@ -14,7 +14,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
-	"github.com/navree/navree/migrations"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/dashboard"
 	"github.com/navree/navree/schedule"
@@ -26,7 +25,7 @@ import (
 func scheduleSetup(t *testing.T, dbURL string, access dashboard.AccessFunc) (*fixture, *schedule.Scheduler) {
 	t.Helper()
 	d := dbtest.Open(t, dbURL)
-	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}, {Name: "schedule", FS: migrations.Schedule}}).Migrate(ctx); err != nil {
+	if _, err := db.NewMigrator(d, scheduleSets).Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	clock := apptest.FixedClock(t0)
@@ -59,7 +58,7 @@ func scheduleSetup(t *testing.T, dbURL string, access dashboard.AccessFunc) (*fi
 // button and is refused the action.
 func TestSchedulesPage(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, scheduleSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f, s := scheduleSetup(t, dbURL, byHeader)
 		body := f.get(t, "viewer", "/schedules", http.StatusOK)

@@ -96,11 +96,18 @@ func setup(t *testing.T, dbURL string, p dashboard.Params) *fixture {
 	return setupWith(t, dbURL, queue.Config{}, p)
 }
 
+// queueSets are the migration sets of the queue's tables, and
+// scheduleSets those and the schedule's.
+var (
+	queueSets    = []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}
+	scheduleSets = []db.MigrationSet{{Name: "queue", FS: migrations.Queue}, {Name: "schedule", FS: migrations.Schedule}}
+)
+
 // setupWith is setup with the queue configured by cfg (its queues set).
 func setupWith(t *testing.T, dbURL string, cfg queue.Config, p dashboard.Params) *fixture {
 	t.Helper()
 	d := dbtest.Open(t, dbURL)
-	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(ctx); err != nil {
+	if _, err := db.NewMigrator(d, queueSets).Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	clock := apptest.FixedClock(t0)
@@ -196,7 +203,7 @@ func (f *fixture) failedIn(t *testing.T, name string, reasons ...string) []strin
 
 // operatorSetup is setup with the tests' access function, on SQLite.
 func operatorSetup(t *testing.T) *fixture {
-	return setup(t, dbtest.SQLiteURL(t), dashboard.Params{AccessFunc: byHeader})
+	return setup(t, dbtest.MigratedSQLiteURL(t, queueSets...), dashboard.Params{AccessFunc: byHeader})
 }
 
 // failed dispatches an Export per reason and runs it, so that each is a

@@ -19,7 +19,7 @@ import (
 // a viewer may read it.
 func TestWorkersPage(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.EachMigrated(t, queueSets, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		f := setup(t, dbURL, dashboard.Params{AccessFunc: byHeader})
 		if body := f.get(t, "viewer", "/workers", http.StatusOK); !strings.Contains(body, `<p id="no-workers">No worker is registered: start one with queue:work.</p>`) {

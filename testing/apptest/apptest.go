@@ -38,25 +38,26 @@ type App struct {
 // setting is what an apptest option asks of the app's configuration.
 type setting struct {
 	values   map[string]any
-	database func(t testing.TB) string // makes a fresh database and returns its URL
+	database func(t testing.TB, sets ...db.MigrationSet) string // makes a migrated database and returns its URL
 }
 
 func settingOption(s *setting) fx.Option {
 	return fx.Supply(fx.Annotated{Group: "apptest.settings", Target: s})
 }
 
-// TempDatabase gives the app a fresh SQLite database in the test's
-// temporary folder, migrated with every migration set of the app when it
-// starts. The app needs db.Module().
+// TempDatabase gives the app an SQLite database of its own in a temporary
+// folder, with every migration set of the app applied. The app needs
+// db.Module().
 func TempDatabase() fx.Option {
-	return fx.Options(settingOption(&setting{database: dbtest.SQLiteURL}), migrateOnStart)
+	return fx.Options(settingOption(&setting{database: dbtest.MigratedSQLiteURL}), migrateOnStart)
 }
 
-// Postgres gives the app a fresh PostgreSQL schema on the server at
-// NAVREE_TEST_POSTGRES_URL, migrated when the app starts and dropped when
-// the test ends. Without the variable the test is skipped.
+// Postgres gives the app a PostgreSQL schema of its own on the server at
+// NAVREE_TEST_POSTGRES_URL, with every migration set of the app applied
+// (dbtest.MigratedPostgresURL: the schema is reused, emptied, by a later
+// test). Without the variable the test is skipped.
 func Postgres() fx.Option {
-	return fx.Options(settingOption(&setting{database: dbtest.PostgresURL}), migrateOnStart)
+	return fx.Options(settingOption(&setting{database: dbtest.MigratedPostgresURL}), migrateOnStart)
 }
 
 var migrateOnStart = fx.Invoke(func(lc fx.Lifecycle, m *db.Migrator) {
@@ -104,6 +105,7 @@ type configIn struct {
 	T        testing.TB
 	Defs     []config.Definition `group:"config.sections"`
 	Settings []*setting          `group:"apptest.settings"`
+	Sets     []db.MigrationSet   `group:"db.migrations"`
 }
 
 // newConfig is the app's configuration: every section's defaults and the
@@ -118,7 +120,7 @@ func newConfig(p configIn) (*config.Config, error) {
 			overrides[k] = v
 		}
 		if s.database != nil { // once per New: the app is built once
-			overrides["database.url"] = s.database(p.T)
+			overrides["database.url"] = s.database(p.T, p.Sets...)
 		}
 	}
 	return config.New(config.Sources{Overrides: overrides}, p.Defs...)

@@ -27,9 +27,12 @@ type backend struct {
 	open func(t *testing.T) (driver.Driver, *db.DB)
 }
 
+// queueSets are the migration sets of the queue's tables.
+var queueSets = []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}
+
 func migrated(t *testing.T, url string) *db.DB {
 	d := dbtest.Open(t, url)
-	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
+	if _, err := db.NewMigrator(d, queueSets).Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -41,11 +44,11 @@ var backends = []backend{
 		return memdriver.New(), dbtest.Open(t, dbtest.SQLiteURL(t))
 	}},
 	{"sqlite", func(t *testing.T) (driver.Driver, *db.DB) {
-		d := migrated(t, dbtest.SQLiteURL(t))
+		d := migrated(t, dbtest.MigratedSQLiteURL(t, queueSets...))
 		return dbdriver.New(d), d
 	}},
 	{"postgres", func(t *testing.T) (driver.Driver, *db.DB) {
-		d := migrated(t, dbtest.PostgresURL(t))
+		d := migrated(t, dbtest.MigratedPostgresURL(t, queueSets...))
 		return dbdriver.New(d), d
 	}},
 }

@@ -14,11 +14,14 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
+// queueSets are the migration sets of the queue's tables.
+var queueSets = []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}
+
 // migrated opens the database at url with the queue's tables.
 func migrated(t testing.TB, url string) *db.DB {
 	t.Helper()
 	d := dbtest.Open(t, url)
-	if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}).Migrate(context.Background()); err != nil {
+	if _, err := db.NewMigrator(d, queueSets).Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -28,16 +31,16 @@ func migrated(t testing.TB, url string) *db.DB {
 // "sqlite", a new file, or "postgres", a new schema.
 func openDriver(t testing.TB, name string) (driver.Driver, *db.DB) {
 	if name == "postgres" {
-		d := migrated(t, dbtest.PostgresURL(t))
+		d := migrated(t, dbtest.MigratedPostgresURL(t, queueSets...))
 		return newPostgres(d), d
 	}
-	d := migrated(t, dbtest.SQLiteURL(t))
+	d := migrated(t, dbtest.MigratedSQLiteURL(t, queueSets...))
 	return newSQLite(d), d
 }
 
 func openSQLite(t *testing.T) (*sqliteDriver, *db.DB) {
 	t.Helper()
-	d := migrated(t, dbtest.SQLiteURL(t))
+	d := migrated(t, dbtest.MigratedSQLiteURL(t, queueSets...))
 	return newSQLite(d), d
 }
 
