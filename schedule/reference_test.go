@@ -23,9 +23,9 @@ import (
 
 // refSpec is an expression as the reference reads it.
 type refSpec struct {
-	sets                   [6]map[int]bool // second minute hour dom month dow
-	domStar, dowStar, star bool            // star: the hour field begins with "*"
-	step                   int64           // seconds between the instants walked
+	sets                   [6][64]bool // second minute hour dom month dow: whether each value is in
+	domStar, dowStar, star bool        // star: the hour field begins with "*"
+	step                   int64       // seconds between the instants walked
 }
 
 var refDescriptors = map[string]string{
@@ -57,7 +57,6 @@ func refParse(spec string) refSpec {
 		return n
 	}
 	for i, text := range f {
-		r.sets[i] = map[int]bool{}
 		for _, item := range strings.Split(text, ",") {
 			base, stepText, _ := strings.Cut(item, "/")
 			step := 1
@@ -89,20 +88,19 @@ func refParse(spec string) refSpec {
 // match reports whether the wall-clock time w (fields read in UTC) is one
 // of the expression's.
 func (r refSpec) match(w time.Time) bool {
-	dom, dow := r.sets[3][w.Day()], r.sets[5][int(w.Weekday())]
-	day := dom && dow
-	if !r.domStar && !r.dowStar {
-		day = dom || dow
-	}
-	return day && r.sets[4][int(w.Month())] && r.sets[2][w.Hour()] && r.sets[1][w.Minute()] && r.sets[0][w.Second()]
+	hour, minute, second := w.Clock()
+	return r.matchDay(w) && r.sets[2][hour] && r.sets[1][minute] && r.sets[0][second]
 }
 
+// matchDay reports whether the day of the wall-clock time w is one of the
+// expression's: with both day fields restricted, a day matching either.
 func (r refSpec) matchDay(w time.Time) bool {
-	dom, dow := r.sets[3][w.Day()], r.sets[5][int(w.Weekday())]
+	_, month, day := w.Date()
+	dom, dow := r.sets[3][day], r.sets[5][int(w.Weekday())]
 	if !r.domStar && !r.dowStar {
-		return (dom || dow) && r.sets[4][int(w.Month())]
+		return (dom || dow) && r.sets[4][int(month)]
 	}
-	return dom && dow && r.sets[4][int(w.Month())]
+	return dom && dow && r.sets[4][int(month)]
 }
 
 // wallOf is the wall-clock time of the instant u in loc, as seconds of a

@@ -12,6 +12,7 @@ import (
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
+	"github.com/uptrace/bun"
 )
 
 // Scheduler dispatches the jobs of the app's entries at their ticks. Any
@@ -44,10 +45,14 @@ type Dispatched struct {
 // dispatched, also when it returns the errors of other entries.
 func (s *Scheduler) RunDue(ctx context.Context) ([]Dispatched, error) {
 	now := s.clock.Now()
+	last, err := s.lastTicks(ctx, now.Add(grace))
+	if err != nil {
+		return nil, err
+	}
 	var out []Dispatched
 	var errs []error
 	for _, p := range s.plans {
-		d, err := s.runDue(ctx, p, now)
+		d, err := s.runDue(ctx, p, last[p.Name], now)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -63,11 +68,9 @@ func (s *Scheduler) RunDue(ctx context.Context) ([]Dispatched, error) {
 // before the tick counts as missed: even with CatchUp(0) it is run.
 const grace = time.Minute
 
-func (s *Scheduler) runDue(ctx context.Context, p plan, now time.Time) (*Dispatched, error) {
-	last, err := s.lastTick(ctx, p.Name, now.Add(grace))
-	if err != nil {
-		return nil, err
-	}
+// runDue claims the tick of p due at now, if any, given the latest tick
+// claimed for p (zero for none).
+func (s *Scheduler) runDue(ctx context.Context, p plan, last, now time.Time) (*Dispatched, error) {
 	from := now.Add(-max(p.CatchUp, grace))
 	// A new entry: no tick from well before this scheduler started
 	// (schedule:run from cron starts just after its tick), nor, after the
@@ -89,20 +92,33 @@ func (s *Scheduler) runDue(ctx context.Context, p plan, now time.Time) (*Dispatc
 	return s.claim(ctx, p, tick)
 }
 
-// lastTick is the latest tick claimed for the entry name up to until;
-// zero for none. A claim later than that was made by a clock ahead of
-// this one (this scheduler's, before it stepped back, or another
-// server's): the scheduler goes on from its own time, and the claim only
-// keeps its own tick from being dispatched again.
-func (s *Scheduler) lastTick(ctx context.Context, name string, until time.Time) (time.Time, error) {
-	var ms sql.NullInt64
-	if err := s.db.NewRaw("SELECT MAX(tick_at) FROM schedule_ticks WHERE name = ? AND tick_at <= ?", name, until.UnixMilli()).Scan(ctx, &ms); err != nil {
-		return time.Time{}, fmt.Errorf("schedule: read the ticks of %s: %w", name, err)
+// lastTicks is the latest tick claimed for each entry up to until, in
+// one query however many entries there are; an entry with none is not in
+// it. A claim later than that was made by a clock ahead of this one
+// (this scheduler's, before it stepped back, or another server's): the
+// scheduler goes on from its own time, and the claim only keeps its own
+// tick from being dispatched again.
+func (s *Scheduler) lastTicks(ctx context.Context, until time.Time) (map[string]time.Time, error) {
+	last := map[string]time.Time{}
+	if len(s.plans) == 0 {
+		return last, nil
 	}
-	if !ms.Valid {
-		return time.Time{}, nil
+	names := make([]string, len(s.plans))
+	for i, p := range s.plans {
+		names[i] = p.Name
 	}
-	return time.UnixMilli(ms.Int64), nil
+	var claimed []struct {
+		Name   string `bun:"name"`
+		TickAt int64  `bun:"tick_at"`
+	}
+	if err := s.db.NewRaw("SELECT name, MAX(tick_at) AS tick_at FROM schedule_ticks WHERE name IN (?) AND tick_at <= ? GROUP BY name",
+		bun.In(names), until.UnixMilli()).Scan(ctx, &claimed); err != nil {
+		return nil, fmt.Errorf("schedule: read the claimed ticks: %w", err)
+	}
+	for _, c := range claimed {
+		last[c.Name] = time.UnixMilli(c.TickAt)
+	}
+	return last, nil
 }
 
 // claim records the tick of p and dispatches its job, in one transaction:
