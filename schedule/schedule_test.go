@@ -18,6 +18,7 @@ import (
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/schedule"
 	"github.com/navree/navree/testing/apptest"
+	"github.com/uptrace/bun"
 	"go.uber.org/fx"
 )
 
@@ -342,12 +343,18 @@ func TestPruneDeletesInBatches(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, database fx.Option) {
 		a := newApp(t, database, at("07:59:59"))
 		ctx := context.Background()
-		for _, name := range []string{"a", "b"} {
-			for n := range schedule.PruneBatch {
-				if _, err := a.DB.ExecContext(ctx, "INSERT INTO schedule_ticks (name, tick_at, job_id, skipped, dispatched_at) VALUES (?, ?, 'j', 0, 1)", name, n+1); err != nil {
-					t.Fatal(err)
+		err := a.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { // one commit, not 2000
+			for _, name := range []string{"a", "b"} {
+				for n := range schedule.PruneBatch {
+					if _, err := tx.ExecContext(ctx, "INSERT INTO schedule_ticks (name, tick_at, job_id, skipped, dispatched_at) VALUES (?, ?, 'j', 0, 1)", name, n+1); err != nil {
+						return err
+					}
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 		if n, err := a.S.Prune(ctx, at("07:00:00")); err != nil || n != 2*(schedule.PruneBatch-1) {
 			t.Fatalf("Prune = %d, %v; want every claim but each entry's latest", n, err)

@@ -50,9 +50,13 @@ func version(path string) int {
 
 // newCluster creates and starts a cluster, with settings of the server
 // ("-c name=value") if any, or skips the test where PostgreSQL's binaries
-// are not installed.
+// are not installed, and in a -short run: a cluster of its own takes
+// seconds of CPU to create, and the full suite has it.
 func newCluster(t *testing.T, settings ...string) *cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server of its own: not in a -short run")
+	}
 	bin, ok := postgresBin()
 	if !ok {
 		t.Skip("PostgreSQL's initdb and pg_ctl are not installed (looked in /usr/lib/postgresql/*/bin and on the PATH)")

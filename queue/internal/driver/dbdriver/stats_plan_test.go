@@ -95,6 +95,7 @@ var bigTables = []string{
 // index that orders its state. Measured in buffers, which do not depend
 // on the machine; the bounds are loose, as other tests share the server.
 func TestReadSideUsesTheIndexesOnPostgres(t *testing.T) {
+	manyRows(t)
 	t.Parallel()
 	ctx := context.Background()
 	d := migrated(t, dbtest.PostgresURL(t))
@@ -245,10 +246,20 @@ func sqlitePlan(t *testing.T, d *db.DB, stmt string, args ...any) string {
 	return strings.Join(plan, "; ")
 }
 
+// manyRows skips t in a -short run: it stores thousands of rows, which
+// takes seconds, and runs in the full suite.
+func manyRows(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("stores thousands of rows: not in a -short run")
+	}
+}
+
 // TestReadSideUsesTheIndexesOnSQLite: SQLite plans each read statement
 // on the index of its state, without statistics (as an app's database
 // is) and with them.
 func TestReadSideUsesTheIndexesOnSQLite(t *testing.T) {
+	manyRows(t)
 	t.Parallel()
 	ctx := context.Background()
 	d := migrated(t, dbtest.SQLiteURL(t))
