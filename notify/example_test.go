@@ -285,7 +285,7 @@ func (PasswordReset) ToMail(ctx context.Context, to notify.Notifiable) (mail.Mai
 func (PasswordReset) ToDatabase(notify.Notifiable) (any, error) { return map[string]any{}, nil }
 func (PasswordReset) DeliveryOptions(channel string) queue.Options {
 	if channel == notify.Mail {
-		return queue.Options{Queue: "high", MaxAttempts: 3, Backoff: queue.Fixed(10 * time.Second), Timeout: 20 * time.Second}
+		return queue.Options{Queue: "high", MaxAttempts: 3, Backoff: queue.Fixed(10 * time.Second), Timeout: 20 * time.Second, Fair: true}
 	}
 	return queue.Options{} // the defaults
 }
@@ -308,12 +308,12 @@ func ExampleWithOptions() {
 	for _, e := range fake.Envelopes() {
 		var job notify.SendJob
 		json.Unmarshal(e.Payload, &job)
-		fmt.Printf("%s via %s: queue=%q attempts=%d timeout=%s\n", e.Name, job.Channel, e.Options.Queue, e.Options.MaxAttempts, e.Options.Timeout)
+		fmt.Printf("%s via %s: queue=%q attempts=%d timeout=%s fair=%t\n", e.Name, job.Channel, e.Options.Queue, e.Options.MaxAttempts, e.Options.Timeout, e.Options.Fair)
 	}
 	// Output:
 	// Migrated notifications/0001_create_table
-	// notify.send via mail: queue="high" attempts=3 timeout=20s
-	// notify.send via database: queue="" attempts=5 timeout=0s
+	// notify.send via mail: queue="high" attempts=3 timeout=20s fair=true
+	// notify.send via database: queue="" attempts=5 timeout=0s fair=false
 }
 
 // ShouldSend declines a delivery when its job runs: grace upgraded after

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -201,17 +202,37 @@ func TestHandleWhileDispatching(t *testing.T) {
 	}
 }
 
-// TestOverrideTakesTheFieldsSet: each field set in over replaces o's,
-// each zero one keeps it.
-func TestOverrideTakesTheFieldsSet(t *testing.T) {
-	o := queue.Options{Queue: "a", MaxAttempts: 2, Backoff: queue.Fixed(time.Second), Timeout: time.Second, UniqueFor: time.Minute,
-		Priority: 1, Debounce: queue.Debounce{For: time.Second}, ConcurrencyLimit: 1}
-	if got := o.Override(queue.Options{}); got != o {
-		t.Fatalf("Override with nothing set: %+v, want %+v", got, o)
+// TestOverrideTakesEveryFieldSet walks the fields of Options by
+// reflection, so that a field added to Options and forgotten in Override
+// fails it: each field set alone in over replaces o's, and left zero
+// keeps o's.
+func TestOverrideTakesEveryFieldSet(t *testing.T) {
+	samples := map[reflect.Type][2]any{ // two set values of each field type
+		reflect.TypeFor[string]():         {"a", "b"},
+		reflect.TypeFor[int]():            {2, -3},
+		reflect.TypeFor[bool]():           {true, true},
+		reflect.TypeFor[time.Duration]():  {time.Second, time.Hour},
+		reflect.TypeFor[queue.Backoff]():  {queue.Fixed(time.Second), queue.Exponential(time.Minute, time.Hour)},
+		reflect.TypeFor[queue.Debounce](): {queue.Debounce{For: time.Second}, queue.Debounce{For: time.Minute, MaxWait: time.Hour}},
+		reflect.TypeFor[queue.Rate]():     {queue.Rate{Max: 1, Per: time.Second}, queue.Rate{Max: 5, Per: time.Minute}},
 	}
-	over := queue.Options{Queue: "b", MaxAttempts: 5, Backoff: queue.Fixed(time.Minute), Timeout: time.Hour, UniqueFor: time.Hour,
-		Priority: -3, Debounce: queue.Debounce{For: time.Minute, MaxWait: time.Hour}, ConcurrencyLimit: 4}
-	if got := o.Override(over); got != over {
-		t.Fatalf("Override with every field set: %+v, want %+v", got, over)
+	fields := reflect.VisibleFields(reflect.TypeFor[queue.Options]())
+	for _, f := range fields {
+		sample, ok := samples[f.Type]
+		if !ok {
+			t.Fatalf("Options.%s is a %s, which this test has no values of: add two, and make sure Override takes the field", f.Name, f.Type)
+		}
+		var o, over queue.Options
+		reflect.ValueOf(&o).Elem().FieldByIndex(f.Index).Set(reflect.ValueOf(sample[0]))
+		reflect.ValueOf(&over).Elem().FieldByIndex(f.Index).Set(reflect.ValueOf(sample[1]))
+		for _, base := range []queue.Options{{}, o} {
+			if got := reflect.ValueOf(base.Override(over)).FieldByIndex(f.Index).Interface(); got != sample[1] {
+				t.Errorf("Override: Options.%s set in over to %v came out %v", f.Name, sample[1], got)
+			}
+		}
+		if got := reflect.ValueOf(o.Override(queue.Options{})).FieldByIndex(f.Index).Interface(); got != sample[0] {
+			t.Errorf("Override: Options.%s of %v, not set in over, came out %v", f.Name, sample[0], got)
+		}
 	}
 }
+

@@ -157,11 +157,13 @@ const (
 	MaxPriority = 100
 )
 
-// Override returns o with the fields that over sets (those not zero).
+// Override returns o with the fields that over sets (those not zero): a
+// field of over left zero keeps o's, so Fair set in o stays set.
 func (o Options) Override(over Options) Options {
 	o.Queue, o.MaxAttempts, o.Timeout = cmp.Or(over.Queue, o.Queue), cmp.Or(over.MaxAttempts, o.MaxAttempts), cmp.Or(over.Timeout, o.Timeout)
 	o.UniqueFor, o.Priority, o.Debounce = cmp.Or(over.UniqueFor, o.UniqueFor), cmp.Or(over.Priority, o.Priority), cmp.Or(over.Debounce, o.Debounce)
 	o.ConcurrencyLimit, o.RateLimit = cmp.Or(over.ConcurrencyLimit, o.ConcurrencyLimit), cmp.Or(over.RateLimit, o.RateLimit)
+	o.Fair = cmp.Or(over.Fair, o.Fair)
 	if !over.Backoff.IsZero() {
 		o.Backoff = over.Backoff
 	}
