@@ -14,13 +14,15 @@ import (
 
 // blocking is a handler of ExportContacts whose attempts of the company
 // "block" tell started their JobContext and wait for their context to
-// end (or, with ignore, for release), telling causes why; the others
-// succeed at once.
+// end (or, with ignore, for release), telling causes why, and return
+// ctx.Err() (nil with nilOnDone, as many handlers do); the others succeed
+// at once.
 type blocking struct {
-	started chan queue.JobContext
-	causes  chan error
-	release chan struct{}
-	ignore  bool
+	started   chan queue.JobContext
+	causes    chan error
+	release   chan struct{}
+	ignore    bool
+	nilOnDone bool
 }
 
 func newBlocking(ignore bool) *blocking {
@@ -42,6 +44,9 @@ func (b *blocking) registration() map[string]queue.Registration {
 			select {
 			case <-ctx.Done():
 				b.causes <- context.Cause(ctx)
+				if b.nilOnDone {
+					return nil
+				}
 				return ctx.Err()
 			case <-b.release:
 				return nil
@@ -52,10 +57,23 @@ func (b *blocking) registration() map[string]queue.Registration {
 // TestTheStopDeadlineInterruptsTheRunningJobs: once the worker is told
 // to stop, a running job has until StopTimeout; then its context ends
 // with the cause ErrInterrupted, and the job goes back to wait with its
-// attempt not spent (the next run is attempt 1 again), no error kept.
+// attempt not spent (the next run is attempt 1 again), no error kept,
+// whatever its handler returns: ctx.Err(), or nil (a handler that
+// returns when its context ends, <-ctx.Done(); return nil, did not
+// finish its work).
 func TestTheStopDeadlineInterruptsTheRunningJobs(t *testing.T) {
 	t.Parallel()
+	for _, nilOnDone := range []bool{false, true} {
+		t.Run(map[bool]string{false: "returns ctx.Err()", true: "returns nil"}[nilOnDone], func(t *testing.T) {
+			t.Parallel()
+			stopDeadlineInterrupts(t, nilOnDone)
+		})
+	}
+}
+
+func stopDeadlineInterrupts(t *testing.T, nilOnDone bool) {
 	b := newBlocking(false)
+	b.nilOnDone = nilOnDone
 	eachWith(t, queue.Config{Workers: 2}, b.registration(), func(t *testing.T, f fixture) {
 		id, err := f.q.Dispatch(ctx, ExportContacts{CompanyID: "block"})
 		if err != nil {

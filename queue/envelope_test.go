@@ -235,4 +235,3 @@ func TestOverrideTakesEveryFieldSet(t *testing.T) {
 		}
 	}
 }
-

@@ -48,7 +48,7 @@ type WorkOptions struct {
 	// worker is told to stop (ctx ends, or a restart is requested): then
 	// each is interrupted, its context cancelled with the cause
 	// [ErrInterrupted], and its job put back on its queue without
-	// spending the attempt; a handler that has not returned a second
+	// spending the attempt, whatever the handler returns (nil too); a handler that has not returned a second
 	// after is left running, its job taken over once the worker's
 	// heartbeat is queue.rescue_after old. Default queue.stop_timeout;
 	// negative for no deadline.

@@ -215,7 +215,9 @@ func recorded(level slog.Level, attrs []slog.Attr, stored bool, err error) (slog
 // call runs the job's handler, with a context from ctx that ends at the
 // job's timeout, and turns an error, a panic or a timeout into a failure;
 // an error once ctx was cancelled by a cancel request (its cause
-// ErrCancelled) into the failure "cancelled", which is not retried.
+// ErrCancelled) into the failure "cancelled", which is not retried; and
+// any return once the worker's stop interrupted ctx (its cause
+// ErrInterrupted), nil too, into an interruption.
 func (w *worker) call(ctx context.Context, job *driver.Job) (failure *attemptError) {
 	if msg := unreadable(job); msg != "" {
 		return &attemptError{msg: "the stored job does not read: " + msg, permanent: true}
@@ -243,6 +245,12 @@ func (w *worker) call(ctx context.Context, job *driver.Job) (failure *attemptErr
 		}
 	}()
 	err := handle(ctx, job)
+	if errors.Is(context.Cause(ctx), ErrInterrupted) {
+		// Whatever the handler returned: one that returns nil when its
+		// context ends (<-ctx.Done(); return nil) did not finish either,
+		// and its job goes back on its queue.
+		return &attemptError{msg: "interrupted", interrupted: true}
+	}
 	if err == nil {
 		return nil
 	}
@@ -250,8 +258,6 @@ func (w *worker) call(ctx context.Context, job *driver.Job) (failure *attemptErr
 	switch {
 	case errors.Is(context.Cause(ctx), ErrCancelled):
 		return &attemptError{msg: driver.CancelledError, permanent: true, cancelled: true}
-	case errors.Is(context.Cause(ctx), ErrInterrupted):
-		return &attemptError{msg: "interrupted", interrupted: true}
 	case snooze != nil:
 		return &attemptError{msg: "snoozed", snooze: snooze}
 	case IsPermanent(err):
