@@ -140,9 +140,12 @@ func TestASecondSignalInterruptsTheRunningJobs(t *testing.T) {
 // with a stop deadline of 20 ms work 600 jobs of 20 to 59 ms; once each
 // has started 60, one is sent SIGTERM and the other is asked to restart.
 // Both exit 0, interrupting the jobs still running at the deadline; a
-// last worker runs what is left. Every job is done exactly once, none
-// failed or was retried, no two runs of a job overlap, and each
-// interrupted run was followed by another of the same attempt number.
+// last worker runs what is left. Every job's last run is done, none
+// failed or was retried, no two runs of a job overlap, and each run the
+// workers counted interrupted was followed by another of the same
+// attempt number. A run interrupted after its work was done (while it
+// recorded it) returned nil once interrupted: its job went back and ran
+// again, as docs/queues.md promises of any handler's return.
 func TestRestartAndSoftStopUnderLoad(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
@@ -225,7 +228,7 @@ func TestRestartAndSoftStopUnderLoad(t *testing.T) {
 		if len(runs) != jobs || pending != 0 {
 			t.Fatalf("%d jobs ran, %d left; want each of %d run, none left", len(runs), pending, jobs)
 		}
-		seenInterrupted := 0
+		followed, doneThenInterrupted := 0, 0
 		for id, rs := range runs {
 			sort.Slice(rs, func(i, j int) bool { return rs[i].started < rs[j].started })
 			for i, r := range rs {
@@ -233,20 +236,23 @@ func TestRestartAndSoftStopUnderLoad(t *testing.T) {
 				switch {
 				case r.attempt != 1:
 					t.Errorf("job %s ran attempt %d: an interruption spent an attempt (%+v)", id, r.attempt, rs)
-				case last && r.outcome != "done", !last && r.outcome != "interrupted":
-					t.Errorf("job %s: runs %+v; want interrupted ones, then one done", id, rs)
+				case last && r.outcome != "done":
+					t.Errorf("job %s: runs %+v; want the last one done", id, rs)
 				case i > 0 && r.started < rs[i-1].ended:
 					t.Errorf("job %s: two runs overlap: %+v", id, rs)
 				}
-				if r.outcome == "interrupted" {
-					seenInterrupted++
+				if !last {
+					followed++
+					if r.outcome == "done" {
+						doneThenInterrupted++
+					}
 				}
 			}
 		}
-		if seenInterrupted != interrupted {
-			t.Errorf("%d runs recorded interrupted; the workers counted %d", seenInterrupted, interrupted)
+		if followed != interrupted {
+			t.Errorf("%d runs were followed by another; the workers counted %d interrupted", followed, interrupted)
 		}
-		t.Logf("%d runs interrupted by the stops", interrupted)
+		t.Logf("%d runs interrupted by the stops, %d of them after their work was done", interrupted, doneThenInterrupted)
 	})
 }
 

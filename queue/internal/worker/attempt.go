@@ -50,7 +50,7 @@ func (w *worker) run(s *slot, job *driver.Job) bool {
 	if obs != nil {
 		ctx = obs.Started(ctx, job, wait)
 	}
-	failure := w.call(ctx, job)
+	failure := w.call(ctx, s, job)
 	w.timed(job, wait, time.Since(s.start))
 	if obs != nil {
 		msg := ""
@@ -218,7 +218,7 @@ func recorded(level slog.Level, attrs []slog.Attr, stored bool, err error) (slog
 // ErrCancelled) into the failure "cancelled", which is not retried; and
 // any return once the worker's stop interrupted ctx (its cause
 // ErrInterrupted), nil too, into an interruption.
-func (w *worker) call(ctx context.Context, job *driver.Job) (failure *attemptError) {
+func (w *worker) call(ctx context.Context, s *slot, job *driver.Job) (failure *attemptError) {
 	if msg := unreadable(job); msg != "" {
 		return &attemptError{msg: "the stored job does not read: " + msg, permanent: true}
 	}
@@ -245,10 +245,10 @@ func (w *worker) call(ctx context.Context, job *driver.Job) (failure *attemptErr
 		}
 	}()
 	err := handle(ctx, job)
-	if errors.Is(context.Cause(ctx), ErrInterrupted) {
-		// Whatever the handler returned: one that returns nil when its
-		// context ends (<-ctx.Done(); return nil) did not finish either,
-		// and its job goes back on its queue.
+	if s.handlerReturned() {
+		// Interrupted before it returned, whatever it returned: one that
+		// returns nil when its context ends (<-ctx.Done(); return nil)
+		// did not finish either, and its job goes back on its queue.
 		return &attemptError{msg: "interrupted", interrupted: true}
 	}
 	if err == nil {

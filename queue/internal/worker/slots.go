@@ -27,11 +27,13 @@ type slot struct {
 	// For a cancel: the context of the slot's attempts, made again only
 	// after a cancel ended it (one per attempt would cost the memory
 	// driver a fifth of its speed), and the job it runs.
-	mu        sync.Mutex
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
-	current   *driver.Job // nil while idle
-	cancelled bool        // the current attempt was cancelled
+	mu          sync.Mutex
+	ctx         context.Context
+	cancel      context.CancelCauseFunc
+	current     *driver.Job // nil while idle
+	cancelled   bool        // the current attempt was cancelled
+	interrupted bool        // the current attempt was interrupted by the stop
+	returned    bool        // the current attempt's handler returned
 }
 
 // begin makes job the slot's current attempt and returns its context.
@@ -41,8 +43,20 @@ func (s *slot) begin(parent context.Context, job *driver.Job) context.Context {
 	if s.ctx == nil || s.ctx.Err() != nil {
 		s.ctx, s.cancel = context.WithCancelCause(parent)
 	}
-	s.current, s.cancelled = job, false
+	s.current, s.cancelled, s.interrupted, s.returned = job, false, false, false
 	return s.ctx
+}
+
+// handlerReturned marks the current attempt's handler returned, so that
+// a stop no longer interrupts it, and reports whether the stop did
+// before: whatever the handler returned then, it was cut off. An
+// interruption that comes after the handler returned, its work done,
+// does not count.
+func (s *slot) handlerReturned() (interrupted bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.returned = true
+	return s.interrupted
 }
 
 // end ends the current attempt.

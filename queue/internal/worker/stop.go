@@ -68,13 +68,15 @@ func (w *worker) finish(stopped context.Context) (abandoned int) {
 }
 
 // interrupt cancels the current attempt with the cause ErrInterrupted,
-// unless a cancel request did first, and returns its job (nil for none).
+// unless a cancel request did first or its handler already returned, and
+// returns its job (nil for none).
 func (s *slot) interrupt() *driver.Job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.current == nil || s.cancelled {
+	if s.current == nil || s.cancelled || s.returned {
 		return nil
 	}
+	s.interrupted = true
 	s.cancel(ErrInterrupted)
 	return s.current
 }
