@@ -85,6 +85,13 @@ func TestAWorkerServesItsMetricsOnItsHealthAddress(t *testing.T) {
 		if line, _ := stdout.ReadString('\n'); line != fmt.Sprintf("started %s 1\n", block) {
 			t.Fatalf("the worker printed %q\n%s", line, stderr)
 		}
+		// Standard error comes through a pipe of its own: its line may
+		// arrive after standard output's.
+		select {
+		case <-stderr.when("/metrics, to the requests metrics.Access lets in\n"):
+		case <-time.After(30 * time.Second): // a bound on the failure only
+			t.Fatalf("no metrics announced:\n%s", stderr)
+		}
 		m := regexp.MustCompile(`Metrics on http://(127\.0\.0\.1:\d+)/metrics, to the requests metrics\.Access lets in\n`).FindStringSubmatch(stderr.String())
 		if m == nil {
 			t.Fatalf("the worker printed:\n%s", stderr)
