@@ -3,9 +3,11 @@ package queue
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,8 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/app/term"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/worker"
+	"github.com/urfave/cli/v2"
 )
 
 // benchQueueName is the queue the benchmark uses, so it never touches an
@@ -530,4 +535,114 @@ func (q *Queue) benchLatency(ctx context.Context, o benchOptions, queues []strin
 	return latencyResult{Jobs: len(lat), P50: pct(lat, 0.50), P95: pct(lat, 0.95), P99: pct(lat, 0.99), Max: pct(lat, 1),
 		CommitP50: pct(commits, 0.50), CommitP99: pct(commits, 0.99), CommitMax: pct(commits, 1),
 		AfterP50: pct(after, 0.50), AfterP99: pct(after, 0.99), AfterMax: pct(after, 1)}, nil
+}
+
+// benchCommand is queue:bench.
+func benchCommand() app.Command {
+	return app.Command{
+		Name:  "queue:bench",
+		Usage: "Measure the queue on the configured database",
+		Description: "Dispatches --jobs no-op jobs on the queue " + benchQueueName + ", works them with --workers handlers,\n" +
+			"then measures the latency of --latency jobs dispatched 5 ms apart to idle workers. It deletes its jobs when it ends.",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "jobs", Value: 10_000, Usage: "jobs to dispatch and work"},
+			&cli.IntFlag{Name: "workers", Usage: "jobs run at once", DefaultText: "queue.workers"},
+			&cli.StringFlag{Name: "dispatch", Value: "bulk", Usage: "single (Dispatch from --dispatchers goroutines) or bulk (DispatchMany, 10,000 jobs a call)"},
+			&cli.IntFlag{Name: "dispatchers", Value: 8, Usage: "goroutines dispatching with --dispatch single"},
+			&cli.IntFlag{Name: "priorities", Value: 1, Usage: "spread the jobs over this many priorities, 0 to N-1, in turn (1: all of priority 0)"},
+			&cli.IntFlag{Name: "keys", Usage: "spread the jobs over this many concurrency keys, in turn, each limited to --limit at once (0: no limit)"},
+			&cli.IntFlag{Name: "limit", Value: 1, Usage: "with --keys: how many jobs of a key run at once"},
+			&cli.IntFlag{Name: "rate-keys", Usage: "spread the jobs over this many rate keys, in turn, each limited to --rate (0: no limit)"},
+			&cli.StringFlag{Name: "rate", Value: "1000000/1s", Usage: "with --rate-keys: how many jobs of a key start in a window, max/per"},
+			&cli.IntFlag{Name: "groups", Usage: "spread the jobs over this many fairness groups, in turn, each job Fair (0: none)"},
+			&cli.IntFlag{Name: "big-group", Usage: "with --groups: dispatch this many jobs of group 0 first, and the --jobs to the other groups; reports when the others' jobs started"},
+			&cli.BoolFlag{Name: "unfair", Usage: "with --groups: dispatch the groups' jobs without Fair, to compare"},
+			&cli.BoolFlag{Name: "only-known-types", Usage: "search only for the job types of the app, as queue:work --only-known-types"},
+			&cli.IntFlag{Name: "queues", Value: 1, Usage: "spread the jobs over this many queues, " + benchQueueName + "-0 to -(N-1), in turn, all worked by the one worker"},
+			&cli.IntFlag{Name: "latency", Value: 1000, Usage: "jobs for the latency measure: its p99 is the tenth-slowest (0: skip it)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+			&cli.BoolFlag{Name: "log-jobs", Usage: "log every successful attempt, as queue:work does (off: only failures)"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to `FILE` (read it with go tool pprof)"},
+		},
+		Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			for _, b := range []struct {
+				flag   string
+				lo, hi int
+				also   string
+			}{{"jobs", 1, maxBenchJobs, ""}, {"workers", 1, MaxWorkers, ", as queue.workers"}, {"dispatchers", 1, MaxWorkers, ""}, {"latency", 0, maxBenchLatency, ""}} {
+				if err := bounded(c, b.flag, b.lo, b.hi, b.also); err != nil {
+					return err
+				}
+			}
+			if path := c.String("cpuprofile"); path != "" {
+				f, err := os.Create(path)
+				if err != nil {
+					return fmt.Errorf("queue:bench: --cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("queue:bench: --cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
+			o := benchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Dispatch: c.String("dispatch"),
+				Dispatchers: c.Int("dispatchers"), Latency: c.Int("latency"), LogJobs: c.Bool("log-jobs"), Priorities: c.Int("priorities"),
+				Keys: c.Int("keys"), Limit: c.Int("limit"), RateKeys: c.Int("rate-keys"),
+				Queues: c.Int("queues"), Groups: c.Int("groups"), BigGroup: c.Int("big-group"), Unfair: c.Bool("unfair"),
+				OnlyKnownTypes: c.Bool("only-known-types")}
+			if o.RateKeys > 0 {
+				r, err := ParseRate(c.String("rate"))
+				if err != nil {
+					return fmt.Errorf("queue:bench: --rate: %w", err)
+				}
+				o.Rate = r
+			}
+			if o.Latency == 0 {
+				o.Latency = -1
+			}
+			if !c.Bool("json") {
+				progress := term.NewProgress(c.App.ErrWriter, "Benchmark", 0)
+				o.Progress = func(phase string, done, total int) {
+					progress.Show(fmt.Sprintf("%s %d/%d", phase, done, total))
+				}
+				defer progress.Done()
+			}
+			res, err := q.bench(c.Context, o)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			w := c.App.Writer
+			db := res.Driver
+			if res.Database != "" {
+				db += " (" + res.Database + ")"
+			}
+			logged := "failed attempts logged"
+			if res.LogJobs {
+				logged = "every attempt logged"
+			}
+			fmt.Fprintf(w, "Queue benchmark: %s driver, %d jobs, %d workers, %s\n", db, res.Jobs, res.Workers, logged)
+			fmt.Fprintf(w, "dispatch (%s): %d jobs in %.2fs: %.0f jobs/s\n", res.Mode, res.Dispatch.Jobs, res.Dispatch.Seconds, res.Dispatch.PerSecond)
+			fmt.Fprintf(w, "work:          %d jobs in %.2fs: %.0f jobs/s\n", res.Work.Jobs, res.Work.Seconds, res.Work.PerSecond)
+			if g := res.Small; g != nil {
+				turns := "in turns"
+				if !res.Fair {
+					turns = "without Fair"
+				}
+				fmt.Fprintf(w, "groups (%s): the %d jobs of %d groups beside a backlog of %d started from %.2fs (median) to %.2fs (last) into the work, %d of the backlog before the last\n",
+					turns, g.Jobs, res.Groups-1, res.BigGroup, g.P50, g.Worst, g.BigBefore)
+			}
+			fmt.Fprintf(w, "memory after the work: %d KiB resident, %d KiB Go heap in use\n", res.RSSKiB, res.HeapKiB)
+			if l := res.Latency; l != nil {
+				fmt.Fprintf(w, "latency (%d jobs 5 ms apart): p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.Jobs, l.P50, l.P95, l.P99, l.Max)
+				fmt.Fprintf(w, "  the dispatch's commit: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.CommitP50, l.CommitP99, l.CommitMax)
+				fmt.Fprintf(w, "  from the commit to the start: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.AfterP50, l.AfterP99, l.AfterMax)
+			}
+			return nil
+		}),
+	}
 }

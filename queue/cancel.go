@@ -6,8 +6,10 @@ import (
 	"fmt"
 
 	"github.com/gofrs/uuid/v5"
+	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/worker"
+	"github.com/urfave/cli/v2"
 )
 
 // ErrCancelled is the cause of a cancelled attempt's context: a handler
@@ -96,4 +98,33 @@ func (q *Queue) cancel(ctx context.Context, id string) (Cancellation, error) {
 		return CancelledRunning, nil
 	}
 	return CancelledWaiting, nil
+}
+
+// cancelCommand is queue:cancel.
+func cancelCommand() app.Command {
+	return app.Command{
+		Name:      "queue:cancel",
+		Usage:     "Cancel a waiting, delayed or running job",
+		ArgsUsage: "ID",
+		Description: "A waiting or delayed job moves to the failed jobs with the error \"cancelled\" (queue:retry ID runs it after all).\n" +
+			"A running job's attempt has its context cancelled within a second; if its handler then returns an error,\n" +
+			"the job fails as \"cancelled\" and is not retried.",
+		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+			q := i.q
+			if c.NArg() != 1 {
+				return fmt.Errorf("queue:cancel takes one argument, a job's id (queue:status counts the jobs; queue:failed lists the failed ones)")
+			}
+			id := c.Args().First()
+			did, err := q.cancel(c.Context, id)
+			if err != nil {
+				return err
+			}
+			if did == CancelledWaiting {
+				fmt.Fprintf(c.App.Writer, "Cancelled the job %s: it is a failed job now (queue:retry %[1]s runs it after all).\n", id)
+			} else {
+				fmt.Fprintf(c.App.Writer, "Asked the worker running the job %s to cancel it: it is not retried.\n", id)
+			}
+			return nil
+		}),
+	}
 }

@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
+	"github.com/urfave/cli/v2"
 )
 
 // envelopeFromJSON makes the envelope of a registered job type from its
@@ -113,4 +115,54 @@ func (q *Queue) registered(name string) string {
 		return "did you mean " + near + "? " + list
 	}
 	return list
+}
+
+// dispatchCommand is queue:dispatch: a job of a type, its payload JSON
+// from the command line.
+func dispatchCommand() app.Command {
+	return app.Command{
+		Name:      "queue:dispatch",
+		Usage:     "Queue a job of a registered type, its payload given as JSON",
+		ArgsUsage: "NAME [JSON]",
+		Description: "Queues a job of type NAME (such as contacts.export) with the payload JSON, decoded into the\n" +
+			"job's type with unknown fields refused, and prints its id. JSON may be left out only for a type\n" +
+			"without fields.",
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "delay", Usage: "run it after this long, such as 10m", DefaultText: "at once"},
+			&cli.StringFlag{Name: "queue", Usage: "queue it on this queue", DefaultText: "the job type's own, or queue.default_queue"},
+		},
+		Action: app.Uses(func(c *cli.Context, q *Queue) error {
+			if c.NArg() < 1 || c.NArg() > 2 {
+				return fmt.Errorf("queue:dispatch takes a job type and its JSON payload, such as: queue:dispatch contacts.export '{\"company_id\": \"c1\"}'; %s", q.registered(""))
+			}
+			e, err := q.envelopeFromJSON(c.App.Name, c.Args().Get(0), []byte(c.Args().Get(1)))
+			if err != nil {
+				return err
+			}
+			if c.Duration("delay") < 0 {
+				return fmt.Errorf("queue:dispatch: --delay must not be negative, not %s", c.Duration("delay"))
+			}
+			e.Delay = c.Duration("delay")
+			if c.IsSet("queue") {
+				e.Options.Queue = strings.TrimSpace(c.String("queue"))
+				if err := checkQueue(e.Options.Queue); err != nil {
+					return err
+				}
+			}
+			id, err := q.Push(c.Context, e)
+			if err != nil {
+				return err
+			}
+			o, _ := q.resolve(e.Name, e.Options)
+			when := ""
+			if e.Delay > 0 {
+				when = ", due in " + e.Delay.String()
+			}
+			fmt.Fprintf(c.App.Writer, "Queued %s on %s%s: job %s\n", e.Name, o.Queue, when, id)
+			if left := q.unworked([]string{o.Queue}); left != nil {
+				fmt.Fprintln(c.App.ErrWriter, "Warning: "+q.leftOut(left))
+			}
+			return nil
+		}),
+	}
 }

@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/gofrs/uuid/v5"
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/app/term"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/urfave/cli/v2"
 )
 
 // FailedJob is a job that used up its attempts or could not run.
@@ -209,4 +212,185 @@ func (i *Inspector) PendingCount(ctx context.Context, queue string) (int, error)
 		return 0, fmt.Errorf("queue: count jobs of %s: %w", queue, err)
 	}
 	return n, nil
+}
+
+// failedPage is how many failed jobs queue:failed reads at a time.
+const failedPage = 100
+
+// failedCommand is queue:failed.
+func failedCommand() app.Command {
+	return app.Command{
+		Name:  "queue:failed",
+		Usage: "List the failed jobs",
+		Description: "Prints a header, then one line per failed job, oldest failure first: its id, queue, type,\n" +
+			"attempts, when it failed (UTC) and the first line of its error. It reads them a page at a time,\n" +
+			"its columns aligned.",
+		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+			q := i.q
+			page := FailedQuery{Limit: failedPage}
+			var widths [5]int // of the columns before the error's
+			for listed := 0; ; {
+				jobs, next, err := q.failed(c.Context, page, false)
+				if err != nil {
+					return err
+				}
+				if listed == 0 && len(jobs) == 0 {
+					fmt.Fprintln(c.App.Writer, "No failed jobs.")
+				}
+				rows := make([][6]string, 0, len(jobs)+1)
+				if listed == 0 && len(jobs) > 0 {
+					rows = append(rows, [6]string{"ID", "QUEUE", "TYPE", "ATTEMPTS", "FAILED (UTC)", "ERROR"})
+				}
+				listed += len(jobs)
+				for _, j := range jobs {
+					first, _, _ := strings.Cut(j.Error, "\n")
+					rows = append(rows, [6]string{j.ID, j.Queue, j.Name, strconv.Itoa(j.Attempts), j.FailedAt.UTC().Format(time.DateTime), first})
+				}
+				// The columns of a page are as wide as their widest cell
+				// on it and on the pages before, the header's included.
+				for _, r := range rows {
+					for col := range widths {
+						widths[col] = max(widths[col], len(r[col]))
+					}
+				}
+				for _, r := range rows {
+					fmt.Fprintf(c.App.Writer, "%-*s  %-*s  %-*s  %-*s  %-*s  %s\n",
+						widths[0], r[0], widths[1], r[1], widths[2], r[2], widths[3], r[3], widths[4], r[4], r[5])
+				}
+				if next == "" {
+					return nil
+				}
+				page.After = next
+			}
+		}),
+	}
+}
+
+// retryCommand is queue:retry.
+func retryCommand() app.Command {
+	return app.Command{
+		Name:      "queue:retry",
+		Usage:     "Put a failed job, or every failed job, back on its queue",
+		ArgsUsage: "ID|all",
+		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+			q := i.q
+			if c.NArg() != 1 {
+				return fmt.Errorf("queue:retry takes one argument, a failed job's id or all")
+			}
+			var n int
+			var queues []string // of the jobs retried, as far as known
+			var err error
+			if id := c.Args().First(); id != "all" {
+				if j, err := i.Job(c.Context, id); err == nil {
+					queues = []string{j.Queue}
+				}
+				n, err = i.Retry(c.Context, id)
+			} else {
+				n, queues, err = retryAll(c, i)
+			}
+			if err != nil {
+				return err
+			}
+			switch {
+			case n == 0:
+				fmt.Fprintln(c.App.Writer, "There are no failed jobs to retry.")
+				return nil
+			case n == 1:
+				fmt.Fprintln(c.App.Writer, "Put 1 failed job back on its queue: it runs when a worker takes it (start queue:work if none is running).")
+			default:
+				fmt.Fprintf(c.App.Writer, "Put %d failed jobs back on their queues: they run when a worker takes them (start queue:work if none is running).\n", n)
+			}
+			if left := q.unworked(queues); left != nil {
+				fmt.Fprintln(c.App.Writer, q.leftOut(left))
+			}
+			return nil
+		}),
+	}
+}
+
+// forgetCommand is queue:forget.
+func forgetCommand() app.Command {
+	return app.Command{
+		Name:      "queue:forget",
+		Usage:     "Delete a failed job",
+		ArgsUsage: "ID",
+		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("queue:forget takes one argument, a failed job's id (queue:failed lists them)")
+			}
+			if err := i.DeleteFailed(c.Context, c.Args().First()); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "Deleted the failed job %s.\n", c.Args().First())
+			return nil
+		}),
+	}
+}
+
+// pruneFailedCommand is queue:prune-failed.
+func pruneFailedCommand() app.Command {
+	return app.Command{
+		Name:  "queue:prune-failed",
+		Usage: "Delete the failed jobs older than --older-than",
+		Description: "Deletes them 1,000 to a transaction, oldest first. To prune on a schedule, dispatch the job\n" +
+			"queue.prune_failed from an entry: schedule.Cron(\"queue.prune_failed\", \"0 3 * * *\", queue.PruneFailedJob{OlderThanHours: 168}).",
+		Flags: []cli.Flag{&cli.DurationFlag{Name: "older-than", Value: 7 * 24 * time.Hour, Usage: "delete those that failed more than `D` ago, such as 72h"}},
+		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+			progress := term.NewProgress(c.App.ErrWriter, "Deleting failed jobs", 0)
+			n, err := i.PruneFailed(c.Context, c.Duration("older-than"), progress.Set)
+			progress.Done()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "Deleted %d failed job(s) older than %s.\n", n, c.Duration("older-than"))
+			return nil
+		}),
+	}
+}
+
+// flushCommand is queue:flush.
+func flushCommand() app.Command {
+	return app.Command{
+		Name:  "queue:flush",
+		Usage: "Delete every failed job",
+		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+			n, err := i.FlushFailed(c.Context)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "Deleted %d failed job(s).\n", n)
+			return nil
+		}),
+	}
+}
+
+// retryAll retries every failed job, with a progress line on a terminal,
+// and returns how many and the queues that had failed jobs.
+func retryAll(c *cli.Context, i *Inspector) (int, []string, error) {
+	total, known := 0, true // not known when a count of Stats stopped at its limit
+	var queues []string
+	if stats, err := i.Stats(c.Context); err == nil {
+		for _, s := range stats {
+			if s.Failed > 0 {
+				queues = append(queues, s.Queue)
+			}
+			total, known = total+s.Failed, known && s.Failed <= CountLimit
+		}
+	}
+	if !known {
+		total = 0
+	}
+	progress := term.NewProgress(c.App.ErrWriter, "Retrying failed jobs", total)
+	defer progress.Done()
+	n, err := i.RetryAll(c.Context, progress.Set)
+	return n, queues, err
+}
+
+// count is a count of Stats as a person reads it: past CountLimit,
+// "100000+".
+func count(n int) string {
+	if n > CountLimit {
+		return strconv.Itoa(CountLimit) + "+"
+	}
+	return strconv.Itoa(n)
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/navree/navree/app"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/urfave/cli/v2"
 )
 
 // AllQueues is the name [Inspector.Pause] and [Inspector.Resume] take for every
@@ -87,4 +89,60 @@ func pauseName(queue string) (string, error) {
 		return "", err
 	}
 	return queue, nil
+}
+
+// pauseCommand is queue:pause.
+func pauseCommand() app.Command {
+	return app.Command{
+		Name:      "queue:pause",
+		Usage:     "Stop workers taking jobs of a queue, or of every queue, until queue:resume",
+		ArgsUsage: "QUEUE|all",
+		Description: "Dispatches are still stored and the running jobs finish; no worker of any process takes another job\n" +
+			"of the queue until it is resumed. Workers on PostgreSQL hear of it at once, on SQLite by their next poll.",
+		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("queue:pause takes one argument, a queue name or all, such as: queue:pause mail")
+			}
+			name := c.Args().First()
+			if err := i.Pause(c.Context, name); err != nil {
+				return err
+			}
+			if name == AllQueues {
+				fmt.Fprintln(c.App.Writer, "Paused every queue: workers take no new jobs; the running ones finish. queue:resume all resumes them.")
+			} else {
+				fmt.Fprintf(c.App.Writer, "Paused the queue %s: workers take no new jobs of it; the running ones finish. queue:resume %s resumes it.\n", name, name)
+			}
+			return nil
+		}),
+	}
+}
+
+// resumeCommand is queue:resume.
+func resumeCommand() app.Command {
+	return app.Command{
+		Name:      "queue:resume",
+		Usage:     "Let workers take the jobs of a paused queue, or of every queue, again",
+		ArgsUsage: "QUEUE|all",
+		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+			q := i.q
+			if c.NArg() != 1 {
+				return fmt.Errorf("queue:resume takes one argument, a queue name or all, such as: queue:resume mail")
+			}
+			name := c.Args().First()
+			was, err := q.resume(c.Context, name)
+			switch {
+			case err != nil:
+				return err
+			case name == AllQueues && was:
+				fmt.Fprintln(c.App.Writer, "Resumed every queue.")
+			case name == AllQueues:
+				fmt.Fprintln(c.App.Writer, "No queue was paused.")
+			case was:
+				fmt.Fprintf(c.App.Writer, "Resumed the queue %s.\n", name)
+			default:
+				fmt.Fprintf(c.App.Writer, "The queue %s was not paused.\n", name)
+			}
+			return nil
+		}),
+	}
 }

@@ -2,15 +2,22 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/gofrs/uuid/v5"
+	"github.com/navree/navree/app"
+	"github.com/navree/navree/app/term"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/urfave/cli/v2"
 )
 
 // CountLimit is where [Inspector.Stats] stops counting the jobs of a queue in
@@ -524,4 +531,171 @@ func (i *Inspector) Throughput(ctx context.Context, window time.Duration) ([]Thr
 		out[i] = Throughput{Queue: r.Queue, Minute: time.UnixMilli(r.Minute).UTC(), Succeeded: int(r.Succeeded), Released: int(r.Released), Failed: int(r.Failed)}
 	}
 	return out, nil
+}
+
+// statusCommand is queue:status.
+func statusCommand() app.Command {
+	return app.Command{
+		Name:  "queue:status",
+		Usage: "Show each queue's waiting, delayed, running, stale and failed jobs",
+		Description: "Prints a table of the jobs of each queue that has one: waiting (due now), delayed, running,\n" +
+			"stale (running, their worker presumed dead), failed, and how long the oldest waiting job has waited;\n" +
+			"and the paused queues. A count stops at 100000: more shows as 100000+ (100001 with --json).",
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "watch", Usage: "print it again every `D`, such as 2s, until stopped (on a terminal: redrawn in place)", DefaultText: "once"},
+			&cli.BoolFlag{Name: "json", Usage: "print it as JSON"},
+		},
+		Action: app.Uses(func(c *cli.Context, i *Inspector) error {
+			q := i.q
+			every := c.Duration("watch")
+			if c.IsSet("watch") && every < 100*time.Millisecond {
+				return fmt.Errorf("queue:status: --watch must be 100ms or more, not %s", every)
+			}
+			terminal := term.IsTerminal(c.App.Writer)
+			for first := true; ; first = false {
+				stats, err := i.Stats(c.Context)
+				if err != nil {
+					return err
+				}
+				if err := i.UnknownTypes(c.Context, stats); err != nil {
+					return err
+				}
+				all, err := i.EveryQueuePaused(c.Context)
+				if err != nil {
+					return err
+				}
+				if every > 0 && terminal {
+					fmt.Fprint(c.App.Writer, "\033[H\033[2J") // redraw in place
+				} else if every > 0 && !first {
+					fmt.Fprintln(c.App.Writer)
+				}
+				if every > 0 && !c.Bool("json") {
+					fmt.Fprintf(c.App.Writer, "%s\n", q.clock.Now().UTC().Format(time.DateTime+" UTC"))
+				}
+				if err := printStatus(c.App.Writer, stats, all, c.Bool("json")); err != nil {
+					return err
+				}
+				var left []string
+				for _, s := range stats {
+					if s.Unworked {
+						left = append(left, s.Queue)
+					}
+				}
+				if left != nil && !c.Bool("json") {
+					fmt.Fprintln(c.App.Writer, q.leftOut(left))
+				}
+				if every == 0 {
+					return nil
+				}
+				select {
+				case <-c.Context.Done():
+					return nil
+				case <-time.After(every):
+				}
+			}
+		}),
+	}
+}
+
+// printStatus writes the stats as a table, or as JSON; all says that
+// every queue is paused.
+func printStatus(w io.Writer, stats []Stats, all, asJSON bool) error {
+	if asJSON {
+		type row struct {
+			Queue            string         `json:"queue"`
+			Waiting          int            `json:"waiting"`
+			Delayed          int            `json:"delayed"`
+			Running          int            `json:"running"`
+			Stale            int            `json:"stale"`
+			Failed           int            `json:"failed"`
+			OldestWaitingSec float64        `json:"oldest_waiting_secs"`
+			Paused           bool           `json:"paused"`
+			Unworked         bool           `json:"unworked"`
+			Prioritized      bool           `json:"prioritized"`
+			Held             int            `json:"held"`
+			Throttled        []throttleRow  `json:"throttled"`
+			UnknownTypes     map[string]int `json:"unknown_types"`
+		}
+		rows := make([]row, len(stats))
+		for i, s := range stats {
+			rows[i] = row{s.Queue, s.Waiting, s.Delayed, s.Running, s.Stale, s.Failed, s.OldestWaiting.Seconds(), s.Paused, s.Unworked, s.Prioritized, s.Held,
+				[]throttleRow{}, map[string]int{}}
+			maps.Copy(rows[i].UnknownTypes, s.Unknown)
+			for _, t := range s.Throttled {
+				rows[i].Throttled = append(rows[i].Throttled, throttleRow{t.Key, t.Rate.Max, t.Rate.Per.Seconds(), t.Reopens.UTC()})
+			}
+		}
+		return json.NewEncoder(w).Encode(rows)
+	}
+	if all {
+		fmt.Fprintln(w, "Every queue is paused: queue:resume all resumes them.")
+	}
+	if len(stats) == 0 {
+		_, err := fmt.Fprintln(w, "No jobs: every queue is empty.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tWAITING\tDELAYED\tRUNNING\tSTALE\tFAILED\tOLDEST WAITING")
+	for _, s := range stats {
+		oldest := "-"
+		if s.OldestWaiting > 0 {
+			oldest = s.OldestWaiting.Round(time.Second).String()
+		}
+		var marks []string
+		if s.Paused && !all {
+			marks = append(marks, "paused")
+		}
+		if s.Unworked {
+			marks = append(marks, "no worker")
+		}
+		if s.Prioritized {
+			marks = append(marks, "by priority")
+		}
+		if s.Held > 0 {
+			marks = append(marks, count(s.Held)+" held by limits")
+		}
+		if len(s.Throttled) > 0 {
+			marks = append(marks, throttledMark(s.Throttled))
+		}
+		name := s.Queue
+		if marks != nil {
+			name += " (" + strings.Join(marks, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, count(s.Waiting), count(s.Delayed), count(s.Running), count(s.Stale), count(s.Failed), oldest)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range stats {
+		if len(s.Unknown) == 0 {
+			continue
+		}
+		var types []string
+		n := 0
+		for _, name := range slices.Sorted(maps.Keys(s.Unknown)) {
+			types = append(types, fmt.Sprintf("%s (%d)", name, s.Unknown[name]))
+			n += s.Unknown[name]
+		}
+		fmt.Fprintf(w, "%s: %d waiting job(s) of a type no handler of this build knows: %s. A worker of this build fails them (but with queue.only_known_types): register the type, or declare its old name an alias of the new (queue.WithAliases).\n",
+			s.Queue, n, strings.Join(types, ", "))
+	}
+	return nil
+}
+
+// throttleRow is a full rate limit as queue:status --json writes it.
+type throttleRow struct {
+	Key       string    `json:"key"`
+	Max       int       `json:"max"`
+	PerSecs   float64   `json:"per_secs"`
+	ReopensAt time.Time `json:"reopens_at"`
+}
+
+// throttledMark is the mark of a queue kept waiting by full rate limits,
+// such as "throttled by stripe (10/1s) until 10:42:03.120 UTC".
+func throttledMark(list []Throttle) string {
+	keys := make([]string, len(list))
+	for i, t := range list {
+		keys[i] = t.Key + " (" + t.Rate.String() + ")"
+	}
+	return "throttled by " + strings.Join(keys, ", ") + " until " + list[0].Reopens.UTC().Format("15:04:05.000 UTC")
 }
