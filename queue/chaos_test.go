@@ -190,7 +190,12 @@ func TestChaos(t *testing.T) {
 			return true
 		}
 		killed := map[int]time.Time{} // by pid, when
-		deadline := time.Now().Add(2 * time.Minute)
+		// The kills go on until no job is left, for 90 s at most: on a
+		// machine too busy for the workers to finish between kills, they
+		// then run what is left in peace. Nothing asserted depends on how
+		// long that takes; the bound of the wait is on a failure only.
+		chaosEnds := time.Now().Add(90 * time.Second)
+		lastKill := time.Now() // or the start
 		for {
 			var left int
 			if err := d.QueryRowContext(ctx, "SELECT count(*) FROM jobs").Scan(&left); err != nil {
@@ -199,13 +204,14 @@ func TestChaos(t *testing.T) {
 			if left == 0 {
 				break
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d jobs left after two minutes", left)
+			if time.Since(lastKill) > 5*time.Minute {
+				t.Fatalf("%d jobs left 5 minutes after the last kill (or the start): the workers stopped making progress", left)
 			}
 			time.Sleep(time.Duration(700+rand.IntN(600)) * time.Millisecond) // the chaos's own pace
-			if !working() {
+			if !working() || time.Now().After(chaosEnds) {
 				continue
 			}
+			lastKill = time.Now()
 			i := rand.IntN(len(workers))
 			victim := workers[i]
 			killed[victim.Process.Pid] = time.Now()
