@@ -200,10 +200,8 @@ var schemas schemaPool
 
 type schemaPool struct {
 	mu    sync.Mutex
-	admin *sql.DB // on the server at NAVREE_TEST_POSTGRES_URL, opened on first use
-	base  string
+	admin *sql.DB              // on the server at NAVREE_TEST_POSTGRES_URL, opened on first use
 	free  map[string][]*schema // by key
-	made  int
 }
 
 // schema is one migrated schema of the pool.
@@ -224,7 +222,7 @@ func (p *schemaPool) take(base, key string, sets []db.MigrationSet) (*schema, er
 			p.mu.Unlock()
 			return nil, fmt.Errorf("%s: %w", PostgresEnv, err)
 		}
-		p.admin, p.base, p.free = admin, base, map[string][]*schema{}
+		p.admin, p.free = admin, map[string][]*schema{}
 	}
 	if free := p.free[key]; len(free) > 0 {
 		s := free[len(free)-1]
@@ -232,7 +230,6 @@ func (p *schemaPool) take(base, key string, sets []db.MigrationSet) (*schema, er
 		p.mu.Unlock()
 		return s, nil
 	}
-	p.made++
 	admin := p.admin
 	p.mu.Unlock()
 
