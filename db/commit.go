@@ -125,6 +125,11 @@ func (d *DB) xactStatus(ctx context.Context, t Tracking) (string, error) {
 	switch {
 	case err != nil:
 		return "", err
+	case same && !assigned:
+		// At or above the snapshot's xmax, one past the latest id that
+		// ended: the transaction has not ended either (its server has
+		// not yet seen its connection go).
+		return "in progress", nil
 	case same && status == nil:
 		return "", fmt.Errorf("transaction %s is unknown to its server", t.Xact)
 	case same:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
 )
 
 // TestConnectionLost: what says the answer to a statement sent may have
@@ -39,5 +40,34 @@ func TestConnectionLost(t *testing.T) {
 		if got := db.ConnectionLost(tt.give); got != tt.want {
 			t.Errorf("ConnectionLost(%v) = %v, want %v", tt.give, got, tt.want)
 		}
+	}
+}
+
+// TestATransactionStillOpenIsInProgress: asked about a transaction whose
+// connection still holds it open, the server says it is in progress,
+// also when no transaction has ended since it was given its id (the
+// snapshot's xmax is then at or below its id, and pg_xact_status is not
+// asked); once it commits, committed.
+func TestATransactionStillOpenIsInProgress(t *testing.T) {
+	url := dbtest.PostgresURL(t)
+	d := dbtest.Open(t, url)
+	ctx := context.Background()
+	tx, err := d.DB.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var tr db.Tracking
+	if err := tx.QueryRowContext(ctx, "SELECT "+db.TxColumns).Scan(&tr.Xact, &tr.ServerStart); err != nil {
+		t.Fatal(err)
+	}
+	if status, err := d.XactStatus(ctx, tr); err != nil || status != "in progress" {
+		t.Fatalf("an open transaction: %q, %v; want in progress", status, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if status, err := d.XactStatus(ctx, tr); err != nil || status != "committed" {
+		t.Fatalf("the committed transaction: %q, %v; want committed", status, err)
 	}
 }
