@@ -476,9 +476,6 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		Meta:        e.Meta,
 		Priority:    o.Priority,
 	}
-	if o.Priority != 0 {
-		q.prioritized.Add(1) // this process's workers search by priority at once
-	}
 	if o.Timeout > 0 {
 		job.TimeoutMs = ceilMs(o.Timeout)
 	}
@@ -509,14 +506,12 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		if err := checkText("the rate key of "+e.Name, job.RateKey, MaxUniqueKeyLen); err != nil {
 			return nil, err
 		}
-		q.rated.Add(1) // this process's workers leave out the full windows at once
 	}
 	if o.Fair {
 		job.FairKey = cmp.Or(e.FairnessKey, e.Name)
 		if err := checkText("the fairness key of "+e.Name, job.FairKey, MaxUniqueKeyLen); err != nil {
 			return nil, err
 		}
-		q.fair.Add(1) // this process's workers take the groups in turns at once
 	}
 	switch {
 	case job.UniqueKey != "":

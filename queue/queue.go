@@ -44,18 +44,8 @@ type Queue struct {
 	system  bool
 	started time.Time
 
-	lastSweep atomic.Int64 // when workers last looked for stale reservations (pace, ms)
-	lastPrune atomic.Int64 // when workers last pruned the succeeded jobs kept (pace, ms)
-	// prioritized counts the dispatches of this process with a priority:
-	// its workers then search by priority (worker.Config.Prioritized).
-	prioritized atomic.Int64
-	// rated counts the dispatches of this process with a rate limit: its
-	// workers then leave out the keys whose window is full
-	// (worker.Config.Rated).
-	rated atomic.Int64
-	// fair counts the dispatches of this process with a fairness key: its
-	// workers then take the groups in turns (worker.Config.Fair).
-	fair       atomic.Int64
+	lastSweep  atomic.Int64           // when workers last looked for stale reservations (pace, ms)
+	lastPrune  atomic.Int64           // when workers last pruned the succeeded jobs kept (pace, ms)
 	queueRates map[string]driver.Rate // Config.RateLimits, parsed
 	pauses     atomic.Int64           // bumped at each Pause and Resume, for this process's workers
 	cancels    atomic.Int64           // bumped at each Cancel of a running job, for this process's workers

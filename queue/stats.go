@@ -52,7 +52,9 @@ type Stats struct {
 	// queue.queues.
 	Unworked bool
 	// Prioritized says that jobs with a priority (see Options.Priority)
-	// wait on the queue: workers take them by priority, highest first.
+	// are stored on the queue: workers take them by priority, highest
+	// first. It stays set for up to a second after the last of them
+	// finished, until a worker's prober forgets it.
 	Prioritized bool
 	// Held counts the jobs of the queue held by their concurrency limits
 	// (see Options.ConcurrencyLimit): each goes in once a job of its key
@@ -131,10 +133,12 @@ func (i *Inspector) Stats(ctx context.Context) ([]Stats, error) {
 		if r.Waiting > 0 {
 			out[i].OldestWaiting = time.Duration(max(now-r.OldestAvailableAt, 0)) * time.Millisecond
 		}
-		if r.Waiting+r.Delayed > 0 { // a look into the index of jobs with a priority
-			if out[i].Prioritized, err = q.store.Prioritized(ctx, r.Queue); err != nil {
-				return nil, fmt.Errorf("queue: look for jobs with a priority on %s: %w", r.Queue, err)
+		if r.Waiting+r.Delayed > 0 { // the features recorded of its jobs
+			f, err := q.store.Features(ctx, r.Queue, false)
+			if err != nil {
+				return nil, fmt.Errorf("queue: read the features of %s: %w", r.Queue, err)
 			}
+			out[i].Prioritized = f&driver.FeaturePriority != 0
 		}
 		if r.Waiting > 0 { // a look into the full windows of rate limits
 			if out[i].Throttled, err = inspector.Throttles(ctx, r.Queue); err != nil {

@@ -287,9 +287,6 @@ func (q *Queue) work(ctx context.Context, o worker.Options) (WorkStats, error) {
 		KeepSucceeded:  q.cfg.KeepSucceeded,
 		Prunes:         &q.lastPrune,
 		MaxSnoozes:     q.cfg.MaxSnoozes,
-		Prioritized:    &q.prioritized,
-		Rated:          &q.rated,
-		Fair:           &q.fair,
 		QueueRates:     q.queueRates,
 	}, o)
 	return workStats(s), err

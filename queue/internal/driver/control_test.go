@@ -66,38 +66,97 @@ func TestPriorityOrdersTheDueJobs(t *testing.T) {
 	})
 }
 
-// TestPrioritizedTellsWhetherAJobWithAPriorityWaits: only waiting jobs
-// count, of the queue asked about; without Prioritized a database
-// driver's reservation goes by due time alone.
-func TestPrioritizedTellsWhetherAJobWithAPriorityWaits(t *testing.T) {
+// TestASearchTakesNothingWhileAFeatureItDoesNotDoIsRecorded: the
+// transaction that stores a job with a priority, a rate limit or a
+// fairness key records the feature of its queue, whichever way the job
+// entered (a dispatch, a retry of a failed job); a database driver's
+// search that does not do a recorded feature takes nothing, not even the
+// jobs without one; one that does it takes them; the record stays while
+// a job of the feature runs, and a tidy forgets it once none is left.
+// The memory driver's searches do every feature, and report those of its
+// waiting jobs.
+func TestASearchTakesNothingWhileAFeatureItDoesNotDoIsRecorded(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
-		prio := func(queue string) bool {
+		_, isMemory := s.(*memdriver.Driver)
+		features := func(queue string, tidy bool) driver.Features {
 			t.Helper()
-			ok, err := s.Prioritized(ctx, queue)
+			f, err := s.Features(ctx, queue, tidy)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return ok
+			return f
 		}
-		insert(t, s, prioritized(1, "a", 0, 0), prioritized(2, "b", 0, 0))
-		if prio("a") || prio("b") || prio("none") {
-			t.Fatal("Prioritized with no job of a priority")
-		}
-		insert(t, s, prioritized(3, "a", 500, -1))
-		if !prio("a") || prio("b") {
-			t.Fatal("a delayed job of priority -1 on a: want a prioritized, b not")
-		}
-		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 500, At: 500, Limit: 1})
-		if err != nil || len(jobs) != 1 {
-			t.Fatalf("Reserve: %v, %v", jobs, err)
-		}
-		_, isMemory := s.(*memdriver.Driver)
-		if want := "1"; !isMemory && tails(jobs) != want {
-			t.Fatalf("without Prioritized reserved %s, want %s, by due time", tails(jobs), want)
-		}
-		reserveAll(t, s, "a", 500)
-		if prio("a") {
-			t.Fatal("Prioritized once the job of a priority runs")
+		for _, c := range []struct {
+			name    string
+			job     *driver.Job
+			feature driver.Features
+			does    driver.Reservation
+		}{
+			{"priority", prioritized(9, "a", 0, -1), driver.FeaturePriority, driver.Reservation{Prioritized: true}},
+			{"rate limit", rated(9, "a", 0, "api", driver.Rate{Max: 5, PerMs: 1000}), driver.FeatureRate, driver.Reservation{Rated: true}},
+			{"fairness", grouped(9, "a", 0, "tenant:1"), driver.FeatureFair, driver.Reservation{Fair: true}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				insert(t, s, newJob(1, "a", 0), newJob(2, "b", 0))
+				if f := features("a", true); f != 0 {
+					t.Fatalf("Features(a) = %b with no job of a feature", f)
+				}
+				insert(t, s, c.job)
+				if f := features("a", false); isMemory && c.feature == driver.FeatureRate {
+					if f != 0 {
+						t.Fatalf("the memory driver's Features(a) = %b, want none: it keeps no record of rate limits", f)
+					}
+				} else if f != c.feature || features("b", false) != 0 {
+					t.Fatalf("Features(a) = %b, Features(b) = %b; want %b and none", f, features("b", false), c.feature)
+				}
+				plain := driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 10}
+				jobs, err := s.Reserve(ctx, plain)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !isMemory && len(jobs) != 0 {
+					t.Fatalf("a search that does not do the %s took %s, want nothing", c.name, tails(jobs))
+				}
+				if isMemory {
+					if len(jobs) != 2 {
+						t.Fatalf("the memory driver took %s, want both", tails(jobs))
+					}
+				} else {
+					r := c.does
+					r.Queue, r.Now, r.At, r.Limit = "a", 100, 100, 10
+					if jobs, err = s.Reserve(ctx, r); err != nil || len(jobs) != 2 {
+						t.Fatalf("the search that does the %s took %s, %v; want both jobs", c.name, tails(jobs), err)
+					}
+				}
+				other, err := s.Reserve(ctx, driver.Reservation{Queue: "b", Now: 100, At: 100, Limit: 10})
+				if err != nil || tails(other) != "2" {
+					t.Fatalf("the plain search of b took %s, %v; want its job", tails(other), err)
+				}
+				if _, err := s.Complete(ctx, []driver.Attempt{{ID: other[0].ID, Attempt: 1}}, false); err != nil {
+					t.Fatal(err)
+				}
+				var theOne driver.Attempt
+				for _, j := range jobs {
+					if j.ID == c.job.ID {
+						theOne = driver.Attempt{ID: j.ID, Attempt: j.Attempts}
+					} else if _, err := s.Complete(ctx, []driver.Attempt{{ID: j.ID, Attempt: j.Attempts}}, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !isMemory && features("a", true) != c.feature {
+					t.Fatalf("a tidy forgot the %s while its job runs", c.name)
+				}
+				if _, err := s.Complete(ctx, []driver.Attempt{theOne}, false); err != nil {
+					t.Fatal(err)
+				}
+				if f := features("a", true); f != 0 {
+					left, _ := s.Lookup(ctx, theOne.ID)
+					t.Fatalf("Features(a) = %b once every job is done, after a tidy; %+v", f, left.Job)
+				}
+				if jobs, err := s.Reserve(ctx, plain); err != nil || len(jobs) != 0 {
+					t.Fatalf("left: %s, %v", tails(jobs), err)
+				}
+			})
 		}
 	})
 }

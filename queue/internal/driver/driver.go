@@ -193,9 +193,10 @@ type Reservation struct {
 	// reserves; "" for none (a worker not registered).
 	By string
 	// Prioritized says that jobs with a priority may wait on Queue: the
-	// search orders by priority. Without it a database driver takes the
-	// jobs by due time alone, as the search of a queue where none has a
-	// priority costs least; the memory driver orders by priority always.
+	// search orders by priority. Without it a database driver's search is
+	// by due time alone, the one that costs least, and takes nothing while
+	// FeaturePriority is recorded of Queue (see Features); the memory
+	// driver orders by priority always.
 	Prioritized bool
 	// From leaves out the jobs available before it (0 leaves out none):
 	// a worker passes a bound a little behind the last job it reserved, so
@@ -209,7 +210,8 @@ type Reservation struct {
 	// and the reservation takes room in the windows of the jobs it
 	// reserves, giving back in its own transaction those over their
 	// limit. Without it (and without QueueRate) the search is the one of
-	// a queue without limits, the one that costs least.
+	// a queue without limits, the one that costs least, and takes nothing
+	// while FeatureRate is recorded of Queue.
 	Rated bool
 	// QueueRate, when not zero, limits Queue itself: at most as many of
 	// its jobs start as the window of the key QueueKey(Queue) has room
@@ -217,8 +219,9 @@ type Reservation struct {
 	QueueRate Rate
 	// Fair says that jobs with a FairKey may wait on Queue: the search
 	// takes its jobs of priority 0 in turns by group (see FairOrder).
-	// Without it a database driver takes them in due order, with the
-	// others; the memory driver takes them in turns always.
+	// Without it a database driver's search takes nothing while
+	// FeatureFair is recorded of Queue; the memory driver takes them in
+	// turns always.
 	Fair bool
 	// PlaceFrom leaves out the jobs with a FairKey whose place is before
 	// it (0 leaves out none), as From does by due time: a worker passes
@@ -240,6 +243,38 @@ type Reservation struct {
 	ReopensIn *int64
 }
 
+// Features are the features of a queue's jobs that its searches must do,
+// as bits. A database driver records them in the transaction that stores
+// a job that has one (the table queue_features), and a search of a queue
+// takes nothing while a feature it does not do is recorded (see
+// Reservation.Does): what a worker believes about a queue can make its
+// search slower, never wrong. The memory driver's searches do every
+// feature.
+type Features uint8
+
+// The features.
+const (
+	FeaturePriority Features = 1 << iota // a job with a priority other than 0
+	FeatureRate                          // a job with a rate limit (Job.RateKey)
+	FeatureFair                          // a job with a fairness key (Job.FairKey)
+)
+
+// Does returns the features a search of r does: priority with
+// Prioritized, rate limits with Rated or a QueueRate, fairness with Fair.
+func (r *Reservation) Does() Features {
+	var f Features
+	if r.Prioritized {
+		f |= FeaturePriority
+	}
+	if r.Rated || !r.QueueRate.IsZero() {
+		f |= FeatureRate
+	}
+	if r.Fair {
+		f |= FeatureFair
+	}
+	return f
+}
+
 // QueueKey is the key of the rate limit of queue itself.
 func QueueKey(queue string) string { return "queue:" + queue }
 
@@ -250,9 +285,15 @@ type Throttle struct {
 	Reopens int64 // when its window next has room, on the clock of reservations
 }
 
-// ReserveOne reserves the next available job of queue at now, or nil.
+// ReserveOne reserves the next available job of queue at now, or nil,
+// by the search that the features recorded of queue call for.
 func ReserveOne(ctx context.Context, d Driver, queue string, now int64) (*Job, error) {
-	jobs, err := d.Reserve(ctx, Reservation{Queue: queue, Now: now, At: now, Limit: 1})
+	f, err := d.Features(ctx, queue, false)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := d.Reserve(ctx, Reservation{Queue: queue, Now: now, At: now, Limit: 1,
+		Prioritized: f&FeaturePriority != 0, Rated: f&FeatureRate != 0, Fair: f&FeatureFair != 0})
 	if len(jobs) == 0 {
 		return nil, err
 	}
@@ -450,17 +491,10 @@ type Driver interface {
 	// Reserve leaves out none, reports false.
 	Behind(ctx context.Context, queue string, now, from, placeFrom int64, only *Names) (bool, error)
 
-	// Prioritized reports, reading only, whether a waiting job of queue
-	// has a priority other than 0: whether Reserve needs r.Prioritized.
-	Prioritized(ctx context.Context, queue string) (bool, error)
-
-	// Rated reports, reading only, whether a waiting job of queue has a
-	// rate limit: whether Reserve needs r.Rated.
-	Rated(ctx context.Context, queue string) (bool, error)
-
-	// Fair reports, reading only, whether a waiting job of queue has a
-	// FairKey: whether Reserve needs r.Fair.
-	Fair(ctx context.Context, queue string) (bool, error)
+	// Features reads the features recorded of the jobs of queue (see
+	// Features). With tidy it first forgets those that no job of queue has
+	// any more, unless a transaction that stores such a job is under way.
+	Features(ctx context.Context, queue string, tidy bool) (Features, error)
 
 	// Meter takes room for one in the window of key, at rate r, at at (on
 	// the clock of reservations; 0 for the driver's own), as a reservation

@@ -75,11 +75,11 @@ func TestAFairReservationTakesTheGroupsInTurns(t *testing.T) {
 			grouped(12, "a", 500, "tenant:b"), // delayed
 			newJob(99, "other", 0),
 		)
-		if ok, err := s.Fair(ctx, "a"); err != nil || !ok {
-			t.Fatalf("Fair(a) = %v, %v; want true", ok, err)
+		if f, err := s.Features(ctx, "a", true); err != nil || f != driver.FeatureFair {
+			t.Fatalf("Features(a) = %b, %v; want fairness", f, err)
 		}
-		if ok, err := s.Fair(ctx, "other"); err != nil || ok {
-			t.Fatalf("Fair(other) = %v, %v; want false: no job there has a key", ok, err)
+		if f, err := s.Features(ctx, "other", true); err != nil || f != 0 {
+			t.Fatalf("Features(other) = %b, %v; want none: no job there has a key", f, err)
 		}
 		got := oneByOne(t, s, "a", 100, 6)
 		if s := numbers(got); s != "10 11 1 7 9 2" {

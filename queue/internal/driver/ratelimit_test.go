@@ -72,11 +72,11 @@ func TestARateLimitKeepsTheJobsOverItWaiting(t *testing.T) {
 			rated(7, "a", 70, "other", other),
 		)
 		if _, mem := s.(*memdriver.Driver); !mem {
-			if r, err := s.Rated(ctx, "a"); !r || err != nil {
-				t.Fatalf("Rated(a) = %v, %v; want true", r, err)
+			if f, err := s.Features(ctx, "a", true); f != driver.FeatureRate || err != nil {
+				t.Fatalf("Features(a) = %b, %v; want rate limits", f, err)
 			}
-			if r, err := s.Rated(ctx, "b"); r || err != nil {
-				t.Fatalf("Rated(b) = %v, %v; want false", r, err)
+			if f, err := s.Features(ctx, "b", true); f != 0 || err != nil {
+				t.Fatalf("Features(b) = %b, %v; want none", f, err)
 			}
 		}
 		jobs, in := reserveRated(t, s, "a", t0, 100, driver.Rate{})

@@ -135,28 +135,29 @@ func (w *worker) fetch(ctx context.Context) {
 // the last before a StopWhenEmpty worker stops are full sweeps, made
 // inline; swept reports whether this was one.
 //
-// A queue where no waiting job has a priority is searched by due time
-// alone, the search that costs least; one where some may wait, by
-// priority first (see driver.Reservation). Which is which the sweeps
-// find, and then the prober once a second, and a dispatch of this
-// process with a priority marks every queue at once: a job with a
-// priority dispatched by another process may be taken in due order for up
-// to a second before its priority counts.
+// Each queue is searched by what the worker knows of the features of its
+// jobs (see features): a queue where none has a priority by due time
+// alone, the search that costs least; one where jobs with a priority may
+// wait by priority first (see driver.Reservation). A queue where jobs
+// with a rate limit may wait, or with a limit of its own, is searched
+// from its first job, leaving out the keys whose window is full (see
+// driver.Reservation.Rated): the jobs over a limit wait behind those that
+// started. The fetcher then waits no longer than until the first full
+// window reopens (untilReopen).
 //
-// A queue where jobs with a rate limit may wait (found the same ways), or
-// with a limit of its own, is searched from its first job, leaving out
-// the keys whose window is full (see driver.Reservation.Rated): the jobs
-// over a limit wait behind those that started. The fetcher then waits no
-// longer than until the first full window reopens (untilReopen).
+// A queue where jobs with a fairness key may wait is searched taking its
+// groups in turns (see driver.Reservation.Fair): the jobs without a key
+// from the cursor, those with one by place from a cursor of places, the
+// highest place it reserved (every due job of a lower place was taken
+// then: the search takes the lowest first). A job with a lower place
+// that waits (due since, released, or stored by a transaction that
+// committed late) is found by the prober, as those behind the cursor are.
 //
-// A queue where jobs with a fairness key may wait (found the same ways)
-// is searched taking its groups in turns (see driver.Reservation.Fair):
-// the jobs without a key from the cursor, those with one by place from a
-// cursor of places, the highest place it reserved (every due job of a
-// lower place was taken then: the search takes the lowest first). A job
-// with a lower place that waits (due since, released, or stored by a
-// transaction that committed late) is found by the prober, as those
-// behind the cursor are.
+// What the worker knows of the features is never what a reservation
+// depends on: the transaction that stores a job with a feature records
+// it, and a search that does not do a recorded feature takes nothing.
+// The fetcher then reads the features and searches again (reserveFrom),
+// at once, whoever dispatched the job and however the worker was woken.
 //
 // A search never starts past now: after the clock moved back, jobs
 // dispatched since are due before the cursor, and are found at once.
@@ -178,14 +179,9 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 	if swept {
 		for i, name := range w.opts.Queues {
 			if !w.paused(name) {
-				for _, m := range w.marks() {
-					m.set(ctx, i, name)
-				}
+				w.readFeatures(ctx, i, name, false)
 			}
 		}
-	}
-	for _, m := range w.marks() {
-		m.catchUp()
 	}
 	if swept || w.stale.Load() {
 		done := true
@@ -227,19 +223,43 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 		if p := w.placeBack[i].Swap(math.MaxInt64); p != math.MaxInt64 {
 			w.places[name] = min(w.places[name], p)
 		}
+		got, err := w.reserveFrom(ctx, i, name, limit-len(jobs), now, at, by, swept)
+		if jobs == nil {
+			jobs = got // most often the only batch: no copy
+		} else {
+			jobs = append(jobs, got...)
+		}
+		if err != nil {
+			return jobs, swept, err
+		}
+	}
+	return jobs, swept, nil
+}
+
+// reserveFrom reserves up to want jobs of the queue i, name, by the
+// search of the features the worker knows of it. A search that takes
+// none may have been kept from it by a feature it does not do: the
+// fetcher reads them, and searches again if it learnt of one.
+func (w *worker) reserveFrom(ctx context.Context, i int, name string, want int, now, at int64, by string, swept bool) ([]*driver.Job, error) {
+	behind := w.behind[i].Swap(false)
+	for {
+		f := w.features.of(i)
 		// A queue with rate limits is searched from its first job: the
 		// jobs over a limit wait behind those that started.
 		queueRate := w.cfg.QueueRates[name]
-		rated, fair := w.rated.on[i].Load() || !queueRate.IsZero(), w.fair.on[i].Load()
+		rated, fair := f&driver.FeatureRate != 0 || !queueRate.IsZero(), f&driver.FeatureFair != 0
 		var from, placeFrom int64
-		if last, ok := w.cursor[name]; ok && !swept && !w.behind[i].Swap(false) && !rated {
+		if last, ok := w.cursor[name]; ok && !swept && !behind && !rated {
 			from, placeFrom = min(last, now)-cursorSlackMs, w.places[name]
 		}
-		want := limit - len(jobs)
 		w.reopensIn[i] = 0
 		w.drained[i] = false
-		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Only: w.opts.Only, Now: now, At: at, By: by, From: from, Limit: want, Prioritized: w.prio.on[i].Load(),
-			Rated: rated, QueueRate: queueRate, Fair: fair, PlaceFrom: placeFrom, Drained: &w.drained[i], ReopensIn: &w.reopensIn[i]})
+		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Only: w.opts.Only, Now: now, At: at, By: by, From: from, Limit: want,
+			Prioritized: f&driver.FeaturePriority != 0, Rated: rated, QueueRate: queueRate, Fair: fair, PlaceFrom: placeFrom,
+			Drained: &w.drained[i], ReopensIn: &w.reopensIn[i]})
+		if err == nil && len(got) == 0 && w.readFeatures(ctx, i, name, false) {
+			continue
+		}
 		if err == nil && (len(got) < want || w.drained[i]) && !rated {
 			// It found no more: every job due by now is taken, so the next
 			// search need not walk the rows of those it reserved (nor, on
@@ -254,16 +274,8 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 				w.places[name] = max(w.places[name], j.FairSeq)
 			}
 		}
-		if jobs == nil {
-			jobs = got // most often the only batch: no copy
-		} else {
-			jobs = append(jobs, got...)
-		}
-		if err != nil {
-			return jobs, swept, err
-		}
+		return got, err
 	}
-	return jobs, swept, nil
 }
 
 // restartCounts takes room in the window of a job taken over, when it

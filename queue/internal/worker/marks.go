@@ -3,46 +3,33 @@ package worker
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/navree/navree/queue/internal/driver"
 )
 
-// mark says, by queue, that jobs its search must allow for may wait
-// there: jobs with a priority, a rate limit or a fairness key. A sweep
-// and the prober look (look, reading only), and a dispatch of this
-// process of such a job marks every queue at once (it bumps dispatched).
-type mark struct {
-	on         []atomic.Bool
-	look       func(ctx context.Context, queue string) (bool, error)
-	dispatched *atomic.Int64 // nil: none is
-	seen       int64         // the last count of dispatched the fetcher saw
-}
+// features are, by queue, the features of its jobs that the worker's
+// searches of it do (driver.Features). They only make a search cheaper:
+// a search that does fewer than the store records of its queue takes
+// nothing, and the fetcher then reads them and searches again (see
+// next). The first search's sweep reads them, and the prober once a
+// second, forgetting those no job needs any more.
+type features []atomic.Uint32
 
-func newMark(queues int, look func(context.Context, string) (bool, error), dispatched *atomic.Int64) *mark {
-	return &mark{on: make([]atomic.Bool, queues), look: look, dispatched: dispatched}
-}
+// of returns the features the searches of queue i do.
+func (f features) of(i int) driver.Features { return driver.Features(f[i].Load()) }
 
-// set looks at the queue i, name, and reports whether it found the queue
-// newly marked. A look that fails marks it: the search then allows for
-// what may wait, and reports the database's error.
-func (m *mark) set(ctx context.Context, i int, name string) bool {
-	found, err := m.look(ctx, name)
-	was := m.on[i].Swap(found || err != nil)
-	return found && !was
-}
+// allFeatures are the features of a queue whose record could not be
+// read: its search does them all, and reports the database's error.
+const allFeatures = driver.FeaturePriority | driver.FeatureRate | driver.FeatureFair
 
-// catchUp marks every queue if this process dispatched such a job since
-// the fetcher last looked.
-func (m *mark) catchUp() {
-	if m.dispatched == nil {
-		return
+// readFeatures reads the features of queue i, name (forgetting first,
+// with tidy, those no job needs), and reports whether it found one that
+// the searches of the queue did not do.
+func (w *worker) readFeatures(ctx context.Context, i int, name string, tidy bool) bool {
+	got, err := w.cfg.Store.Features(ctx, name, tidy)
+	if err != nil {
+		got = allFeatures
 	}
-	if n := m.dispatched.Load(); n != m.seen {
-		m.seen = n
-		for i := range m.on {
-			m.on[i].Store(true)
-		}
-	}
+	was := driver.Features(w.features[i].Swap(uint32(got)))
+	return got&^was != 0
 }
-
-// marks are w's marks: of priorities, rate limits and fairness (an
-// array: ranging over it allocates nothing, on the fetcher's path).
-func (w *worker) marks() [3]*mark { return [3]*mark{w.prio, w.rated, w.fair} }

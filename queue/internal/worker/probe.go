@@ -19,7 +19,7 @@ const probeShare = 20
 // behind) and, if stale, for reservations stale at at (on the clock of
 // reservations).
 type probe struct {
-	full      bool // the looks behind the cursors and for marks too; else only for stale reservations
+	full      bool // the looks behind the cursors and the features too; else only for stale reservations
 	now, at   int64
 	from      []int64
 	placeFrom []int64
@@ -56,10 +56,10 @@ func (w *worker) probe(now, at, pace int64, full bool) {
 }
 
 // startProber runs the prober until stop: it looks, reading only, for
-// what the fetcher's next searches would miss (and for the queues where
-// jobs with a priority wait), and tells the fetcher. A
-// look that fails counts as found: the fetcher's own search then reports
-// the error, and loses nothing.
+// what the fetcher's next searches would miss, reads the features of the
+// queues (forgetting those no job needs any more: the one write), and
+// tells the fetcher. A look that fails counts as found: the fetcher's
+// own search then reports the error, and loses nothing.
 //
 // A look walks what a vacuum has not yet cleared (on PostgreSQL, the
 // dead index entries of every job done since), which can take a while:
@@ -101,9 +101,7 @@ func (w *worker) startProber() (stop func()) {
 					}
 				}
 				if p.full && !p.paused[i] {
-					for _, m := range w.marks() {
-						found = m.set(ctx, i, name) || found
-					}
+					found = w.readFeatures(ctx, i, name, true) || found
 				}
 			}
 			if p.full {

@@ -61,19 +61,6 @@ type Config struct {
 	// Prunes is when a worker of the process last pruned the history (on
 	// Clock.Pace).
 	Prunes *atomic.Int64
-	// Prioritized is bumped each time this process dispatches a job with
-	// a priority: its workers then search every queue by priority until
-	// their prober finds none waiting (see fetch.go). Nil: none is.
-	Prioritized *atomic.Int64
-	// Rated is bumped each time this process dispatches a job with a
-	// rate limit: its workers then search every queue leaving out the
-	// keys whose window is full, until their prober finds none waiting.
-	// Nil: none is.
-	Rated *atomic.Int64
-	// Fair is bumped each time this process dispatches a job with a
-	// fairness key: its workers then search every queue taking groups in
-	// turns, until their prober finds none waiting. Nil: none is.
-	Fair *atomic.Int64
 	// QueueRates are the rate limits of queues themselves, by name.
 	QueueRates map[string]driver.Rate
 	// MaxSnoozes is how many times a job may snooze (Snooze); a job asking
@@ -205,9 +192,7 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, stop: stop, log: cfg.Log,
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
 		cursor: map[string]int64{}, places: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)),
-		prio:      newMark(len(o.Queues), cfg.Store.Prioritized, cfg.Prioritized),
-		rated:     newMark(len(o.Queues), cfg.Store.Rated, cfg.Rated),
-		fair:      newMark(len(o.Queues), cfg.Store.Fair, cfg.Fair),
+		features:  make(features, len(o.Queues)),
 		reopensIn: make([]int64, len(o.Queues)), drained: make([]bool, len(o.Queues)), rewind: make([]atomic.Int64, len(o.Queues)),
 		probes: make(chan probe, 1), probed: make(chan struct{}, 1), tallies: newTallies(o.Queues)}
 	w.placeBack = make([]atomic.Int64, len(o.Queues))
@@ -292,12 +277,10 @@ type worker struct {
 	// its place, behind the cursor of places maybe, where the next search
 	// starts.
 	placeBack []atomic.Int64
-	// prio marks the queues where jobs with a priority may wait: their
-	// search orders by priority. rated marks those where jobs with a rate
-	// limit may: their search leaves out the keys whose window is full.
-	// fair marks those where jobs with a fairness key may: their search
-	// takes the groups in turns.
-	prio, rated, fair *mark
+	// features are, by queue, the features its searches do: with a
+	// priority they order by it, with rate limits they leave out the keys
+	// whose window is full, with fairness they take the groups in turns.
+	features features
 	// reopensIn is, by queue, how long until the first full window of
 	// its last search reopens (0: none was full); drained, whether its
 	// last search took every job without a fairness key (see

@@ -23,15 +23,14 @@ import (
 
 // The statements of fairness, in SQLite's words.
 const (
-	anyFair = "SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL LIMIT 1"
 	// The searches of a Fair reservation; PRIO is where those of a queue
 	// with priorities keep to priority 0. fairPlain's arguments are
 	// queue, from, now, limit; fairKeyed's queue, the first place, now,
 	// limit.
 	fairPlain = "SELECT id, priority, fair_seq, available_at FROM jobs INDEXED BY jobs_waiting " +
-		"WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NULL PRIO AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"
+		"WHERE " + doesAll + " AND queue = ? AND reserved_at IS NULL AND fair_seq IS NULL PRIO AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"
 	fairKeyed = "SELECT id, priority, fair_seq, available_at FROM jobs INDEXED BY jobs_fair " +
-		"WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL AND fair_seq >= ? PRIO AND available_at <= ? ORDER BY fair_seq, available_at, id LIMIT ?"
+		"WHERE " + doesAll + " AND queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL AND fair_seq >= ? PRIO AND available_at <= ? ORDER BY fair_seq, available_at, id LIMIT ?"
 	// placeBehind finds a job with a key due by now (the third argument)
 	// with a place before a worker's cursor (the second).
 	placeBehind = "SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL AND fair_seq < ? AND available_at <= ? LIMIT 1"
@@ -61,11 +60,6 @@ func (b *base) PruneGroups(ctx context.Context) error {
 	query := "DELETE FROM queue_fair WHERE (queue, key) IN (SELECT f.queue, f.key" + behindRound + lock + ")"
 	_, err := b.write(ctx, query)
 	return err
-}
-
-// Fair implements driver.Driver.
-func (b *base) Fair(ctx context.Context, queue string) (bool, error) {
-	return b.exists(ctx, b.q.words(anyFair), queue)
 }
 
 // fairStatement is the statement of a Fair reservation of one shape, in
@@ -140,9 +134,13 @@ func (b *base) fairQuery(withPriorities, rated bool) fairStatement {
 // its searches leave out the keys whose window is full at at.
 func (b *base) fairReserve(at any, r driver.Reservation, rated bool) (string, []any) {
 	st := b.fairQuery(r.Prioritized, rated)
-	plain := []any{r.Queue, r.From, r.Now, r.Limit}
-	keyed := []any{r.Queue, max(r.PlaceFrom, 1), r.Now, r.Limit}
-	byPriority := []any{r.Queue, r.Now, r.Limit}
+	does := r.Does()
+	if rated {
+		does |= driver.FeatureRate
+	}
+	plain := []any{r.Queue, does, r.Queue, r.From, r.Now, r.Limit}
+	keyed := []any{r.Queue, does, r.Queue, max(r.PlaceFrom, 1), r.Now, r.Limit}
+	byPriority := []any{r.Queue, does, r.Queue, r.Now, r.Limit}
 	var args []any
 	if b.dialect().pg { // in the order of the searches, then the update's
 		if r.Prioritized {

@@ -29,7 +29,6 @@ func TestReservationUsesTheWaitingIndex(t *testing.T) {
 		{"reserve", q.reserve, q.reserveArgs(1, driver.Reservation{Queue: "default", Now: 1, Limit: 10}), []string{"USING INDEX jobs_waiting"}},
 		{"reserve by priority", q.reservePrioritized, q.reserveArgs(1, driver.Reservation{Queue: "default", Now: 1, Limit: 10, Prioritized: true}),
 			[]string{"USING INDEX jobs_waiting", "USING INDEX jobs_prioritized"}},
-		{"prioritized", q.prioritized, []any{"default"}, []string{"USING INDEX jobs_prioritized"}},
 		{"find unique", q.findUnique, []any{"k"}, []string{"INDEX jobs_unique_key"}},
 		{"take over", q.takeOver, []any{1, nil, "default", 1, 1, 1}, []string{"INDEX jobs_reserved", "SEARCH queue_workers USING INDEX sqlite_autoindex_queue_workers_1 (id=?)"}},
 		{"stale", q.stale, []any{"default", 1, 1, 1}, []string{"INDEX jobs_reserved", "SEARCH queue_workers USING INDEX sqlite_autoindex_queue_workers_1 (id=?)"}},

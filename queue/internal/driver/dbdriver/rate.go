@@ -30,7 +30,6 @@ import (
 // The statements of rate limits, in SQLite's words with KEYS for a list
 // of keys.
 const (
-	anyRated  = "SELECT 1 FROM jobs WHERE queue = ? AND rate_key IS NOT NULL AND reserved_at IS NULL LIMIT 1"
 	windowsOf = "SELECT key, log FROM queue_rates WHERE key IN KEYS"
 	// The windows written back, in one statement, from a JSON array of
 	// objects.
@@ -68,11 +67,6 @@ func (d dialect) keys(s string) string {
 		return d.words(strings.ReplaceAll(s, "KEYS", pgKeys))
 	}
 	return strings.ReplaceAll(s, "KEYS", sqliteKeys)
-}
-
-// Rated implements driver.Driver.
-func (b *base) Rated(ctx context.Context, queue string) (bool, error) {
-	return b.exists(ctx, b.q.words(anyRated), queue)
 }
 
 // windows holds the windows a transaction read, by key, and the rates of

@@ -155,11 +155,6 @@ type onlyKey struct {
 	names *driver.Names
 }
 
-// Prioritized implements driver.Driver.
-func (b *base) Prioritized(ctx context.Context, queue string) (bool, error) {
-	return b.exists(ctx, b.q.prioritized, queue)
-}
-
 // Stale implements driver.Driver.
 func (b *base) Stale(ctx context.Context, queue string, now int64) (bool, error) {
 	at, err := b.at(ctx, now)

@@ -14,7 +14,7 @@ type statements struct {
 	insert, expireUnique, insertUnique, findUnique string
 	insertKeyed, insertUniqueKeyed                 string // insert's and insertUnique's of a keyed job
 	reserve, takeOver, behind, stale, unreserve    string
-	reservePrioritized, prioritized                string
+	reservePrioritized                             string
 	// The reservations of a queue where jobs with a rate limit may wait:
 	// reserve's and reservePrioritized's, leaving out the keys whose
 	// window is full at the time of the argument they take after each of
@@ -61,7 +61,7 @@ const (
 func sqliteStatements() statements {
 	q := common("?", "", sqliteAppendError,
 		"UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN ("+
-			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"+
+			"SELECT id FROM jobs WHERE "+doesAll+" AND queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"+
 			") RETURNING "+columns,
 		"DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN ("+
 			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
@@ -73,9 +73,9 @@ func sqliteStatements() statements {
 		"SELECT id FROM (SELECT * FROM (" + byIndex(prioritized) + ") UNION ALL SELECT * FROM (" + unprioritized + ")) " +
 		"ORDER BY priority DESC, available_at, id LIMIT ?) RETURNING " + columns
 	q.reservePrioritizedRated, q.prioRatedAt = ratedIn(q.reservePrioritized, "?")
-	q.prioritized = byIndex(anyPrioritized)
 	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
-		return []any{at, nullable(r.By), r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Limit}
+		does := r.Does()
+		return []any{at, nullable(r.By), r.Queue, does, r.Queue, r.Now, r.Limit, r.Queue, does, r.Queue, r.From, r.Now, r.Limit, r.Limit}
 	}
 	return q
 }
@@ -98,7 +98,7 @@ func postgresStatements() statements {
 		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
 			"UPDATE jobs SET reserved_at = "+pgAt+", reserved_by = ?, attempts = jobs.attempts + 1 "+
 			"FROM lazy WHERE jobs.id = ANY(ARRAY("+
-			"SELECT id FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? "+
+			"SELECT id FROM jobs WHERE "+doesAll+" AND queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? "+
 			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING "+prefixed("jobs.", columns),
 		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
 			"DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int) "+
@@ -122,25 +122,30 @@ func postgresStatements() statements {
 	q.reservePrioritized = numbered(byPriority)
 	q.reservePrioritizedRated, q.prioRatedAt = ratedIn(byPriority, pgAt)
 	q.reservePrioritizedRated = numbered(q.reservePrioritizedRated)
-	q.prioritized = numbered(anyPrioritized)
 	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
-		return []any{r.Queue, r.Now, r.Limit, r.Queue, r.From, r.Now, r.Limit, r.Queue, r.Now, r.Limit, at, nullable(r.By)}
+		does := r.Does()
+		return []any{r.Queue, does, r.Queue, r.Now, r.Limit, r.Queue, does, r.Queue, r.From, r.Now, r.Limit, r.Queue, does, r.Queue, r.Now, r.Limit, at, nullable(r.By)}
 	}
 	return q
 }
+
+// doesAll is the test that every search of a reservation starts with: no
+// feature is recorded of its queue (queue_features) that the search does
+// not do (see driver.Features). PostgreSQL and SQLite read it once a
+// statement; their arguments are the queue and the features the search
+// does.
+const doesAll = "NOT EXISTS (SELECT 1 FROM queue_features WHERE queue = ? AND (feature & ?) = 0)"
 
 // The two searches of a reservation by priority, each of up to its
 // limit: the jobs with a priority (by the index jobs_prioritized, which
 // holds only those), and the others from a bound (by jobs_waiting). The
 // next jobs by priority, then due time, are the first of the two
-// together. Their arguments are queue, now, limit and queue, from, now,
-// limit. anyPrioritized finds whether a queue (its argument) has a
-// waiting job with a priority.
+// together. Their arguments are doesAll's, then queue, now, limit and
+// queue, from, now, limit.
 const (
-	anyPrioritized = "SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND priority <> 0 LIMIT 1"
-	prioritized    = "SELECT id, priority, available_at FROM jobs WHERE queue = ? AND reserved_at IS NULL AND priority <> 0 AND available_at <= ? " +
+	prioritized = "SELECT id, priority, available_at FROM jobs WHERE " + doesAll + " AND queue = ? AND reserved_at IS NULL AND priority <> 0 AND available_at <= ? " +
 		"ORDER BY priority DESC, available_at, id LIMIT ?"
-	unprioritized = "SELECT id, priority, available_at FROM jobs WHERE queue = ? AND reserved_at IS NULL AND priority = 0 AND available_at >= ? AND available_at <= ? " +
+	unprioritized = "SELECT id, priority, available_at FROM jobs WHERE " + doesAll + " AND queue = ? AND reserved_at IS NULL AND priority = 0 AND available_at >= ? AND available_at <= ? " +
 		"ORDER BY available_at, id LIMIT ?"
 )
 
@@ -150,7 +155,7 @@ func (q *statements) reserveArgs(at any, r driver.Reservation) []any {
 	if r.Prioritized {
 		return q.prioritizedArgs(at, r)
 	}
-	return []any{at, nullable(r.By), r.Queue, r.From, r.Now, r.Limit}
+	return []any{at, nullable(r.By), r.Queue, r.Does(), r.Queue, r.From, r.Now, r.Limit}
 }
 
 // reserveRatedArgs is the statement and the arguments of a Rated

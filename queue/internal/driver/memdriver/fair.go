@@ -69,14 +69,6 @@ func (d *Driver) takeFair(l *line, now int64, want int) []*driver.Job {
 	return found[:min(want, len(found))]
 }
 
-// Fair implements driver.Driver.
-func (d *Driver) Fair(_ context.Context, queue string) (bool, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	l := d.lines[queue]
-	return l != nil && d.head(&l.fair) != nil, nil
-}
-
 // PruneGroups implements driver.Driver.
 func (d *Driver) PruneGroups(context.Context) error {
 	d.mu.Lock()

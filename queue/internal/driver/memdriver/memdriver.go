@@ -343,20 +343,28 @@ func (d *Driver) Behind(context.Context, string, int64, int64, int64, *driver.Na
 	return false, nil
 }
 
-// Prioritized implements driver.Driver.
-func (d *Driver) Prioritized(_ context.Context, queue string) (bool, error) {
+// Features implements driver.Driver. The memory driver's searches do
+// every feature, whatever a Reservation says, and need no record: it
+// reports those of its waiting jobs (priorities and fairness keys), as
+// queue:status shows them, and has nothing to tidy.
+func (d *Driver) Features(_ context.Context, queue string, _ bool) (driver.Features, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.lines[queue]
 	if l == nil {
-		return false, nil
+		return 0, nil
 	}
+	var f driver.Features
 	for i := range l.levels {
 		if d.head(&l.levels[i].waiting) != nil {
-			return true, nil
+			f |= driver.FeaturePriority
+			break
 		}
 	}
-	return false, nil
+	if d.head(&l.fair) != nil {
+		f |= driver.FeatureFair
+	}
+	return f, nil
 }
 
 // Stale implements driver.Driver.

@@ -38,10 +38,6 @@ func (d *Driver) take(key string, r driver.Rate, at int64, n int) int {
 	return n
 }
 
-// Rated implements driver.Driver: the memory driver's Reserve looks at
-// every job's rate limit whatever Reservation.Rated says.
-func (d *Driver) Rated(context.Context, string) (bool, error) { return false, nil }
-
 // Meter implements driver.Driver.
 func (d *Driver) Meter(_ context.Context, key string, r driver.Rate, at int64) (int64, error) {
 	at = d.at(at)

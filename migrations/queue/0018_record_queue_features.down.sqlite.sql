@@ -1,0 +1,2 @@
+DROP TRIGGER jobs_features;
+DROP TABLE queue_features;
