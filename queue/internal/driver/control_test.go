@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/navree/navree/db"
@@ -349,5 +350,82 @@ func TestDebounceReplacesTheWaitingJob(t *testing.T) {
 		if j := reserve(t, s, "a", 750); j == nil || j.ID != next.ID || string(j.Payload) != `{"n":6}` {
 			t.Fatalf("at 750 reserved %+v; want the new job with the last payload", j)
 		}
+	})
+}
+
+// TestEveryWayIntoJobsRecordsItsFeature: a job with a feature that enters
+// jobs from another table records its feature in the same transaction,
+// as a dispatch does: a failed job retried, a held job let in by its
+// limit, a flow's step released; a search that does not do it then takes
+// nothing. (The memory driver records nothing: its searches do every
+// feature.)
+func TestEveryWayIntoJobsRecordsItsFeature(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		if _, isMemory := s.(*memdriver.Driver); isMemory {
+			t.Skip("the memory driver's searches do every feature")
+		}
+		features := func(queue string) driver.Features {
+			t.Helper()
+			f, err := s.Features(ctx, queue, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		plainTakesNothing := func(queue string, now int64) {
+			t.Helper()
+			if jobs, err := s.Reserve(ctx, driver.Reservation{Queue: queue, Now: now, At: now, Limit: 10}); err != nil || len(jobs) != 0 {
+				t.Fatalf("a plain search of %s took %s, %v; want nothing", queue, tails(jobs), err)
+			}
+		}
+
+		// A failed job retried.
+		insert(t, s, prioritized(1, "retried", 0, 4))
+		j := reserve(t, s, "retried", 10)
+		if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: "boom", At: 20}); !ok || err != nil {
+			t.Fatalf("Fail = %v, %v", ok, err)
+		}
+		if f := features("retried"); f != 0 {
+			t.Fatalf("Features = %b with the job failed; want none", f)
+		}
+		if err := s.Retry(ctx, j.ID, 30); err != nil {
+			t.Fatal(err)
+		}
+		if f := features("retried"); f != driver.FeaturePriority {
+			t.Fatalf("Features = %b once the job is retried; want priority", f)
+		}
+		plainTakesNothing("retried", 40)
+
+		// A held job let in by its limit.
+		first, second := limited(2, "held", 0, "account:9", 1), limited(3, "held", 0, "account:9", 1)
+		second.RateKey, second.Rate = "api", driver.Rate{Max: 100, PerMs: 1000}
+		insert(t, s, first, second)
+		if f := features("held"); f != 0 {
+			t.Fatalf("Features = %b with the limited job held; want none", f)
+		}
+		j = reserve(t, s, "held", 10)
+		if j == nil || !strings.EqualFold(j.ID, first.ID) {
+			t.Fatalf("reserved %s, want the first", j.ID)
+		}
+		if done, err := driver.CompleteOne(ctx, s, j.ID, j.Attempts); !done || err != nil {
+			t.Fatalf("Complete = %v, %v", done, err)
+		}
+		if f := features("held"); f != driver.FeatureRate {
+			t.Fatalf("Features = %b once the held job is let in; want its rate limit", f)
+		}
+		plainTakesNothing("held", 40)
+
+		// A flow's step released.
+		b := newFlow(1, driver.KindChain, false).step("a", driver.RoleStep, false).step("b", driver.RoleStep, false, "a")
+		b.nf.Steps[1].Job.FairKey = "tenant:1"
+		b.start(t, s)
+		if f := features("f"); f != 0 {
+			t.Fatalf("Features = %b with the fair step held; want none", f)
+		}
+		succeed(t, s, 50, "", b.due(t, s, 50)["a"])
+		if f := features("f"); f != driver.FeatureFair {
+			t.Fatalf("Features = %b once the fair step is released; want fairness", f)
+		}
+		plainTakesNothing("f", 60)
 	})
 }

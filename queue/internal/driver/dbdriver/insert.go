@@ -134,7 +134,7 @@ func (b *base) insertOne(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 	if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, query, appendRow(nil, job, keyed(job))...); err != nil {
 		return "", false, err
 	}
-	return job.ID, true, nil
+	return job.ID, true, b.record(ctx, tx, []*driver.Job{job})
 }
 
 // onConflictID makes an insert of jobs skip those stored already.
@@ -200,6 +200,9 @@ func (b *base) insertUnique(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork,
 		return "", false, err
 	}
 	if n, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, b.q.insertUniqueOf(job), appendRow(nil, job, keyed(job))...); err != nil || n == 1 {
+		if err == nil {
+			err = b.record(ctx, tx, []*driver.Job{job})
+		}
 		return job.ID, err == nil, err
 	}
 	var id string
@@ -231,6 +234,9 @@ func (b *base) insertDebounced(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWo
 			return "", false, err
 		}
 		if n, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, b.q.insertUniqueOf(job), appendRow(nil, job, keyed(job))...); err != nil || n == 1 {
+			if err == nil {
+				err = b.record(ctx, tx, []*driver.Job{job})
+			}
 			return job.ID, err == nil, err
 		}
 	}
@@ -384,5 +390,5 @@ func (b *base) insertChunks(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork,
 			return err
 		}
 	}
-	return nil
+	return b.record(ctx, tx, jobs)
 }

@@ -147,8 +147,10 @@ func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork
 		if err := b.placeAll(ctx, tx, []*driver.Job{job}); err != nil {
 			return err
 		}
-		_, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(limitInsert), appendRow(nil, job, true)...)
-		return err
+		if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(limitInsert), appendRow(nil, job, true)...); err != nil {
+			return err
+		}
+		return b.record(ctx, tx, []*driver.Job{job})
 	}
 	args := appendRow(nil, job, true) // held: it takes its place as it is let in
 	if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(heldInsert), args...); err != nil {
