@@ -94,8 +94,34 @@ func TestSnoozeGivesTheAttemptBack(t *testing.T) {
 	})
 }
 
+// TestSnoozesAreKeptInTheHistory: a job that snoozed twice and
+// succeeded, kept by keep_succeeded, reports its two snoozes
+// (Inspector.Job, queue:job).
+func TestSnoozesAreKeptInTheHistory(t *testing.T) {
+	t.Parallel()
+	h := &snoozing{times: 2}
+	eachWith(t, queue.Config{KeepSucceeded: time.Hour}, map[string]queue.Registration{"test.snooze": h.handler()}, func(t *testing.T, f fixture) {
+		id, err := f.q.Push(ctx, queue.Envelope{Name: "test.snooze", Payload: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := f.q.RunPending(ctx); err != nil || s.Snoozed != 2 || s.Succeeded != 1 {
+			t.Fatalf("ran %+v, %v; want 2 snoozes, then a success", s, err)
+		}
+		d, err := f.q.Inspector().Job(ctx, id)
+		if err != nil || d.State != queue.StateSucceeded || d.Attempts != 1 || d.Snoozes != 2 {
+			t.Fatalf("the job kept: %+v, %v; want succeeded on its first attempt after 2 snoozes", d, err)
+		}
+		var out bytes.Buffer
+		if err := queue.PrintJob(&out, d, false); err != nil || !strings.Contains(out.String(), "\n  Snoozed     2 time(s), attempts not spent\n") {
+			t.Fatalf("queue:job prints:\n%s(%v)", out.String(), err)
+		}
+	})
+}
+
 // TestSnoozeIsBounded: a job that asks to snooze once more than
-// queue.max_snoozes allows fails, and says why.
+// queue.max_snoozes allows fails, and says why; it keeps its snoozes,
+// until a retry starts them over.
 func TestSnoozeIsBounded(t *testing.T) {
 	t.Parallel()
 	h := &snoozing{times: 1 << 30}
@@ -109,9 +135,20 @@ func TestSnoozeIsBounded(t *testing.T) {
 			t.Fatalf("ran %+v, %v; want 3 snoozes, then a failure", s, err)
 		}
 		d, err := f.q.Inspector().Job(ctx, id)
-		if err != nil || d.State != queue.StateFailed || d.Attempts != 1 ||
+		if err != nil || d.State != queue.StateFailed || d.Attempts != 1 || d.Snoozes != 3 ||
 			d.LastError != "asked to snooze for 0s after 3 snoozes, the most queue.max_snoozes allows" {
-			t.Fatalf("the job: %+v, %v", d, err)
+			t.Fatalf("the job: %+v, %v; want failed after its 3 snoozes", d, err)
+		}
+		var out bytes.Buffer
+		if err := queue.PrintJob(&out, d, false); err != nil || !strings.Contains(out.String(), "\n  Snoozed     3 time(s), attempts not spent\n") {
+			t.Fatalf("queue:job of the failed job prints:\n%s(%v)", out.String(), err)
+		}
+		// A retry starts the snoozes over, as it does the attempts.
+		if n, err := f.q.Inspector().Retry(ctx, id); n != 1 || err != nil {
+			t.Fatalf("Retry = %d, %v", n, err)
+		}
+		if d, err := f.q.Inspector().Job(ctx, id); err != nil || d.State != queue.StateWaiting || d.Attempts != 0 || d.Snoozes != 0 {
+			t.Fatalf("the job retried: %+v, %v; want waiting, no attempt, no snooze", d, err)
 		}
 	})
 	_, err := queue.New(queue.Params{Config: queue.Config{MaxSnoozes: -1}})

@@ -391,7 +391,8 @@ type JobDetail struct {
 	// Options.Priority); a failed job keeps it for its retry; 0 for a
 	// succeeded one.
 	Priority int
-	// Snoozes counts the times a pending job snoozed (see [Snooze]).
+	// Snoozes counts the times the job snoozed (see [Snooze]): a failed
+	// or succeeded job keeps the count, a retry starts it over.
 	Snoozes int
 	// Debounced says that a waiting job holds its debounce key (see
 	// Options.Debounce): a dispatch of the same key replaces it.
@@ -468,14 +469,14 @@ func (i *Inspector) Job(ctx context.Context, id string) (JobDetail, error) {
 			CreatedAt: timeOf(f.CreatedAt), FailedAt: timeOf(f.FailedAt), LastError: f.Error, PayloadBytes: len(f.Payload)},
 			State: StateFailed, Payload: f.Payload, Meta: f.Meta, Backoff: f.Backoff, Timeout: time.Duration(f.TimeoutMs) * time.Millisecond,
 			Failures: failures, Interruptions: interruptions, Priority: f.Priority, ConcurrencyKey: f.LimitKey, ConcurrencyLimit: f.LimitMax,
-			RateKey: f.RateKey, RateLimit: rateOf(f.Rate), FairnessKey: f.FairKey}, nil
+			RateKey: f.RateKey, RateLimit: rateOf(f.Rate), FairnessKey: f.FairKey, Snoozes: f.Snoozes}, nil
 	case found.Succeeded != nil:
 		sj := found.Succeeded
 		failures, interruptions := failuresOf(sj.Errors)
 		return JobDetail{JobInfo: JobInfo{ID: sj.ID, Queue: sj.Queue, Name: sj.Name, Attempts: sj.Attempts, MaxAttempts: sj.MaxAttempts,
 			Worker: sj.Worker, CreatedAt: timeOf(sj.CreatedAt), FinishedAt: timeOf(sj.FinishedAt), RunTime: msDuration(sj.RunMs), Wait: msDuration(sj.WaitMs),
 			PayloadBytes: len(sj.Payload)}, State: StateSucceeded, Succeeded: true, Payload: sj.Payload, Meta: sj.Meta,
-			Failures: failures, Interruptions: interruptions}, nil
+			Failures: failures, Interruptions: interruptions, Snoozes: sj.Snoozes}, nil
 	}
 	j := found.Job
 	state := StateDelayed

@@ -67,7 +67,7 @@ func eachDatabase(t *testing.T, f func(t *testing.T, dir, url string)) {
 func TestMigrateThenServe(t *testing.T) {
 	t.Parallel()
 	eachDatabase(t, func(t *testing.T, dir, url string) {
-		if got := run(t, dir, url, "migrate"); got != "Migrated example/0001_create_visits\nMigrated notifications/0001_create_table\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated queue/0005_create_queue_pauses\nMigrated queue/0006_create_queue_cancels\nMigrated queue/0007_create_queue_throughput\nMigrated queue/0008_create_queue_workers\nMigrated queue/0009_add_reserved_by\nMigrated queue/0010_create_succeeded_jobs\nMigrated queue/0011_create_queue_timings\nMigrated queue/0012_create_flows\nMigrated queue/0013_add_priority_and_snoozes\nMigrated queue/0014_add_concurrency_limits\nMigrated queue/0015_add_rate_limits\nMigrated queue/0016_add_fairness\nMigrated queue/0017_add_worker_restarts\nMigrated queue/0018_record_queue_features\nMigrated schedule/0001_create_ticks\n" {
+		if got := run(t, dir, url, "migrate"); got != "Migrated example/0001_create_visits\nMigrated notifications/0001_create_table\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated queue/0005_create_queue_pauses\nMigrated queue/0006_create_queue_cancels\nMigrated queue/0007_create_queue_throughput\nMigrated queue/0008_create_queue_workers\nMigrated queue/0009_add_reserved_by\nMigrated queue/0010_create_succeeded_jobs\nMigrated queue/0011_create_queue_timings\nMigrated queue/0012_create_flows\nMigrated queue/0013_add_priority_and_snoozes\nMigrated queue/0014_add_concurrency_limits\nMigrated queue/0015_add_rate_limits\nMigrated queue/0016_add_fairness\nMigrated queue/0017_add_worker_restarts\nMigrated queue/0018_record_queue_features\nMigrated queue/0019_keep_snoozes\nMigrated schedule/0001_create_ticks\n" {
 			t.Fatalf("migrate printed %q", got)
 		}
 		if got := run(t, dir, url, "migrate"); got != "Nothing to migrate.\n" {
@@ -79,7 +79,7 @@ func TestMigrateThenServe(t *testing.T) {
 		if !regexp.MustCompile(`^SET +MIGRATION +STATUS\nexample +0001_create_visits +applied \(batch 1, `).MatchString(status) ||
 			!regexp.MustCompile(`\nnotifications +0001_create_table +applied \(batch 1, `).MatchString(status) ||
 			!regexp.MustCompile(`\nqueue +0001_create_jobs +applied \(batch 1, `).MatchString(status) ||
-			!regexp.MustCompile(`\nqueue +0018_record_queue_features +applied \(batch 1, `).MatchString(status) {
+			!regexp.MustCompile(`\nqueue +0019_keep_snoozes +applied \(batch 1, `).MatchString(status) {
 			t.Fatalf("migrate:status printed %q", status)
 		}
 		if url == "" {
@@ -141,7 +141,7 @@ func TestMigrateThenServe(t *testing.T) {
 			t.Fatalf("after SIGTERM: %v, printed %q", err, rest)
 		}
 
-		if got := run(t, dir, url, "migrate:rollback"); got != "Rolled back schedule/0001_create_ticks\nRolled back queue/0018_record_queue_features\nRolled back queue/0017_add_worker_restarts\nRolled back queue/0016_add_fairness\nRolled back queue/0015_add_rate_limits\nRolled back queue/0014_add_concurrency_limits\nRolled back queue/0013_add_priority_and_snoozes\nRolled back queue/0012_create_flows\nRolled back queue/0011_create_queue_timings\nRolled back queue/0010_create_succeeded_jobs\nRolled back queue/0009_add_reserved_by\nRolled back queue/0008_create_queue_workers\nRolled back queue/0007_create_queue_throughput\nRolled back queue/0006_create_queue_cancels\nRolled back queue/0005_create_queue_pauses\nRolled back queue/0004_index_failed_queue\nRolled back queue/0003_add_meta\nRolled back queue/0002_create_queue_clock\nRolled back queue/0001_create_jobs\nRolled back notifications/0001_create_table\nRolled back example/0001_create_visits\n" {
+		if got := run(t, dir, url, "migrate:rollback"); got != "Rolled back schedule/0001_create_ticks\nRolled back queue/0019_keep_snoozes\nRolled back queue/0018_record_queue_features\nRolled back queue/0017_add_worker_restarts\nRolled back queue/0016_add_fairness\nRolled back queue/0015_add_rate_limits\nRolled back queue/0014_add_concurrency_limits\nRolled back queue/0013_add_priority_and_snoozes\nRolled back queue/0012_create_flows\nRolled back queue/0011_create_queue_timings\nRolled back queue/0010_create_succeeded_jobs\nRolled back queue/0009_add_reserved_by\nRolled back queue/0008_create_queue_workers\nRolled back queue/0007_create_queue_throughput\nRolled back queue/0006_create_queue_cancels\nRolled back queue/0005_create_queue_pauses\nRolled back queue/0004_index_failed_queue\nRolled back queue/0003_add_meta\nRolled back queue/0002_create_queue_clock\nRolled back queue/0001_create_jobs\nRolled back notifications/0001_create_table\nRolled back example/0001_create_visits\n" {
 			t.Fatalf("migrate:rollback printed %q", got)
 		}
 		if got := run(t, dir, url, "migrate:rollback"); got != "Nothing to roll back.\n" {
@@ -168,7 +168,7 @@ func TestTwoProcessesMigrateAtOnce(t *testing.T) {
 		}
 		wg.Wait()
 		joined := outs[0] + outs[1]
-		if strings.Count(joined, "Migrated example/0001_create_visits\nMigrated notifications/0001_create_table\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated queue/0005_create_queue_pauses\nMigrated queue/0006_create_queue_cancels\nMigrated queue/0007_create_queue_throughput\nMigrated queue/0008_create_queue_workers\nMigrated queue/0009_add_reserved_by\nMigrated queue/0010_create_succeeded_jobs\nMigrated queue/0011_create_queue_timings\nMigrated queue/0012_create_flows\nMigrated queue/0013_add_priority_and_snoozes\nMigrated queue/0014_add_concurrency_limits\nMigrated queue/0015_add_rate_limits\nMigrated queue/0016_add_fairness\nMigrated queue/0017_add_worker_restarts\nMigrated queue/0018_record_queue_features\nMigrated schedule/0001_create_ticks\n") != 1 || strings.Count(joined, "Nothing to migrate.\n") != 1 {
+		if strings.Count(joined, "Migrated example/0001_create_visits\nMigrated notifications/0001_create_table\nMigrated queue/0001_create_jobs\nMigrated queue/0002_create_queue_clock\nMigrated queue/0003_add_meta\nMigrated queue/0004_index_failed_queue\nMigrated queue/0005_create_queue_pauses\nMigrated queue/0006_create_queue_cancels\nMigrated queue/0007_create_queue_throughput\nMigrated queue/0008_create_queue_workers\nMigrated queue/0009_add_reserved_by\nMigrated queue/0010_create_succeeded_jobs\nMigrated queue/0011_create_queue_timings\nMigrated queue/0012_create_flows\nMigrated queue/0013_add_priority_and_snoozes\nMigrated queue/0014_add_concurrency_limits\nMigrated queue/0015_add_rate_limits\nMigrated queue/0016_add_fairness\nMigrated queue/0017_add_worker_restarts\nMigrated queue/0018_record_queue_features\nMigrated queue/0019_keep_snoozes\nMigrated schedule/0001_create_ticks\n") != 1 || strings.Count(joined, "Nothing to migrate.\n") != 1 {
 			t.Fatalf("the two processes printed %q", outs)
 		}
 	})

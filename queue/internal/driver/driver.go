@@ -400,6 +400,7 @@ type FailedJob struct {
 	RateKey     string // kept for its retry
 	Rate        Rate
 	FairKey     string    // kept for its retry
+	Snoozes     int       // its snoozes (see Job.Snoozes); a retry starts them over
 	Errors      []Failure // every failed attempt, the last included; read by Lookup alone
 }
 
@@ -417,6 +418,7 @@ type SucceededJob struct {
 	RunMs       int64  // how long its last attempt ran
 	WaitMs      int64  // how long it had been due when that attempt started
 	Worker      string // the registered worker that ran it, if any
+	Snoozes     int    // its snoozes (see Job.Snoozes)
 	Errors      []Failure
 	Meta        []byte
 }

@@ -12,8 +12,7 @@ import (
 // PostgreSQL.
 const (
 	forgetFinished = "DELETE FROM queue_cancels WHERE job_id NOT IN (SELECT id FROM jobs WHERE reserved_at IS NOT NULL)"
-	cancelCopy     = "INSERT INTO failed_jobs (" + failedColumns + ") " +
-		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, '" + driver.CancelledError + "', created_at, ?, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key FROM jobs " +
+	cancelCopy     = failedInsert + "SELECT id, attempts, '" + driver.CancelledError + "', ?, errors, snoozes, " + settings + " FROM jobs " +
 		"WHERE id = ? AND reserved_at IS NULL"
 	cancelDelete  = "DELETE FROM jobs WHERE id = ? AND reserved_at IS NULL"
 	cancelRequest = "INSERT INTO queue_cancels (job_id, requested_at) SELECT id, ? FROM jobs WHERE id = ? AND reserved_at IS NOT NULL " +

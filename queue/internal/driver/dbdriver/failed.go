@@ -40,7 +40,7 @@ func scanFailed(rows *sql.Rows) (driver.FailedJob, error) {
 	var meta, limitKey, rateKey, fairKey sql.NullString
 	var limitMax, rateMax, ratePer sql.NullInt64
 	err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
-		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority, &limitKey, &limitMax, &rateKey, &rateMax, &ratePer, &fairKey)
+		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority, &limitKey, &limitMax, &rateKey, &rateMax, &ratePer, &fairKey, &f.Snoozes)
 	f.Payload, f.LimitKey, f.LimitMax = []byte(payload), limitKey.String, int(limitMax.Int64)
 	f.RateKey, f.FairKey, f.Rate = rateKey.String, fairKey.String, driver.Rate{Max: int(rateMax.Int64), PerMs: ratePer.Int64}
 	if meta.Valid {
@@ -55,7 +55,7 @@ func scanFailed(rows *sql.Rows) (driver.FailedJob, error) {
 // The statements of Lookup, in SQLite's words.
 const (
 	lookupJob    = "SELECT " + columns + " FROM jobs WHERE id = ?"
-	lookupFailed = "SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key FROM failed_jobs WHERE id = ?"
+	lookupFailed = "SELECT id, queue, name, payload, " + failedRead + " FROM failed_jobs WHERE id = ?"
 )
 
 // fromFirst is the key to list failed jobs after: k, or for the zero key

@@ -52,7 +52,7 @@ const (
 	stepQueued = "UPDATE queue_steps SET state = 'queued', payload = NULL WHERE job_id IN LIST AND state = 'held'"
 	heldOf     = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = ? AND state = 'held' ORDER BY seq"
 	waitingOf  = "SELECT j.id FROM queue_steps s JOIN jobs j ON j.id = s.job_id WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NULL"
-	failedCopy = "INSERT INTO failed_jobs (" + failedColumns + ") SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, ?, created_at, ?, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key FROM jobs WHERE id IN LIST"
+	failedCopy = failedInsert + "SELECT id, attempts, ?, ?, errors, snoozes, " + settings + " FROM jobs WHERE id IN LIST"
 	jobsDelete = "DELETE FROM jobs WHERE id IN LIST"
 	runningOf  = "INSERT INTO queue_cancels (job_id, requested_at) SELECT j.id, ? FROM queue_steps s JOIN jobs j ON j.id = s.job_id " +
 		"WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NOT NULL ON CONFLICT (job_id) DO NOTHING RETURNING job_id"

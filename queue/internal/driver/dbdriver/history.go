@@ -13,7 +13,7 @@ import (
 
 // succeededColumns are the columns of succeeded_jobs, in the order the
 // statements below write and read them.
-const succeededColumns = "id, queue, name, payload, max_attempts, attempts, created_at, finished_at, run_ms, wait_ms, worker, errors, meta"
+const succeededColumns = "id, queue, name, payload, max_attempts, attempts, created_at, finished_at, run_ms, wait_ms, worker, errors, meta, snoozes"
 
 // The statements that keep successes in succeeded_jobs. On SQLite the copy
 // runs before the completion's delete, in its transaction (WHERE true:
@@ -23,14 +23,14 @@ const (
 	sqliteKeep = "INSERT INTO succeeded_jobs (" + succeededColumns + ") " +
 		"SELECT j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, " +
 		"coalesce(json_extract(d.value, '$.at'), 0), coalesce(json_extract(d.value, '$.ms'), 0), coalesce(json_extract(d.value, '$.wait'), 0), " +
-		"j.reserved_by, j.errors, j.meta FROM json_each(?) AS d JOIN jobs AS j ON j.id = json_extract(d.value, '$.id') " +
+		"j.reserved_by, j.errors, j.meta, j.snoozes FROM json_each(?) AS d JOIN jobs AS j ON j.id = json_extract(d.value, '$.id') " +
 		"AND j.attempts = json_extract(d.value, '$.attempt') AND j.reserved_at IS NOT NULL WHERE true ON CONFLICT (id) DO NOTHING"
 	pgKeep = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
 		"gone AS (DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int, at bigint, ms bigint, wait bigint) " +
 		"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) " +
 		"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 " +
 		"RETURNING j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, coalesce(d.at, 0) AS at, coalesce(d.ms, 0) AS ms, " +
-		"coalesce(d.wait, 0) AS wait, j.reserved_by, j.errors, j.meta), " +
+		"coalesce(d.wait, 0) AS wait, j.reserved_by, j.errors, j.meta, j.snoozes), " +
 		"kept AS (INSERT INTO succeeded_jobs (" + succeededColumns + ") SELECT * FROM gone ON CONFLICT (id) DO NOTHING) " +
 		"SELECT id FROM gone"
 
@@ -190,7 +190,7 @@ func (b *base) lookup(ctx context.Context, words func(string) string, id string)
 	var payload string
 	var worker, errs, meta sql.NullString
 	err = b.sqldb.QueryRowContext(ctx, words(lookupSucceeded), id).Scan(&sj.ID, &sj.Queue, &sj.Name, &payload, &sj.MaxAttempts, &sj.Attempts,
-		&sj.CreatedAt, &sj.FinishedAt, &sj.RunMs, &sj.WaitMs, &worker, &errs, &meta)
+		&sj.CreatedAt, &sj.FinishedAt, &sj.RunMs, &sj.WaitMs, &worker, &errs, &meta, &sj.Snoozes)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return found, driver.ErrNoJob

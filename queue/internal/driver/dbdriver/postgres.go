@@ -137,10 +137,8 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 // meanwhile.
 var (
 	pgFailMove = numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
-		"RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, created_at, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key) " +
-		"INSERT INTO failed_jobs (" + failedColumns + ") " +
-		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, least(attempts, max_attempts), ?, created_at, ?, meta, " +
-		postgresAppendError + ", flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key FROM moved")
+		"RETURNING id, attempts, errors, snoozes, " + settings + ") " +
+		failedInsert + "SELECT id, least(attempts, max_attempts), ?, ?, " + postgresAppendError + ", snoozes, " + settings + " FROM moved")
 	pgRetryOne    = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
 	pgRetryFailed = numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
 		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +

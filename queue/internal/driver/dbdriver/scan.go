@@ -44,7 +44,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 // as readJob does: what does not convert is left zero, so that listing
 // the failed jobs never fails for one row.
 func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
-	var v [19]any
+	var v [20]any
 	if err := scanAny(row, v[:]); err != nil {
 		return driver.FailedJob{}, scanErr
 	}
@@ -56,7 +56,7 @@ func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
 		Meta: nullBytesOf(r.nullText("meta", v[11])), Priority: int(r.int("priority", v[12])),
 		LimitKey: r.nullText("limit_key", v[13]), LimitMax: int(r.nullInt("limit_max", v[14])),
 		RateKey: r.nullText("rate_key", v[15]), Rate: driver.Rate{Max: int(r.nullInt("rate_max", v[16])), PerMs: r.nullInt("rate_per", v[17])},
-		FairKey: r.nullText("fair_key", v[18]),
+		FairKey: r.nullText("fair_key", v[18]), Snoozes: int(r.int("snoozes", v[19])),
 	}, nil
 }
 

@@ -125,8 +125,7 @@ func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) 
 // The statements that move a job between jobs and failed_jobs, in two
 // halves that a transaction holding the write lock keeps together.
 const (
-	sqliteFailCopy = "INSERT INTO failed_jobs (" + failedColumns + ") " +
-		"SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, min(attempts, max_attempts), ?, created_at, ?, meta, " + sqliteAppendError + ", flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key FROM jobs " +
+	sqliteFailCopy = failedInsert + "SELECT id, min(attempts, max_attempts), ?, ?, " + sqliteAppendError + ", snoozes, " + settings + " FROM jobs " +
 		"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteFailDelete = "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteRetryOne   = retriedInto + " FROM failed_jobs WHERE id = ?"

@@ -271,12 +271,11 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 			" WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		interrupt: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1, available_at = ?, errors = " + appendError +
 			" WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
-		failed: words("SELECT id, queue, name, '', max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key" + failedPage),
-		failedPayloads: words("SELECT id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key" +
-			failedPage),
-		flush:   "DELETE FROM failed_jobs",
-		pending: words("SELECT (SELECT count(*) FROM jobs WHERE queue = ?) + (SELECT count(*) FROM queue_held WHERE queue = ?)"),
-		purge:   words("DELETE FROM jobs WHERE queue = ?"),
+		failed:         words("SELECT id, queue, name, '', " + failedRead + failedPage),
+		failedPayloads: words("SELECT id, queue, name, payload, " + failedRead + failedPage),
+		flush:          "DELETE FROM failed_jobs",
+		pending:        words("SELECT (SELECT count(*) FROM jobs WHERE queue = ?) + (SELECT count(*) FROM queue_held WHERE queue = ?)"),
+		purge:          words("DELETE FROM jobs WHERE queue = ?"),
 		insertRows: func(n int, keyed bool) string {
 			row := values
 			if keyed {
@@ -305,12 +304,25 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 // taken over after its last attempt counts the attempts it started, not
 // the takeover's reservation.
 const (
-	failedColumns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, errors, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key"
-	retried       = "id, queue, name, payload, max_attempts, backoff, timeout_ms, NULL, NULL, 0, ?, NULL, created_at, error, meta, flow, priority, 0, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key, NULL, errors"
-	// retriedInto is the insert a retry moves failed jobs back with: its
-	// errors kept.
-	retriedInto = "INSERT INTO jobs (" + columns + ", errors) SELECT " + retried
+	// settings are the columns a job keeps, under the same names, as it
+	// moves between jobs, failed_jobs and queue_held: what it was
+	// dispatched with. A setting added to jobs that a failed job keeps
+	// goes here, once, and every move carries it.
+	settings = "queue, name, payload, max_attempts, backoff, timeout_ms, created_at, meta, flow, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key"
+	// failedInsert is the start of every move into failed_jobs: each
+	// selects, in this order, the id, the attempts it records, the error,
+	// when it failed, its errors, its snoozes and its settings.
+	failedInsert = "INSERT INTO failed_jobs (id, attempts, error, failed_at, errors, snoozes, " + settings + ") "
+	// retried is what a retry moves a failed job back with, due at its
+	// argument: its errors kept, its attempts and snoozes started over,
+	// not unique; into jobs with retriedInto, or held by its limit.
+	retried     = "(id, attempts, available_at, last_error, errors, snoozes, " + settings + ") SELECT id, 0, ?, error, errors, 0, " + settings
+	retriedInto = "INSERT INTO jobs " + retried
 )
+
+// failedRead are the columns scanFailed reads after id, queue, name and
+// payload.
+const failedRead = "max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key, snoozes"
 
 // prefixed qualifies each column of a list with prefix.
 func prefixed(prefix, list string) string {

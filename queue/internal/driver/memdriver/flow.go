@@ -459,5 +459,5 @@ func failedOf(j *driver.Job, errText string, at int64, attempts int, errs []driv
 	return driver.FailedJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
 		Backoff: j.Backoff.String(), TimeoutMs: j.TimeoutMs, Attempts: attempts, Error: errText,
 		CreatedAt: j.CreatedAt, FailedAt: at, Meta: j.Meta, Flow: j.Flow, Priority: j.Priority, Errors: errs,
-		LimitKey: j.LimitKey, LimitMax: j.LimitMax, RateKey: j.RateKey, Rate: j.Rate, FairKey: j.FairKey}
+		LimitKey: j.LimitKey, LimitMax: j.LimitMax, RateKey: j.RateKey, Rate: j.Rate, FairKey: j.FairKey, Snoozes: j.Snoozes}
 }

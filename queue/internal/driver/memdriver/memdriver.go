@@ -425,7 +425,7 @@ func (d *Driver) complete(done []driver.Attempt, keep bool) []string {
 			if keep {
 				d.kept[j.ID] = driver.SucceededJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
 					Attempts: j.Attempts, CreatedAt: j.CreatedAt, FinishedAt: a.At, RunMs: a.Ms, WaitMs: a.Wait, Worker: j.ReservedBy,
-					Errors: j.Errors, Meta: j.Meta}
+					Errors: j.Errors, Meta: j.Meta, Snoozes: j.Snoozes}
 			}
 		}
 	}

@@ -1,0 +1,2 @@
+ALTER TABLE succeeded_jobs DROP COLUMN snoozes;
+ALTER TABLE failed_jobs DROP COLUMN snoozes;
