@@ -13,6 +13,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/migrations"
 	"github.com/navree/navree/queue"
+	"github.com/navree/navree/queue/dashboard"
 	"go.uber.org/fx"
 )
 
@@ -93,9 +94,10 @@ func New(p Params) (*Scheduler, error) {
 // Module is the scheduler, configured by the [schedule] section. It
 // provides the app's [*Scheduler], with every entry the app's modules
 // register ([Cron], [CronFunc], [Every]), adds the migration set
-// "schedule" (the table schedule_ticks) and the commands schedule:work,
-// schedule:list, schedule:run and schedule:prune. It needs db.Module and
-// queue.Module.
+// "schedule" (the table schedule_ticks), the commands schedule:work,
+// schedule:list, schedule:run and schedule:prune, and the schedules page
+// of the queue dashboard (DashboardPage), shown where the app enables
+// the dashboard. It needs db.Module and queue.Module.
 func Module() fx.Option { return module(config.Section("schedule", DefaultConfig())) }
 
 // ModuleWith is [Module] configured in code instead: a zero Config takes
@@ -112,6 +114,7 @@ func module(cfg fx.Option) fx.Option {
 		}),
 		db.Migrations("schedule", migrations.Schedule),
 		app.Commands(commands()...),
+		dashboard.AddPage(DashboardPage),
 	)
 }
 

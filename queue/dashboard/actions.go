@@ -10,9 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gofrs/uuid/v5"
 	"github.com/navree/navree/queue"
-	"github.com/navree/navree/schedule"
 )
 
 // action is what an operator may do to a job, one or all matching.
@@ -204,34 +202,8 @@ func flash(q url.Values) string {
 			signalled, plural(signalled, "was", "were"))
 	case what == "flow_retried":
 		return fmt.Sprintf("Retrying from the failed steps: %d %s put back.", n, plural(n, "step", "steps"))
-	case what == "dispatched" && schedule.ValidEntryName(q.Get("done_entry")):
-		if id, err := uuid.FromString(q.Get("done_job")); err == nil {
-			return "Dispatched the job of " + q.Get("done_entry") + " now: job " + id.String() + "."
-		}
-		return "Ran " + q.Get("done_entry") + " now: it gave no job."
 	}
 	return ""
-}
-
-// runEntry dispatches a schedule entry's job now (Scheduler.RunNow).
-func (d *Dashboard) runEntry(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	done, err := d.scheduler.RunNow(r.Context(), name)
-	switch {
-	case errors.Is(err, schedule.ErrNoEntry):
-		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("The app schedules no entry %q.", name))
-		return
-	case err != nil:
-		d.logger.ErrorContext(r.Context(), "queue dashboard: run a schedule entry", "entry", name, "error", err, "remote_addr", r.RemoteAddr)
-		d.fail(w, r, http.StatusInternalServerError, "The entry could not be run; the app's log has the error.")
-		return
-	}
-	job := ""
-	if !done.Skipped {
-		job = done.JobID
-	}
-	d.logger.InfoContext(r.Context(), "queue dashboard: ran a schedule entry now", "entry", name, "job_id", job, "remote_addr", r.RemoteAddr)
-	d.done(w, r, "dispatched", 1, "entry", name, "job", job)
 }
 
 // plural is one when n is 1, else many.

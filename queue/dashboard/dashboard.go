@@ -16,7 +16,6 @@ import (
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
-	"github.com/navree/navree/schedule"
 )
 
 //go:embed templates static
@@ -30,7 +29,8 @@ const pageSize = 50
 type Dashboard struct {
 	cfg         Config
 	q           *queue.Inspector
-	scheduler   *schedule.Scheduler // nil: no schedules page
+	added       []Page    // the pages other modules added
+	nav         []navLink // their links
 	access      AccessFunc
 	development bool
 	clock       app.Clock
@@ -51,7 +51,7 @@ func New(p Params) (*Dashboard, error) {
 	if p.Inspector == nil {
 		return nil, errors.New("dashboard: Params.Inspector is nil")
 	}
-	d := &Dashboard{cfg: cfg, q: p.Inspector, scheduler: p.Scheduler, access: p.AccessFunc, development: p.Development, clock: p.Clock, logger: p.Logger,
+	d := &Dashboard{cfg: cfg, q: p.Inspector, access: p.AccessFunc, development: p.Development, clock: p.Clock, logger: p.Logger,
 		mask: map[string]bool{}, assets: map[string]string{}}
 	if d.clock == nil {
 		d.clock = app.SystemClock{}
@@ -73,7 +73,12 @@ func New(p Params) (*Dashboard, error) {
 	if d.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
-	d.handler = d.routes()
+	if d.handler, err = d.routes(p.Pages); err != nil {
+		return nil, err
+	}
+	for _, page := range d.added {
+		d.nav = append(d.nav, navLink{Name: page.Name, Path: page.Path})
+	}
 	return d, nil
 }
 
@@ -85,9 +90,9 @@ func (d *Dashboard) Route() app.Route { return app.Route{Pattern: d.cfg.Prefix +
 // outside it is not found.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.ServeHTTP(w, r) }
 
-// routes is the dashboard's handler: its pages, behind the access check
-// and the cross-origin protection of its forms.
-func (d *Dashboard) routes() http.Handler {
+// routes is the dashboard's handler: its pages and those added, behind
+// the access check and the cross-origin protection of its forms.
+func (d *Dashboard) routes(pages []Page) (http.Handler, error) {
 	p := d.cfg.Prefix
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+p+"/{$}", d.queuesPage)
@@ -107,9 +112,8 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST "+p+"/flows/{id}/retry", d.operator(d.flowAction("retry")))
 	mux.HandleFunc("GET "+p+"/workers", d.workersPage)
 	mux.HandleFunc("GET "+p+"/charts", d.chartsPage)
-	if d.scheduler != nil {
-		mux.HandleFunc("GET "+p+"/schedules", d.schedulesPage)
-		mux.HandleFunc("POST "+p+"/schedules/{name}/run", d.operator(d.runEntry))
+	if err := d.addPages(pages, mux); err != nil {
+		return nil, err
 	}
 	mux.HandleFunc("GET "+p+"/bulk", d.operator(d.bulkConfirm))
 	mux.HandleFunc("POST "+p+"/bulk", d.operator(d.bulk))
@@ -132,7 +136,7 @@ func (d *Dashboard) routes() http.Handler {
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusForbidden, "This form was sent from another site, so it was refused.")
 	}))
-	return d.headers(csrf.Handler(d.guard(mux)))
+	return d.headers(csrf.Handler(d.guard(mux))), nil
 }
 
 // headers sets what every answer of the dashboard has: no caching of

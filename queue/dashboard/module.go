@@ -10,7 +10,6 @@ import (
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/queue"
-	"github.com/navree/navree/schedule"
 	"go.uber.org/fx"
 )
 
@@ -97,10 +96,9 @@ type Params struct {
 	// shows and acts on (the queue module provides it; without fx,
 	// [queue.Queue.Inspector]).
 	Inspector *queue.Inspector
-	// Scheduler, when set, adds the schedules page: each entry, its next
-	// and last ticks, and a "run now" for operators (the schedule module
-	// provides it).
-	Scheduler *schedule.Scheduler
+	// Pages are the pages other modules add (see Page): the schedule
+	// module adds its schedules page so.
+	Pages []Page
 	// AccessFunc decides the role of each request. Nil closes the
 	// dashboard: every request gets 403 Forbidden, except, when
 	// Development is set, one from a loopback address, which is an
@@ -149,12 +147,12 @@ func Access(f AccessFunc) fx.Option {
 type routesIn struct {
 	fx.In
 	Config     Config
-	AppConfig  *config.Config      `optional:"true"`
-	Inspector  *queue.Inspector    `optional:"true"`
-	Scheduler  *schedule.Scheduler `optional:"true"`
-	AccessFunc AccessFunc          `optional:"true"`
-	Clock      app.Clock           `optional:"true"`
-	Logger     *slog.Logger        `optional:"true"`
+	AppConfig  *config.Config   `optional:"true"`
+	Inspector  *queue.Inspector `optional:"true"`
+	Pages      []Page           `group:"dashboard.pages"`
+	AccessFunc AccessFunc       `optional:"true"`
+	Clock      app.Clock        `optional:"true"`
+	Logger     *slog.Logger     `optional:"true"`
 }
 
 // routes is the dashboard's route when it is enabled, none otherwise.
@@ -168,7 +166,7 @@ func routes(p routesIn) ([]app.Route, error) {
 	// Without a config (ModuleWith in an app without config.Module) the
 	// environment is unknown: the dashboard stays closed.
 	dev := p.AppConfig != nil && (p.AppConfig.Env() == "" || p.AppConfig.Env() == "development")
-	d, err := New(Params{Config: p.Config, Inspector: p.Inspector, Scheduler: p.Scheduler, AccessFunc: p.AccessFunc, Development: dev, Clock: p.Clock, Logger: p.Logger})
+	d, err := New(Params{Config: p.Config, Inspector: p.Inspector, Pages: p.Pages, AccessFunc: p.AccessFunc, Development: dev, Clock: p.Clock, Logger: p.Logger})
 	if err != nil {
 		return nil, err
 	}

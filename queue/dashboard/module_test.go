@@ -9,12 +9,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
 	"github.com/navree/navree/queue/dashboard"
+	"github.com/navree/navree/schedule"
 	"github.com/navree/navree/testing/apptest"
 	"go.uber.org/fx"
 )
@@ -230,4 +232,19 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
+}
+
+// TestTheScheduleModuleAddsItsPage: in an app with the schedule module
+// the dashboard serves its schedules page and links it; the dashboard
+// itself knows nothing of schedules.
+func TestTheScheduleModuleAddsItsPage(t *testing.T) {
+	t.Parallel()
+	a, _ := newApp(t, map[string]any{"dashboard.enabled": true}, schedule.Module(), schedule.Every("crm.sync", 30*time.Second, Reminder{N: 1}))
+	if got, _ := status(t, a, "GET", "/navree/queue/schedules"); got != http.StatusOK {
+		t.Errorf("GET /navree/queue/schedules is %d, want 200", got)
+	}
+	without, _ := newApp(t, map[string]any{"dashboard.enabled": true})
+	if got, _ := status(t, without, "GET", "/navree/queue/schedules"); got != http.StatusNotFound {
+		t.Errorf("without the schedule module, GET /navree/queue/schedules is %d, want 404", got)
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/navree/navree/queue"
-	"github.com/navree/navree/schedule"
 )
 
 // queueRow is a row of the queues page.
@@ -247,32 +246,6 @@ func (d *Dashboard) payloadPartial(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, r, http.StatusOK, "payload", d.view(r, "", "jobs", d.payloadOf(job)))
-}
-
-// scheduleRow is a row of the schedules page.
-type scheduleRow struct {
-	schedule.EntryStatus
-	NextIn string // how long until Next, in words
-}
-
-func (d *Dashboard) schedulesPage(w http.ResponseWriter, r *http.Request) {
-	entries, err := d.scheduler.Status(r.Context())
-	if err != nil {
-		d.queueFailed(w, r, err)
-		return
-	}
-	now := d.clock.Now()
-	rows := make([]scheduleRow, len(entries))
-	for i, e := range entries {
-		rows[i] = scheduleRow{EntryStatus: e}
-		if !e.Next.IsZero() {
-			rows[i].NextIn = e.Next.Sub(now).Round(time.Second).String()
-		}
-	}
-	d.render(w, r, http.StatusOK, "schedules.html", d.view(r, "Schedules", "schedules", struct {
-		Rows []scheduleRow
-		Back string
-	}{rows, d.cfg.Prefix + "/schedules"}))
 }
 
 // workerRow is a row of the workers page.

@@ -43,7 +43,7 @@ func scheduleSetup(t *testing.T, dbURL string, access dashboard.AccessFunc) (*fi
 	if err != nil {
 		t.Fatal(err)
 	}
-	dash, err := dashboard.New(dashboard.Params{Inspector: q.Inspector(), Scheduler: s, AccessFunc: access, Clock: clock})
+	dash, err := dashboard.New(dashboard.Params{Inspector: q.Inspector(), Pages: []dashboard.Page{schedule.DashboardPage(s)}, AccessFunc: access, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestSchedulesPage(t *testing.T) {
 
 		// Run now.
 		r := f.do(t, "operator", "POST", "/schedules/crm.reminders/run", url.Values{"back": {"/navree/queue/schedules"}})
-		m := regexp.MustCompile(`^/navree/queue/schedules\?done=dispatched&done_entry=crm\.reminders&done_job=([0-9a-f-]{36})&n=1$`).FindStringSubmatch(r.location)
+		m := regexp.MustCompile(`^/navree/queue/schedules\?done=run&done_entry=crm\.reminders&done_job=([0-9a-f-]{36})&done_page=schedules&n=1$`).FindStringSubmatch(r.location)
 		if r.status != http.StatusSeeOther || m == nil {
 			t.Fatalf("POST run: %d to %q\n%s", r.status, r.location, r.body)
 		}
@@ -104,8 +104,8 @@ func TestSchedulesPage(t *testing.T) {
 		}
 
 		// A forged flash says nothing: the entry's name and the job's id are checked.
-		for _, forged := range []string{"?done=dispatched&done_entry=Pay+now+at+evil.example&done_job=" + m[1] + "&n=1",
-			"?done=dispatched&done_entry=crm.reminders&done_job=not-an-id&n=1"} {
+		for _, forged := range []string{"?done=run&done_page=schedules&done_entry=Pay+now+at+evil.example&done_job=" + m[1] + "&n=1",
+			"?done=run&done_page=schedules&done_entry=crm.reminders&done_job=not-an-id&n=1"} {
 			if body := f.get(t, "operator", "/schedules"+forged, http.StatusOK); strings.Contains(body, `id="flash"`) && !strings.Contains(body, "it gave no job") {
 				t.Errorf("a forged flash %s is shown:\n%s", forged, body)
 			}

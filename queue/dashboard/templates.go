@@ -36,7 +36,7 @@ func parsePages() (map[string]*template.Template, error) {
 		}
 		pages[name] = t
 	}
-	for _, partial := range []string{"queue-rows", "payload"} {
+	for _, partial := range []string{"queue-rows", "payload", "layout"} {
 		pages[partial] = base
 	}
 	return pages, nil

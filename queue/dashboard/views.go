@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,15 +20,18 @@ type view struct {
 	Refresh  string // htmx's trigger for polling: "every 5s"
 	Assets   map[string]string
 	Flash    string
-	// Schedules says the app has a scheduler: the navigation links its page.
-	Schedules bool
-	Data      any
+	// Pages are the pages other modules added (see Page): the navigation
+	// links them.
+	Pages []navLink
+	// Here is an added page's own address.
+	Here string
+	Data any
 }
 
 func (d *Dashboard) view(r *http.Request, title, nav string, data any) view {
 	role := roleOf(r.Context())
 	return view{Prefix: d.cfg.Prefix, Title: title, Nav: nav, Role: role, Operator: role >= Operator,
-		Refresh: fmt.Sprintf("every %dms", d.cfg.RefreshMs), Assets: d.assets, Flash: flash(r.URL.Query()), Schedules: d.scheduler != nil, Data: data}
+		Refresh: fmt.Sprintf("every %dms", d.cfg.RefreshMs), Assets: d.assets, Flash: cmp.Or(flash(r.URL.Query()), d.pageFlash(r.URL.Query())), Pages: d.nav, Data: data}
 }
 
 // render writes the page name with v, or an error page.
