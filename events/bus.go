@@ -107,23 +107,16 @@ func (b *Bus) envelopes(e Event, payload []byte) ([]queue.Envelope, error) {
 		return nil, fmt.Errorf("its listeners take a %s, not a %s", listeners[0].typ, reflect.TypeOf(e))
 	}
 	var jobs []queue.Envelope
-	var key, limitKey, rateKey, fairKey string // a listener's job is debounced, limited or grouped by the event's key
-	if k, ok := e.(queue.WithDebounceKey); ok {
-		key = k.DebounceKey()
-	}
-	if k, ok := e.(queue.WithConcurrencyKey); ok {
-		limitKey = k.ConcurrencyKey()
-	}
-	if k, ok := e.(queue.WithRateKey); ok {
-		rateKey = k.RateKey()
-	}
-	if k, ok := e.(queue.WithFairnessKey); ok {
-		fairKey = k.FairnessKey()
+	var keys queue.Keys // a listener's job is debounced, limited or grouped by the event's keys
+	if k, ok := e.(queue.WithKeys); ok {
+		keys = k.JobKeys()
+	} else if err := queue.OldKeyMethod(e); err != nil {
+		return nil, err
 	}
 	for _, l := range listeners {
 		if l.Queued {
 			jobs = append(jobs, queue.Envelope{Name: l.JobName(), Payload: payload, Options: l.Options, Meta: b.meta[name],
-				DebounceKey: key, ConcurrencyKey: limitKey, RateKey: rateKey, FairnessKey: fairKey})
+				Keys: keys})
 		}
 	}
 	return jobs, nil

@@ -345,7 +345,7 @@ type ContactChanged struct {
 }
 
 func (ContactChanged) EventName() string     { return "contacts.changed" }
-func (e ContactChanged) DebounceKey() string { return "contact:" + e.ContactID }
+func (e ContactChanged) JobKeys() queue.Keys { return queue.Keys{Debounce: "contact:" + e.ContactID} }
 
 // TestADebouncedListenerRunsOncePerBurst: a burst of events for one
 // contact queues one job of a debounced listener, which runs with the
@@ -393,10 +393,10 @@ type ImportStarted struct {
 }
 
 func (ImportStarted) EventName() string     { return "contacts.import_started" }
-func (e ImportStarted) FairnessKey() string { return "account:" + e.AccountID }
+func (e ImportStarted) JobKeys() queue.Keys { return queue.Keys{Fairness: "account:" + e.AccountID} }
 
 // TestAFairListenerTakesItsGroupFromTheEvent: a queued listener with
-// Fair takes its turns by the event's FairnessKey.
+// Fair takes its turns by the event's Keys.Fairness.
 func TestAFairListenerTakesItsGroupFromTheEvent(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, database fx.Option) {
 		var bus *events.Bus
@@ -424,8 +424,10 @@ type MailboxConnected struct {
 	N         int    `json:"n"`
 }
 
-func (MailboxConnected) EventName() string        { return "mail.mailbox_connected" }
-func (e MailboxConnected) ConcurrencyKey() string { return "account:" + e.AccountID }
+func (MailboxConnected) EventName() string { return "mail.mailbox_connected" }
+func (e MailboxConnected) JobKeys() queue.Keys {
+	return queue.Keys{Concurrency: "account:" + e.AccountID}
+}
 
 // TestALimitedListenerTakesItsKeyFromTheEvent: a queued listener with a
 // ConcurrencyLimit of one, keyed by the event: an account's second and
@@ -462,4 +464,28 @@ func TestALimitedListenerTakesItsKeyFromTheEvent(t *testing.T) {
 			t.Fatalf("ran %s", got)
 		}
 	})
+}
+
+// ImportFinished names its group with the method read before queue.Keys.
+type ImportFinished struct {
+	AccountID string `json:"account_id"`
+}
+
+func (ImportFinished) EventName() string     { return "contacts.import_finished" }
+func (e ImportFinished) FairnessKey() string { return "account:" + e.AccountID }
+
+// TestAnEventsOldKeyMethodIsRefused: an event that still names its group
+// with FairnessKey is refused at dispatch, saying how to name it now,
+// rather than its listener's jobs taking turns by their type alone.
+func TestAnEventsOldKeyMethodIsRefused(t *testing.T) {
+	var bus *events.Bus
+	apptest.New(t, apptest.TempDatabase(), db.Module(), queue.Module(), events.Module(), fx.Populate(&bus),
+		events.Listen[ImportFinished]("contacts.report_import", func() events.Handler[ImportFinished] {
+			return events.HandlerFunc[ImportFinished](func(context.Context, ImportFinished, queue.JobContext) error { return nil })
+		}, events.Options(queue.Options{Fair: true})))
+	err := bus.Dispatch(context.Background(), ImportFinished{AccountID: "42"})
+	if err == nil || !strings.Contains(err.Error(), "its FairnessKey method is no longer read: name its keys with a JobKeys method instead, "+
+		"func (j events_test.ImportFinished) JobKeys() queue.Keys { return queue.Keys{Fairness: ...} }") {
+		t.Fatalf("Dispatch: %v", err)
+	}
 }

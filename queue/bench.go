@@ -46,9 +46,9 @@ func (j benchJob) JobOptions() Options {
 	return Options{Queue: cmp.Or(j.Queue, benchQueueName), Priority: j.Priority, ConcurrencyLimit: j.Limit,
 		RateLimit: Rate{Max: j.RateMax, Per: time.Duration(j.RatePerMs) * time.Millisecond}, Fair: j.Fair}
 }
-func (j benchJob) ConcurrencyKey() string { return j.Key }
-func (j benchJob) RateKey() string        { return j.RateKeyOf }
-func (j benchJob) FairnessKey() string    { return j.Group }
+func (j benchJob) JobKeys() Keys {
+	return Keys{Concurrency: j.Key, Rate: j.RateKeyOf, Fairness: j.Group}
+}
 
 // benchJobOf is the benchmark's i-th job (from 0) of o, spread over
 // queues, priorities and keys in turn.

@@ -296,7 +296,7 @@ func (contactChanged) JobName() string { return "test.contact_changed" }
 func (contactChanged) JobOptions() queue.Options {
 	return queue.Options{Debounce: queue.Debounce{For: 10 * time.Second, MaxWait: 25 * time.Second}}
 }
-func (c contactChanged) DebounceKey() string { return "contact:" + c.ContactID }
+func (c contactChanged) JobKeys() queue.Keys { return queue.Keys{Debounce: "contact:" + c.ContactID} }
 
 // TestDebounceCollapsesABurst: dispatches of one key while its job waits
 // return that job's id and replace its payload; it runs once, with the
@@ -372,7 +372,7 @@ func TestDebounceRefusals(t *testing.T) {
 		{queue.Envelope{Options: queue.Options{Debounce: queue.Debounce{For: time.Second}, UniqueFor: time.Minute}},
 			"queue: job contacts.export: Debounce and UniqueFor cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; choose one"},
 		{queue.Envelope{Options: queue.Options{Debounce: queue.Debounce{For: time.Second}}, UniqueKey: &key},
-			"queue: job contacts.export: Debounce and an envelope's UniqueKey cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; set DebounceKey instead"},
+			"queue: job contacts.export: Debounce and an envelope's UniqueKey cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; set Keys.Debounce instead"},
 		{queue.Envelope{Options: queue.Options{Debounce: queue.Debounce{MaxWait: time.Second}}},
 			"queue: job contacts.export: Debounce is {For: 0s, MaxWait: 1s}; want For more than 0, and MaxWait 0 (10 times For) or at least For"},
 		{queue.Envelope{Options: queue.Options{Debounce: queue.Debounce{For: time.Minute, MaxWait: time.Second}}},

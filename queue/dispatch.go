@@ -57,20 +57,9 @@ type Envelope struct {
 	// pending (and, with Options.UniqueFor, was dispatched less than that
 	// ago), pushing returns that job's id.
 	UniqueKey *string
-	// DebounceKey is the key a job with Options.Debounce is debounced by
-	// (see [WithDebounceKey], which EnvelopeOf reads); "" for its type
-	// alone.
-	DebounceKey string
-	// ConcurrencyKey is the key a job with Options.ConcurrencyLimit is
-	// limited by (see [WithConcurrencyKey], which EnvelopeOf reads); ""
-	// for its type.
-	ConcurrencyKey string
-	// RateKey is the key a job with Options.RateLimit is limited by (see
-	// [WithRateKey], which EnvelopeOf reads); "" for its type.
-	RateKey string
-	// FairnessKey is the group a job with Options.Fair takes turns by (see
-	// [WithFairnessKey], which EnvelopeOf reads); "" for its type.
-	FairnessKey string
+	// Keys are the keys its options count it by (see [WithKeys], which
+	// EnvelopeOf reads); each "" for its type.
+	Keys Keys
 	// Meta is a JSON object stored with the job and kept through its
 	// retries, for what travels beside the payload (trace context, the
 	// payload's version); the handler reads it in [JobContext]. It is
@@ -100,19 +89,40 @@ func EnvelopeOf(job Job) (Envelope, error) {
 	if o, ok := job.(WithOptions); ok {
 		e.Options = o.JobOptions()
 	}
-	if k, ok := job.(WithDebounceKey); ok {
-		e.DebounceKey = k.DebounceKey()
-	}
-	if k, ok := job.(WithConcurrencyKey); ok {
-		e.ConcurrencyKey = k.ConcurrencyKey()
-	}
-	if k, ok := job.(WithRateKey); ok {
-		e.RateKey = k.RateKey()
-	}
-	if k, ok := job.(WithFairnessKey); ok {
-		e.FairnessKey = k.FairnessKey()
+	if k, ok := job.(WithKeys); ok {
+		e.Keys = k.JobKeys()
+	} else if err := OldKeyMethod(job); err != nil {
+		return Envelope{}, fmt.Errorf("queue: job %s: %w", job.JobName(), err)
 	}
 	return e, nil
+}
+
+// OldKeyMethod returns an error naming the method if v (a job or an
+// event) names a key with one of the methods queue read before [Keys]
+// (ConcurrencyKey, RateKey, FairnessKey, DebounceKey) and has no JobKeys:
+// the method is no longer read, so its jobs would be limited by their type
+// alone.
+func OldKeyMethod(v any) error {
+	for _, m := range []struct {
+		name, field string
+		has         bool
+	}{
+		{"ConcurrencyKey", "Concurrency", implements[interface{ ConcurrencyKey() string }](v)},
+		{"RateKey", "Rate", implements[interface{ RateKey() string }](v)},
+		{"FairnessKey", "Fairness", implements[interface{ FairnessKey() string }](v)},
+		{"DebounceKey", "Debounce", implements[interface{ DebounceKey() string }](v)},
+	} {
+		if m.has {
+			return fmt.Errorf("its %s method is no longer read: name its keys with a JobKeys method instead, "+
+				"func (j %T) JobKeys() queue.Keys { return queue.Keys{%s: ...} }", m.name, v, m.field)
+		}
+	}
+	return nil
+}
+
+func implements[I any](v any) bool {
+	_, ok := v.(I)
+	return ok
 }
 
 // unencodable is the path below v, a value json.Marshal fails on, to the
@@ -481,34 +491,34 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 	}
 	if !o.Debounce.IsZero() {
 		if e.UniqueKey != nil {
-			return nil, fmt.Errorf("queue: job %s: Debounce and an envelope's UniqueKey cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; set DebounceKey instead", e.Name)
+			return nil, fmt.Errorf("queue: job %s: Debounce and an envelope's UniqueKey cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; set Keys.Debounce instead", e.Name)
 		}
-		if e.DebounceKey != "" {
-			if err := checkText("the debounce key of "+e.Name, e.DebounceKey, MaxUniqueKeyLen); err != nil {
+		if e.Keys.Debounce != "" {
+			if err := checkText("the debounce key of "+e.Name, e.Keys.Debounce, MaxUniqueKeyLen); err != nil {
 				return nil, err
 			}
 		}
 		maxWait := cmp.Or(o.Debounce.MaxWait, 10*o.Debounce.For)
-		job.UniqueKey, job.DebounceMaxMs = e.Name+debounceKeyMark+e.DebounceKey, ceilMs(maxWait)
+		job.UniqueKey, job.DebounceMaxMs = e.Name+debounceKeyMark+e.Keys.Debounce, ceilMs(maxWait)
 		job.AvailableAt = now + ceilMs(max(e.Delay, o.Debounce.For))
 	}
 	if o.ConcurrencyLimit > 0 {
 		if e.UniqueKey != nil {
 			return nil, fmt.Errorf("queue: job %s: ConcurrencyLimit and an envelope's UniqueKey cannot be combined: a job held by its limit is not seen by the unique check; choose one", e.Name)
 		}
-		job.LimitKey, job.LimitMax = cmp.Or(e.ConcurrencyKey, e.Name), o.ConcurrencyLimit
+		job.LimitKey, job.LimitMax = cmp.Or(e.Keys.Concurrency, e.Name), o.ConcurrencyLimit
 		if err := checkText("the concurrency key of "+e.Name, job.LimitKey, MaxUniqueKeyLen); err != nil {
 			return nil, err
 		}
 	}
 	if !o.RateLimit.IsZero() {
-		job.RateKey, job.Rate = cmp.Or(e.RateKey, e.Name), o.RateLimit.driver()
+		job.RateKey, job.Rate = cmp.Or(e.Keys.Rate, e.Name), o.RateLimit.driver()
 		if err := checkText("the rate key of "+e.Name, job.RateKey, MaxUniqueKeyLen); err != nil {
 			return nil, err
 		}
 	}
 	if o.Fair {
-		job.FairKey = cmp.Or(e.FairnessKey, e.Name)
+		job.FairKey = cmp.Or(e.Keys.Fairness, e.Name)
 		if err := checkText("the fairness key of "+e.Name, job.FairKey, MaxUniqueKeyLen); err != nil {
 			return nil, err
 		}

@@ -35,6 +35,35 @@ type Job interface {
 	JobName() string
 }
 
+// Keys are the keys a job's options count it by, each "" for its type:
+// the group Debounce collapses dispatches by, the key ConcurrencyLimit
+// and RateLimit count by, and the group Fair takes turns by. A job names
+// them with a JobKeys method ([WithKeys]). Jobs of every type that name
+// the same key share its limit, window or turns.
+type Keys struct {
+	// Debounce: only dispatches of the same type and key replace each
+	// other, such as "contact:42".
+	Debounce string
+	// Concurrency: the key ConcurrencyLimit counts, such as "account:42"
+	// (each job held counts against its own ConcurrencyLimit).
+	Concurrency string
+	// Rate: the key RateLimit's window counts, such as "stripe" or
+	// "stripe:account:42" (each counts at its own RateLimit: give the
+	// jobs of a key the same one).
+	Rate string
+	// Fairness: the group a Fair job takes turns with, such as
+	// "account:42".
+	Fairness string
+}
+
+// WithKeys is a [Job] (or an event, for its queued listeners) that names
+// the keys its options count it by:
+//
+//	func (j SyncMailbox) JobKeys() queue.Keys { return queue.Keys{Concurrency: "account:" + j.AccountID} }
+type WithKeys interface {
+	JobKeys() Keys
+}
+
 // WithOptions is a [Job] that chooses its own [Options].
 type WithOptions interface {
 	Job
@@ -74,7 +103,7 @@ type Options struct {
 	// with UniqueFor or an envelope's UniqueKey.
 	Debounce Debounce
 	// ConcurrencyLimit bounds how many jobs of the same concurrency key
-	// (see [WithConcurrencyKey]; the job type for a job without one) run
+	// (Keys.Concurrency, see [WithKeys]; the job type for a job without one) run
 	// at once, across every worker and server: at most that many are
 	// queued at a time, waiting, delayed or running, and the others are
 	// held, without spending an attempt and without holding up other
@@ -85,7 +114,7 @@ type Options struct {
 	// Debounce, nor used by a step of a flow.
 	ConcurrencyLimit int
 	// RateLimit bounds how often jobs of the same rate key (see
-	// [WithRateKey]; the job type for a job without one) start, across
+	// Keys.Rate, see [WithKeys]; the job type for a job without one) start, across
 	// every worker and server: at most RateLimit.Max in any window of
 	// RateLimit.Per (see [Rate]). A job over the limit waits, due, and is
 	// not taken: it spends no attempt, and other keys' jobs run
@@ -95,7 +124,7 @@ type Options struct {
 	// ([Config.RateLimits]).
 	RateLimit Rate
 	// Fair takes the jobs of its queue in turns by group: the group is
-	// the job's fairness key (see [WithFairnessKey]; the job type for a
+	// the job's fairness key (Keys.Fairness, see [WithKeys]; the job type for a
 	// job without one), such as a tenant. The n-th waiting job of every
 	// group is taken before the (n+1)-th of any, so a group that queued a
 	// million jobs holds another's ten back by about ten turns, not a
@@ -108,27 +137,11 @@ type Options struct {
 	Fair bool
 }
 
-// WithFairnessKey is a [Job] (or an event, for its queued listeners)
-// that names the group its [Options.Fair] takes turns by, such as
-// "account:42". Jobs of every Fair type on a queue that name the same key
-// share its turns.
-type WithFairnessKey interface {
-	FairnessKey() string
-}
-
 // MaxConcurrencyLimit bounds [Options.ConcurrencyLimit].
 const MaxConcurrencyLimit = 10_000
 
-// WithConcurrencyKey is a [Job] (or an event, for its queued listeners)
-// that names the key its [Options.ConcurrencyLimit] counts by, such as
-// "account:42". Jobs of every type that name the same key share its
-// limit (each job held counts against its own ConcurrencyLimit).
-type WithConcurrencyKey interface {
-	ConcurrencyKey() string
-}
-
 // Debounce makes a job wait For after its dispatch, and a dispatch of the
-// same job type and debounce key (see [WithDebounceKey]) while it still
+// same job type and debounce key (Keys.Debounce, see [WithKeys]) while it still
 // waits replaces it: the waiting job takes the new payload (the last one
 // wins) and waits For again from then, but never past MaxWait after the
 // first dispatch of the burst. A dispatch once the job runs queues a new
@@ -142,14 +155,6 @@ type Debounce struct {
 
 // IsZero reports whether d is unset: the job is not debounced.
 func (d Debounce) IsZero() bool { return d == Debounce{} }
-
-// WithDebounceKey is a [Job] (or an event, for its queued listeners) that
-// names the key its dispatches are debounced by, such as "contact:42":
-// only jobs of the same type and key replace each other. A debounced job
-// without one is debounced by its type alone.
-type WithDebounceKey interface {
-	DebounceKey() string
-}
 
 // The bounds of [Options.Priority].
 const (

@@ -21,7 +21,7 @@ type accountSync struct {
 
 func (accountSync) JobName() string           { return "test.account_sync" }
 func (accountSync) JobOptions() queue.Options { return queue.Options{ConcurrencyLimit: 2} }
-func (a accountSync) ConcurrencyKey() string  { return "account:" + a.Account }
+func (a accountSync) JobKeys() queue.Keys     { return queue.Keys{Concurrency: "account:" + a.Account} }
 
 // gate runs accountSync jobs: each counts itself running for its key,
 // tells started, and waits for open.
@@ -39,7 +39,7 @@ func newGate() *gate {
 
 func (g *gate) handler() queue.Registration {
 	return queue.HandlerOf[accountSync](queue.HandlerFunc[accountSync](func(ctx context.Context, a accountSync, _ queue.JobContext) error {
-		key := a.ConcurrencyKey()
+		key := a.JobKeys().Concurrency
 		g.mu.Lock()
 		g.running[key]++
 		g.peak[key] = max(g.peak[key], g.running[key])
@@ -235,9 +235,9 @@ func TestConcurrencyLimitRefusals(t *testing.T) {
 			"queue: job contacts.export: ConcurrencyLimit and Debounce cannot be combined: a job held by its limit is not replaced by the next dispatch; choose one"},
 		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, UniqueKey: &key},
 			"queue: job contacts.export: ConcurrencyLimit and an envelope's UniqueKey cannot be combined: a job held by its limit is not seen by the unique check; choose one"},
-		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, ConcurrencyKey: "account\n42"},
+		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, Keys: queue.Keys{Concurrency: "account\n42"}},
 			"queue: the concurrency key of contacts.export is not printable UTF-8: use no control characters or invalid bytes"},
-		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, ConcurrencyKey: strings.Repeat("k", queue.MaxUniqueKeyLen+1)},
+		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, Keys: queue.Keys{Concurrency: strings.Repeat("k", queue.MaxUniqueKeyLen+1)}},
 			"queue: the concurrency key of contacts.export has 1001 bytes; want 1 to 1000"},
 	} {
 		c.e.Name, c.e.Payload = "contacts.export", json.RawMessage(`{}`)
@@ -314,4 +314,29 @@ func TestTheJobLetInIsFoundByTheNextSearch(t *testing.T) {
 				from, ok, t0.UnixMilli()-1000)
 		}
 	})
+}
+
+// oldKeyed names its concurrency key with the method queue read before
+// Keys.
+type oldKeyed struct{ Account string }
+
+func (oldKeyed) JobName() string           { return "test.old_keyed" }
+func (oldKeyed) JobOptions() queue.Options { return queue.Options{ConcurrencyLimit: 1} }
+func (o oldKeyed) ConcurrencyKey() string  { return "account:" + o.Account }
+
+// TestAnOldKeyMethodIsRefused: a job that still names its key with
+// ConcurrencyKey (read before Keys) is refused at dispatch, saying how
+// to name it now, rather than limited by its type alone.
+func TestAnOldKeyMethodIsRefused(t *testing.T) {
+	t.Parallel()
+	q, err := queue.New(queue.Params{Config: queue.Config{Driver: queue.Memory}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = q.Dispatch(ctx, oldKeyed{Account: "42"})
+	want := "queue: job test.old_keyed: its ConcurrencyKey method is no longer read: name its keys with a JobKeys method instead, " +
+		"func (j queue_test.oldKeyed) JobKeys() queue.Keys { return queue.Keys{Concurrency: ...} }"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Dispatch: %v\nwant %s", err, want)
+	}
 }

@@ -122,7 +122,9 @@ type AccountCall struct {
 
 func (AccountCall) JobName() string           { return "test.account_call" }
 func (AccountCall) JobOptions() queue.Options { return queue.Options{ConcurrencyLimit: 2} }
-func (a AccountCall) ConcurrencyKey() string  { return fmt.Sprint("account:", a.Account) }
+func (a AccountCall) JobKeys() queue.Keys {
+	return queue.Keys{Concurrency: fmt.Sprint("account:", a.Account)}
+}
 
 type accountCallHandler struct{ d *db.DB }
 
@@ -151,7 +153,7 @@ func (PartnerCall) JobName() string { return "test.partner_call" }
 func (PartnerCall) JobOptions() queue.Options {
 	return queue.Options{RateLimit: queue.Rate{Max: 4, Per: time.Second}}
 }
-func (PartnerCall) RateKey() string { return "partner-api" }
+func (PartnerCall) JobKeys() queue.Keys { return queue.Keys{Rate: "partner-api"} }
 
 type partnerCallHandler struct{ d *db.DB }
 
@@ -171,7 +173,7 @@ type TenantTask struct {
 
 func (TenantTask) JobName() string           { return "test.tenant_task" }
 func (TenantTask) JobOptions() queue.Options { return queue.Options{Fair: true} }
-func (t TenantTask) FairnessKey() string     { return "tenant:" + t.Tenant }
+func (t TenantTask) JobKeys() queue.Keys     { return queue.Keys{Fairness: "tenant:" + t.Tenant} }
 
 type tenantTaskHandler struct{ d *db.DB }
 

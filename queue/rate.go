@@ -63,14 +63,6 @@ func ParseRate(s string) (Rate, error) {
 	return r, nil
 }
 
-// WithRateKey is a [Job] (or an event, for its queued listeners) that
-// names the key its [Options.RateLimit] counts by, such as "stripe" or
-// "stripe:account:42". Jobs of every type that name the same key share its
-// window (each counts at its own RateLimit: give them the same one).
-type WithRateKey interface {
-	RateKey() string
-}
-
 // queueRates parses the [Config.RateLimits] of a queue each.
 func queueRates(list []string) (map[string]driver.Rate, error) {
 	if len(list) == 0 {
@@ -135,7 +127,7 @@ func (jc JobContext) Meter(ctx context.Context) (time.Duration, error) {
 // until it reopens.
 type Throttle struct {
 	// Key is the rate key: a job type's name, a key its jobs name (see
-	// [WithRateKey]), or "queue:" and a queue's name for a queue's own
+	// [WithKeys]), or "queue:" and a queue's name for a queue's own
 	// limit.
 	Key     string
 	Rate    Rate

@@ -25,7 +25,7 @@ func (apiCall) JobName() string { return "test.api_call" }
 func (apiCall) JobOptions() queue.Options {
 	return queue.Options{RateLimit: queue.Rate{Max: 2, Per: time.Hour}}
 }
-func (a apiCall) RateKey() string { return "api:" + a.Account }
+func (a apiCall) JobKeys() queue.Keys { return queue.Keys{Rate: "api:" + a.Account} }
 
 // apiCalls records the apiCall jobs run, by account, and what their second
 // call's Meter said.

@@ -335,7 +335,7 @@ func TestJobPageShowsDebounce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Options.Debounce, e.DebounceKey = queue.Debounce{For: time.Minute}, "reminder:1"
+	e.Options.Debounce, e.Keys.Debounce = queue.Debounce{For: time.Minute}, "reminder:1"
 	id, err := f.q.Push(ctx, e)
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func TestJobPageShowsAHeldJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.Options.ConcurrencyLimit, e.ConcurrencyKey = 1, "account:42"
+		e.Options.ConcurrencyLimit, e.Keys.Concurrency = 1, "account:42"
 		id, err := f.q.Push(ctx, e)
 		if err != nil {
 			t.Fatal(err)
@@ -388,7 +388,7 @@ func TestAThrottledQueueIsMarked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Options.RateLimit, e.RateKey = queue.Rate{Max: 1, Per: time.Hour}, "api:7"
+	e.Options.RateLimit, e.Keys.Rate = queue.Rate{Max: 1, Per: time.Hour}, "api:7"
 	id, err := f.q.Push(ctx, e)
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +418,7 @@ func TestAFairJobsPageShowsItsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Options.Fair, e.FairnessKey = true, "account:<42>"
+	e.Options.Fair, e.Keys.Fairness = true, "account:<42>"
 	id, err := f.q.Push(ctx, e)
 	if err != nil {
 		t.Fatal(err)
