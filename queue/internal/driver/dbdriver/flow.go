@@ -99,7 +99,7 @@ type dialect struct {
 }
 
 var (
-	sqliteDialect = dialect{words: func(s string) string { return s }, list: "(SELECT value FROM json_each(?))"}
+	sqliteDialect = dialect{words: sqliteWords, list: "(SELECT value FROM json_each(?))"}
 	pgDialect     = dialect{words: numbered, list: "(SELECT x::uuid FROM jsonb_array_elements_text(?::jsonb) AS x)", pg: true}
 )
 

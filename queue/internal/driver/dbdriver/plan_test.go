@@ -3,6 +3,8 @@ package dbdriver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -244,5 +246,36 @@ func TestAReservationByPriorityLocksOnlyWhatItTakes(t *testing.T) {
 	}
 	if free != 15 {
 		t.Fatalf("another transaction can lock %d jobs; want 15: the reservation locked %d it did not take", free, 15-free)
+	}
+}
+
+// TestSQLiteNeverPlansForALimitsValue: no SQLite statement binds its
+// LIMIT as a bare ?, for which SQLite plans with the value bound and
+// prepares the statement again each time another is bound (a
+// reservation's limit changes from one search to the next); +? is
+// evaluated as the statement runs. It reads every statement of the
+// driver, the fair reservations' shapes among them.
+func TestSQLiteNeverPlansForALimitsValue(t *testing.T) {
+	d := migrated(t, dbtest.SQLiteURL(t))
+	s := newSQLite(d)
+	var all []string
+	v := reflect.ValueOf(s.q)
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.String {
+			all = append(all, v.Type().Field(i).Name+": "+f.String())
+		}
+	}
+	for _, prio := range []bool{false, true} {
+		for _, rated := range []bool{false, true} {
+			all = append(all, fmt.Sprintf("fair %v %v: %s", prio, rated, s.fairQuery(prio, rated).query))
+		}
+	}
+	if len(all) < 20 {
+		t.Fatalf("read %d statements; want them all", len(all))
+	}
+	for _, stmt := range all {
+		if strings.Contains(stmt, "LIMIT ?") {
+			t.Errorf("a bare LIMIT ?: %s", stmt)
+		}
 	}
 }

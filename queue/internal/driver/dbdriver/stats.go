@@ -162,7 +162,7 @@ func b2i(b bool) int {
 
 // The read statements of each database.
 var (
-	sqliteRead   = readStatementsOf("?", func(s string) string { return s }, false)
+	sqliteRead   = readStatementsOf("?", sqliteWords, false)
 	postgresRead = readStatementsOf(pgAt, numbered, true)
 )
 
@@ -198,7 +198,7 @@ func unknownOf(list string, words func(string) string) string {
 
 // The statements of Unknown.
 var (
-	sqliteUnknown   = unknownOf("SELECT value FROM json_each(?)", func(s string) string { return s })
+	sqliteUnknown   = unknownOf("SELECT value FROM json_each(?)", sqliteWords)
 	postgresUnknown = unknownOf("SELECT jsonb_array_elements_text(CAST(? AS jsonb))", numbered)
 )
 
