@@ -175,7 +175,18 @@ func (b *base) execIn(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs 
 		}
 		return n, nil
 	}
-	res, err := tx.ExecContext(ctx, query, args...)
+	var res sql.Result
+	var err error
+	if query == b.q.insertFull {
+		// A full chunk's insert takes long to parse (500 rows of 25
+		// values): it is prepared once a connection and kept.
+		var st *sql.Stmt
+		if st, err = b.prepared(ctx, query); err == nil {
+			res, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		}
+	} else {
+		res, err = tx.ExecContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
