@@ -79,18 +79,30 @@ func newCluster(t *testing.T, settings ...string) *cluster {
 			t.Fatal(err)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	data := filepath.Join(dir, "data")
 	c.run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
 	// fsync stays on: a crash while a commit waits for the disk is what
 	// leaves a committed transaction without its answer.
 	t.Cleanup(c.stop)
-	c.pgCtl("start", "-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 %s", port, dir, strings.Join(settings, " ")))
+	// The port is one the kernel had free a moment ago; another process
+	// of a loaded machine may take it before the server binds it, so the
+	// start is tried again on another then.
+	var port int
+	for try := 1; ; try++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		args := []string{"start", "-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 %s", port, dir, strings.Join(settings, " "))}
+		if try == 3 || c.tryPgCtl(args...) {
+			if try == 3 {
+				c.pgCtl(args...)
+			}
+			break
+		}
+	}
 	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return c
 }
@@ -105,6 +117,26 @@ func (c *cluster) stop() {
 	cmd := exec.Command(filepath.Join(c.bin, "pg_ctl"), "-D", filepath.Join(c.dir, "data"), "-w", "-m", "immediate", "stop")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	cmd.Run() // fails if it was never started
+}
+
+// tryPgCtl runs pg_ctl with args and reports whether it succeeded; one
+// that failed for a port another process took fails nothing, any other
+// failure fails the test.
+func (c *cluster) tryPgCtl(args ...string) bool {
+	c.t.Helper()
+	cmd := exec.Command(filepath.Join(c.bin, "pg_ctl"), append([]string{"-D", filepath.Join(c.dir, "data"), "-l", filepath.Join(c.dir, "log"), "-w"}, args...)...)
+	cmd.Dir = c.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return true
+	}
+	log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
+	if strings.Contains(string(log), "already in use") {
+		return false
+	}
+	c.t.Fatalf("pg_ctl %v: %v\n%s\n%s", args, err, out, log)
+	return false
 }
 
 func (c *cluster) pgCtl(args ...string) {
