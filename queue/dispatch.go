@@ -410,8 +410,6 @@ func (q *Queue) resolve(name string, o Options) (Options, error) {
 		return o, fmt.Errorf("queue: job %s: Debounce and UniqueFor cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; choose one", name)
 	case o.ConcurrencyLimit < 0 || o.ConcurrencyLimit > MaxConcurrencyLimit:
 		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit is %d; want 1 to %d, or 0 for no limit", name, o.ConcurrencyLimit, MaxConcurrencyLimit)
-	case o.ConcurrencyLimit > 0 && o.UniqueFor > 0:
-		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit and UniqueFor cannot be combined: a job held by its limit is not seen by the unique check; choose one", name)
 	case o.ConcurrencyLimit > 0 && !o.Debounce.IsZero():
 		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit and Debounce cannot be combined: a job held by its limit is not replaced by the next dispatch; choose one", name)
 	case o.Priority < MinPriority || o.Priority > MaxPriority:
@@ -503,9 +501,6 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		job.AvailableAt = now + ceilMs(max(e.Delay, o.Debounce.For))
 	}
 	if o.ConcurrencyLimit > 0 {
-		if e.UniqueKey != nil {
-			return nil, fmt.Errorf("queue: job %s: ConcurrencyLimit and an envelope's UniqueKey cannot be combined: a job held by its limit is not seen by the unique check; choose one", e.Name)
-		}
 		job.LimitKey, job.LimitMax = cmp.Or(e.Keys.Concurrency, e.Name), o.ConcurrencyLimit
 		if err := checkText("the concurrency key of "+e.Name, job.LimitKey, MaxUniqueKeyLen); err != nil {
 			return nil, err

@@ -109,9 +109,10 @@ type Options struct {
 	// held, without spending an attempt and without holding up other
 	// keys, until one of the key's jobs ends (succeeds, fails for good or
 	// is cancelled). A job waiting for a retry, or after a snooze, keeps
-	// its place. Default 0: no limit; at most [MaxConcurrencyLimit]. It
-	// cannot be combined with UniqueFor, an envelope's UniqueKey or
-	// Debounce, nor used by a step of a flow.
+	// its place. Default 0: no limit; at most [MaxConcurrencyLimit]. A
+	// unique job (UniqueFor, or an envelope's UniqueKey) holds its key
+	// while it is held too. It cannot be combined with Debounce (a held job
+	// is not replaced by the next dispatch), nor used by a step of a flow.
 	ConcurrencyLimit int
 	// RateLimit bounds how often jobs of the same rate key (see
 	// Keys.Rate, see [WithKeys]; the job type for a job without one) start, across

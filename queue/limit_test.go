@@ -220,7 +220,6 @@ func (e errorString) Error() string { return string(e) }
 func TestConcurrencyLimitRefusals(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, queue.Memory, migratedSQLite(t), queue.Config{}, map[string]queue.Registration{"test.account_sync": noop[accountSync]()})
-	key := "k"
 	for _, c := range []struct {
 		e    queue.Envelope
 		want string
@@ -229,12 +228,8 @@ func TestConcurrencyLimitRefusals(t *testing.T) {
 			"queue: job contacts.export: ConcurrencyLimit is -1; want 1 to 10000, or 0 for no limit"},
 		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 10_001}},
 			"queue: job contacts.export: ConcurrencyLimit is 10001; want 1 to 10000, or 0 for no limit"},
-		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2, UniqueFor: time.Minute}},
-			"queue: job contacts.export: ConcurrencyLimit and UniqueFor cannot be combined: a job held by its limit is not seen by the unique check; choose one"},
 		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2, Debounce: queue.Debounce{For: time.Second}}},
 			"queue: job contacts.export: ConcurrencyLimit and Debounce cannot be combined: a job held by its limit is not replaced by the next dispatch; choose one"},
-		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, UniqueKey: &key},
-			"queue: job contacts.export: ConcurrencyLimit and an envelope's UniqueKey cannot be combined: a job held by its limit is not seen by the unique check; choose one"},
 		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, Keys: queue.Keys{Concurrency: "account\n42"}},
 			"queue: the concurrency key of contacts.export is not printable UTF-8: use no control characters or invalid bytes"},
 		{queue.Envelope{Options: queue.Options{ConcurrencyLimit: 2}, Keys: queue.Keys{Concurrency: strings.Repeat("k", queue.MaxUniqueKeyLen+1)}},
@@ -338,5 +333,124 @@ func TestAnOldKeyMethodIsRefused(t *testing.T) {
 		"func (j queue_test.oldKeyed) JobKeys() queue.Keys { return queue.Keys{Concurrency: ...} }"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Dispatch: %v\nwant %s", err, want)
+	}
+}
+
+// uniqueReport is a report of an account, limited to one at once per
+// account and unique for an hour by its payload (the account and the
+// report).
+type uniqueReport struct {
+	Account string `json:"account"`
+	Report  string `json:"report"`
+}
+
+func (uniqueReport) JobName() string { return "test.unique_report" }
+func (uniqueReport) JobOptions() queue.Options {
+	return queue.Options{ConcurrencyLimit: 1, UniqueFor: time.Hour}
+}
+func (r uniqueReport) JobKeys() queue.Keys { return queue.Keys{Concurrency: "account:" + r.Account} }
+
+// TestAUniqueJobHeldByItsLimitHoldsItsKey: a concurrency limit combines
+// with a unique job (Laravel's ShouldBeUnique with WithoutOverlapping):
+// while a unique job waits held by its limit, a dispatch of the same
+// job returns its id, as for one that waits or runs; an envelope's
+// UniqueKey too; once its unique window passed, a dispatch is stored; each
+// stored job runs once, one of the account at a time, and a dispatch
+// after they ran is stored again.
+func TestAUniqueJobHeldByItsLimitHoldsItsKey(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ran := map[string]int{}
+			var mu sync.Mutex
+			handler := queue.HandlerOf[uniqueReport](queue.HandlerFunc[uniqueReport](func(_ context.Context, r uniqueReport, _ queue.JobContext) error {
+				mu.Lock()
+				defer mu.Unlock()
+				ran[r.Report]++
+				return nil
+			}))
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{"test.unique_report": handler})
+			dispatch := func(r uniqueReport) string {
+				t.Helper()
+				id, err := f.q.Dispatch(ctx, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			first, held := dispatch(uniqueReport{"1", "sales"}), dispatch(uniqueReport{"1", "churn"})
+			if d, err := f.q.Inspector().Job(ctx, held); err != nil || d.State != queue.StateHeld {
+				t.Fatalf("the second job: %+v, %v; want held by the limit", d, err)
+			}
+			if again := dispatch(uniqueReport{"1", "churn"}); again != held {
+				t.Fatalf("the held job dispatched again: %s; want the held one's id %s", again, held)
+			}
+			if again := dispatch(uniqueReport{"1", "sales"}); again != first {
+				t.Fatalf("the waiting job dispatched again: %s; want its id %s", again, first)
+			}
+			key := "churn-report:1"
+			e := queue.Envelope{Name: "test.unique_report", Payload: json.RawMessage(`{"account":"1","report":"churn-by-key"}`),
+				Options: queue.Options{ConcurrencyLimit: 1}, Keys: queue.Keys{Concurrency: "account:1"}, UniqueKey: &key}
+			byKey, err := f.q.Push(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, err := f.q.Push(ctx, e); err != nil || again != byKey {
+				t.Fatalf("the held job of an envelope's UniqueKey pushed again: %s, %v; want %s", again, err, byKey)
+			}
+			f.clock.Advance(time.Hour) // the unique window of the held job passes
+			late := dispatch(uniqueReport{"1", "churn"})
+			if late == held {
+				t.Fatalf("a dispatch after the unique window returned the held job %s; want a new one", held)
+			}
+			s, err := f.q.Work(ctx, queue.WorkOptions{Workers: 4, StopWhenEmpty: true})
+			if err != nil || s.Succeeded != 4 {
+				t.Fatalf("the worker: %+v, %v; want the four jobs stored run once each", s, err)
+			}
+			if ran["sales"] != 1 || ran["churn"] != 2 || ran["churn-by-key"] != 1 {
+				t.Fatalf("ran %v; want sales once, churn twice (held, then after its window), churn-by-key once", ran)
+			}
+			if again := dispatch(uniqueReport{"1", "sales"}); again == first {
+				t.Fatal("a dispatch after the job ran returned its id; want a new job")
+			}
+		})
+	}
+}
+
+// TestUniqueDispatchesOfALimitedJobRaceToOne: twenty goroutines dispatch
+// the same unique, limited job at once while its account's slot is taken:
+// one job is stored, held, and every dispatch returns its id.
+func TestUniqueDispatchesOfALimitedJobRaceToOne(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{"test.unique_report": noop[uniqueReport]()})
+			if _, err := f.q.Dispatch(ctx, uniqueReport{"1", "sales"}); err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]string, 20)
+			var wg sync.WaitGroup
+			for i := range ids {
+				wg.Go(func() {
+					id, err := f.q.Dispatch(ctx, uniqueReport{"1", "churn"})
+					if err != nil {
+						t.Error(err)
+					}
+					ids[i] = id
+				})
+			}
+			wg.Wait()
+			for _, id := range ids {
+				if id != ids[0] {
+					t.Fatalf("the dispatches returned %v; want one id", ids)
+				}
+			}
+			stats, err := f.q.Inspector().Stats(ctx)
+			if err != nil || len(stats) != 1 || stats[0].Held != 1 || stats[0].Waiting != 1 {
+				t.Fatalf("stats: %+v, %v; want one waiting, one held", stats, err)
+			}
+		})
 	}
 }

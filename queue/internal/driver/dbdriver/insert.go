@@ -111,6 +111,16 @@ func (b *base) joined(ctx context.Context) bool {
 // of work, or one of the driver's own (uow nil).
 func (b *base) insertOne(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job, now int64, again bool) (string, bool, error) {
 	switch {
+	case job.UniqueKey != "" && job.LimitKey != "":
+		if again {
+			if stored, err := b.storedAlready(ctx, tx, []*driver.Job{job}); err != nil || stored[job.ID] {
+				return job.ID, err == nil, err
+			}
+		}
+		if err := lockKeys(ctx, tx, b.dialect(), limitKeys([]*driver.Job{job})); err != nil {
+			return "", false, err
+		}
+		return b.insertLimitedUnique(ctx, tx, uow, job, now)
 	case job.UniqueKey != "":
 		return b.insertUnique(ctx, tx, uow, job, now)
 	case job.LimitKey != "":
@@ -318,6 +328,12 @@ func (b *base) insertAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 		ids[i] = j.ID
 		switch {
 		case stored[j.ID]:
+		case j.LimitKey != "" && j.UniqueKey != "":
+			id, _, err := b.insertLimitedUnique(ctx, tx, uow, j, now)
+			if err != nil {
+				return nil, err
+			}
+			ids[i] = id
 		case j.LimitKey != "":
 			limited = append(limited, j)
 		case j.UniqueKey != "":

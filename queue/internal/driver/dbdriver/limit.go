@@ -61,6 +61,11 @@ const (
 	keysOf      = "SELECT DISTINCT limit_key FROM failed_jobs WHERE id IN LIST"
 	purgeKeys   = "SELECT limit_key FROM jobs WHERE queue = ? AND limit_key IS NOT NULL UNION SELECT limit_key FROM queue_held WHERE queue = ?"
 	purgeHeld   = "DELETE FROM queue_held WHERE queue = ?"
+	// The unique check of a limited job: the held jobs whose unique
+	// window passed let their keys go, then the pending job holding the
+	// key, in jobs or held.
+	expireHeldUnique = "UPDATE queue_held SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?"
+	findPending      = "SELECT id FROM jobs WHERE unique_key = ? UNION ALL SELECT id FROM queue_held WHERE unique_key = ? LIMIT 1"
 )
 
 // lockKeys takes the locks of keys, in order, on PostgreSQL, in one
@@ -78,15 +83,47 @@ func distinct(keys []string) []string {
 	return slices.Compact(slices.Sorted(slices.Values(keys)))
 }
 
-// limitKeys are the keys of the limited jobs among jobs.
+// limitKeys are the keys of the limited jobs among jobs, and of those
+// also unique their unique keys, marked by a line break (which no limit
+// key holds): two dispatches of one unique key take turns, whatever
+// their limit keys.
 func limitKeys(jobs []*driver.Job) []string {
 	var keys []string
 	for _, j := range jobs {
 		if j.LimitKey != "" {
 			keys = append(keys, j.LimitKey)
+			if j.UniqueKey != "" {
+				keys = append(keys, "\n"+j.UniqueKey)
+			}
 		}
 	}
 	return keys
+}
+
+// insertLimitedUnique stores a job with a concurrency limit and a unique
+// key in tx, as insertLimited does, unless a pending job holds its key:
+// waiting, delayed or running in jobs, or held by its limit in
+// queue_held (each checked after the keys whose window has passed let
+// go). It returns that job's id then. Its keys are locked (limitKeys) by
+// the caller, so no other dispatch of the key slips between the check and
+// the insert; a held job that holds a key never meets another holder as
+// it goes into jobs.
+func (b *base) insertLimitedUnique(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job, now int64) (string, bool, error) {
+	d := b.dialect()
+	if _, err := tx.ExecContext(ctx, b.q.expireUnique, job.UniqueKey, now); err != nil {
+		return "", false, err
+	}
+	if _, err := tx.ExecContext(ctx, d.words(expireHeldUnique), job.UniqueKey, now); err != nil {
+		return "", false, err
+	}
+	var id string
+	switch err := tx.QueryRowContext(ctx, d.words(findPending), job.UniqueKey, job.UniqueKey).Scan(&id); {
+	case err == nil:
+		return id, false, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return "", false, err
+	}
+	return job.ID, true, b.insertLimited(ctx, tx, uow, job)
 }
 
 // admit moves the next held jobs of each of keys into jobs while it has

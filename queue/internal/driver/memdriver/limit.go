@@ -37,6 +37,9 @@ func (d *Driver) add(j *driver.Job) {
 	i, _ := slices.BinarySearchFunc(q, j, heldBefore)
 	d.held.next[key] = slices.Insert(q, i, j)
 	d.held.byID[j.ID] = j
+	if j.UniqueKey != "" {
+		d.unique[j.UniqueKey] = j.ID
+	}
 	d.admit(key, 0)
 }
 
@@ -58,6 +61,9 @@ func (d *Driver) admit(key string, floor int64) {
 // unhold takes the held job j out of the held jobs.
 func (d *Driver) unhold(j *driver.Job) {
 	delete(d.held.byID, j.ID)
+	if j.UniqueKey != "" && d.unique[j.UniqueKey] == j.ID {
+		delete(d.unique, j.UniqueKey) // insert takes it again as it is let in
+	}
 	q := slices.DeleteFunc(d.held.next[j.LimitKey], func(h *driver.Job) bool { return h == j })
 	if len(q) == 0 {
 		delete(d.held.next, j.LimitKey)

@@ -96,7 +96,11 @@ func (d *Driver) holder(key string, now int64) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if j := d.jobs[id]; j.UniqueUntil != 0 && j.UniqueUntil <= now {
+	j := d.jobs[id]
+	if j == nil {
+		j = d.held.byID[id] // held by its limit, it holds its key too
+	}
+	if j.UniqueUntil != 0 && j.UniqueUntil <= now {
 		delete(d.unique, key)
 		j.UniqueKey = ""
 		return "", false

@@ -1,0 +1,1 @@
+DROP INDEX queue_held_unique_key;
