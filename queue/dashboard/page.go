@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/navree/navree/config"
 	"go.uber.org/fx"
 )
 
@@ -143,7 +144,9 @@ func (d *Dashboard) pageFailed(w http.ResponseWriter, r *http.Request, p Page, e
 		d.fail(w, r, refusal.Status, refusal.Message)
 		return
 	}
-	d.logger.ErrorContext(r.Context(), "queue dashboard: "+strings.ToLower(p.Name), "error", err, "remote_addr", r.RemoteAddr)
+	// A page's error is another module's: a password it holds (a DSN) is
+	// masked before it is logged.
+	d.logger.ErrorContext(r.Context(), "queue dashboard: "+strings.ToLower(p.Name), "error", config.Redact(err.Error()), "remote_addr", r.RemoteAddr)
 	d.fail(w, r, http.StatusInternalServerError, "The page could not do that; the app's log has the error.")
 }
 
