@@ -20,9 +20,9 @@ import (
 // starts with doesAll.
 
 // featureTests are the tests of a job that has each feature, as the
-// trigger jobs_features makes them: the first of each pair finds a
-// waiting job by its index, the second a running one (by the index of
-// reserved jobs).
+// trigger jobs_features and record make them: the first of each pair
+// finds a waiting job by its index, the second a running one (by the
+// index of reserved jobs).
 var featureTests = []struct {
 	feature          driver.Features
 	waiting, running string

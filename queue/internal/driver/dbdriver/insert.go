@@ -111,7 +111,7 @@ func (b *base) joined(ctx context.Context) bool {
 // of work, or one of the driver's own (uow nil).
 func (b *base) insertOne(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job, now int64, again bool) (string, bool, error) {
 	switch {
-	case job.UniqueKey != "" && job.LimitKey != "":
+	case job.LimitKey != "":
 		if again {
 			if stored, err := b.storedAlready(ctx, tx, []*driver.Job{job}); err != nil || stored[job.ID] {
 				return job.ID, err == nil, err
@@ -120,19 +120,12 @@ func (b *base) insertOne(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 		if err := lockKeys(ctx, tx, b.dialect(), limitKeys([]*driver.Job{job})); err != nil {
 			return "", false, err
 		}
-		return b.insertLimitedUnique(ctx, tx, uow, job, now)
-	case job.UniqueKey != "":
-		return b.insertUnique(ctx, tx, uow, job, now)
-	case job.LimitKey != "":
-		if again {
-			if stored, err := b.storedAlready(ctx, tx, []*driver.Job{job}); err != nil || stored[job.ID] {
-				return job.ID, err == nil, err
-			}
-		}
-		if err := lockKeys(ctx, tx, b.dialect(), []string{job.LimitKey}); err != nil {
-			return "", false, err
+		if job.UniqueKey != "" {
+			return b.insertLimitedUnique(ctx, tx, uow, job, now)
 		}
 		return job.ID, true, b.insertLimited(ctx, tx, uow, job)
+	case job.UniqueKey != "":
+		return b.insertUnique(ctx, tx, uow, job, now)
 	}
 	if err := b.placeAll(ctx, tx, []*driver.Job{job}); err != nil {
 		return "", false, err
