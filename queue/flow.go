@@ -356,8 +356,6 @@ func (q *Queue) newFlow(f *Flow) (*driver.NewFlow, error) {
 		switch {
 		case row.DebounceMaxMs > 0:
 			return nil, fmt.Errorf("queue: %s: job %s is debounced (Debounce), and a step cannot be: its flow runs each step once", where, row.Name)
-		case row.LimitKey != "":
-			return nil, fmt.Errorf("queue: %s: job %s has a ConcurrencyLimit, and a step cannot have one yet: limit the jobs its steps dispatch instead", where, row.Name)
 		case row.UniqueKey != "":
 			return nil, fmt.Errorf("queue: %s: job %s is unique (UniqueFor), and a step cannot be: its flow already runs it once", where, row.Name)
 		}

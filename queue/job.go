@@ -112,7 +112,8 @@ type Options struct {
 	// its place. Default 0: no limit; at most [MaxConcurrencyLimit]. A
 	// unique job (UniqueFor, or an envelope's UniqueKey) holds its key
 	// while it is held too. It cannot be combined with Debounce (a held job
-	// is not replaced by the next dispatch), nor used by a step of a flow.
+	// is not replaced by the next dispatch). A step of a flow keeps it: the
+	// step is held as it is released while its key is full.
 	ConcurrencyLimit int
 	// RateLimit bounds how often jobs of the same rate key (see
 	// Keys.Rate, see [WithKeys]; the job type for a job without one) start, across

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,25 @@ func (g *gate) handler() queue.Registration {
 	}))
 }
 
+// work starts a worker of workers handlers on q until it is empty, and
+// returns once n of g's jobs have started, with where the worker's
+// stats come when it is done.
+func (g *gate) work(t *testing.T, q *queue.Queue, workers, n int) <-chan queue.WorkStats {
+	t.Helper()
+	done := make(chan queue.WorkStats, 1)
+	go func() {
+		s, err := q.Work(ctx, queue.WorkOptions{Workers: workers, StopWhenEmpty: true})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- s
+	}()
+	for range n {
+		<-g.started
+	}
+	return done
+}
+
 // TestAConcurrencyLimitRunsNoMoreOfAKeyAtOnce: eight handlers, six jobs
 // of one account and two of another, a limit of two: two of each run, the
 // other four wait held (queue:status and queue:job say so), and once the
@@ -81,17 +101,7 @@ func TestAConcurrencyLimitRunsNoMoreOfAKeyAtOnce(t *testing.T) {
 				}
 				ids = append(ids, id)
 			}
-			done := make(chan queue.WorkStats, 1)
-			go func() {
-				s, err := f.q.Work(ctx, queue.WorkOptions{Workers: 8, StopWhenEmpty: true})
-				if err != nil {
-					t.Error(err)
-				}
-				done <- s
-			}()
-			for range 4 {
-				<-g.started
-			}
+			done := g.work(t, f.q, 8, 4)
 			stats, err := f.q.Inspector().Stats(ctx)
 			if err != nil || len(stats) != 1 || stats[0].Running != 4 || stats[0].Held != 4 || stats[0].Waiting != 0 {
 				t.Fatalf("stats with four running: %+v, %v; want 4 running, 4 held", stats, err)
@@ -239,10 +249,6 @@ func TestConcurrencyLimitRefusals(t *testing.T) {
 		if _, err := f.q.Push(ctx, c.e); err == nil || err.Error() != c.want {
 			t.Errorf("%+v: %v; want %q", c.e.Options, err, c.want)
 		}
-	}
-	_, err := f.q.DispatchFlow(ctx, queue.Chain(ExportContacts{CompanyID: "c"}, accountSync{Account: "1"}))
-	if err == nil || !strings.Contains(err.Error(), "job test.account_sync has a ConcurrencyLimit, and a step cannot have one yet: limit the jobs its steps dispatch instead") {
-		t.Fatalf("a limited step: %v", err)
 	}
 }
 
@@ -450,6 +456,121 @@ func TestUniqueDispatchesOfALimitedJobRaceToOne(t *testing.T) {
 			stats, err := f.q.Inspector().Stats(ctx)
 			if err != nil || len(stats) != 1 || stats[0].Held != 1 || stats[0].Waiting != 1 {
 				t.Fatalf("stats: %+v, %v; want one waiting, one held", stats, err)
+			}
+		})
+	}
+}
+
+// TestAConcurrencyLimitHoldsForFlowSteps: the steps of chains and of a
+// batch keep their jobs' concurrency limits (two at once per account):
+// three chains and a batch of account 1 and a batch of account 2 start
+// two of each account, the rest held (queue:status counts them); once
+// let go every step runs once, never more than two of an account at
+// once, and every flow succeeds.
+func TestAConcurrencyLimitHoldsForFlowSteps(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGate()
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{"test.account_sync": g.handler()})
+			var flows []string
+			for i := range 3 {
+				id, err := f.q.DispatchFlow(ctx, queue.Chain(accountSync{Account: "1", N: i}, accountSync{Account: "1", N: 10 + i}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				flows = append(flows, id)
+			}
+			for _, account := range []string{"1", "2"} {
+				var jobs []queue.Job
+				for i := range 3 {
+					jobs = append(jobs, accountSync{Account: account, N: 20 + i})
+				}
+				id, err := f.q.DispatchFlow(ctx, queue.Batch(jobs...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				flows = append(flows, id)
+			}
+			done := g.work(t, f.q, 8, 4)
+			stats, err := f.q.Inspector().Stats(ctx)
+			if err != nil || len(stats) != 1 || stats[0].Running != 4 || stats[0].Held != 5 {
+				t.Fatalf("stats with four running: %+v, %v; want 4 running (2 of each account), 5 held (the rest of the roots of account 1: 3 chains' and 3 of the batch, less 2; 1 of account 2)", stats, err)
+			}
+			close(g.open)
+			if s := <-done; s.Succeeded != 12 || s.Processed != 12 {
+				t.Fatalf("the worker: %+v; want the twelve steps run once each", s)
+			}
+			g.mu.Lock()
+			peak := maps.Clone(g.peak)
+			g.mu.Unlock()
+			if peak["account:1"] != 2 || peak["account:2"] != 2 {
+				t.Fatalf("most running at once: %v; want 2 of each account", peak)
+			}
+			for _, id := range flows {
+				if d, err := f.q.Inspector().Flow(ctx, id); err != nil || d.State != "succeeded" {
+					t.Fatalf("flow %s: %+v, %v; want succeeded", id, d.FlowInfo, err)
+				}
+			}
+		})
+	}
+}
+
+// TestACancelledFlowsHeldStepNeverRuns: a batch's step held by its limit
+// is cancelled with its flow (a failed job, "cancelled"), is not let in
+// when the key has room, and when the flow is retried is held by its
+// limit again while its key is full, then runs.
+func TestACancelledFlowsHeldStepNeverRuns(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGate()
+			f := newFixture(t, b.driver, b.url(t), queue.Config{}, map[string]queue.Registration{"test.account_sync": g.handler()})
+			first, err := f.q.DispatchFlow(ctx, queue.Batch(accountSync{Account: "1", N: 1}, accountSync{Account: "1", N: 2}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := f.q.DispatchFlow(ctx, queue.Batch(accountSync{Account: "1", N: 3}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats, err := f.q.Inspector().Stats(ctx); err != nil || len(stats) != 1 || stats[0].Held != 1 || stats[0].Waiting != 2 {
+				t.Fatalf("stats: %+v, %v; want two waiting, the second batch's step held", stats, err)
+			}
+			if c, err := f.q.Inspector().CancelFlow(ctx, second); err != nil || c.Ended != 1 {
+				t.Fatalf("CancelFlow: %+v, %v; want its held step ended", c, err)
+			}
+			if stats, err := f.q.Inspector().Stats(ctx); err != nil || len(stats) != 1 || stats[0].Held != 0 || stats[0].Failed != 1 {
+				t.Fatalf("stats after the cancel: %+v, %v; want none held, one failed", stats, err)
+			}
+			close(g.open)
+			if s, err := f.q.Work(ctx, queue.WorkOptions{Workers: 4, StopWhenEmpty: true}); err != nil || s.Succeeded != 2 {
+				t.Fatalf("the worker: %+v, %v; want the first batch's two steps, not the cancelled one", s, err)
+			}
+			if d, err := f.q.Inspector().Flow(ctx, first); err != nil || d.State != "succeeded" {
+				t.Fatalf("the first batch: %+v, %v", d.FlowInfo, err)
+			}
+			if d, err := f.q.Inspector().Flow(ctx, second); err != nil || d.State != "cancelled" {
+				t.Fatalf("the second batch: %+v, %v; want cancelled", d.FlowInfo, err)
+			}
+			for n := range 2 { // the account's key full again: two wait
+				if _, err := f.q.Dispatch(ctx, accountSync{Account: "1", N: 4 + n}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := f.q.Inspector().RetryFlow(ctx, second); err != nil || n != 1 {
+				t.Fatalf("RetryFlow: %d, %v", n, err)
+			}
+			if stats, err := f.q.Inspector().Stats(ctx); err != nil || len(stats) != 1 || stats[0].Held != 1 || stats[0].Waiting != 2 {
+				t.Fatalf("stats after the retry: %+v, %v; want the retried step held by its full key", stats, err)
+			}
+			if s, err := f.q.Work(ctx, queue.WorkOptions{Workers: 4, StopWhenEmpty: true}); err != nil || s.Succeeded != 3 {
+				t.Fatalf("the worker after the retry: %+v, %v; want the two jobs and the step", s, err)
+			}
+			if d, err := f.q.Inspector().Flow(ctx, second); err != nil || d.State != "succeeded" {
+				t.Fatalf("the second batch retried: %+v, %v; want succeeded", d.FlowInfo, err)
 			}
 		})
 	}

@@ -18,7 +18,7 @@ import (
 // (one argument: a JSON array); dialect rewrites them for each database.
 const (
 	flowColumns = "id, kind, name, created_at, finished_at, state, cancel_on_failure, total, pending, succeeded, failed"
-	stepColumns = "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, queue, name, payload, max_attempts, backoff, timeout_ms, delay_ms, meta, priority, rate_key, rate_max, rate_per, fair_key"
+	stepColumns = "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, queue, name, payload, max_attempts, backoff, timeout_ms, delay_ms, meta, priority, rate_key, rate_max, rate_per, fair_key, limit_key, limit_max"
 
 	flowInsert = "INSERT INTO queue_flows (" + flowColumns + ") VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, 0, 0)"
 	flowLock   = "SELECT kind, pending FROM queue_flows WHERE id = ?"
@@ -48,7 +48,18 @@ const (
 		"WHERE id = ? RETURNING " + flowColumns
 	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, rate_key, rate_max, rate_per, fair_key) " +
 		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, rate_key, rate_max, rate_per, fair_key FROM queue_steps " +
-		"WHERE job_id IN LIST AND state = 'held' RETURNING queue"
+		"WHERE job_id IN LIST AND state = 'held' AND limit_key IS NULL RETURNING queue"
+	// A released step with a concurrency limit is held by it, and let in
+	// as its key has room (admit): stepKeys are the keys, stepHold the move.
+	stepKeys = "SELECT DISTINCT limit_key FROM queue_steps WHERE job_id IN LIST AND state = 'held' AND limit_key IS NOT NULL"
+	stepHold = "INSERT INTO queue_held (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, snoozes, " +
+		"limit_key, limit_max, rate_key, rate_max, rate_per, fair_key) " +
+		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, 0, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key " +
+		"FROM queue_steps WHERE job_id IN LIST AND state = 'held' AND limit_key IS NOT NULL RETURNING queue"
+	// heldOfFlow are the jobs of a flow's steps held by their limits.
+	heldOfFlow = "SELECT id FROM queue_held WHERE flow = ?"
+	heldCopy   = failedInsert + "SELECT id, attempts, ?, ?, errors, snoozes, " + settings + " FROM queue_held WHERE id IN LIST"
+	heldDel    = "DELETE FROM queue_held WHERE id IN LIST"
 	stepQueued = "UPDATE queue_steps SET state = 'queued', payload = NULL WHERE job_id IN LIST AND state = 'held'"
 	heldOf     = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = ? AND state = 'held' ORDER BY seq"
 	waitingOf  = "SELECT j.id FROM queue_steps s JOIN jobs j ON j.id = s.job_id WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NULL"
@@ -65,6 +76,7 @@ const (
 	stepsFailed = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = 'step' AND state IN ('failed', 'cancelled') " +
 		"AND (payload IS NOT NULL OR job_id IN (SELECT id FROM failed_jobs WHERE flow = queue_steps.flow_id)) ORDER BY seq"
 	failedIn  = "SELECT id FROM failed_jobs WHERE id IN LIST"
+	limitedIn = "SELECT id FROM failed_jobs WHERE id IN LIST AND limit_key IS NOT NULL"
 	retryIn   = retriedInto + " FROM failed_jobs WHERE id IN LIST"
 	failedDel = "DELETE FROM failed_jobs WHERE id IN LIST"
 	stepsBack = "UPDATE queue_steps SET state = 'queued', error = NULL, ended_at = NULL WHERE job_id IN LIST"
@@ -199,11 +211,27 @@ func (t *flowTx) Release(ids []string, now int64) error {
 	if err != nil {
 		return err
 	}
+	keys, err := t.strings(stepKeys, listOf(ids))
+	if err != nil {
+		return err
+	}
+	if len(keys) > 0 {
+		if err := lockKeys(t.ctx, t.tx, t.d, keys); err != nil {
+			return err
+		}
+		held, err := t.strings(stepHold, now, now, listOf(ids))
+		if err != nil {
+			return err
+		}
+		queues = append(queues, held...)
+	}
 	for _, q := range queues {
 		t.queues[q] = true
 	}
-	_, err = t.exec(stepQueued, listOf(ids))
-	return err
+	if _, err = t.exec(stepQueued, listOf(ids)); err != nil || len(keys) == 0 {
+		return err
+	}
+	return admit(t.ctx, t.tx, t.d, keys...)
 }
 
 func (t *flowTx) HeldOf(flow, role string) ([]string, error) {
@@ -216,14 +244,27 @@ func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 		query += " FOR UPDATE OF j SKIP LOCKED" // a job being reserved runs
 	}
 	ids, err := t.strings(query, flow)
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	if _, err := t.exec(failedCopy, errText, now, listOf(ids)); err != nil {
+	if len(ids) > 0 {
+		if _, err := t.exec(failedCopy, errText, now, listOf(ids)); err != nil {
+			return nil, err
+		}
+		if _, err := t.exec(jobsDelete, listOf(ids)); err != nil {
+			return nil, err
+		}
+	}
+	// The jobs of its steps held by their limits never run either.
+	held, err := t.strings(heldOfFlow, flow)
+	if err != nil || len(held) == 0 {
+		return ids, err
+	}
+	if _, err := t.exec(heldCopy, errText, now, listOf(held)); err != nil {
 		return nil, err
 	}
-	_, err = t.exec(jobsDelete, listOf(ids))
-	return ids, err
+	_, err = t.exec(heldDel, listOf(held))
+	return append(ids, held...), err
 }
 
 // notify tells the listening workers of the queues of the jobs t
@@ -330,7 +371,7 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 	})
 }
 
-// stepsPerInsert bounds a multi-row insert of steps (21 parameters a
+// stepsPerInsert bounds a multi-row insert of steps (23 parameters a
 // row) and of edges (3).
 const stepsPerInsert = 500
 
@@ -347,7 +388,7 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			j := s.Job
 			state, payload := driver.StepHeld, any(string(j.Payload))
 			if s.Role == driver.RoleStep && s.Waiting == 0 {
@@ -359,7 +400,7 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 			seq++
 			args = append(args, j.ID, flow, seq, s.Name, s.Role, state, s.Waiting, s.RunIfFailed,
 				j.Queue, j.Name, payload, j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, s.DelayMs, nullBytes(j.Meta), j.Priority,
-				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey))
+				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey), nullString(j.LimitKey), nullInt(int64(j.LimitMax)))
 		}
 		if _, err := t.exec(q.String(), args...); err != nil {
 			return err
@@ -381,13 +422,30 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 			return err
 		}
 	}
+	var plain, limited []*driver.Job
 	for _, r := range roots {
 		t.queues[r.Queue] = true
+		if r.LimitKey != "" {
+			limited = append(limited, r)
+		} else {
+			plain = append(plain, r)
+		}
 	}
-	if err := b.placeAll(t.ctx, t.tx, roots); err != nil {
+	if err := b.placeAll(t.ctx, t.tx, plain); err != nil {
 		return err
 	}
-	return b.insertChunks(t.ctx, t.tx, nil, roots, false)
+	if err := b.insertChunks(t.ctx, t.tx, nil, plain, false); err != nil {
+		return err
+	}
+	if len(limited) == 0 {
+		return nil
+	}
+	// The roots with a concurrency limit go in as a dispatch's do: held
+	// while their key is full.
+	if err := lockKeys(t.ctx, t.tx, t.d, limitKeys(limited)); err != nil {
+		return err
+	}
+	return b.holdAll(t.ctx, t.tx, nil, limited)
 }
 
 // Finish implements driver.Flows.
@@ -555,15 +613,32 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 		return 0, err
 	}
 	if len(ran) > 0 {
-		queues, err := t.strings(retryIn+" RETURNING queue", now, listOf(ran))
+		limited, err := t.strings(limitedIn, listOf(ran))
 		if err != nil {
 			return 0, err
 		}
-		for _, q := range queues {
-			t.queues[q] = true
+		var plain []string
+		for _, s := range ran {
+			if !containsID(limited, s) {
+				plain = append(plain, s)
+			}
 		}
-		if _, err := t.exec(failedDel, listOf(ran)); err != nil {
-			return 0, err
+		if len(plain) > 0 {
+			queues, err := t.strings(retryIn+" RETURNING queue", now, listOf(plain))
+			if err != nil {
+				return 0, err
+			}
+			for _, q := range queues {
+				t.queues[q] = true
+			}
+			if _, err := t.exec(failedDel, listOf(plain)); err != nil {
+				return 0, err
+			}
+		}
+		if len(limited) > 0 { // held again by their limits, as a retry of a dispatched one is
+			if err := retryHeld(t, limited, now); err != nil {
+				return 0, err
+			}
 		}
 		if _, err := t.exec(stepsBack, listOf(ran)); err != nil {
 			return 0, err
@@ -778,12 +853,14 @@ func (b *base) retryFailedFlows(ctx context.Context, after, upTo driver.FailedKe
 			}
 			n++
 			switch {
+			case flow != "": // retried with its flow, held again if limited
+				if !containsID(flows, flow) {
+					flows = append(flows, flow)
+				}
 			case held:
 				limited = append(limited, last.ID)
-			case flow == "":
+			default:
 				plain = append(plain, last.ID)
-			case !containsID(flows, flow):
-				flows = append(flows, flow)
 			}
 		}
 		if err := rows.Close(); err != nil {

@@ -168,7 +168,11 @@ func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs
 			return err
 		}
 	}
-	return admit(ctx, tx, d, limitKeys(jobs)...)
+	keys := make([]string, len(jobs))
+	for i, j := range jobs {
+		keys[i] = j.LimitKey
+	}
+	return admit(ctx, tx, d, keys...)
 }
 
 // insertLimited stores a limited job in tx, the transaction of uow (nil:

@@ -1,1 +1,0 @@
-DROP INDEX queue_held_unique_key;
