@@ -1,0 +1,13 @@
+UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1
+  WHERE id = (SELECT id
+  FROM jobs
+  WHERE queue = ?
+  AND reserved_at IS NOT NULL
+  AND reserved_at <= ? - 1000
+  AND CASE WHEN reserved_by IS NULL THEN reserved_at + CASE WHEN timeout_ms = 0 THEN 86400000 ELSE timeout_ms + 30000 END <= ? ELSE NOT EXISTS (SELECT 1
+  FROM queue_workers
+  WHERE queue_workers.id = jobs.reserved_by
+  AND queue_workers.heartbeat_at + queue_workers.rescue_ms > ?) END
+  ORDER BY reserved_at, id
+  LIMIT 1)
+  RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key, fair_seq
