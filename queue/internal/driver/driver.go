@@ -445,9 +445,20 @@ func (k FailedKey) Before(o FailedKey) bool {
 	return k.FailedAt < o.FailedAt || k.FailedAt == o.FailedAt && k.ID < o.ID
 }
 
-// Driver stores jobs, and the flows they are steps of.
+// Driver stores jobs, and the flows they are steps of: the engine's
+// Core, the operators' Admin, and Flows.
 type Driver interface {
+	Core
+	Admin
 	Flows
+}
+
+// Core is what dispatches and the worker engine run on, the hot path: a
+// worker is given a Core alone (worker.Config.Store).
+type Core interface {
+	// Finish completes the jobs of flows' steps, as Complete does the
+	// others.
+	Finisher
 
 	// Insert stores job, in uow when it is not nil (the database driver
 	// writes in its transaction, the memory driver queues after its
@@ -505,12 +516,6 @@ type Driver interface {
 	// milliseconds.
 	Meter(ctx context.Context, key string, r Rate, at int64) (waitMs int64, err error)
 
-	// Throttles returns the rate limits whose window is full at at (0 for
-	// the driver's own clock of reservations), the first to reopen first:
-	// of queue, its own and those of the keys whose jobs wait on it; of
-	// every queue for "".
-	Throttles(ctx context.Context, queue string, at int64) ([]Throttle, error)
-
 	// Stale reports, reading only, whether TakeOver would find a job of
 	// queue at now (0 for the driver's own clock of reservations).
 	Stale(ctx context.Context, queue string, now int64) (bool, error)
@@ -557,6 +562,61 @@ type Driver interface {
 	// after the last attempt is not one.
 	Fail(ctx context.Context, id string, attempt int, f Failure) (bool, error)
 
+	// AddThroughput adds counts to those of their queue and minute, and
+	// timings to those of their minute, queue, job type and bucket, and
+	// deletes the counts and timings of minutes before keepFrom.
+	AddThroughput(ctx context.Context, counts []Throughput, timings []Timing, keepFrom int64) error
+
+	// PruneSucceeded deletes, in one transaction, up to limit of the jobs
+	// kept in succeeded_jobs that finished before before, oldest first,
+	// and returns how many.
+	PruneSucceeded(ctx context.Context, before int64, limit int) (int, error)
+
+	// PruneRates forgets the windows of rate limits that are empty at at
+	// (a key without one has room for its whole rate).
+	PruneRates(ctx context.Context, at int64) error
+
+	// PruneGroups forgets the next places of the groups that are behind
+	// their queue's round (see Job.FairSeq): their next job takes the
+	// round, as one of a group without a place does. The group given the
+	// highest place of each queue is kept.
+	PruneGroups(ctx context.Context) error
+
+	// Paused lists the paused queues, AllQueues among them when every
+	// queue is paused.
+	Paused(ctx context.Context) ([]string, error)
+
+	// CancelRequested returns which of the running jobs ids have a
+	// request to cancel them.
+	CancelRequested(ctx context.Context, ids []string) ([]string, error)
+
+	// ForgetCancel deletes the request to cancel id, once its attempt is
+	// recorded.
+	ForgetCancel(ctx context.Context, id string) error
+
+	// Heartbeat records that the worker w is alive at now, on the clock
+	// of reservations (0 for the driver's own), with what it runs: it
+	// registers w at its first beat. It deletes the rows of workers gone
+	// for GoneForgottenMs. It returns whether a restart was requested of
+	// w (Restart) and, of the attempts running, those that are no longer
+	// their job's current reservation: taken over (their worker was
+	// presumed gone), cancelled, or deleted.
+	Heartbeat(ctx context.Context, w Worker, now int64, running []Attempt) (Beat, error)
+
+	// Deregister deletes the worker id's row: it stopped.
+	Deregister(ctx context.Context, id string) error
+}
+
+// Admin is what operators and the read side use: failed jobs and their
+// retries, pauses, cancels, the counts and pages of queue:status and the
+// dashboard, and the registered workers.
+type Admin interface {
+	// Throttles returns the rate limits whose window is full at at (0 for
+	// the driver's own clock of reservations), the first to reopen first:
+	// of queue, its own and those of the keys whose jobs wait on it; of
+	// every queue for "".
+	Throttles(ctx context.Context, queue string, at int64) ([]Throttle, error)
+
 	// Failed lists up to limit failed jobs, oldest failure first, from
 	// the first after the failure after (the zero FailedKey: from the
 	// first), with their payloads only when payloads is true.
@@ -580,11 +640,6 @@ type Driver interface {
 	// none.
 	DeleteFailed(ctx context.Context, id string) error
 
-	// AddThroughput adds counts to those of their queue and minute, and
-	// timings to those of their minute, queue, job type and bucket, and
-	// deletes the counts and timings of minutes before keepFrom.
-	AddThroughput(ctx context.Context, counts []Throughput, timings []Timing, keepFrom int64) error
-
 	// Timings lists the timings of the minutes from since on, of queue and
 	// of the job type name where they are set, by minute.
 	Timings(ctx context.Context, since int64, queue, name string) ([]Timing, error)
@@ -603,24 +658,9 @@ type Driver interface {
 	// table's search is a range of its primary key.
 	JobIDs(ctx context.Context, from, to string, limit int) ([]string, error)
 
-	// PruneSucceeded deletes, in one transaction, up to limit of the jobs
-	// kept in succeeded_jobs that finished before before, oldest first,
-	// and returns how many.
-	PruneSucceeded(ctx context.Context, before int64, limit int) (int, error)
-
 	// PruneFailed deletes, in one transaction, up to limit of the failed
 	// jobs that failed before before, oldest first, and returns how many.
 	PruneFailed(ctx context.Context, before int64, limit int) (int, error)
-
-	// PruneRates forgets the windows of rate limits that are empty at at
-	// (a key without one has room for its whole rate).
-	PruneRates(ctx context.Context, at int64) error
-
-	// PruneGroups forgets the next places of the groups that are behind
-	// their queue's round (see Job.FairSeq): their next job takes the
-	// round, as one of a group without a place does. The group given the
-	// highest place of each queue is kept.
-	PruneGroups(ctx context.Context) error
 
 	// Pause records queue (AllQueues for every queue) as paused at now;
 	// pausing a paused queue changes nothing. Workers read the paused
@@ -632,10 +672,6 @@ type Driver interface {
 	// for AllQueues) and reports whether there was one.
 	Resume(ctx context.Context, queue string) (bool, error)
 
-	// Paused lists the paused queues, AllQueues among them when every
-	// queue is paused.
-	Paused(ctx context.Context) ([]string, error)
-
 	// Cancel cancels the job id: one waiting or delayed is moved to the
 	// failed jobs, its error CancelledError, at now (Removed); for one
 	// running, a request is kept for its worker to read with
@@ -643,14 +679,6 @@ type Driver interface {
 	// tells them at once. ErrNoJob when id is neither. It forgets the
 	// requests of jobs no longer running.
 	Cancel(ctx context.Context, id string, now int64) (Cancelled, error)
-
-	// CancelRequested returns which of the running jobs ids have a
-	// request to cancel them.
-	CancelRequested(ctx context.Context, ids []string) ([]string, error)
-
-	// ForgetCancel deletes the request to cancel id, once its attempt is
-	// recorded.
-	ForgetCancel(ctx context.Context, id string) error
 
 	// Purge deletes every job of queue, whatever its state, and returns
 	// how many there were; a database driver then clears what the rows
@@ -675,23 +703,11 @@ type Driver interface {
 	// limit for each queue: a count of limit means limit or more.
 	Stats(ctx context.Context, now, at int64, limit int) ([]Stats, error)
 
-	// Heartbeat records that the worker w is alive at now, on the clock
-	// of reservations (0 for the driver's own), with what it runs: it
-	// registers w at its first beat. It deletes the rows of workers gone
-	// for GoneForgottenMs. It returns whether a restart was requested of
-	// w (Restart) and, of the attempts running, those that are no longer
-	// their job's current reservation: taken over (their worker was
-	// presumed gone), cancelled, or deleted.
-	Heartbeat(ctx context.Context, w Worker, now int64, running []Attempt) (Beat, error)
-
 	// Restart requests a restart of every registered worker that has not
 	// been asked yet, at now (on the queue's clock), and returns the
 	// workers it asked: each learns it at its next Heartbeat. A worker
 	// that registers after it is not asked.
 	Restart(ctx context.Context, now int64) ([]Worker, error)
-
-	// Deregister deletes the worker id's row: it stopped.
-	Deregister(ctx context.Context, id string) error
 
 	// Workers lists, reading only, the registered workers, by when they
 	// started, then id, and the time at on the clock of reservations (now

@@ -350,6 +350,16 @@ type FlowsQuery struct {
 	Limit  int
 }
 
+// Finisher completes the jobs of flows' steps: the engine's part of
+// Flows (see Core).
+type Finisher interface {
+	// Finish is Complete for jobs of flows or with results (an Attempt's
+	// Flow or Result set): in one transaction it deletes them, keeps
+	// their results and resolves their flows. It returns the ids it
+	// deleted.
+	Finish(ctx context.Context, done []Attempt, keep bool) ([]string, error)
+}
+
 // Flows stores flows: every driver is one.
 type Flows interface {
 	// StartFlow stores nf in uow when it is not nil (as Insert does): its
@@ -358,11 +368,7 @@ type Flows interface {
 	// AddSteps adds steps (and their edges) to the running flow id:
 	// ErrNoFlow, or ErrFlowEnded when every step of it has ended.
 	AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, steps []*Step, edges []Edge) error
-	// Finish is Complete for jobs of flows or with results (an Attempt's
-	// Flow or Result set): in one transaction it deletes them, keeps
-	// their results and resolves their flows. It returns the ids it
-	// deleted.
-	Finish(ctx context.Context, done []Attempt, keep bool) ([]string, error)
+	Finisher
 	// CancelFlow cancels the flow id: its held steps and callbacks and its
 	// waiting jobs end as cancelled (its jobs moved to the failed jobs),
 	// its running jobs are asked to stop, and nothing of it runs after.

@@ -19,7 +19,7 @@ var ErrReservationLost = errors.New("the job was taken over by another worker: t
 // Heartbeats keep a registration in the store's registry: the first beat
 // registers it, one every Every keeps it alive, and stopping deletes it.
 type Heartbeats struct {
-	Store  driver.Driver
+	Store  driver.Core
 	Worker driver.Worker // its ID set
 	Every  time.Duration
 	// ReservedAt is the time of a beat, on the clock of reservations (0

@@ -23,7 +23,7 @@ import (
 // Config is what the engine runs on: one per queue, shared by its calls
 // of Run.
 type Config struct {
-	Store driver.Driver
+	Store driver.Core // the hot path alone: no operator's method
 	// Handler returns the handler of a job type, and false when this
 	// binary has none.
 	Handler func(name string) (Handle, bool)
