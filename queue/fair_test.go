@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -146,19 +144,8 @@ func TestFairnessHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		const total = 227
-		var workers []*exec.Cmd
-		var wg sync.WaitGroup
-		for range 2 {
-			cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "2", "--stop-when-empty")
-			workers = append(workers, cmd)
-			wg.Go(func() {
-				out, _ := io.ReadAll(stdout)
-				if err := cmd.Wait(); err != nil || strings.Contains(stderr.String(), "level=ERROR") {
-					t.Errorf("a worker exited with %v\n%s\n%s", err, out, stderr)
-				}
-			})
-		}
-		wg.Wait()
+		_, wait := workerChildren(t, url, 2, "queue:work", "--workers", "2", "--stop-when-empty")
+		wait()
 		var runs, firsts int
 		if err := d.QueryRowContext(ctx, "SELECT count(*), sum(CASE WHEN attempt = 1 THEN 1 ELSE 0 END) FROM fair_starts").Scan(&runs, &firsts); err != nil {
 			t.Fatal(err)

@@ -386,6 +386,26 @@ func worker(t *testing.T, url string, args ...string) (*exec.Cmd, io.WriteCloser
 	return workerIn(t, url, nil, args...)
 }
 
+// workerChildren starts n worker children (`crm ARGS`) on the database at url,
+// and returns them and what waits until they exit, failing the test for
+// one that exits with an error or logs one.
+func workerChildren(t *testing.T, url string, n int, args ...string) ([]*exec.Cmd, func()) {
+	t.Helper()
+	var cmds []*exec.Cmd
+	var wg sync.WaitGroup
+	for range n {
+		cmd, _, stdout, stderr := worker(t, url, args...)
+		cmds = append(cmds, cmd)
+		wg.Go(func() {
+			out, _ := io.ReadAll(stdout)
+			if err := cmd.Wait(); err != nil || strings.Contains(stderr.String(), "level=ERROR") {
+				t.Errorf("a worker exited with %v\n%s\n%s", err, out, stderr)
+			}
+		})
+	}
+	return cmds, wg.Wait
+}
+
 // workerIn is worker with the variables env added to its environment.
 // A -short run skips the test there (see startsProcesses).
 func workerIn(t *testing.T, url string, env []string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncBuffer) {
@@ -942,18 +962,7 @@ func TestARateLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var workers []*exec.Cmd
-		var wg sync.WaitGroup
-		for range 2 {
-			cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "4")
-			workers = append(workers, cmd)
-			wg.Go(func() {
-				out, _ := io.ReadAll(stdout)
-				if err := cmd.Wait(); err != nil || strings.Contains(stderr.String(), "level=ERROR") {
-					t.Errorf("a worker exited with %v\n%s\n%s", err, out, stderr)
-				}
-			})
-		}
+		children, wait := workerChildren(t, url, 2, "queue:work", "--workers", "4")
 		// --stop-when-empty would stop while jobs wait for the limit: the
 		// test waits for the jobs' rows, then stops the workers.
 		type start struct{ reserved, at int64 }
@@ -977,10 +986,10 @@ func TestARateLimitHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		for _, cmd := range workers {
+		for _, cmd := range children {
 			cmd.Process.Signal(syscall.SIGTERM)
 		}
-		wg.Wait()
+		wait()
 		var runs, distinct, firsts int
 		if err := d.QueryRowContext(ctx, "SELECT count(*), count(DISTINCT n), sum(CASE WHEN attempt = 1 THEN 1 ELSE 0 END) FROM rate_starts").Scan(&runs, &distinct, &firsts); err != nil {
 			t.Fatal(err)

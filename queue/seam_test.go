@@ -3,11 +3,7 @@ package queue_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"os/exec"
 	"slices"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -94,18 +90,7 @@ func TestNoSearchTakesAJobPastItsRule(t *testing.T) {
 				case "waiting before the workers start":
 					dispatch()
 				}
-				var workers []*exec.Cmd
-				var wg sync.WaitGroup
-				for range 2 {
-					cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "4")
-					workers = append(workers, cmd)
-					wg.Go(func() {
-						out, _ := io.ReadAll(stdout)
-						if err := cmd.Wait(); err != nil || strings.Contains(stderr.String(), "level=ERROR") {
-							t.Errorf("a worker exited with %v\n%s\n%s", err, out, stderr)
-						}
-					})
-				}
+				children, wait := workerChildren(t, url, 2, "queue:work", "--workers", "4")
 				count := func(query string) int {
 					t.Helper()
 					var n int
@@ -140,10 +125,10 @@ func TestNoSearchTakesAJobPastItsRule(t *testing.T) {
 						break
 					}
 				}
-				for _, cmd := range workers {
+				for _, cmd := range children {
 					cmd.Process.Signal(syscall.SIGTERM)
 				}
-				wg.Wait()
+				wait()
 				if n := count("SELECT count(*) FROM ctl_runs WHERE attempt = 1") + count("SELECT count(*) FROM rate_starts WHERE attempt = 1") +
 					count("SELECT first_attempts FROM lim_running") + count("SELECT count(*) FROM fair_starts WHERE attempt = 1"); n != len(jobs) {
 					t.Fatalf("%d first attempts ran; want each of the %d jobs once", n, len(jobs))
