@@ -39,6 +39,9 @@ const (
 	lookupSucceeded = "SELECT " + succeededColumns + " FROM succeeded_jobs WHERE id = ?"
 	// pruneSucceeded deletes a batch of the oldest, found in
 	// succeeded_jobs_finished_at.
+	// purgeKept deletes the successes kept of a queue (Purge, for
+	// queue:bench): a walk of the table, which has no index by queue.
+	purgeKept      = "DELETE FROM succeeded_jobs WHERE queue = ?"
 	pruneSucceeded = "DELETE FROM succeeded_jobs WHERE id IN (SELECT id FROM succeeded_jobs WHERE finished_at < ? ORDER BY finished_at, id LIMIT ?)"
 )
 
@@ -52,11 +55,19 @@ func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep
 		return nil, err
 	}
 	ids := make([]string, 0, len(done))
+	kept, err := s.prepared(ctx, sqliteKeep)
+	if err != nil {
+		return nil, err
+	}
+	del, err := s.prepared(ctx, s.q.complete)
+	if err != nil {
+		return nil, err
+	}
 	err = s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, sqliteKeep, string(batch)); err != nil {
+		if _, err := tx.StmtContext(ctx, kept).ExecContext(ctx, string(batch)); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, s.q.complete, string(batch))
+		rows, err := tx.StmtContext(ctx, del).QueryContext(ctx, string(batch))
 		if err != nil {
 			return err
 		}
