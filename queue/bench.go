@@ -264,7 +264,7 @@ func memory() (rss, heap int64) {
 // throughput, work throughput of o.Jobs no-op jobs with o.Workers handlers
 // (from the start until the last completion is stored), and the latency
 // from dispatch to handler start for jobs dispatched 5 ms apart to idle
-// workers. It deletes its jobs when it ends.
+// workers. It deletes its jobs, and the successes it kept, when it ends.
 func (q *Queue) bench(ctx context.Context, o benchOptions) (benchResult, error) {
 	if o.Jobs == 0 {
 		o.Jobs = 10_000
@@ -543,7 +543,7 @@ func benchCommand() app.Command {
 		Name:  "queue:bench",
 		Usage: "Measure the queue on the configured database",
 		Description: "Dispatches --jobs no-op jobs on the queue " + benchQueueName + ", works them with --workers handlers,\n" +
-			"then measures the latency of --latency jobs dispatched 5 ms apart to idle workers. It deletes its jobs when it ends.",
+			"then measures the latency of --latency jobs dispatched 5 ms apart to idle workers. It deletes its jobs, and the successes it kept, when it ends.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Value: 10_000, Usage: "jobs to dispatch and work"},
 			&cli.IntFlag{Name: "workers", Usage: "jobs run at once", DefaultText: "queue.workers"},

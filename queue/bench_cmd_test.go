@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue"
@@ -49,6 +50,14 @@ $`)
 			}
 			if n := strings.Count(a.Logs(), `msg="job attempt"`); n != 0 {
 				t.Fatalf("%d attempts logged without --log-jobs:\n%s", n, a.Logs())
+			}
+			// The history keeps successes an hour by default; the bench's
+			// go with its jobs.
+			if keep := q.Inspector().KeepSucceeded(); keep != time.Hour {
+				t.Fatalf("keep_succeeded by default: %s, want 1h", keep)
+			}
+			if kept, _, err := q.Inspector().Jobs(context.Background(), queue.JobsQuery{State: queue.StateSucceeded}); err != nil || len(kept) != 0 {
+				t.Fatalf("after queue:bench the history holds %d jobs (%v), want none", len(kept), err)
 			}
 			if b.name == "postgres" { // it vacuumed the dead rows it left
 				var vacuumed bool

@@ -28,7 +28,9 @@ const (
 	Memory Driver = "memory"
 )
 
-// Config is the [queue] section of the configuration.
+// Config is the [queue] section of the configuration. The defaults
+// are DefaultConfig's; in a Config written in code a zero field takes
+// its default, except KeepSucceeded, whose zero keeps none.
 type Config struct {
 	// Driver is "database" (the default) or "memory".
 	Driver Driver `koanf:"driver" validate:"oneof=database memory"`
@@ -58,9 +60,9 @@ type Config struct {
 	// KeepSucceeded is how long the jobs that succeed stay readable in
 	// the history (queue:job ID, Inspector.Job and Jobs, the dashboard),
 	// with their run and queue wait, worker and every failed attempt's
-	// error, such as "24h"; default "0s", none kept, at most 8760h (a
-	// year). The workers prune what is older, once a minute per process,
-	// a thousand to a transaction.
+	// error, such as "24h"; default "1h", "0s" keeps none, at most 8760h
+	// (a year). The workers prune what is older, once a minute per
+	// process, a thousand to a transaction.
 	KeepSucceeded time.Duration `koanf:"keep_succeeded"`
 	// MaxSnoozes is how many times a job may snooze (queue.Snooze) before
 	// asking once more fails it; default 100, from 1 to 1000000.
@@ -107,7 +109,7 @@ type MonitorConfig struct {
 // DefaultConfig returns the defaults of the [queue] section.
 func DefaultConfig() Config {
 	return Config{Driver: Database, DefaultQueue: "default", Workers: 4, PollIntervalMs: 1000, Queues: []string{"high", "default"},
-		RescueAfter: 15 * time.Second, MaxSnoozes: 100}
+		RescueAfter: 15 * time.Second, MaxSnoozes: 100, KeepSucceeded: time.Hour}
 }
 
 // The bounds of Config.RescueAfter, Config.KeepSucceeded and Config.StopTimeout.

@@ -681,7 +681,8 @@ type Admin interface {
 	Cancel(ctx context.Context, id string, now int64) (Cancelled, error)
 
 	// Purge deletes every job of queue, whatever its state, and returns
-	// how many there were; a database driver then clears what the rows
+	// how many there were (the successes kept of it go too, uncounted);
+	// a database driver then clears what the rows
 	// left behind (PostgreSQL vacuums jobs), so that workers do not walk
 	// it (queue:bench cleans up with it).
 	Purge(ctx context.Context, queue string) (int, error)

@@ -1074,8 +1074,19 @@ func TestHistoryKeepsEveryFailureAndTheSuccesses(t *testing.T) {
 			len(infos) != 1 || infos[0].ID != j.ID {
 			t.Fatalf("Jobs(succeeded of a, after the first) = %+v, %v", infos, err)
 		}
-		if n, err := s.PruneSucceeded(ctx, 400, 10); n != 1 || err != nil {
-			t.Fatalf("PruneSucceeded(before 400) = %d, %v; want the one that finished at 390", n, err)
+		// A purge of queue b (queue:bench's clean-up) takes its kept job,
+		// and leaves a's.
+		if n, err := s.Purge(ctx, "b"); n != 0 || err != nil {
+			t.Fatalf("Purge(b) = %d, %v; want 0 (kept successes are not counted)", n, err)
+		}
+		if _, err := s.Lookup(ctx, jobs[0].ID); !errors.Is(err, driver.ErrNoJob) {
+			t.Fatalf("Lookup of b's kept job after its queue's purge: %v; want ErrNoJob", err)
+		}
+		if found, err := s.Lookup(ctx, j.ID); err != nil || found.Succeeded == nil {
+			t.Fatalf("Lookup of a's kept job after b's purge = %+v, %v", found, err)
+		}
+		if n, err := s.PruneSucceeded(ctx, 400, 10); n != 0 || err != nil {
+			t.Fatalf("PruneSucceeded(before 400) = %d, %v; want none, the one that finished at 390 purged", n, err)
 		}
 		if n, err := s.PruneSucceeded(ctx, 401, 10); n != 1 || err != nil {
 			t.Fatalf("PruneSucceeded(before 401) = %d, %v", n, err)

@@ -269,6 +269,9 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 		if err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, d.words(purgeKept), queue); err != nil {
+			return err
+		}
 		h, _ := held.RowsAffected()
 		j, _ := jobs.RowsAffected()
 		n = int(h + j)

@@ -849,6 +849,7 @@ func (d *Driver) Purge(ctx context.Context, queue string) (int, error) {
 		d.remove(j)
 	}
 	delete(d.lines, queue)
+	maps.DeleteFunc(d.kept, func(_ string, s driver.SucceededJob) bool { return s.Queue == queue })
 	return n + len(purged), nil
 }
 
