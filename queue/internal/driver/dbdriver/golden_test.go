@@ -39,6 +39,9 @@ func TestReservationsAsRendered(t *testing.T) {
 				"take-over":                 b.q.takeOver,
 				"complete":                  b.q.complete,
 			}
+			if b.q.reserveSized != nil { // PostgreSQL's, one a size: the one of 16
+				shapes["reserve-16"] = b.q.reserveSized[16]
+			}
 			for _, prio := range []bool{false, true} {
 				for _, rated := range []bool{false, true} {
 					name := "fair"

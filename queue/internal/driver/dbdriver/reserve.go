@@ -65,23 +65,57 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 		return b.reserveFair(ctx, nil, at, r, false)
 	}
 	var jobs []*driver.Job
-	stmt := b.q.reserve
-	if r.Prioritized {
-		stmt = b.q.reservePrioritized
-	}
-	err = b.query(ctx, b.only(stmt, r.Only), b.q.reserveArgs(at, r), func(rows *sql.Rows) error {
-		j, err := scanJob(rows)
-		jobs = append(jobs, j)
-		return err
-	})
-	if err != nil {
-		return nil, err
+	if r.Prioritized || b.q.reserveSized == nil {
+		stmt := b.q.reserve
+		if r.Prioritized {
+			stmt = b.q.reservePrioritized
+		}
+		if jobs, err = b.reserveWith(ctx, b.only(stmt, r.Only), b.q.reserveArgs(at, r), nil); err != nil {
+			return nil, err
+		}
+	} else {
+		jobs, err = b.reserveSized(ctx, at, r)
 	}
 	for _, j := range jobs {
 		j.ReservedBy = r.By
 	}
 	sortReserved(jobs)
+	return jobs, err
+}
+
+// reserveSized reserves on PostgreSQL by due time with the statements of
+// reserveSizes, until the limit is reached or one takes fewer than its
+// size (the search found every job due). A statement that fails
+// reserved nothing; the jobs of those before it are returned with its
+// error, so that they run rather than wait for their takeover.
+func (b *base) reserveSized(ctx context.Context, at any, r driver.Reservation) ([]*driver.Job, error) {
+	args := b.q.reserveArgs(at, r)
+	args = args[:len(args)-1] // all but the limit, which each writes in
+	var jobs []*driver.Job
+	for left := r.Limit; left > 0; {
+		size, before := sizedReservation(left), len(jobs)
+		more, err := b.reserveWith(ctx, b.only(b.q.reserveSized[size], r.Only), args, jobs)
+		if err != nil {
+			return jobs[:before], err
+		}
+		jobs = more
+		if took := len(jobs) - before; took < size {
+			break
+		}
+		left -= size
+	}
 	return jobs, nil
+}
+
+// reserveWith runs the reservation stmt with args and appends the jobs it
+// reserved to jobs.
+func (b *base) reserveWith(ctx context.Context, stmt string, args []any, jobs []*driver.Job) ([]*driver.Job, error) {
+	err := b.query(ctx, stmt, args, func(rows *sql.Rows) error {
+		j, err := scanJob(rows)
+		jobs = append(jobs, j)
+		return err
+	})
+	return jobs, err
 }
 
 // sortReserved puts jobs in the order of reservations: RETURNING gives

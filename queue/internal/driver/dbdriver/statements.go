@@ -15,6 +15,10 @@ type statements struct {
 	insertKeyed, insertUniqueKeyed                 string // insert's and insertUnique's of a keyed job
 	reserve, takeOver, behind, stale, unreserve    string
 	reservePrioritized                             string
+	// reserveSized, on PostgreSQL, is reserve with its LIMIT written in
+	// as a constant, one statement for each of the sizes of reserveSizes
+	// (nil on SQLite): see sizedReservation.
+	reserveSized map[int]string
 	// The reservations of a queue where jobs with a rate limit may wait:
 	// reserve's and reservePrioritized's, leaving out the keys whose
 	// window is full at the time of the argument they take after each of
@@ -103,12 +107,12 @@ func sqliteWords(s string) string { return strings.ReplaceAll(s, "LIMIT ?", "LIM
 // completion's coalesce keeps it off the index of reserved rows for the
 // same reason.
 func postgresStatements() statements {
-	q := common(pgAt, " FOR UPDATE SKIP LOCKED", postgresAppendError,
-		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
-			"UPDATE jobs SET reserved_at = "+pgAt+", reserved_by = ?, attempts = jobs.attempts + 1 "+
-			"FROM lazy WHERE jobs.id = ANY(ARRAY("+
-			"SELECT id FROM jobs WHERE "+doesAll+" AND queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? "+
-			"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING "+prefixed("jobs.", columns),
+	reserve := "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) " +
+		"UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 " +
+		"FROM lazy WHERE jobs.id = ANY(ARRAY(" +
+		"SELECT id FROM jobs WHERE " + doesAll + " AND queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? " +
+		"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING " + prefixed("jobs.", columns)
+	q := common(pgAt, " FOR UPDATE SKIP LOCKED", postgresAppendError, reserve,
 		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
 			"DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int) "+
 			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) "+
@@ -135,7 +139,36 @@ func postgresStatements() statements {
 		does := r.Does()
 		return []any{r.Queue, does, r.Queue, r.Now, r.Limit, r.Queue, does, r.Queue, r.From, r.Now, r.Limit, r.Queue, does, r.Queue, r.Now, r.Limit, at, nullable(r.By)}
 	}
+	q.reserveSized = make(map[int]string, len(reserveSizes))
+	for _, n := range reserveSizes {
+		q.reserveSized[n] = numbered(strings.Replace(reserve, "LIMIT ?", "LIMIT "+strconv.Itoa(n), 1))
+	}
 	return q
+}
+
+// reserveSizes are the sizes of PostgreSQL's reservations by due time,
+// each a statement of its own with its LIMIT a constant: every count up
+// to 16, the free handlers of a small worker, then powers of two.
+//
+// With LIMIT a parameter, the plan PostgreSQL keeps for a prepared
+// statement must do for any limit, and it assumes a tenth of the rows:
+// against the plan made for 4 jobs it looks dear, so the server plans
+// the statement anew at every execution (plan_cache_mode auto), half of
+// a reservation's time with a backlog, and more with each index a
+// feature adds to jobs. With a constant it keeps one plan; a reservation
+// of 37 runs the statements of 32 and 5 (sizedReservation).
+var reserveSizes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 64, 128, 256, 512, 1024}
+
+// sizedReservation is the size of the next statement of a reservation
+// of limit jobs: the largest of reserveSizes not above it.
+func sizedReservation(limit int) int {
+	size := reserveSizes[0]
+	for _, n := range reserveSizes {
+		if n <= limit {
+			size = n
+		}
+	}
+	return size
 }
 
 // doesAll is the test that every search of a reservation starts with: no

@@ -1,0 +1,106 @@
+package dbdriver
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// TestPostgreSQLKeepsOnePlanOfAReservation: with 2,000 jobs waiting, 30
+// reservations of 4 on one connection: PostgreSQL plans the statement
+// of size 4 five times (plan_cache_mode auto tries custom plans first)
+// and then runs the plan it keeps, where the statement with its LIMIT a
+// parameter, the one before, is planned anew at every execution.
+func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
+	d := migrated(t, dbtest.MigratedPostgresURL(t, queueSets...))
+	d.SetMaxOpenConns(1) // pg_prepared_statements is the connection's
+	p := newPostgres(d)
+	ctx := context.Background()
+	jobs := make([]*driver.Job, 20000)
+	for i := range jobs {
+		jobs[i] = job(i)
+		jobs[i].AvailableAt = int64(i + 1)
+	}
+	for c := range slices.Chunk(jobs, 1000) {
+		if _, err := p.InsertMany(ctx, nil, c, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.ExecContext(ctx, "VACUUM ANALYZE jobs"); err != nil {
+		t.Fatal(err)
+	}
+	r := driver.Reservation{Queue: "default", Now: 1 << 40, Limit: 4}
+	plans := func(stmt string) (generic, custom int) {
+		t.Helper()
+		if err := d.DB.DB.QueryRowContext(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", stmt).Scan(&generic, &custom); err != nil {
+			t.Fatalf("the statement is not prepared on the connection: %v", err)
+		}
+		return generic, custom
+	}
+	for range 30 {
+		if got, err := p.Reserve(ctx, r); err != nil || len(got) != 4 {
+			t.Fatalf("Reserve = %d jobs, %v", len(got), err)
+		}
+	}
+	if generic, custom := plans(p.q.reserveSized[4]); generic != 25 || custom != 5 {
+		t.Errorf("the reservation of 4: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
+	}
+	args := p.q.reserveArgs(nil, r)
+	for range 30 {
+		if got, err := p.reserveWith(ctx, p.q.reserve, args, nil); err != nil || len(got) != 4 {
+			t.Fatalf("reserve with a LIMIT parameter = %d jobs, %v", len(got), err)
+		}
+	}
+	if generic, custom := plans(p.q.reserve); custom != 30 {
+		t.Errorf("the reservation with a LIMIT parameter: %d generic plans and %d custom ones; want 30 custom (its kept plan looks dearer)", generic, custom)
+	}
+}
+
+// TestAReservationTakesItsLimitExactly: whatever the limit and however
+// many jobs wait, a reservation takes the first min(limit, waiting) by
+// due time (on PostgreSQL in statements of reserveSizes).
+func TestAReservationTakesItsLimitExactly(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			drv, d := openDriver(t, name)
+			ctx := context.Background()
+			n := 0
+			for _, waiting := range []int{0, 1, 16, 17, 40} {
+				for _, limit := range []int{1, 3, 16, 17, 31, 33, 40, 1100} {
+					if _, err := d.ExecContext(ctx, "DELETE FROM jobs"); err != nil {
+						t.Fatal(err)
+					}
+					jobs := make([]*driver.Job, waiting)
+					var want []string
+					for i := range jobs {
+						jobs[i] = job(n)
+						jobs[i].AvailableAt = int64(1000 - i) // due in the opposite order of their ids
+						n++
+					}
+					for i := len(jobs) - 1; i >= 0 && len(want) < limit; i-- {
+						want = append(want, jobs[i].ID)
+					}
+					if waiting > 0 {
+						if _, err := drv.InsertMany(ctx, nil, jobs, 1); err != nil {
+							t.Fatal(err)
+						}
+					}
+					got, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: 2000, At: 2000, Limit: limit})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ids := make([]string, len(got))
+					for i, j := range got {
+						ids[i] = j.ID
+					}
+					if !slices.Equal(ids, want) {
+						t.Fatalf("%d waiting, limit %d: reserved %d jobs %v;\nwant %d %v", waiting, limit, len(ids), ids, len(want), want)
+					}
+				}
+			}
+		})
+	}
+}

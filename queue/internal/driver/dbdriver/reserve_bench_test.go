@@ -1,0 +1,63 @@
+package dbdriver
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// BenchmarkReserveWithABacklog measures a reservation of 4 jobs and
+// their completion on PostgreSQL with a backlog in analyzed statistics
+// (as autovacuum leaves a busy table): the statements of reserveSizes,
+// and the one statement with LIMIT a parameter that they replaced,
+// which the server plans anew at every execution: go test
+// ./queue/internal/driver/dbdriver -run '^$' -bench ReserveWithABacklog
+// -benchtime 5000x.
+func BenchmarkReserveWithABacklog(b *testing.B) {
+	for _, shape := range []string{"sized", "limit-parameter"} {
+		b.Run(shape, func(b *testing.B) {
+			d := migrated(b, dbtest.MigratedPostgresURL(b, queueSets...))
+			p := newPostgres(d)
+			ctx := context.Background()
+			jobs := make([]*driver.Job, 4*b.N+20_000)
+			for i := range jobs {
+				jobs[i] = job(i)
+				jobs[i].AvailableAt = int64(i + 1)
+			}
+			for c := range slices.Chunk(jobs, 1000) {
+				if _, err := p.InsertMany(ctx, nil, c, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := d.ExecContext(ctx, "VACUUM ANALYZE jobs"); err != nil {
+				b.Fatal(err)
+			}
+			var from int64
+			b.ResetTimer()
+			for range b.N {
+				r := driver.Reservation{Queue: "default", Now: 1 << 40, From: from, Limit: 4}
+				var got []*driver.Job
+				var err error
+				if shape == "sized" {
+					got, err = p.Reserve(ctx, r)
+				} else {
+					got, err = p.reserveWith(ctx, p.q.reserve, p.q.reserveArgs(nil, r), nil)
+				}
+				if err != nil || len(got) != 4 {
+					b.Fatal(len(got), err)
+				}
+				done := make([]driver.Attempt, len(got))
+				for i, j := range got {
+					done[i] = driver.Attempt{ID: j.ID, Attempt: j.Attempts}
+					from = max(from, j.AvailableAt)
+				}
+				if _, err := p.Complete(ctx, done, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
