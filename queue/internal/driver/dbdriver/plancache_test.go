@@ -1,6 +1,7 @@
 package dbdriver
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"testing"
@@ -48,6 +49,16 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 	if generic, custom := plans(p.q.reserveSized[4]); generic != 25 || custom != 5 {
 		t.Errorf("the reservation of 4: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
 	}
+	byPriority := r
+	byPriority.Prioritized = true
+	for range 30 {
+		if got, err := p.Reserve(ctx, byPriority); err != nil || len(got) != 4 {
+			t.Fatalf("Reserve by priority = %d jobs, %v", len(got), err)
+		}
+	}
+	if generic, custom := plans(p.q.prioritizedSized[4]); generic != 25 || custom != 5 {
+		t.Errorf("the reservation of 4 by priority: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
+	}
 	args := p.q.reserveArgs(nil, r)
 	for range 30 {
 		if got, err := p.reserveWith(ctx, p.q.reserve, args, nil); err != nil || len(got) != 4 {
@@ -61,43 +72,52 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 
 // TestAReservationTakesItsLimitExactly: whatever the limit and however
 // many jobs wait, a reservation takes the first min(limit, waiting) by
-// due time (on PostgreSQL in statements of reserveSizes).
+// due time, or by priority and then due time (on PostgreSQL in
+// statements of reserveSizes).
 func TestAReservationTakesItsLimitExactly(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			drv, d := openDriver(t, name)
 			ctx := context.Background()
 			n := 0
-			for _, waiting := range []int{0, 1, 16, 17, 40} {
-				for _, limit := range []int{1, 3, 16, 17, 31, 33, 40, 1100} {
-					if _, err := d.ExecContext(ctx, "DELETE FROM jobs"); err != nil {
-						t.Fatal(err)
-					}
-					jobs := make([]*driver.Job, waiting)
-					var want []string
-					for i := range jobs {
-						jobs[i] = job(n)
-						jobs[i].AvailableAt = int64(1000 - i) // due in the opposite order of their ids
-						n++
-					}
-					for i := len(jobs) - 1; i >= 0 && len(want) < limit; i-- {
-						want = append(want, jobs[i].ID)
-					}
-					if waiting > 0 {
-						if _, err := drv.InsertMany(ctx, nil, jobs, 1); err != nil {
+			for _, prioritized := range []bool{false, true} {
+				for _, waiting := range []int{0, 1, 16, 17, 40} {
+					for _, limit := range []int{1, 3, 16, 17, 31, 33, 40, 1100} {
+						if _, err := d.ExecContext(ctx, "DELETE FROM jobs"); err != nil {
 							t.Fatal(err)
 						}
-					}
-					got, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: 2000, At: 2000, Limit: limit})
-					if err != nil {
-						t.Fatal(err)
-					}
-					ids := make([]string, len(got))
-					for i, j := range got {
-						ids[i] = j.ID
-					}
-					if !slices.Equal(ids, want) {
-						t.Fatalf("%d waiting, limit %d: reserved %d jobs %v;\nwant %d %v", waiting, limit, len(ids), ids, len(want), want)
+						jobs := make([]*driver.Job, waiting)
+						for i := range jobs {
+							jobs[i] = job(n)
+							jobs[i].AvailableAt = int64(1000 - i) // due in the opposite order of their ids
+							if prioritized {
+								jobs[i].Priority = i%3 - 1 // -1, 0 and 1
+							}
+							n++
+						}
+						if waiting > 0 {
+							if _, err := drv.InsertMany(ctx, nil, jobs, 1); err != nil {
+								t.Fatal(err)
+							}
+						}
+						// The reference: by priority, then due time, the first limit.
+						order := slices.Clone(jobs)
+						slices.SortStableFunc(order, func(a, b *driver.Job) int { return cmp.Or(b.Priority-a.Priority, cmp.Compare(a.AvailableAt, b.AvailableAt)) })
+						var want []string
+						for _, j := range order[:min(limit, waiting)] {
+							want = append(want, j.ID)
+						}
+						got, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: 2000, At: 2000, Limit: limit, Prioritized: prioritized})
+						if err != nil {
+							t.Fatal(err)
+						}
+						ids := make([]string, len(got))
+						for i, j := range got {
+							ids[i] = j.ID
+						}
+						if !slices.Equal(ids, want) {
+							t.Fatalf("%d waiting (prioritized %t), limit %d: reserved %d jobs %v;\nwant %d %v", waiting, prioritized, limit, len(ids), ids, len(want), want)
+						}
 					}
 				}
 			}

@@ -65,7 +65,7 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 		return b.reserveFair(ctx, nil, at, r, false)
 	}
 	var jobs []*driver.Job
-	if r.Prioritized || b.q.reserveSized == nil {
+	if b.q.reserveSized == nil {
 		stmt := b.q.reserve
 		if r.Prioritized {
 			stmt = b.q.reservePrioritized
@@ -83,18 +83,20 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 	return jobs, err
 }
 
-// reserveSized reserves on PostgreSQL by due time with the statements of
-// reserveSizes, until the limit is reached or one takes fewer than its
+// reserveSized reserves on PostgreSQL, by priority or by due time, with
+// the statements of reserveSizes, until the limit is reached or one takes fewer than its
 // size (the search found every job due). A statement that fails
 // reserved nothing; the jobs of those before it are returned with its
 // error, so that they run rather than wait for their takeover.
 func (b *base) reserveSized(ctx context.Context, at any, r driver.Reservation) ([]*driver.Job, error) {
-	args := b.q.reserveArgs(at, r)
-	args = args[:len(args)-1] // all but the limit, which each writes in
+	args, sized := b.q.sizedArgs(at, r), b.q.reserveSized
+	if r.Prioritized {
+		sized = b.q.prioritizedSized
+	}
 	var jobs []*driver.Job
 	for left := r.Limit; left > 0; {
 		size, before := sizedReservation(left), len(jobs)
-		more, err := b.reserveWith(ctx, b.only(b.q.reserveSized[size], r.Only), args, jobs)
+		more, err := b.reserveWith(ctx, b.only(sized[size], r.Only), args, jobs)
 		if err != nil {
 			return jobs[:before], err
 		}

@@ -15,10 +15,12 @@ type statements struct {
 	insertKeyed, insertUniqueKeyed                 string // insert's and insertUnique's of a keyed job
 	reserve, takeOver, behind, stale, unreserve    string
 	reservePrioritized                             string
-	// reserveSized, on PostgreSQL, is reserve with its LIMIT written in
-	// as a constant, one statement for each of the sizes of reserveSizes
-	// (nil on SQLite): see sizedReservation.
-	reserveSized map[int]string
+	// reserveSized and prioritizedSized, on PostgreSQL, are reserve and
+	// reservePrioritized with their LIMIT written in as a constant, a
+	// statement for each of the sizes of reserveSizes (nil on SQLite),
+	// and sizedArgs their arguments: see sizedReservation.
+	reserveSized, prioritizedSized map[int]string
+	sizedArgs                      func(at any, r driver.Reservation) []any
 	// The reservations of a queue where jobs with a rate limit may wait:
 	// reserve's and reservePrioritized's, leaving out the keys whose
 	// window is full at the time of the argument they take after each of
@@ -122,32 +124,45 @@ func postgresStatements() statements {
 	// only what the ones before left of the limit: the jobs of priorities
 	// above 0, then of 0, then below, so that it locks no job it does not
 	// take.
-	above := strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority > 0", 1)
-	below := strings.Replace(strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority < 0", 1),
-		"LIMIT ?", "LIMIT (? - (SELECT count(*) FROM p) - (SELECT count(*) FROM u))", 1)
-	byPriority := "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
-		"p AS (" + above + " FOR UPDATE SKIP LOCKED), " +
-		"u AS (" + strings.Replace(unprioritized, "LIMIT ?", "LIMIT (? - (SELECT count(*) FROM p))", 1) + " FOR UPDATE SKIP LOCKED), " +
-		"n AS (" + below + " FOR UPDATE SKIP LOCKED) " +
-		"UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 " +
-		"FROM lazy WHERE jobs.id = ANY(ARRAY(SELECT id FROM p UNION ALL SELECT id FROM u UNION ALL SELECT id FROM n)) " +
-		"RETURNING " + prefixed("jobs.", columns)
-	q.reservePrioritized = numbered(byPriority)
-	q.reservePrioritizedRated, q.prioRatedAt = ratedIn(byPriority, pgAt)
+	// byPriority is the statement with limit, "?" or a constant, as the
+	// limit of the three searches.
+	byPriority := func(limit string) string {
+		above := strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority > 0", 1)
+		below := strings.Replace(strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority < 0", 1),
+			"LIMIT ?", "LIMIT ("+limit+" - (SELECT count(*) FROM p) - (SELECT count(*) FROM u))", 1)
+		return "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
+			"p AS (" + strings.Replace(above, "LIMIT ?", "LIMIT "+limit, 1) + " FOR UPDATE SKIP LOCKED), " +
+			"u AS (" + strings.Replace(unprioritized, "LIMIT ?", "LIMIT ("+limit+" - (SELECT count(*) FROM p))", 1) + " FOR UPDATE SKIP LOCKED), " +
+			"n AS (" + below + " FOR UPDATE SKIP LOCKED) " +
+			"UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 " +
+			"FROM lazy WHERE jobs.id = ANY(ARRAY(SELECT id FROM p UNION ALL SELECT id FROM u UNION ALL SELECT id FROM n)) " +
+			"RETURNING " + prefixed("jobs.", columns)
+	}
+	q.reservePrioritized = numbered(byPriority("?"))
+	q.reservePrioritizedRated, q.prioRatedAt = ratedIn(byPriority("?"), pgAt)
 	q.reservePrioritizedRated = numbered(q.reservePrioritizedRated)
 	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
 		does := r.Does()
 		return []any{r.Queue, does, r.Queue, r.Now, r.Limit, r.Queue, does, r.Queue, r.From, r.Now, r.Limit, r.Queue, does, r.Queue, r.Now, r.Limit, at, nullable(r.By)}
 	}
 	q.reserveSized = make(map[int]string, len(reserveSizes))
+	q.prioritizedSized = make(map[int]string, len(reserveSizes))
 	for _, n := range reserveSizes {
 		q.reserveSized[n] = numbered(strings.Replace(reserve, "LIMIT ?", "LIMIT "+strconv.Itoa(n), 1))
+		q.prioritizedSized[n] = numbered(byPriority(strconv.Itoa(n)))
+	}
+	q.sizedArgs = func(at any, r driver.Reservation) []any {
+		if !r.Prioritized {
+			return []any{at, nullable(r.By), r.Queue, r.Does(), r.Queue, r.From, r.Now}
+		}
+		does := r.Does()
+		return []any{r.Queue, does, r.Queue, r.Now, r.Queue, does, r.Queue, r.From, r.Now, r.Queue, does, r.Queue, r.Now, at, nullable(r.By)}
 	}
 	return q
 }
 
-// reserveSizes are the sizes of PostgreSQL's reservations by due time,
-// each a statement of its own with its LIMIT a constant: every count up
+// reserveSizes are the sizes of PostgreSQL's reservations (by due time
+// and by priority), each a statement of its own with its LIMIT a constant: every count up
 // to 16, the free handlers of a small worker, then powers of two.
 //
 // With LIMIT a parameter, the plan PostgreSQL keeps for a prepared
