@@ -102,7 +102,9 @@ func TestAReservationTakesItsLimitExactly(t *testing.T) {
 						}
 						// The reference: by priority, then due time, the first limit.
 						order := slices.Clone(jobs)
-						slices.SortStableFunc(order, func(a, b *driver.Job) int { return cmp.Or(b.Priority-a.Priority, cmp.Compare(a.AvailableAt, b.AvailableAt)) })
+						slices.SortStableFunc(order, func(a, b *driver.Job) int {
+							return cmp.Or(b.Priority-a.Priority, cmp.Compare(a.AvailableAt, b.AvailableAt))
+						})
 						var want []string
 						for _, j := range order[:min(limit, waiting)] {
 							want = append(want, j.ID)
