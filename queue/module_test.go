@@ -148,7 +148,7 @@ func TestConfigDefaultsAndEnvLists(t *testing.T) {
 	}
 	got, _ := config.Get[queue.Config](c, "queue")
 	if fmt.Sprint(got) != fmt.Sprint(queue.Config{Driver: queue.Memory, DefaultQueue: "default", Workers: 8, PollIntervalMs: 1000, Queues: []string{"mail", "default"},
-		RescueAfter: 15 * time.Second, MaxSnoozes: 100}) {
+		RescueAfter: 15 * time.Second, MaxSnoozes: 100, KeepSucceeded: time.Hour}) {
 		t.Fatalf("config %+v", got)
 	}
 	if def := queue.DefaultConfig(); def.Driver != "database" || def.DefaultQueue != "default" || def.Workers != 4 || def.PollIntervalMs != 1000 || fmt.Sprint(def.Queues) != "[high default]" || def.RescueAfter != 15*time.Second {
