@@ -682,9 +682,9 @@ type Admin interface {
 
 	// Purge deletes every job of queue, whatever its state, and returns
 	// how many there were (the successes kept of it go too, uncounted);
-	// a database driver then clears what the rows
-	// left behind (PostgreSQL vacuums jobs), so that workers do not walk
-	// it (queue:bench cleans up with it).
+	// a database driver then clears what the rows left behind
+	// (PostgreSQL vacuums jobs), so that workers do not walk it
+	// (queue:bench cleans up with it).
 	Purge(ctx context.Context, queue string) (int, error)
 
 	// PendingCount counts the jobs of queue that wait, are delayed or run.

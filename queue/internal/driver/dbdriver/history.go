@@ -37,11 +37,11 @@ const (
 	lookupErrors    = "SELECT errors, reserved_by FROM jobs WHERE id = ?"
 	lookupFailedErr = "SELECT errors FROM failed_jobs WHERE id = ?"
 	lookupSucceeded = "SELECT " + succeededColumns + " FROM succeeded_jobs WHERE id = ?"
-	// pruneSucceeded deletes a batch of the oldest, found in
-	// succeeded_jobs_finished_at.
 	// purgeKept deletes the successes kept of a queue (Purge, for
 	// queue:bench): a walk of the table, which has no index by queue.
-	purgeKept      = "DELETE FROM succeeded_jobs WHERE queue = ?"
+	purgeKept = "DELETE FROM succeeded_jobs WHERE queue = ?"
+	// pruneSucceeded deletes a batch of the oldest, found in
+	// succeeded_jobs_finished_at.
 	pruneSucceeded = "DELETE FROM succeeded_jobs WHERE id IN (SELECT id FROM succeeded_jobs WHERE finished_at < ? ORDER BY finished_at, id LIMIT ?)"
 )
 

@@ -84,8 +84,9 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 }
 
 // reserveSized reserves on PostgreSQL, by priority or by due time, with
-// the statements of reserveSizes, until the limit is reached or one takes fewer than its
-// size (the search found every job due). A statement that fails
+// the statements of reserveSizes, until the limit is reached or one
+// takes fewer than its size (the search found every job due). A
+// statement that fails
 // reserved nothing; the jobs of those before it are returned with its
 // error, so that they run rather than wait for their takeover.
 func (b *base) reserveSized(ctx context.Context, at any, r driver.Reservation) ([]*driver.Job, error) {

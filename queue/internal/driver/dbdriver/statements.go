@@ -162,8 +162,9 @@ func postgresStatements() statements {
 }
 
 // reserveSizes are the sizes of PostgreSQL's reservations (by due time
-// and by priority), each a statement of its own with its LIMIT a constant: every count up
-// to 16, the free handlers of a small worker, then powers of two.
+// and by priority), each a statement of its own with its LIMIT a
+// constant: every count up to 16, the free handlers of a small worker,
+// then powers of two.
 //
 // With LIMIT a parameter, the plan PostgreSQL keeps for a prepared
 // statement must do for any limit, and it assumes a tenth of the rows:
