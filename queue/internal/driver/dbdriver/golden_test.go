@@ -42,6 +42,8 @@ func TestReservationsAsRendered(t *testing.T) {
 			if b.q.reserveSized != nil { // PostgreSQL's, one a size: the one of 16
 				shapes["reserve-16"] = b.q.reserveSized[16]
 				shapes["reserve-prioritized-16"] = b.q.prioritizedSized[16]
+				shapes["reserve-rated-16"] = b.q.ratedSized[16]
+				shapes["reserve-prioritized-rated-16"] = b.q.prioRatedSized[16]
 			}
 			for _, prio := range []bool{false, true} {
 				for _, rated := range []bool{false, true} {

@@ -3,6 +3,7 @@ package dbdriver
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -59,6 +60,16 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 	if generic, custom := plans(p.q.prioritizedSized[4]); generic != 25 || custom != 5 {
 		t.Errorf("the reservation of 4 by priority: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
 	}
+	rated := r
+	rated.Rated = true
+	for range 30 {
+		if got, err := p.Reserve(ctx, rated); err != nil || len(got) != 4 {
+			t.Fatalf("Reserve of a rated queue = %d jobs, %v", len(got), err)
+		}
+	}
+	if generic, custom := plans(p.q.ratedSized[4]); generic != 25 || custom != 5 {
+		t.Errorf("the rated reservation of 4: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
+	}
 	args := p.q.reserveArgs(nil, r)
 	for range 30 {
 		if got, err := p.reserveWith(ctx, p.q.reserve, args, nil); err != nil || len(got) != 4 {
@@ -72,18 +83,22 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 
 // TestAReservationTakesItsLimitExactly: whatever the limit and however
 // many jobs wait, a reservation takes the first min(limit, waiting) by
-// due time, or by priority and then due time (on PostgreSQL in
-// statements of reserveSizes).
+// due time, or by priority and then due time, with rate limits whose
+// windows stay open or without (on PostgreSQL in statements of
+// reserveSizes).
 func TestAReservationTakesItsLimitExactly(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			drv, d := openDriver(t, name)
 			ctx := context.Background()
 			n := 0
-			for _, prioritized := range []bool{false, true} {
+			for _, mode := range []struct{ prioritized, rated bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+				prioritized := mode.prioritized
 				for _, waiting := range []int{0, 1, 16, 17, 40} {
 					for _, limit := range []int{1, 3, 16, 17, 31, 33, 40, 1100} {
-						if _, err := d.ExecContext(ctx, "DELETE FROM jobs"); err != nil {
+						// The features recorded go with the jobs, as a worker's tidy
+						// forgets them (driver.Features).
+						if _, err := d.ExecContext(ctx, "DELETE FROM jobs; DELETE FROM queue_features"); err != nil {
 							t.Fatal(err)
 						}
 						jobs := make([]*driver.Job, waiting)
@@ -92,6 +107,9 @@ func TestAReservationTakesItsLimitExactly(t *testing.T) {
 							jobs[i].AvailableAt = int64(1000 - i) // due in the opposite order of their ids
 							if prioritized {
 								jobs[i].Priority = i%3 - 1 // -1, 0 and 1
+							}
+							if mode.rated && i%2 == 0 { // in windows that stay open
+								jobs[i].RateKey, jobs[i].Rate = fmt.Sprint("k", i%4), driver.Rate{Max: 1_000_000, PerMs: 1000}
 							}
 							n++
 						}
@@ -109,7 +127,7 @@ func TestAReservationTakesItsLimitExactly(t *testing.T) {
 						for _, j := range order[:min(limit, waiting)] {
 							want = append(want, j.ID)
 						}
-						got, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: 2000, At: 2000, Limit: limit, Prioritized: prioritized})
+						got, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: 2000, At: 2000, Limit: limit, Prioritized: prioritized, Rated: mode.rated})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -118,7 +136,7 @@ func TestAReservationTakesItsLimitExactly(t *testing.T) {
 							ids[i] = j.ID
 						}
 						if !slices.Equal(ids, want) {
-							t.Fatalf("%d waiting (prioritized %t), limit %d: reserved %d jobs %v;\nwant %d %v", waiting, prioritized, limit, len(ids), ids, len(want), want)
+							t.Fatalf("%d waiting (%+v), limit %d: reserved %d jobs %v;\nwant %d %v", waiting, mode, limit, len(ids), ids, len(want), want)
 						}
 					}
 				}

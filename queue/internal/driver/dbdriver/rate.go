@@ -298,15 +298,37 @@ func (b *base) searchRated(ctx context.Context, tx *sql.Tx, at any, r driver.Res
 	if r.Fair {
 		return b.reserveFair(ctx, tx, at, r, true)
 	}
-	stmt, args := b.q.reserveRatedArgs(at, r)
 	var got []*driver.Job
-	rows, err := tx.QueryContext(ctx, b.only(stmt, r.Only), args...)
-	err = eachRow(rows, err, func(rows *sql.Rows) error {
-		j, err := scanJob(rows)
-		got = append(got, j)
-		return err
-	})
-	return got, err
+	search := func(stmt string, args []any) error {
+		rows, err := tx.QueryContext(ctx, b.only(stmt, r.Only), args...)
+		return eachRow(rows, err, func(rows *sql.Rows) error {
+			j, err := scanJob(rows)
+			got = append(got, j)
+			return err
+		})
+	}
+	if b.q.ratedSized == nil {
+		stmt, args := b.q.reserveRatedArgs(at, r)
+		return got, search(stmt, args)
+	}
+	// PostgreSQL's, sized as reserveSized's, in turn in tx until the
+	// limit is reached or one takes fewer than its size.
+	sized, slots := b.q.ratedSized, b.q.ratedSizedAt
+	if r.Prioritized {
+		sized, slots = b.q.prioRatedSized, b.q.prioRatedSizedAt
+	}
+	args := withTimes(b.q.sizedArgs(at, r), slots, at)
+	for left := r.Limit; left > 0; {
+		size, before := sizedReservation(left), len(got)
+		if err := search(sized[size], args); err != nil {
+			return nil, err
+		}
+		if len(got)-before < size {
+			break
+		}
+		left -= size
+	}
+	return got, nil
 }
 
 // busyRetryMs is how soon a reservation that left jobs waiting because

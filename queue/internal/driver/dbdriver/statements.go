@@ -21,6 +21,11 @@ type statements struct {
 	// and sizedArgs their arguments: see sizedReservation.
 	reserveSized, prioritizedSized map[int]string
 	sizedArgs                      func(at any, r driver.Reservation) []any
+	// ratedSized and prioRatedSized are reserveRated and
+	// reservePrioritizedRated so sized, their times after the arguments
+	// of sizedArgs at ratedSizedAt and prioRatedSizedAt.
+	ratedSized, prioRatedSized     map[int]string
+	ratedSizedAt, prioRatedSizedAt []int
 	// The reservations of a queue where jobs with a rate limit may wait:
 	// reserve's and reservePrioritized's, leaving out the keys whose
 	// window is full at the time of the argument they take after each of
@@ -145,11 +150,14 @@ func postgresStatements() statements {
 		does := r.Does()
 		return []any{r.Queue, does, r.Queue, r.Now, r.Limit, r.Queue, does, r.Queue, r.From, r.Now, r.Limit, r.Queue, does, r.Queue, r.Now, r.Limit, at, nullable(r.By)}
 	}
-	q.reserveSized = make(map[int]string, len(reserveSizes))
-	q.prioritizedSized = make(map[int]string, len(reserveSizes))
+	q.reserveSized, q.prioritizedSized = map[int]string{}, map[int]string{}
+	q.ratedSized, q.prioRatedSized = map[int]string{}, map[int]string{}
 	for _, n := range reserveSizes {
-		q.reserveSized[n] = numbered(strings.Replace(reserve, "LIMIT ?", "LIMIT "+strconv.Itoa(n), 1))
-		q.prioritizedSized[n] = numbered(byPriority(strconv.Itoa(n)))
+		plain, prio := strings.Replace(reserve, "LIMIT ?", "LIMIT "+strconv.Itoa(n), 1), byPriority(strconv.Itoa(n))
+		q.reserveSized[n], q.prioritizedSized[n] = numbered(plain), numbered(prio)
+		plain, q.ratedSizedAt = ratedIn(plain, pgAt)
+		prio, q.prioRatedSizedAt = ratedIn(prio, pgAt)
+		q.ratedSized[n], q.prioRatedSized[n] = numbered(plain), numbered(prio)
 	}
 	q.sizedArgs = func(at any, r driver.Reservation) []any {
 		if !r.Prioritized {
