@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
@@ -69,13 +70,21 @@ type fairStatement struct {
 	slots []int
 }
 
-// fairQuery is the statement of a Fair reservation, by whether it orders
-// by priority and leaves out full rate windows: built once a shape.
-func (b *base) fairQuery(withPriorities, rated bool) fairStatement {
-	shape := [2]bool{withPriorities, rated}
+// fairShape is a shape of a Fair reservation: whether it orders by
+// priority, whether it leaves out full rate windows, and on PostgreSQL
+// its size (see reserveSizes; 0 on SQLite, whose limit is a parameter).
+type fairShape struct {
+	withPriorities, rated bool
+	size                  int
+}
+
+// fairQuery is the statement of a Fair reservation of a shape: built
+// once a shape.
+func (b *base) fairQuery(shape fairShape) fairStatement {
 	if st, ok := b.fair.Load(shape); ok {
 		return st.(fairStatement)
 	}
+	withPriorities, rated := shape.withPriorities, shape.rated
 	d := b.dialect()
 	prio := ""
 	if withPriorities {
@@ -88,10 +97,12 @@ func (b *base) fairQuery(withPriorities, rated bool) fairStatement {
 	if d.pg {
 		// The searches in turn, each of what the ones before left.
 		var ctes []string
-		taken := ""
+		taken, limit := "", strconv.Itoa(shape.size)
 		search := func(name, q string) {
-			if taken != "" {
-				q = strings.Replace(q, "LIMIT ?", "LIMIT (? - ("+taken+"))", 1)
+			if taken == "" {
+				q = strings.Replace(q, "LIMIT ?", "LIMIT "+limit, 1)
+			} else {
+				q = strings.Replace(q, "LIMIT ?", "LIMIT ("+limit+" - ("+taken+"))", 1)
 				taken += " + "
 			}
 			ctes = append(ctes, name+" AS ("+unindexed(q)+" FOR UPDATE SKIP LOCKED)")
@@ -130,17 +141,21 @@ func (b *base) fairQuery(withPriorities, rated bool) fairStatement {
 }
 
 // fairReserve is the statement of the Fair reservation r at at (on
-// PostgreSQL nil for the server's clock), and its arguments; with rated
-// its searches leave out the keys whose window is full at at.
-func (b *base) fairReserve(at any, r driver.Reservation, rated bool) (string, []any) {
-	st := b.fairQuery(r.Prioritized, rated)
+// PostgreSQL nil for the server's clock), of size (0 on SQLite), and its
+// arguments; with rated its searches leave out the keys whose window is
+// full at at.
+func (b *base) fairReserve(at any, r driver.Reservation, rated bool, size int) (string, []any) {
+	st := b.fairQuery(fairShape{r.Prioritized, rated, size})
 	does := r.Does()
 	if rated {
 		does |= driver.FeatureRate
 	}
-	plain := []any{r.Queue, does, r.Queue, r.From, r.Now, r.Limit}
-	keyed := []any{r.Queue, does, r.Queue, max(r.PlaceFrom, 1), r.Now, r.Limit}
-	byPriority := []any{r.Queue, does, r.Queue, r.Now, r.Limit}
+	plain := []any{r.Queue, does, r.Queue, r.From, r.Now}
+	keyed := []any{r.Queue, does, r.Queue, max(r.PlaceFrom, 1), r.Now}
+	byPriority := []any{r.Queue, does, r.Queue, r.Now}
+	if size == 0 { // the limit a parameter of each search
+		plain, keyed, byPriority = append(plain, r.Limit), append(keyed, r.Limit), append(byPriority, r.Limit)
+	}
 	var args []any
 	if b.dialect().pg { // in the order of the searches, then the update's
 		if r.Prioritized {
@@ -170,8 +185,6 @@ func (b *base) fairReserve(at any, r driver.Reservation, rated bool) (string, []
 // without a key: those come first, so it did if it took fewer of them
 // (and of priorities above 0) than the limit.
 func (b *base) reserveFair(ctx context.Context, tx *sql.Tx, at any, r driver.Reservation, rated bool) ([]*driver.Job, error) {
-	query, args := b.fairReserve(at, r, rated)
-	query = b.only(query, r.Only)
 	var jobs []*driver.Job
 	row := func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
@@ -181,15 +194,37 @@ func (b *base) reserveFair(ctx context.Context, tx *sql.Tx, at any, r driver.Res
 		}
 		return err
 	}
-	var err error
-	if tx != nil {
-		rows, qerr := tx.QueryContext(ctx, query, args...)
-		err = eachRow(rows, qerr, row)
-	} else {
-		err = b.query(ctx, query, args, row)
+	search := func(size int) error {
+		query, args := b.fairReserve(at, r, rated, size)
+		query = b.only(query, r.Only)
+		if tx != nil {
+			rows, err := tx.QueryContext(ctx, query, args...)
+			return eachRow(rows, err, row)
+		}
+		return b.query(ctx, query, args, row)
 	}
-	if err != nil {
-		return nil, err
+	if !b.dialect().pg {
+		if err := search(0); err != nil {
+			return nil, err
+		}
+	}
+	// PostgreSQL's sized as reserveSized's, in turn (in tx, or each in a
+	// transaction of its own) until the limit is reached or one takes
+	// fewer than its size; one that fails reserved nothing.
+	for left := r.Limit; b.dialect().pg && left > 0; {
+		size, before := sizedReservation(left), len(jobs)
+		if err := search(size); err != nil {
+			if tx != nil || before == 0 {
+				return nil, err
+			}
+			jobs = jobs[:before]
+			driver.FairOrder(jobs)
+			return jobs, err
+		}
+		if len(jobs)-before < size {
+			break
+		}
+		left -= size
 	}
 	driver.FairOrder(jobs)
 	if r.Drained != nil {

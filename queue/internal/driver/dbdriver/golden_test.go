@@ -54,7 +54,11 @@ func TestReservationsAsRendered(t *testing.T) {
 					if rated {
 						name += "-rated"
 					}
-					shapes[name] = b.fairQuery(prio, rated).query
+					size := 0 // SQLite's limit is a parameter; PostgreSQL's, the one of 16
+					if b.q.reserveSized != nil {
+						size = 16
+					}
+					shapes[name] = b.fairQuery(fairShape{prio, rated, size}).query
 				}
 			}
 			for shape, stmt := range shapes {

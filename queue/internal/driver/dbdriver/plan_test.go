@@ -267,7 +267,7 @@ func TestSQLiteNeverPlansForALimitsValue(t *testing.T) {
 	}
 	for _, prio := range []bool{false, true} {
 		for _, rated := range []bool{false, true} {
-			all = append(all, fmt.Sprintf("fair %v %v: %s", prio, rated, s.fairQuery(prio, rated).query))
+			all = append(all, fmt.Sprintf("fair %v %v: %s", prio, rated, s.fairQuery(fairShape{prio, rated, 0}).query))
 		}
 	}
 	if len(all) < 20 {

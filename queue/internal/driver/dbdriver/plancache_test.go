@@ -9,6 +9,7 @@ import (
 
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/memdriver"
 )
 
 // TestPostgreSQLKeepsOnePlanOfAReservation: with 2,000 jobs waiting, 30
@@ -69,6 +70,16 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 	}
 	if generic, custom := plans(p.q.ratedSized[4]); generic != 25 || custom != 5 {
 		t.Errorf("the rated reservation of 4: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
+	}
+	fair := r
+	fair.Fair = true
+	for range 30 {
+		if got, err := p.Reserve(ctx, fair); err != nil || len(got) != 4 {
+			t.Fatalf("Reserve of a fair queue = %d jobs, %v", len(got), err)
+		}
+	}
+	if generic, custom := plans(p.fairQuery(fairShape{false, false, 4}).query); generic != 25 || custom != 5 {
+		t.Errorf("the fair reservation of 4: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
 	}
 	args := p.q.reserveArgs(nil, r)
 	for range 30 {
@@ -137,6 +148,68 @@ func TestAReservationTakesItsLimitExactly(t *testing.T) {
 						}
 						if !slices.Equal(ids, want) {
 							t.Fatalf("%d waiting (%+v), limit %d: reserved %d jobs %v;\nwant %d %v", waiting, mode, limit, len(ids), ids, len(want), want)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAFairReservationTakesWhatTheMemoryDriverTakes: a Fair reservation,
+// with and without priorities, takes the jobs the memory driver takes of
+// the same jobs (the reference of the rule), whatever the limit and
+// however many wait (on PostgreSQL in statements of reserveSizes).
+func TestAFairReservationTakesWhatTheMemoryDriverTakes(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			drv, d := openDriver(t, name)
+			ctx := context.Background()
+			n := 0
+			for _, prioritized := range []bool{false, true} {
+				for _, waiting := range []int{1, 17, 40} {
+					for _, limit := range []int{1, 5, 16, 17, 33, 100} {
+						if _, err := d.ExecContext(ctx, "DELETE FROM jobs; DELETE FROM queue_features; DELETE FROM queue_fair"); err != nil {
+							t.Fatal(err)
+						}
+						ref := memdriver.New()
+						jobs := make([]*driver.Job, waiting)
+						for i := range jobs {
+							jobs[i] = job(n)
+							jobs[i].AvailableAt = int64(1000 - i)
+							if i%3 != 0 {
+								jobs[i].FairKey = fmt.Sprint("tenant-", i%4)
+							}
+							if prioritized && i%5 == 0 {
+								jobs[i].Priority = i%2*2 - 1 // -1 or 1
+							}
+							n++
+						}
+						for _, s := range []driver.Driver{drv, ref} {
+							for _, j := range jobs { // one at a time: places are given in dispatch order
+								c := *j
+								if _, err := s.InsertMany(ctx, nil, []*driver.Job{&c}, 1); err != nil {
+									t.Fatal(err)
+								}
+							}
+						}
+						r := driver.Reservation{Queue: "default", Now: 2000, At: 2000, Limit: limit, Fair: true, Prioritized: prioritized}
+						want, err := ref.Reserve(ctx, r)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, err := drv.Reserve(ctx, r)
+						if err != nil {
+							t.Fatal(err)
+						}
+						ids := func(jobs []*driver.Job) (out []string) {
+							for _, j := range jobs {
+								out = append(out, j.ID)
+							}
+							return out
+						}
+						if !slices.Equal(ids(got), ids(want)) {
+							t.Fatalf("%d waiting (prioritized %t), limit %d: reserved %v;\nthe memory driver %v", waiting, prioritized, limit, ids(got), ids(want))
 						}
 					}
 				}

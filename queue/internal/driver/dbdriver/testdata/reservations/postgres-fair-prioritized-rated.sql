@@ -13,44 +13,44 @@ p AS (SELECT id, priority, fair_seq, available_at
   FROM queue_rates
   WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY priority DESC, available_at, id
-  LIMIT $6
+  LIMIT 16
   FOR UPDATE SKIP LOCKED),
 u AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $7
-  AND (feature & $8) = 0)
-  AND queue = $9
+  WHERE queue = $6
+  AND (feature & $7) = 0)
+  AND queue = $8
   AND reserved_at IS NULL
   AND fair_seq IS NULL
   AND priority = 0
-  AND available_at >= $10
-  AND available_at <= $11
+  AND available_at >= $9
+  AND available_at <= $10
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
-  WHERE reopen_at > coalesce($12::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  WHERE reopen_at > coalesce($11::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY available_at, id
-  LIMIT ($13 - ((SELECT count(*)
+  LIMIT (16 - ((SELECT count(*)
   FROM p)))
   FOR UPDATE SKIP LOCKED),
 f AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $14
-  AND (feature & $15) = 0)
-  AND queue = $16
+  WHERE queue = $12
+  AND (feature & $13) = 0)
+  AND queue = $14
   AND reserved_at IS NULL
   AND fair_seq IS NOT NULL
-  AND fair_seq >= $17
+  AND fair_seq >= $15
   AND priority = 0
-  AND available_at <= $18
+  AND available_at <= $16
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
-  WHERE reopen_at > coalesce($19::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  WHERE reopen_at > coalesce($17::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY fair_seq, available_at, id
-  LIMIT ($20 - ((SELECT count(*)
+  LIMIT (16 - ((SELECT count(*)
   FROM p) + (SELECT count(*)
   FROM u)))
   FOR UPDATE SKIP LOCKED),
@@ -58,21 +58,21 @@ n AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $21
-  AND (feature & $22) = 0)
-  AND queue = $23
+  WHERE queue = $18
+  AND (feature & $19) = 0)
+  AND queue = $20
   AND reserved_at IS NULL
   AND priority < 0
-  AND available_at <= $24
+  AND available_at <= $21
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
-  WHERE reopen_at > coalesce($25::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  WHERE reopen_at > coalesce($22::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY priority DESC, available_at, id
-  LIMIT ($26 - ((SELECT count(*)
+  LIMIT (16 - ((SELECT count(*)
   FROM p) + (SELECT count(*)
   FROM u) + (SELECT count(*)
   FROM f)))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($27::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $28, attempts = jobs.attempts + 1
+  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($23::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $24, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM p UNION ALL

@@ -10,38 +10,38 @@ p AS (SELECT id, priority, fair_seq, available_at
   AND priority > 0
   AND available_at <= $4
   ORDER BY priority DESC, available_at, id
-  LIMIT $5
+  LIMIT 16
   FOR UPDATE SKIP LOCKED),
 u AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $6
-  AND (feature & $7) = 0)
-  AND queue = $8
+  WHERE queue = $5
+  AND (feature & $6) = 0)
+  AND queue = $7
   AND reserved_at IS NULL
   AND fair_seq IS NULL
   AND priority = 0
-  AND available_at >= $9
-  AND available_at <= $10
+  AND available_at >= $8
+  AND available_at <= $9
   ORDER BY available_at, id
-  LIMIT ($11 - ((SELECT count(*)
+  LIMIT (16 - ((SELECT count(*)
   FROM p)))
   FOR UPDATE SKIP LOCKED),
 f AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $12
-  AND (feature & $13) = 0)
-  AND queue = $14
+  WHERE queue = $10
+  AND (feature & $11) = 0)
+  AND queue = $12
   AND reserved_at IS NULL
   AND fair_seq IS NOT NULL
-  AND fair_seq >= $15
+  AND fair_seq >= $13
   AND priority = 0
-  AND available_at <= $16
+  AND available_at <= $14
   ORDER BY fair_seq, available_at, id
-  LIMIT ($17 - ((SELECT count(*)
+  LIMIT (16 - ((SELECT count(*)
   FROM p) + (SELECT count(*)
   FROM u)))
   FOR UPDATE SKIP LOCKED),
@@ -49,18 +49,18 @@ n AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $18
-  AND (feature & $19) = 0)
-  AND queue = $20
+  WHERE queue = $15
+  AND (feature & $16) = 0)
+  AND queue = $17
   AND reserved_at IS NULL
   AND priority < 0
-  AND available_at <= $21
+  AND available_at <= $18
   ORDER BY priority DESC, available_at, id
-  LIMIT ($22 - ((SELECT count(*)
+  LIMIT (16 - ((SELECT count(*)
   FROM p) + (SELECT count(*)
   FROM u) + (SELECT count(*)
   FROM f)))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($23::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $24, attempts = jobs.attempts + 1
+  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($19::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $20, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM p UNION ALL

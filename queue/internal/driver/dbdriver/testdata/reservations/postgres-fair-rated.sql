@@ -14,26 +14,26 @@ u AS (SELECT id, priority, fair_seq, available_at
   FROM queue_rates
   WHERE reopen_at > coalesce($6::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY available_at, id
-  LIMIT $7
+  LIMIT 16
   FOR UPDATE SKIP LOCKED),
 f AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $8
-  AND (feature & $9) = 0)
-  AND queue = $10
+  WHERE queue = $7
+  AND (feature & $8) = 0)
+  AND queue = $9
   AND reserved_at IS NULL
   AND fair_seq IS NOT NULL
-  AND fair_seq >= $11
-  AND available_at <= $12
+  AND fair_seq >= $10
+  AND available_at <= $11
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
-  WHERE reopen_at > coalesce($13::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  WHERE reopen_at > coalesce($12::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY fair_seq, available_at, id
-  LIMIT ($14 - ((SELECT count(*)
+  LIMIT (16 - ((SELECT count(*)
   FROM u)))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($15::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $16, attempts = jobs.attempts + 1
+  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($13::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $14, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM u UNION ALL

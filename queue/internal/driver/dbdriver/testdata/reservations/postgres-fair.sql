@@ -11,23 +11,23 @@ u AS (SELECT id, priority, fair_seq, available_at
   AND available_at >= $4
   AND available_at <= $5
   ORDER BY available_at, id
-  LIMIT $6
+  LIMIT 16
   FOR UPDATE SKIP LOCKED),
 f AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $7
-  AND (feature & $8) = 0)
-  AND queue = $9
+  WHERE queue = $6
+  AND (feature & $7) = 0)
+  AND queue = $8
   AND reserved_at IS NULL
   AND fair_seq IS NOT NULL
-  AND fair_seq >= $10
-  AND available_at <= $11
+  AND fair_seq >= $9
+  AND available_at <= $10
   ORDER BY fair_seq, available_at, id
-  LIMIT ($12 - ((SELECT count(*)
+  LIMIT (16 - ((SELECT count(*)
   FROM u)))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($13::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $14, attempts = jobs.attempts + 1
+  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($11::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $12, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM u UNION ALL
