@@ -187,16 +187,16 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 			t.Fatalf("no buffers in\n%s", plan.String())
 		}
 		if total > 2000 {
-			t.Errorf("read %d buffers for 100 of %d jobs:\n%s", total, n, plan.String())
+			t.Errorf("read %d buffers for 64 of %d jobs:\n%s", total, n, plan.String())
 		}
-		if stmt == drv.q.reservePrioritized && !strings.Contains(plan.String(), "Index Scan using jobs_prioritized") {
+		if stmt == drv.q.prioritizedSized[64] && !strings.Contains(plan.String(), "Index Scan using jobs_prioritized") {
 			t.Errorf("the reservation does not search the jobs with a priority by their index:\n%s", plan.String())
 		}
 		return total
 	}
-	t.Logf("reservation: %d buffers", buffers(drv.q.reserve, drv.q.reserveArgs(n, driver.Reservation{Queue: "default", Now: n, Limit: 100})...))
-	t.Logf("reservation by priority: %d buffers", buffers(drv.q.reservePrioritized,
-		drv.q.reserveArgs(n, driver.Reservation{Queue: "default", Now: n, Limit: 100, Prioritized: true})...))
+	t.Logf("reservation of 64: %d buffers", buffers(drv.q.reserveSized[64], drv.q.sizedArgs(n, driver.Reservation{Queue: "default", Now: n})...))
+	t.Logf("reservation of 64 by priority: %d buffers", buffers(drv.q.prioritizedSized[64],
+		drv.q.sizedArgs(n, driver.Reservation{Queue: "default", Now: n, Prioritized: true})...))
 	jobs, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: n, At: n, Limit: 100})
 	if err != nil || len(jobs) != 100 {
 		t.Fatalf("reserve: %d jobs, %v", len(jobs), err)
@@ -228,7 +228,7 @@ func TestAReservationByPriorityLocksOnlyWhatItTakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, drv.q.reservePrioritized, drv.q.reserveArgs(int64(100), driver.Reservation{Queue: "default", Now: 100, Limit: 5, Prioritized: true})...)
+	rows, err := tx.QueryContext(ctx, drv.q.prioritizedSized[5], drv.q.sizedArgs(int64(100), driver.Reservation{Queue: "default", Now: 100, Prioritized: true})...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,22 +14,28 @@ type statements struct {
 	insert, expireUnique, insertUnique, findUnique string
 	insertKeyed, insertUniqueKeyed                 string // insert's and insertUnique's of a keyed job
 	reserve, takeOver, behind, stale, unreserve    string
-	reservePrioritized                             string
-	// reserveSized and prioritizedSized, on PostgreSQL, are reserve and
-	// reservePrioritized with their LIMIT written in as a constant, a
-	// statement for each of the sizes of reserveSizes (nil on SQLite),
-	// and sizedArgs their arguments: see sizedReservation.
+	// reservePrioritized, reservePrioritizedRated and prioritizedArgs
+	// are SQLite's, empty on PostgreSQL; there reserve, the search with
+	// its LIMIT a parameter, is what reserveSized replaced, kept as the
+	// reference of TestPostgreSQLKeepsOnePlanOfAReservation.
+	reservePrioritized string
+	// reserveSized and prioritizedSized, on PostgreSQL, are its
+	// reservations by due time and by priority with their LIMIT written
+	// in as a constant, a statement for each of the sizes of
+	// reserveSizes (nil on SQLite), and sizedArgs their arguments: see
+	// sizedReservation.
 	reserveSized, prioritizedSized map[int]string
 	sizedArgs                      func(at any, r driver.Reservation) []any
-	// ratedSized and prioRatedSized are reserveRated and
-	// reservePrioritizedRated so sized, their times after the arguments
-	// of sizedArgs at ratedSizedAt and prioRatedSizedAt.
+	// ratedSized and prioRatedSized are those leaving out the keys
+	// whose window is full (see reserveRated), their times after the
+	// arguments of sizedArgs at ratedSizedAt and prioRatedSizedAt.
 	ratedSized, prioRatedSized     map[int]string
 	ratedSizedAt, prioRatedSizedAt []int
-	// The reservations of a queue where jobs with a rate limit may wait:
-	// reserve's and reservePrioritized's, leaving out the keys whose
-	// window is full at the time of the argument they take after each of
-	// their arguments at the positions of ratedAt (and prioRatedAt).
+	// The reservations of a queue where jobs with a rate limit may wait
+	// (SQLite's; empty on PostgreSQL): reserve's and
+	// reservePrioritized's, leaving out the keys whose window is full at
+	// the time of the argument they take after each of their arguments
+	// at the positions of ratedAt (and prioRatedAt).
 	reserveRated, reservePrioritizedRated         string
 	ratedAt, prioRatedAt                          []int
 	releaseKey, debounce                          string
@@ -129,8 +135,8 @@ func postgresStatements() statements {
 	// only what the ones before left of the limit: the jobs of priorities
 	// above 0, then of 0, then below, so that it locks no job it does not
 	// take.
-	// byPriority is the statement with limit, "?" or a constant, as the
-	// limit of the three searches.
+	// byPriority is the statement with limit, a constant, as the limit
+	// of the three searches.
 	byPriority := func(limit string) string {
 		above := strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority > 0", 1)
 		below := strings.Replace(strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority < 0", 1),
@@ -143,13 +149,7 @@ func postgresStatements() statements {
 			"FROM lazy WHERE jobs.id = ANY(ARRAY(SELECT id FROM p UNION ALL SELECT id FROM u UNION ALL SELECT id FROM n)) " +
 			"RETURNING " + prefixed("jobs.", columns)
 	}
-	q.reservePrioritized = numbered(byPriority("?"))
-	q.reservePrioritizedRated, q.prioRatedAt = ratedIn(byPriority("?"), pgAt)
-	q.reservePrioritizedRated = numbered(q.reservePrioritizedRated)
-	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
-		does := r.Does()
-		return []any{r.Queue, does, r.Queue, r.Now, r.Limit, r.Queue, does, r.Queue, r.From, r.Now, r.Limit, r.Queue, does, r.Queue, r.Now, r.Limit, at, nullable(r.By)}
-	}
+	q.reserveRated, q.ratedAt = "", nil // the sized ones replace it
 	q.reserveSized, q.prioritizedSized = map[int]string{}, map[int]string{}
 	q.ratedSized, q.prioRatedSized = map[int]string{}, map[int]string{}
 	for _, n := range reserveSizes {

@@ -12,6 +12,6 @@ WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) UPDATE jobs 
   AND available_at >= $6
   AND available_at <= $7
   ORDER BY available_at, id
-  LIMIT $8
+  LIMIT 16
   FOR UPDATE SKIP LOCKED))
   RETURNING jobs.id, jobs.queue, jobs.name, jobs.payload, jobs.max_attempts, jobs.backoff, jobs.timeout_ms, jobs.unique_key, jobs.unique_until, jobs.attempts, jobs.available_at, jobs.reserved_at, jobs.created_at, jobs.last_error, jobs.meta, jobs.flow, jobs.priority, jobs.snoozes, jobs.limit_key, jobs.limit_max, jobs.rate_key, jobs.rate_max, jobs.rate_per, jobs.fair_key, jobs.fair_seq
