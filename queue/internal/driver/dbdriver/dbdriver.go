@@ -33,8 +33,8 @@ type base struct {
 	sqldb *sql.DB // bun's DB would interpolate the arguments itself
 	q     statements
 	w     workerStatements
-	stmts sync.Map // query -> *sql.Stmt
-	fair  sync.Map // [2]bool{by priority, rated} -> fairStatement
+	stmts sync.Map                    // query -> *sql.Stmt
+	fairs map[fairShape]fairStatement // every shape of a Fair reservation (fairStatements)
 	// limited holds the searches limited to a set of job types (only).
 	limited sync.Map // onlyKey -> string
 
@@ -56,7 +56,9 @@ type base struct {
 }
 
 func newBase(d *db.DB, q statements) *base {
-	return &base{db: d, sqldb: d.DB.DB, q: q}
+	b := &base{db: d, sqldb: d.DB.DB, q: q}
+	b.fairs = fairStatements(b.dialect())
+	return b
 }
 
 // prepared returns query prepared on the database (database/sql prepares

@@ -78,14 +78,34 @@ type fairShape struct {
 	size                  int
 }
 
-// fairQuery is the statement of a Fair reservation of a shape: built
-// once a shape.
-func (b *base) fairQuery(shape fairShape) fairStatement {
-	if st, ok := b.fair.Load(shape); ok {
-		return st.(fairStatement)
+// fairQuery is the statement of a Fair reservation of a shape, rendered
+// when the driver was made.
+func (b *base) fairQuery(shape fairShape) fairStatement { return b.fairs[shape] }
+
+// fairStatements renders every shape of a Fair reservation in d's words:
+// by priority or not, rated or not, and on PostgreSQL in each size of
+// reserveSizes.
+func fairStatements(d dialect) map[fairShape]fairStatement {
+	sizes := []int{0}
+	if d.pg {
+		sizes = reserveSizes
 	}
+	out := map[fairShape]fairStatement{}
+	for _, prio := range []bool{false, true} {
+		for _, rated := range []bool{false, true} {
+			for _, size := range sizes {
+				shape := fairShape{prio, rated, size}
+				out[shape] = renderFair(d, shape)
+			}
+		}
+	}
+	return out
+}
+
+// renderFair is the statement of a Fair reservation of shape in d's
+// words.
+func renderFair(d dialect, shape fairShape) fairStatement {
 	withPriorities, rated := shape.withPriorities, shape.rated
-	d := b.dialect()
 	prio := ""
 	if withPriorities {
 		prio = " AND priority = 0"
@@ -136,7 +156,6 @@ func (b *base) fairQuery(shape fairShape) fairStatement {
 		query, st.slots = ratedIn(query, d.clockAt())
 	}
 	st.query = d.words(query)
-	b.fair.Store(shape, st)
 	return st
 }
 
