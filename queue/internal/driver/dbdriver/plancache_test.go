@@ -22,19 +22,7 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 	d.SetMaxOpenConns(1) // pg_prepared_statements is the connection's
 	p := newPostgres(d)
 	ctx := context.Background()
-	jobs := make([]*driver.Job, 20000)
-	for i := range jobs {
-		jobs[i] = job(i)
-		jobs[i].AvailableAt = int64(i + 1)
-	}
-	for c := range slices.Chunk(jobs, 1000) {
-		if _, err := p.InsertMany(ctx, nil, c, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := d.ExecContext(ctx, "VACUUM ANALYZE jobs"); err != nil {
-		t.Fatal(err)
-	}
+	backlog(t, p, 20_000)
 	r := driver.Reservation{Queue: "default", Now: 1 << 40, Limit: 4}
 	plans := func(stmt string) (generic, custom int) {
 		t.Helper()
@@ -43,43 +31,26 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 		}
 		return generic, custom
 	}
-	for range 30 {
-		if got, err := p.Reserve(ctx, r); err != nil || len(got) != 4 {
-			t.Fatalf("Reserve = %d jobs, %v", len(got), err)
+	byPriority, rated, fair := r, r, r
+	byPriority.Prioritized, rated.Rated, fair.Fair = true, true, true
+	for _, c := range []struct {
+		name string
+		r    driver.Reservation
+		stmt string
+	}{
+		{"by due time", r, p.q.reserveSized[4]},
+		{"by priority", byPriority, p.q.prioritizedSized[4]},
+		{"rated", rated, p.q.ratedSized[4]},
+		{"fair", fair, p.fairQuery(fairShape{false, false, 4}).query},
+	} {
+		for range 30 {
+			if got, err := p.Reserve(ctx, c.r); err != nil || len(got) != 4 {
+				t.Fatalf("Reserve %s = %d jobs, %v", c.name, len(got), err)
+			}
 		}
-	}
-	if generic, custom := plans(p.q.reserveSized[4]); generic != 25 || custom != 5 {
-		t.Errorf("the reservation of 4: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
-	}
-	byPriority := r
-	byPriority.Prioritized = true
-	for range 30 {
-		if got, err := p.Reserve(ctx, byPriority); err != nil || len(got) != 4 {
-			t.Fatalf("Reserve by priority = %d jobs, %v", len(got), err)
+		if generic, custom := plans(c.stmt); generic != 25 || custom != 5 {
+			t.Errorf("the reservation of 4 %s: %d generic plans and %d custom ones; want 25 and 5", c.name, generic, custom)
 		}
-	}
-	if generic, custom := plans(p.q.prioritizedSized[4]); generic != 25 || custom != 5 {
-		t.Errorf("the reservation of 4 by priority: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
-	}
-	rated := r
-	rated.Rated = true
-	for range 30 {
-		if got, err := p.Reserve(ctx, rated); err != nil || len(got) != 4 {
-			t.Fatalf("Reserve of a rated queue = %d jobs, %v", len(got), err)
-		}
-	}
-	if generic, custom := plans(p.q.ratedSized[4]); generic != 25 || custom != 5 {
-		t.Errorf("the rated reservation of 4: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
-	}
-	fair := r
-	fair.Fair = true
-	for range 30 {
-		if got, err := p.Reserve(ctx, fair); err != nil || len(got) != 4 {
-			t.Fatalf("Reserve of a fair queue = %d jobs, %v", len(got), err)
-		}
-	}
-	if generic, custom := plans(p.fairQuery(fairShape{false, false, 4}).query); generic != 25 || custom != 5 {
-		t.Errorf("the fair reservation of 4: %d generic plans and %d custom ones; want 25 and 5", generic, custom)
 	}
 	args := p.q.reserveArgs(nil, r)
 	for range 30 {
@@ -215,5 +186,25 @@ func TestAFairReservationTakesWhatTheMemoryDriverTakes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// backlog stores n jobs due 1 ms apart on p's queue "default" and has
+// the server analyze jobs, as autovacuum does a busy table.
+func backlog(tb testing.TB, p *postgresDriver, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	jobs := make([]*driver.Job, n)
+	for i := range jobs {
+		jobs[i] = job(i)
+		jobs[i].AvailableAt = int64(i + 1)
+	}
+	for c := range slices.Chunk(jobs, 1000) {
+		if _, err := p.InsertMany(ctx, nil, c, 1); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if _, err := p.sqldb.ExecContext(ctx, "VACUUM ANALYZE jobs"); err != nil {
+		tb.Fatal(err)
 	}
 }

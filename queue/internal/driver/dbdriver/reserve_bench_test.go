@@ -2,7 +2,6 @@ package dbdriver
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	"github.com/navree/navree/db/dbtest"
@@ -19,22 +18,9 @@ import (
 func BenchmarkReserveWithABacklog(b *testing.B) {
 	for _, shape := range []string{"sized", "limit-parameter"} {
 		b.Run(shape, func(b *testing.B) {
-			d := migrated(b, dbtest.MigratedPostgresURL(b, queueSets...))
-			p := newPostgres(d)
+			p := newPostgres(migrated(b, dbtest.MigratedPostgresURL(b, queueSets...)))
 			ctx := context.Background()
-			jobs := make([]*driver.Job, 4*b.N+20_000)
-			for i := range jobs {
-				jobs[i] = job(i)
-				jobs[i].AvailableAt = int64(i + 1)
-			}
-			for c := range slices.Chunk(jobs, 1000) {
-				if _, err := p.InsertMany(ctx, nil, c, 1); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if _, err := d.ExecContext(ctx, "VACUUM ANALYZE jobs"); err != nil {
-				b.Fatal(err)
-			}
+			backlog(b, p, 4*b.N+20_000)
 			var from int64
 			b.ResetTimer()
 			for range b.N {
