@@ -19,6 +19,7 @@ package driver
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"math/bits"
 	"slices"
@@ -97,6 +98,7 @@ type Worker struct {
 type Names struct {
 	list []string
 	set  map[string]bool
+	json string
 }
 
 // NewNames returns the set of the job types list.
@@ -105,8 +107,13 @@ func NewNames(list []string) *Names {
 	for _, name := range list {
 		n.set[name] = true
 	}
+	text, _ := json.Marshal(n.list) // strings always marshal
+	n.json = string(text)
 	return n
 }
+
+// JSON returns the types of n, sorted, as a JSON array.
+func (n *Names) JSON() string { return n.json }
 
 // Has reports whether name is one of n.
 func (n *Names) Has(name string) bool { return n.set[name] }

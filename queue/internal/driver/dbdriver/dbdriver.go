@@ -15,6 +15,7 @@ import (
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/plan"
 )
 
 // New returns the driver for d's database.
@@ -33,10 +34,10 @@ type base struct {
 	sqldb *sql.DB // bun's DB would interpolate the arguments itself
 	q     statements
 	w     workerStatements
-	stmts sync.Map                    // query -> *sql.Stmt
-	fairs map[fairShape]fairStatement // every shape of a Fair reservation (fairStatements)
-	// limited holds the searches limited to a set of job types (only).
-	limited sync.Map // onlyKey -> string
+	stmts sync.Map // query -> *sql.Stmt
+	// plans are the statements of reservations, rendered a shape at a
+	// time.
+	plans *plan.Statements
 
 	// at is the argument for a time t on the clock of reservations: t
 	// itself, or for 0 the database's own clock (see package driver).
@@ -57,7 +58,11 @@ type base struct {
 
 func newBase(d *db.DB, q statements) *base {
 	b := &base{db: d, sqldb: d.DB.DB, q: q}
-	b.fairs = fairStatements(b.dialect())
+	if b.dialect().pg {
+		b.plans = plan.New(plan.Postgres, columns)
+	} else {
+		b.plans = plan.New(plan.SQLite, columns)
+	}
 	return b
 }
 

@@ -5,10 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/reservations/ from the statements the driver renders")
@@ -29,43 +30,22 @@ func TestReservationsAsRendered(t *testing.T) {
 			case *postgresDriver:
 				b = d.base
 			}
-			only := driver.NewNames([]string{"crm.export", "mail.send"})
 			shapes := map[string]string{
-				"reserve":                   b.q.reserve,
-				"reserve-prioritized":       b.q.reservePrioritized,
-				"reserve-rated":             b.q.reserveRated,
-				"reserve-prioritized-rated": b.q.reservePrioritizedRated,
-				"reserve-only":              b.only(b.q.reserve, only),
-				"take-over":                 b.q.takeOver,
-				"complete":                  b.q.complete,
+				"take-over":         b.q.takeOver,
+				"complete":          b.q.complete,
+				"behind":            b.plans.Behind(false, false).SQL,
+				"behind-only":       b.plans.Behind(false, true).SQL,
+				"place-behind":      b.plans.Behind(true, false).SQL,
+				"place-behind-only": b.plans.Behind(true, true).SQL,
 			}
-			if b.q.reserveSized != nil { // PostgreSQL's, one a size: the one of 16
-				shapes["reserve-16"] = b.q.reserveSized[16]
-				shapes["reserve-only"] = b.only(b.q.reserveSized[16], only)
-				shapes["reserve-prioritized-16"] = b.q.prioritizedSized[16]
-				shapes["reserve-rated-16"] = b.q.ratedSized[16]
-				shapes["reserve-prioritized-rated-16"] = b.q.prioRatedSized[16]
+			size := 0 // SQLite's limit is a parameter; PostgreSQL's, the one of 16
+			if b.dialect().pg {
+				size = 16
 			}
-			for _, prio := range []bool{false, true} {
-				for _, rated := range []bool{false, true} {
-					name := "fair"
-					if prio {
-						name += "-prioritized"
-					}
-					if rated {
-						name += "-rated"
-					}
-					size := 0 // SQLite's limit is a parameter; PostgreSQL's, the one of 16
-					if b.q.reserveSized != nil {
-						size = 16
-					}
-					shapes[name] = b.fairQuery(fairShape{prio, rated, size}).query
-				}
+			for _, shape := range everyShape(size) {
+				shapes[shapeName(shape)] = b.plans.Reservation(shape).SQL
 			}
 			for shape, stmt := range shapes {
-				if stmt == "" { // not this database's
-					continue
-				}
 				path := filepath.Join("testdata", "reservations", name+"-"+shape+".sql")
 				got := laidOut(stmt)
 				if *update {
@@ -87,6 +67,23 @@ func TestReservationsAsRendered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shapeName is the name of shape's golden file.
+func shapeName(shape plan.Shape) string {
+	name := "reserve"
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{shape.Prioritized, "prioritized"}, {shape.Rated, "rated"}, {shape.Fair, "fair"}, {shape.Only, "only"}} {
+		if f.on {
+			name += "-" + f.name
+		}
+	}
+	if shape.Size > 0 {
+		name += "-" + strconv.Itoa(shape.Size)
+	}
+	return name
 }
 
 // laidOut is stmt a clause a line, for review: the space before each

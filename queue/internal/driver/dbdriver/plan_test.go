@@ -22,14 +22,24 @@ import (
 func TestReservationUsesTheWaitingIndex(t *testing.T) {
 	t.Parallel()
 	d := migrated(t, dbtest.SQLiteURL(t))
-	q := sqliteStatements()
+	s := newSQLite(d)
+	q := s.q
+	reserve := func(r driver.Reservation) string {
+		stmt, _ := statementOf(s.base, 1, r, 0)
+		return stmt
+	}
+	args := func(r driver.Reservation) []any {
+		_, args := statementOf(s.base, 1, r, 0)
+		return args
+	}
+	plain, byPriority := driver.Reservation{Queue: "default", Now: 1, Limit: 10}, driver.Reservation{Queue: "default", Now: 1, Limit: 10, Prioritized: true}
 	for _, c := range []struct {
 		name, stmt string
 		args       []any
 		want       []string
 	}{
-		{"reserve", q.reserve, q.reserveArgs(1, driver.Reservation{Queue: "default", Now: 1, Limit: 10}), []string{"USING INDEX jobs_waiting"}},
-		{"reserve by priority", q.reservePrioritized, q.reserveArgs(1, driver.Reservation{Queue: "default", Now: 1, Limit: 10, Prioritized: true}),
+		{"reserve", reserve(plain), args(plain), []string{"USING INDEX jobs_waiting"}},
+		{"reserve by priority", reserve(byPriority), args(byPriority),
 			[]string{"USING INDEX jobs_waiting", "USING INDEX jobs_prioritized"}},
 		{"find unique", q.findUnique, []any{"k"}, []string{"INDEX jobs_unique_key"}},
 		{"take over", q.takeOver, []any{1, nil, "default", 1, 1, 1}, []string{"INDEX jobs_reserved", "SEARCH queue_workers USING INDEX sqlite_autoindex_queue_workers_1 (id=?)"}},
@@ -158,6 +168,7 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 		t.Fatalf("set the table's statistics (the test needs a superuser): %v", err)
 	}
 	drv := newPostgres(d)
+	byPriority, byPriorityArgs := statementOf(drv.base, n, driver.Reservation{Queue: "default", Now: n, Prioritized: true}, 64)
 	// buffers runs stmt under EXPLAIN ANALYZE, rolled back, and returns
 	// the buffers it read in all.
 	buffers := func(stmt string, args ...any) int {
@@ -189,14 +200,14 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 		if total > 2000 {
 			t.Errorf("read %d buffers for 64 of %d jobs:\n%s", total, n, plan.String())
 		}
-		if stmt == drv.q.prioritizedSized[64] && !strings.Contains(plan.String(), "Index Scan using jobs_prioritized") {
+		if stmt == byPriority && !strings.Contains(plan.String(), "Index Scan using jobs_prioritized") {
 			t.Errorf("the reservation does not search the jobs with a priority by their index:\n%s", plan.String())
 		}
 		return total
 	}
-	t.Logf("reservation of 64: %d buffers", buffers(drv.q.reserveSized[64], drv.q.sizedArgs(n, driver.Reservation{Queue: "default", Now: n})...))
-	t.Logf("reservation of 64 by priority: %d buffers", buffers(drv.q.prioritizedSized[64],
-		drv.q.sizedArgs(n, driver.Reservation{Queue: "default", Now: n, Prioritized: true})...))
+	plain, plainArgs := statementOf(drv.base, n, driver.Reservation{Queue: "default", Now: n}, 64)
+	t.Logf("reservation of 64: %d buffers", buffers(plain, plainArgs...))
+	t.Logf("reservation of 64 by priority: %d buffers", buffers(byPriority, byPriorityArgs...))
 	jobs, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: n, At: n, Limit: 100})
 	if err != nil || len(jobs) != 100 {
 		t.Fatalf("reserve: %d jobs, %v", len(jobs), err)
@@ -228,7 +239,8 @@ func TestAReservationByPriorityLocksOnlyWhatItTakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, drv.q.prioritizedSized[5], drv.q.sizedArgs(int64(100), driver.Reservation{Queue: "default", Now: 100, Prioritized: true})...)
+	stmt, args := statementOf(drv.base, int64(100), driver.Reservation{Queue: "default", Now: 100, Prioritized: true}, 5)
+	rows, err := tx.QueryContext(ctx, stmt, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +266,7 @@ func TestAReservationByPriorityLocksOnlyWhatItTakes(t *testing.T) {
 // prepares the statement again each time another is bound (a
 // reservation's limit changes from one search to the next); +? is
 // evaluated as the statement runs. It reads every statement of the
-// driver, the fair reservations' shapes among them.
+// driver, every shape of a reservation among them.
 func TestSQLiteNeverPlansForALimitsValue(t *testing.T) {
 	d := migrated(t, dbtest.SQLiteURL(t))
 	s := newSQLite(d)
@@ -265,12 +277,10 @@ func TestSQLiteNeverPlansForALimitsValue(t *testing.T) {
 			all = append(all, v.Type().Field(i).Name+": "+f.String())
 		}
 	}
-	for _, prio := range []bool{false, true} {
-		for _, rated := range []bool{false, true} {
-			all = append(all, fmt.Sprintf("fair %v %v: %s", prio, rated, s.fairQuery(fairShape{prio, rated, 0}).query))
-		}
+	for _, shape := range everyShape(0) {
+		all = append(all, fmt.Sprintf("%+v: %s", shape, s.plans.Reservation(shape).SQL))
 	}
-	if len(all) < 20 {
+	if len(all) < 30 {
 		t.Fatalf("read %d statements; want them all", len(all))
 	}
 	for _, stmt := range all {

@@ -31,6 +31,10 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 		}
 		return generic, custom
 	}
+	sized := func(r driver.Reservation) string {
+		stmt, _ := statementOf(p.base, nil, r, 4)
+		return stmt
+	}
 	byPriority, rated, fair := r, r, r
 	byPriority.Prioritized, rated.Rated, fair.Fair = true, true, true
 	for _, c := range []struct {
@@ -38,10 +42,10 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 		r    driver.Reservation
 		stmt string
 	}{
-		{"by due time", r, p.q.reserveSized[4]},
-		{"by priority", byPriority, p.q.prioritizedSized[4]},
-		{"rated", rated, p.q.ratedSized[4]},
-		{"fair", fair, p.fairQuery(fairShape{false, false, 4}).query},
+		{"by due time", r, sized(r)},
+		{"by priority", byPriority, sized(byPriority)},
+		{"rated", rated, sized(rated)},
+		{"fair", fair, sized(fair)},
 	} {
 		for range 30 {
 			if got, err := p.Reserve(ctx, c.r); err != nil || len(got) != 4 {
@@ -52,13 +56,13 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 			t.Errorf("the reservation of 4 %s: %d generic plans and %d custom ones; want 25 and 5", c.name, generic, custom)
 		}
 	}
-	args := p.q.reserveArgs(nil, r)
+	stmt, args := withLimitParameter(r)
 	for range 30 {
-		if got, err := p.reserveWith(ctx, p.q.reserve, args, nil); err != nil || len(got) != 4 {
+		if got, err := p.reserveWith(ctx, stmt, args); err != nil || len(got) != 4 {
 			t.Fatalf("reserve with a LIMIT parameter = %d jobs, %v", len(got), err)
 		}
 	}
-	if generic, custom := plans(p.q.reserve); custom != 30 {
+	if generic, custom := plans(stmt); custom != 30 {
 		t.Errorf("the reservation with a LIMIT parameter: %d generic plans and %d custom ones; want 30 custom (its kept plan looks dearer)", generic, custom)
 	}
 }
@@ -67,7 +71,7 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 // many jobs wait, a reservation takes the first min(limit, waiting) by
 // due time, or by priority and then due time, with rate limits whose
 // windows stay open or without (on PostgreSQL in statements of
-// reserveSizes).
+// plan.Sizes).
 func TestAReservationTakesItsLimitExactly(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
@@ -130,7 +134,7 @@ func TestAReservationTakesItsLimitExactly(t *testing.T) {
 // TestAFairReservationTakesWhatTheMemoryDriverTakes: a Fair reservation,
 // with and without priorities, takes the jobs the memory driver takes of
 // the same jobs (the reference of the rule), whatever the limit and
-// however many wait (on PostgreSQL in statements of reserveSizes).
+// however many wait (on PostgreSQL in statements of plan.Sizes).
 func TestAFairReservationTakesWhatTheMemoryDriverTakes(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {

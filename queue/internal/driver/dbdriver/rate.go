@@ -209,7 +209,7 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 		for round := 0; round < ratedRounds && len(jobs) < limit; round++ {
 			want := r
 			want.Limit = limit - len(jobs)
-			got, err := b.searchRated(ctx, tx, at, want)
+			got, err := b.search(ctx, tx, at, want)
 			if err != nil {
 				return err
 			}
@@ -289,46 +289,6 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 		sortReserved(jobs)
 	}
 	return jobs, nil
-}
-
-// searchRated reserves, in tx, the jobs of r at at that a search leaving
-// out the keys whose window is full then finds: by the search of r.Fair,
-// or by the statement of the others.
-func (b *base) searchRated(ctx context.Context, tx *sql.Tx, at any, r driver.Reservation) ([]*driver.Job, error) {
-	if r.Fair {
-		return b.reserveFair(ctx, tx, at, r, true)
-	}
-	var got []*driver.Job
-	search := func(stmt string, args []any) error {
-		rows, err := tx.QueryContext(ctx, b.only(stmt, r.Only), args...)
-		return eachRow(rows, err, func(rows *sql.Rows) error {
-			j, err := scanJob(rows)
-			got = append(got, j)
-			return err
-		})
-	}
-	if b.q.ratedSized == nil {
-		stmt, args := b.q.reserveRatedArgs(at, r)
-		return got, search(stmt, args)
-	}
-	// PostgreSQL's, sized as reserveSized's, in turn in tx until the
-	// limit is reached or one takes fewer than its size.
-	sized, slots := b.q.ratedSized, b.q.ratedSizedAt
-	if r.Prioritized {
-		sized, slots = b.q.prioRatedSized, b.q.prioRatedSizedAt
-	}
-	args := withTimes(b.q.sizedArgs(at, r), slots, at)
-	for left := r.Limit; left > 0; {
-		size, before := sizedReservation(left), len(got)
-		if err := search(sized[size], args); err != nil {
-			return nil, err
-		}
-		if len(got)-before < size {
-			break
-		}
-		left -= size
-	}
-	return got, nil
 }
 
 // busyRetryMs is how soon a reservation that left jobs waiting because

@@ -5,10 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"slices"
-	"strings"
 
 	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/plan"
 )
 
 // scanJob reads a row of columns. A row whose values do not all convert
@@ -61,64 +61,85 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 	if r.Rated || !r.QueueRate.IsZero() {
 		return b.reserveRated(ctx, r)
 	}
+	jobs, err := b.search(ctx, nil, at, r)
 	if r.Fair {
-		return b.reserveFair(ctx, nil, at, r, false)
-	}
-	var jobs []*driver.Job
-	if b.q.reserveSized == nil {
-		stmt := b.q.reserve
-		if r.Prioritized {
-			stmt = b.q.reservePrioritized
-		}
-		if jobs, err = b.reserveWith(ctx, b.only(stmt, r.Only), b.q.reserveArgs(at, r), nil); err != nil {
-			return nil, err
+		driver.FairOrder(jobs)
+		if err == nil && r.Drained != nil {
+			*r.Drained = driver.Drained(jobs, r.Limit)
 		}
 	} else {
-		jobs, err = b.reserveSized(ctx, at, r)
+		sortReserved(jobs)
 	}
-	for _, j := range jobs {
-		j.ReservedBy = r.By
-	}
-	sortReserved(jobs)
 	return jobs, err
 }
 
-// reserveSized reserves on PostgreSQL, by priority or by due time, with
-// the statements of reserveSizes, until the limit is reached or one
-// takes fewer than its size (the search found every job due). A
-// statement that fails
-// reserved nothing; the jobs of those before it are returned with its
-// error, so that they run rather than wait for their takeover.
-func (b *base) reserveSized(ctx context.Context, at any, r driver.Reservation) ([]*driver.Job, error) {
-	args, sized := b.q.sizedArgs(at, r), b.q.reserveSized
-	if r.Prioritized {
-		sized = b.q.prioritizedSized
-	}
+// search reserves the jobs of r at at (on PostgreSQL nil for the
+// server's clock) by the statement of its shape (see package plan), in
+// tx, or for nil each statement in a transaction of its own. On
+// PostgreSQL it runs the statements of plan.Sizes in turn until the
+// limit is reached or one takes fewer than its size (the search found
+// every job due). A statement that fails reserved nothing; outside tx
+// the jobs of those before it are returned with its error, so that they
+// run rather than wait for their takeover.
+func (b *base) search(ctx context.Context, tx *sql.Tx, at any, r driver.Reservation) ([]*driver.Job, error) {
+	shape, v := b.reservation(at, r)
 	var jobs []*driver.Job
+	row := func(rows *sql.Rows) error {
+		j, err := scanJob(rows)
+		if err == nil {
+			j.ReservedBy = r.By
+			jobs = append(jobs, j)
+		}
+		return err
+	}
+	run := func(st plan.Statement) error {
+		if tx != nil {
+			rows, err := tx.QueryContext(ctx, st.SQL, st.Bind(&v)...)
+			return eachRow(rows, err, row)
+		}
+		return b.query(ctx, st.SQL, st.Bind(&v), row)
+	}
+	if !b.dialect().pg {
+		if err := run(b.plans.Reservation(shape)); err != nil {
+			return nil, err
+		}
+		return jobs, nil
+	}
 	for left := r.Limit; left > 0; {
-		size, before := sizedReservation(left), len(jobs)
-		more, err := b.reserveWith(ctx, b.only(sized[size], r.Only), args, jobs)
-		if err != nil {
+		shape.Size = plan.SizeFor(left)
+		before := len(jobs)
+		if err := run(b.plans.Reservation(shape)); err != nil {
+			if tx != nil {
+				return nil, err
+			}
 			return jobs[:before], err
 		}
-		jobs = more
-		if took := len(jobs) - before; took < size {
+		if len(jobs)-before < shape.Size {
 			break
 		}
-		left -= size
+		left -= shape.Size
 	}
 	return jobs, nil
 }
 
-// reserveWith runs the reservation stmt with args and appends the jobs it
-// reserved to jobs.
-func (b *base) reserveWith(ctx context.Context, stmt string, args []any, jobs []*driver.Job) ([]*driver.Job, error) {
-	err := b.query(ctx, stmt, args, func(rows *sql.Rows) error {
-		j, err := scanJob(rows)
-		jobs = append(jobs, j)
-		return err
-	})
-	return jobs, err
+// reservation is the shape of the reservation r at at and its
+// arguments.
+func (b *base) reservation(at any, r driver.Reservation) (plan.Shape, plan.Values) {
+	shape := plan.Shape{Prioritized: r.Prioritized, Rated: r.Rated || !r.QueueRate.IsZero(), Fair: r.Fair, Only: r.Only != nil}
+	v := plan.Values{Queue: r.Queue, Does: r.Does(), From: r.From, Now: r.Now, Place: max(r.PlaceFrom, 1), At: at, By: nullable(r.By), Limit: r.Limit}
+	if r.Only != nil {
+		v.Names = b.names(r.Only)
+	}
+	return shape, v
+}
+
+// names is the argument of the job types of n (plan.Names): a JSON array
+// on SQLite, a list on PostgreSQL.
+func (b *base) names(n *driver.Names) any {
+	if b.dialect().pg {
+		return n.List()
+	}
+	return n.JSON()
 }
 
 // sortReserved puts jobs in the order of reservations: RETURNING gives
@@ -148,48 +169,21 @@ func (b *base) TakeOver(ctx context.Context, queue string, now int64, by string)
 
 // Behind implements driver.Driver.
 func (b *base) Behind(ctx context.Context, queue string, now, from, placeFrom int64, only *driver.Names) (bool, error) {
+	v := plan.Values{Queue: queue, Now: now, From: from, Place: placeFrom}
+	if only != nil {
+		v.Names = b.names(only)
+	}
 	if from > 0 {
-		if found, err := b.exists(ctx, b.only(b.q.behind, only), queue, from, now); err != nil || found {
+		st := b.plans.Behind(false, only != nil)
+		if found, err := b.exists(ctx, st.SQL, st.Bind(&v)...); err != nil || found {
 			return found, err
 		}
 	}
 	if placeFrom > 0 {
-		return b.exists(ctx, b.only(b.q.words(placeBehind), only), queue, placeFrom, now)
+		st := b.plans.Behind(true, only != nil)
+		return b.exists(ctx, st.SQL, st.Bind(&v)...)
 	}
 	return false, nil
-}
-
-// only is the search stmt limited to the jobs of the types of n (nil:
-// stmt): each of its searches of waiting jobs ("reserved_at IS NULL")
-// also tests the job's type against n, written into the statement as
-// standard string literals (a quote doubled; PostgreSQL reads them so
-// with standard_conforming_strings, on by default), so that its
-// arguments stay as they are. The statement is built once for each pair
-// and kept.
-func (b *base) only(stmt string, n *driver.Names) string {
-	if n == nil {
-		return stmt
-	}
-	key := onlyKey{stmt, n}
-	if s, ok := b.limited.Load(key); ok {
-		return s.(string)
-	}
-	test := "1 = 0" // no type: no job
-	if list := n.List(); len(list) > 0 {
-		quoted := make([]string, len(list))
-		for i, name := range list {
-			quoted[i] = "'" + strings.ReplaceAll(name, "'", "''") + "'"
-		}
-		test = "name IN (" + strings.Join(quoted, ", ") + ")"
-	}
-	s, _ := b.limited.LoadOrStore(key, strings.ReplaceAll(stmt, "reserved_at IS NULL", "reserved_at IS NULL AND "+test))
-	return s.(string)
-}
-
-// onlyKey names a statement of only.
-type onlyKey struct {
-	stmt  string
-	names *driver.Names
 }
 
 // Stale implements driver.Driver.

@@ -10,7 +10,7 @@ import (
 
 // BenchmarkReserveWithABacklog measures a reservation of 4 jobs and
 // their completion on PostgreSQL with a backlog in analyzed statistics
-// (as autovacuum leaves a busy table): the statements of reserveSizes,
+// (as autovacuum leaves a busy table): the statements of plan.Sizes,
 // and the one statement with LIMIT a parameter that they replaced,
 // which the server plans anew at every execution: go test
 // ./queue/internal/driver/dbdriver -run '^$' -bench ReserveWithABacklog
@@ -30,7 +30,8 @@ func BenchmarkReserveWithABacklog(b *testing.B) {
 				if shape == "sized" {
 					got, err = p.Reserve(ctx, r)
 				} else {
-					got, err = p.reserveWith(ctx, p.q.reserve, p.q.reserveArgs(nil, r), nil)
+					stmt, args := withLimitParameter(r)
+					got, err = p.reserveWith(ctx, stmt, args)
 				}
 				if err != nil || len(got) != 4 {
 					b.Fatal(len(got), err)

@@ -1,7 +1,6 @@
 package dbdriver
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 
@@ -13,39 +12,10 @@ import (
 type statements struct {
 	insert, expireUnique, insertUnique, findUnique string
 	insertKeyed, insertUniqueKeyed                 string // insert's and insertUnique's of a keyed job
-	reserve, takeOver, behind, stale, unreserve    string
-	// reservePrioritized, reservePrioritizedRated and prioritizedArgs
-	// are SQLite's, empty on PostgreSQL; there reserve, the search with
-	// its LIMIT a parameter, is what reserveSized replaced, kept as the
-	// reference of TestPostgreSQLKeepsOnePlanOfAReservation.
-	reservePrioritized string
-	// reserveSized and prioritizedSized, on PostgreSQL, are its
-	// reservations by due time and by priority with their LIMIT written
-	// in as a constant, a statement for each of the sizes of
-	// reserveSizes (nil on SQLite), and sizedArgs their arguments: see
-	// sizedReservation.
-	reserveSized, prioritizedSized map[int]string
-	sizedArgs                      func(at any, r driver.Reservation) []any
-	// ratedSized and prioRatedSized are those leaving out the keys
-	// whose window is full (see reserveRated), their times after the
-	// arguments of sizedArgs at ratedSizedAt and prioRatedSizedAt.
-	ratedSized, prioRatedSized     map[int]string
-	ratedSizedAt, prioRatedSizedAt []int
-	// The reservations of a queue where jobs with a rate limit may wait
-	// (SQLite's; empty on PostgreSQL): reserve's and
-	// reservePrioritized's, leaving out the keys whose window is full at
-	// the time of the argument they take after each of their arguments
-	// at the positions of ratedAt (and prioRatedAt).
-	reserveRated, reservePrioritizedRated         string
-	ratedAt, prioRatedAt                          []int
-	releaseKey, debounce                          string
-	complete, release, snooze, interrupt          string
-	failed, failedPayloads, flush, pending, purge string
-
-	// prioritizedArgs are the arguments of reservePrioritized, in its
-	// order, for a reservation at at (reserve's are the same in both
-	// databases: see reserveArgs).
-	prioritizedArgs func(at any, r driver.Reservation) []any
+	takeOver, stale, unreserve                     string
+	releaseKey, debounce                           string
+	complete, release, snooze, interrupt           string
+	failed, failedPayloads, flush, pending, purge  string
 
 	insertFull string                 // the multi-row insert of a full chunk of jobs not keyed
 	insertRows func(int, bool) string // the multi-row insert of n rows, keyed or not
@@ -72,29 +42,12 @@ const (
 	postgresAppendError = "(coalesce(errors, '[]')::jsonb || jsonb_build_array(?::jsonb))::text"
 )
 
-// sqliteStatements are the statements in SQLite's words. Its planner,
-// seeing an empty table's statistics, would take the jobs with a priority
-// by jobs_waiting and sort them all: their searches name their index.
+// sqliteStatements are the statements in SQLite's words.
 func sqliteStatements() statements {
-	q := common("?", "", sqliteAppendError,
-		"UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN ("+
-			"SELECT id FROM jobs WHERE "+doesAll+" AND queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT ?"+
-			") RETURNING "+columns,
+	return common("?", "", sqliteAppendError,
 		"DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN ("+
 			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
 		sqliteWords)
-	byIndex := func(s string) string {
-		return strings.Replace(s, "FROM jobs", "FROM jobs INDEXED BY jobs_prioritized", 1)
-	}
-	q.reservePrioritized = sqliteWords("UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1 WHERE id IN (" +
-		"SELECT id FROM (SELECT * FROM (" + byIndex(prioritized) + ") UNION ALL SELECT * FROM (" + unprioritized + ")) " +
-		"ORDER BY priority DESC, available_at, id LIMIT ?) RETURNING " + columns)
-	q.reservePrioritizedRated, q.prioRatedAt = ratedIn(q.reservePrioritized, "?")
-	q.prioritizedArgs = func(at any, r driver.Reservation) []any {
-		does := r.Does()
-		return []any{at, nullable(r.By), r.Queue, does, r.Queue, r.Now, r.Limit, r.Queue, does, r.Queue, r.From, r.Now, r.Limit, r.Limit}
-	}
-	return q
 }
 
 // sqliteWords are SQLite's words for a statement: a LIMIT of a bound
@@ -108,171 +61,24 @@ func sqliteWords(s string) string { return strings.ReplaceAll(s, "LIMIT ?", "LIM
 
 // postgresStatements are the statements in PostgreSQL's words: SKIP
 // LOCKED, so that workers never wait for each other; the server's clock
-// for a time of reservations passed as NULL; and a reservation and a
-// completion that commit without waiting for the disk (the setting lasts
-// for their own transaction; lost in a crash of the server, either job
-// runs again, as at least once allows, and a later commit that waits
-// makes them durable, the log being written in order).
+// for a time of reservations passed as NULL; and a completion that
+// commits without waiting for the disk (the setting lasts for its own
+// transaction; lost in a crash of the server, the job runs again, as at
+// least once allows, and a later commit that waits makes it durable, the
+// log being written in order). Its reservations are package plan's.
 //
-// Both find their rows by id = ANY(...), on the primary key, not by a
-// join: a vacuum of the empty table records "no rows", and until the next
-// ANALYZE a join was planned as a walk over every row of jobs. The
-// completion's coalesce keeps it off the index of reserved rows for the
+// The completion finds its rows by id = ANY(...), on the primary key,
+// not by a join: a vacuum of the empty table records "no rows", and
+// until the next ANALYZE a join was planned as a walk over every row of
+// jobs. Its coalesce keeps it off the index of reserved rows for the
 // same reason.
 func postgresStatements() statements {
-	reserve := "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) " +
-		"UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 " +
-		"FROM lazy WHERE jobs.id = ANY(ARRAY(" +
-		"SELECT id FROM jobs WHERE " + doesAll + " AND queue = ? AND reserved_at IS NULL AND available_at >= ? AND available_at <= ? " +
-		"ORDER BY available_at, id LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING " + prefixed("jobs.", columns)
-	q := common(pgAt, " FOR UPDATE SKIP LOCKED", postgresAppendError, reserve,
+	return common(pgAt, " FOR UPDATE SKIP LOCKED", postgresAppendError,
 		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
 			"DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int) "+
 			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) "+
 			"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 RETURNING j.id",
 		numbered)
-	// On PostgreSQL the searches run in turn, each locking (SKIP LOCKED)
-	// only what the ones before left of the limit: the jobs of priorities
-	// above 0, then of 0, then below, so that it locks no job it does not
-	// take.
-	// byPriority is the statement with limit, a constant, as the limit
-	// of the three searches.
-	byPriority := func(limit string) string {
-		above := strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority > 0", 1)
-		below := strings.Replace(strings.Replace(prioritized, "priority <> 0", "priority <> 0 AND priority < 0", 1),
-			"LIMIT ?", "LIMIT ("+limit+" - (SELECT count(*) FROM p) - (SELECT count(*) FROM u))", 1)
-		return "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
-			"p AS (" + strings.Replace(above, "LIMIT ?", "LIMIT "+limit, 1) + " FOR UPDATE SKIP LOCKED), " +
-			"u AS (" + strings.Replace(unprioritized, "LIMIT ?", "LIMIT ("+limit+" - (SELECT count(*) FROM p))", 1) + " FOR UPDATE SKIP LOCKED), " +
-			"n AS (" + below + " FOR UPDATE SKIP LOCKED) " +
-			"UPDATE jobs SET reserved_at = " + pgAt + ", reserved_by = ?, attempts = jobs.attempts + 1 " +
-			"FROM lazy WHERE jobs.id = ANY(ARRAY(SELECT id FROM p UNION ALL SELECT id FROM u UNION ALL SELECT id FROM n)) " +
-			"RETURNING " + prefixed("jobs.", columns)
-	}
-	q.reserveRated, q.ratedAt = "", nil // the sized ones replace it
-	q.reserveSized, q.prioritizedSized = map[int]string{}, map[int]string{}
-	q.ratedSized, q.prioRatedSized = map[int]string{}, map[int]string{}
-	for _, n := range reserveSizes {
-		plain, prio := strings.Replace(reserve, "LIMIT ?", "LIMIT "+strconv.Itoa(n), 1), byPriority(strconv.Itoa(n))
-		q.reserveSized[n], q.prioritizedSized[n] = numbered(plain), numbered(prio)
-		plain, q.ratedSizedAt = ratedIn(plain, pgAt)
-		prio, q.prioRatedSizedAt = ratedIn(prio, pgAt)
-		q.ratedSized[n], q.prioRatedSized[n] = numbered(plain), numbered(prio)
-	}
-	q.sizedArgs = func(at any, r driver.Reservation) []any {
-		if !r.Prioritized {
-			return []any{at, nullable(r.By), r.Queue, r.Does(), r.Queue, r.From, r.Now}
-		}
-		does := r.Does()
-		return []any{r.Queue, does, r.Queue, r.Now, r.Queue, does, r.Queue, r.From, r.Now, r.Queue, does, r.Queue, r.Now, at, nullable(r.By)}
-	}
-	return q
-}
-
-// reserveSizes are the sizes of PostgreSQL's reservations (by due time
-// and by priority), each a statement of its own with its LIMIT a
-// constant: every count up to 16, the free handlers of a small worker,
-// then powers of two.
-//
-// With LIMIT a parameter, the plan PostgreSQL keeps for a prepared
-// statement must do for any limit, and it assumes a tenth of the rows:
-// against the plan made for 4 jobs it looks dear, so the server plans
-// the statement anew at every execution (plan_cache_mode auto), half of
-// a reservation's time with a backlog, and more with each index a
-// feature adds to jobs. With a constant it keeps one plan; a reservation
-// of 37 runs the statements of 32 and 5 (sizedReservation).
-var reserveSizes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 64, 128, 256, 512, 1024}
-
-// sizedReservation is the size of the next statement of a reservation
-// of limit jobs: the largest of reserveSizes not above it.
-func sizedReservation(limit int) int {
-	size := reserveSizes[0]
-	for _, n := range reserveSizes {
-		if n <= limit {
-			size = n
-		}
-	}
-	return size
-}
-
-// doesAll is the test that every search of a reservation starts with: no
-// feature is recorded of its queue (queue_features) that the search does
-// not do (see driver.Features). PostgreSQL and SQLite read it once a
-// statement; their arguments are the queue and the features the search
-// does.
-const doesAll = "NOT EXISTS (SELECT 1 FROM queue_features WHERE queue = ? AND (feature & ?) = 0)"
-
-// The two searches of a reservation by priority, each of up to its
-// limit: the jobs with a priority (by the index jobs_prioritized, which
-// holds only those), and the others from a bound (by jobs_waiting). The
-// next jobs by priority, then due time, are the first of the two
-// together. Their arguments are doesAll's, then queue, now, limit and
-// queue, from, now, limit.
-const (
-	prioritized = "SELECT id, priority, available_at FROM jobs WHERE " + doesAll + " AND queue = ? AND reserved_at IS NULL AND priority <> 0 AND available_at <= ? " +
-		"ORDER BY priority DESC, available_at, id LIMIT ?"
-	unprioritized = "SELECT id, priority, available_at FROM jobs WHERE " + doesAll + " AND queue = ? AND reserved_at IS NULL AND priority = 0 AND available_at >= ? AND available_at <= ? " +
-		"ORDER BY available_at, id LIMIT ?"
-)
-
-// reserveArgs are the arguments of a reservation at at, in the order of
-// its statement: reserve's, or for r.Prioritized reservePrioritized's.
-func (q *statements) reserveArgs(at any, r driver.Reservation) []any {
-	if r.Prioritized {
-		return q.prioritizedArgs(at, r)
-	}
-	return []any{at, nullable(r.By), r.Queue, r.Does(), r.Queue, r.From, r.Now, r.Limit}
-}
-
-// reserveRatedArgs is the statement and the arguments of a Rated
-// reservation at at (on PostgreSQL nil for the server's clock), leaving
-// out the keys whose window is full then.
-func (q *statements) reserveRatedArgs(at any, r driver.Reservation) (string, []any) {
-	stmt, slots := q.reserveRated, q.ratedAt
-	if r.Prioritized {
-		stmt, slots = q.reservePrioritizedRated, q.prioRatedAt
-	}
-	return stmt, withTimes(q.reserveArgs(at, r), slots, at)
-}
-
-// withTimes is args with at after each argument at the positions of
-// slots (see ratedIn).
-func withTimes(args []any, slots []int, at any) []any {
-	out := make([]any, 0, len(args)+len(slots))
-	for i, a := range args {
-		out = append(out, a)
-		if slices.Contains(slots, i) {
-			out = append(out, at)
-		}
-	}
-	return out
-}
-
-// ratedIn adds to each search of a reservation (each "available_at <= ?")
-// the test that leaves out the jobs of keys whose window is full at at
-// (an expression of one placeholder), and returns the positions of the
-// arguments each test's time follows.
-func ratedIn(reserve, at string) (string, []int) {
-	const due = "available_at <= ?"
-	test := " AND (rate_key IS NULL OR rate_key NOT IN (SELECT key FROM queue_rates WHERE reopen_at > " + at + "))"
-	var b strings.Builder
-	var slots []int
-	n := 0
-	for rest := reserve; rest != ""; {
-		i := strings.IndexByte(rest, '?')
-		if i < 0 {
-			b.WriteString(rest)
-			break
-		}
-		b.WriteString(rest[:i+1])
-		if strings.HasSuffix(rest[:i+1], due) {
-			b.WriteString(test)
-			slots = append(slots, n)
-		}
-		n++
-		rest = rest[i+1:]
-	}
-	return b.String(), slots
 }
 
 // pgAt is a time on the clock of reservations on PostgreSQL: the
@@ -308,7 +114,7 @@ func atArgs(at any) []any {
 // clock of reservations, skipLocked what a takeover's search adds,
 // appendError the expression that adds a failure to a job's errors, and
 // words rewrites a statement's placeholders for the database.
-func common(at, skipLocked, appendError, reserve, complete string, words func(string) string) statements {
+func common(at, skipLocked, appendError, complete string, words func(string) string) statements {
 	// The reservations of a queue gone stale by a time; its arguments are
 	// queue and atArgs of that time.
 	staleWhere := "queue = ? AND reserved_at IS NOT NULL AND " + staleAt(at)
@@ -324,10 +130,8 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 		releaseKey: words("UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND reserved_at IS NOT NULL"),
 		debounce: words("UPDATE jobs SET payload = ?, meta = ?, available_at = CASE WHEN ? < created_at + ? THEN ? ELSE created_at + ? END " +
 			"WHERE unique_key = ? AND reserved_at IS NULL RETURNING id"),
-		reserve: words(reserve),
 		takeOver: words("UPDATE jobs SET reserved_at = " + at + ", reserved_by = ?, attempts = attempts + 1 WHERE id = (" +
 			"SELECT id FROM jobs WHERE " + staleWhere + " ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns),
-		behind:    words("SELECT 1 FROM jobs WHERE queue = ? AND reserved_at IS NULL AND available_at < ? AND available_at <= ? AND fair_seq IS NULL LIMIT 1"),
 		stale:     words("SELECT 1 FROM jobs WHERE " + staleWhere + " LIMIT 1"),
 		unreserve: words("UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1 WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"),
 		complete:  words(complete),
@@ -359,8 +163,6 @@ func common(at, skipLocked, appendError, reserve, complete string, words func(st
 		},
 	}
 	q.insertFull = q.insertRows(rowsPerInsert, false)
-	q.reserveRated, q.ratedAt = ratedIn(reserve, at)
-	q.reserveRated = words(q.reserveRated)
 	q.words = words
 	return q
 }

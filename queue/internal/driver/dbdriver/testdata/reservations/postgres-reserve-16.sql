@@ -6,10 +6,10 @@ WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) UPDATE jobs 
   FROM queue_features
   WHERE queue = $3
   AND (feature & $4) = 0)
-  AND queue = $5
+  AND queue = $3
   AND reserved_at IS NULL
-  AND available_at >= $6
-  AND available_at <= $7
+  AND available_at >= $5
+  AND available_at <= $6
   ORDER BY available_at, id
   LIMIT 16
   FOR UPDATE SKIP LOCKED))

@@ -5,11 +5,11 @@ p AS (SELECT id, priority, available_at
   FROM queue_features
   WHERE queue = $1
   AND (feature & $2) = 0)
-  AND queue = $3
+  AND queue = $1
   AND reserved_at IS NULL
   AND priority <> 0
   AND priority > 0
-  AND available_at <= $4
+  AND available_at <= $3
   ORDER BY priority DESC, available_at, id
   LIMIT 16
   FOR UPDATE SKIP LOCKED),
@@ -17,33 +17,33 @@ u AS (SELECT id, priority, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $5
-  AND (feature & $6) = 0)
-  AND queue = $7
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
   AND reserved_at IS NULL
   AND priority = 0
-  AND available_at >= $8
-  AND available_at <= $9
+  AND available_at >= $4
+  AND available_at <= $3
   ORDER BY available_at, id
-  LIMIT (16 - (SELECT count(*)
-  FROM p))
+  LIMIT (16 - ((SELECT count(*)
+  FROM p)))
   FOR UPDATE SKIP LOCKED),
 n AS (SELECT id, priority, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $10
-  AND (feature & $11) = 0)
-  AND queue = $12
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
   AND reserved_at IS NULL
   AND priority <> 0
   AND priority < 0
-  AND available_at <= $13
+  AND available_at <= $3
   ORDER BY priority DESC, available_at, id
-  LIMIT (16 - (SELECT count(*)
-  FROM p) - (SELECT count(*)
-  FROM u))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($14::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $15, attempts = jobs.attempts + 1
+  LIMIT (16 - ((SELECT count(*)
+  FROM p) + (SELECT count(*)
+  FROM u)))
+  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $6, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM p UNION ALL

@@ -5,14 +5,14 @@ p AS (SELECT id, priority, available_at
   FROM queue_features
   WHERE queue = $1
   AND (feature & $2) = 0)
-  AND queue = $3
+  AND queue = $1
   AND reserved_at IS NULL
   AND priority <> 0
   AND priority > 0
-  AND available_at <= $4
+  AND available_at <= $3
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
-  WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  WHERE reopen_at > coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY priority DESC, available_at, id
   LIMIT 16
   FOR UPDATE SKIP LOCKED),
@@ -20,39 +20,39 @@ u AS (SELECT id, priority, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $6
-  AND (feature & $7) = 0)
-  AND queue = $8
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
   AND reserved_at IS NULL
   AND priority = 0
-  AND available_at >= $9
-  AND available_at <= $10
+  AND available_at >= $5
+  AND available_at <= $3
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
-  WHERE reopen_at > coalesce($11::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  WHERE reopen_at > coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY available_at, id
-  LIMIT (16 - (SELECT count(*)
-  FROM p))
+  LIMIT (16 - ((SELECT count(*)
+  FROM p)))
   FOR UPDATE SKIP LOCKED),
 n AS (SELECT id, priority, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $12
-  AND (feature & $13) = 0)
-  AND queue = $14
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
   AND reserved_at IS NULL
   AND priority <> 0
   AND priority < 0
-  AND available_at <= $15
+  AND available_at <= $3
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
-  WHERE reopen_at > coalesce($16::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  WHERE reopen_at > coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY priority DESC, available_at, id
-  LIMIT (16 - (SELECT count(*)
-  FROM p) - (SELECT count(*)
-  FROM u))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($17::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $18, attempts = jobs.attempts + 1
+  LIMIT (16 - ((SELECT count(*)
+  FROM p) + (SELECT count(*)
+  FROM u)))
+  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $6, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM p UNION ALL

@@ -6,13 +6,13 @@ WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) UPDATE jobs 
   FROM queue_features
   WHERE queue = $3
   AND (feature & $4) = 0)
-  AND queue = $5
+  AND queue = $3
   AND reserved_at IS NULL
-  AND available_at >= $6
-  AND available_at <= $7
+  AND available_at >= $5
+  AND available_at <= $6
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
-  WHERE reopen_at > coalesce($8::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  WHERE reopen_at > coalesce($1::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY available_at, id
   LIMIT 16
   FOR UPDATE SKIP LOCKED))

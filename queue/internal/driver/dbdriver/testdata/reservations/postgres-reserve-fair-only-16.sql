@@ -5,8 +5,9 @@ u AS (SELECT id, priority, fair_seq, available_at
   FROM queue_features
   WHERE queue = $1
   AND (feature & $2) = 0)
-  AND queue = $3
+  AND queue = $1
   AND reserved_at IS NULL
+  AND name = ANY($3::text[])
   AND fair_seq IS NULL
   AND available_at >= $4
   AND available_at <= $5
@@ -17,17 +18,18 @@ f AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $6
-  AND (feature & $7) = 0)
-  AND queue = $8
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
   AND reserved_at IS NULL
+  AND name = ANY($3::text[])
   AND fair_seq IS NOT NULL
-  AND fair_seq >= $9
-  AND available_at <= $10
+  AND fair_seq >= $6
+  AND available_at <= $5
   ORDER BY fair_seq, available_at, id
   LIMIT (16 - ((SELECT count(*)
   FROM u)))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($11::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $12, attempts = jobs.attempts + 1
+  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($7::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $8, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM u UNION ALL

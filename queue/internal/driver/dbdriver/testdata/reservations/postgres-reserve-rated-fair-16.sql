@@ -5,14 +5,14 @@ u AS (SELECT id, priority, fair_seq, available_at
   FROM queue_features
   WHERE queue = $1
   AND (feature & $2) = 0)
-  AND queue = $3
+  AND queue = $1
   AND reserved_at IS NULL
   AND fair_seq IS NULL
-  AND available_at >= $4
-  AND available_at <= $5
+  AND available_at >= $3
+  AND available_at <= $4
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
-  WHERE reopen_at > coalesce($6::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY available_at, id
   LIMIT 16
   FOR UPDATE SKIP LOCKED),
@@ -20,20 +20,20 @@ f AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $7
-  AND (feature & $8) = 0)
-  AND queue = $9
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
   AND reserved_at IS NULL
   AND fair_seq IS NOT NULL
-  AND fair_seq >= $10
-  AND available_at <= $11
+  AND fair_seq >= $6
+  AND available_at <= $4
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
-  WHERE reopen_at > coalesce($12::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY fair_seq, available_at, id
   LIMIT (16 - ((SELECT count(*)
   FROM u)))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($13::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $14, attempts = jobs.attempts + 1
+  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $7, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM u UNION ALL

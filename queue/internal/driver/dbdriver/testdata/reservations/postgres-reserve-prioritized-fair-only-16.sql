@@ -5,13 +5,12 @@ p AS (SELECT id, priority, fair_seq, available_at
   FROM queue_features
   WHERE queue = $1
   AND (feature & $2) = 0)
-  AND queue = $3
+  AND queue = $1
   AND reserved_at IS NULL
+  AND name = ANY($3::text[])
+  AND priority <> 0
   AND priority > 0
   AND available_at <= $4
-  AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
-  FROM queue_rates
-  WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY priority DESC, available_at, id
   LIMIT 16
   FOR UPDATE SKIP LOCKED),
@@ -19,17 +18,15 @@ u AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $6
-  AND (feature & $7) = 0)
-  AND queue = $8
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
   AND reserved_at IS NULL
-  AND fair_seq IS NULL
+  AND name = ANY($3::text[])
   AND priority = 0
-  AND available_at >= $9
-  AND available_at <= $10
-  AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
-  FROM queue_rates
-  WHERE reopen_at > coalesce($11::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  AND fair_seq IS NULL
+  AND available_at >= $5
+  AND available_at <= $4
   ORDER BY available_at, id
   LIMIT (16 - ((SELECT count(*)
   FROM p)))
@@ -38,17 +35,15 @@ f AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $12
-  AND (feature & $13) = 0)
-  AND queue = $14
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
   AND reserved_at IS NULL
-  AND fair_seq IS NOT NULL
-  AND fair_seq >= $15
+  AND name = ANY($3::text[])
   AND priority = 0
-  AND available_at <= $16
-  AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
-  FROM queue_rates
-  WHERE reopen_at > coalesce($17::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  AND fair_seq IS NOT NULL
+  AND fair_seq >= $6
+  AND available_at <= $4
   ORDER BY fair_seq, available_at, id
   LIMIT (16 - ((SELECT count(*)
   FROM p) + (SELECT count(*)
@@ -58,21 +53,20 @@ n AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $18
-  AND (feature & $19) = 0)
-  AND queue = $20
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
   AND reserved_at IS NULL
+  AND name = ANY($3::text[])
+  AND priority <> 0
   AND priority < 0
-  AND available_at <= $21
-  AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
-  FROM queue_rates
-  WHERE reopen_at > coalesce($22::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  AND available_at <= $4
   ORDER BY priority DESC, available_at, id
   LIMIT (16 - ((SELECT count(*)
   FROM p) + (SELECT count(*)
   FROM u) + (SELECT count(*)
   FROM f)))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($23::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $24, attempts = jobs.attempts + 1
+  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($7::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $8, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM p UNION ALL

@@ -6,9 +6,9 @@ WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) UPDATE jobs 
   FROM queue_features
   WHERE queue = $3
   AND (feature & $4) = 0)
-  AND queue = $5
+  AND queue = $3
   AND reserved_at IS NULL
-  AND name IN ('crm.export', 'mail.send')
+  AND name = ANY($5::text[])
   AND available_at >= $6
   AND available_at <= $7
   ORDER BY available_at, id

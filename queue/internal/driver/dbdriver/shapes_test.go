@@ -1,0 +1,52 @@
+package dbdriver
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+
+	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/plan"
+)
+
+// statementOf is the statement of the reservation r at at on b, of size
+// on PostgreSQL (0 on SQLite), and its arguments.
+func statementOf(b *base, at any, r driver.Reservation, size int) (string, []any) {
+	shape, v := b.reservation(at, r)
+	shape.Size = size
+	st := b.plans.Reservation(shape)
+	return st.SQL, st.Bind(&v)
+}
+
+// withLimitParameter is PostgreSQL's reservation by due time with its
+// LIMIT a parameter, as it was before plan.Sizes: the reference of
+// TestPostgreSQLKeepsOnePlanOfAReservation and of
+// BenchmarkReserveWithABacklog.
+func withLimitParameter(r driver.Reservation) (string, []any) {
+	const size = 16
+	text := plan.Of(plan.Postgres, plan.Shape{Size: size}).Text(plan.Postgres, columns)
+	st := plan.Render(plan.Postgres, strings.Replace(text, "LIMIT "+strconv.Itoa(size), "LIMIT @limit", 1))
+	return st.SQL, st.Bind(&plan.Values{Queue: r.Queue, Does: r.Does(), From: r.From, Now: r.Now, By: nullable(r.By), Limit: r.Limit})
+}
+
+// reserveWith runs the reservation stmt with args on b and returns the
+// jobs it reserved.
+func (b *base) reserveWith(ctx context.Context, stmt string, args []any) ([]*driver.Job, error) {
+	var jobs []*driver.Job
+	err := b.query(ctx, stmt, args, func(rows *sql.Rows) error {
+		j, err := scanJob(rows)
+		jobs = append(jobs, j)
+		return err
+	})
+	return jobs, err
+}
+
+// everyShape is every shape of a reservation, of size.
+func everyShape(size int) []plan.Shape {
+	var out []plan.Shape
+	for i := range 16 {
+		out = append(out, plan.Shape{Prioritized: i&1 != 0, Rated: i&2 != 0, Fair: i&4 != 0, Only: i&8 != 0, Size: size})
+	}
+	return out
+}

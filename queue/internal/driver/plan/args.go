@@ -1,0 +1,132 @@
+package plan
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Arg is a named argument of a statement: @ and its name in the text.
+type Arg uint8
+
+// The arguments, by name.
+const (
+	Queue Arg = iota // @queue: the queue
+	Does             // @does: the features the search does (driver.Features)
+	From             // @from: the due time a search starts from
+	Now              // @now: the due time it ends at
+	Place            // @place: the first place of the jobs with a fairness key
+	At               // @at: the reservation's time; on PostgreSQL NULL for the server's clock
+	By               // @by: the worker that reserves, NULL for none
+	Limit            // @limit: how many at most (SQLite's; PostgreSQL's is Shape.Size)
+	Names            // @names: the job types of Only, a JSON array on SQLite, a []string on PostgreSQL
+	nargs
+)
+
+var argNames = [nargs]string{"queue", "does", "from", "now", "place", "at", "by", "limit", "names"}
+
+// String is the name of a.
+func (a Arg) String() string { return argNames[a] }
+
+// Values are the arguments of a statement, by name.
+type Values struct {
+	Queue            string
+	Does             any
+	From, Now, Place int64
+	At, By           any
+	Limit            int
+	Names            any
+}
+
+// Statement is a statement in a database's words, its arguments
+// numbered.
+type Statement struct {
+	SQL string
+	// Args are the arguments of its placeholders, in the order of their
+	// numbers: the first is $1 (or ?1).
+	Args []Arg
+}
+
+// Bind returns the arguments of s, in order, from v.
+func (s Statement) Bind(v *Values) []any {
+	out := make([]any, len(s.Args))
+	for i, a := range s.Args {
+		switch a {
+		case Queue:
+			out[i] = v.Queue
+		case Does:
+			out[i] = v.Does
+		case From:
+			out[i] = v.From
+		case Now:
+			out[i] = v.Now
+		case Place:
+			out[i] = v.Place
+		case At:
+			out[i] = v.At
+		case By:
+			out[i] = v.By
+		case Limit:
+			out[i] = v.Limit
+		case Names:
+			out[i] = v.Names
+		}
+	}
+	return out
+}
+
+// pgClock is @at on PostgreSQL: the argument, or for NULL the server's
+// clock.
+const pgClock = "coalesce(%s::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)"
+
+// Render numbers the named arguments of text in d's words (SQLite ?1,
+// PostgreSQL $1), each name once, in the order they first appear. A name
+// that is not an Arg is a fault of the text it was given: Render panics,
+// naming it, as a regular expression that does not compile would.
+func Render(d Dialect, text string) Statement {
+	var b strings.Builder
+	var st Statement
+	number := [nargs]int{}
+	for rest := text; rest != ""; {
+		i := strings.IndexByte(rest, '@')
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		rest = rest[i+1:]
+		n := 0
+		for n < len(rest) && (rest[n] >= 'a' && rest[n] <= 'z') {
+			n++
+		}
+		a := argOf(rest[:n])
+		if a == nargs {
+			panic(fmt.Sprintf("plan: @%s in %q is no argument", rest[:n], text))
+		}
+		rest = rest[n:]
+		if number[a] == 0 {
+			st.Args = append(st.Args, a)
+			number[a] = len(st.Args)
+		}
+		p := "?" + strconv.Itoa(number[a])
+		if d == Postgres {
+			p = "$" + strconv.Itoa(number[a])
+			if a == At {
+				p = fmt.Sprintf(pgClock, p)
+			}
+		}
+		b.WriteString(p)
+	}
+	st.SQL = b.String()
+	return st
+}
+
+// argOf is the Arg named name, or nargs for none.
+func argOf(name string) Arg {
+	for a, n := range argNames {
+		if n == name {
+			return Arg(a)
+		}
+	}
+	return nargs
+}

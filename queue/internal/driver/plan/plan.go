@@ -1,0 +1,360 @@
+// Package plan holds a reservation as data: the searches it runs over
+// the waiting jobs, each a list of filters with named arguments, and the
+// order of their jobs together; and renders each shape once, in the
+// words of SQLite or PostgreSQL. What a reservation does (its Shape)
+// picks its searches and filters; nothing rewrites a statement's text
+// after it is rendered.
+//
+// A filter names its arguments (@queue, @now, …: see Arg); rendering
+// numbers them, a name once however often it is used, so that a
+// statement's arguments are bound by name (Statement.Bind), never by
+// counting question marks.
+package plan
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Dialect is the database whose words a statement is rendered in.
+type Dialect uint8
+
+// The dialects.
+const (
+	SQLite Dialect = iota
+	Postgres
+)
+
+// Shape is what a reservation does, which picks its statement.
+type Shape struct {
+	// Prioritized orders by priority, then due time: a search of the
+	// jobs with a priority (by the index jobs_prioritized, which holds
+	// only those) beside the one of the others.
+	Prioritized bool
+	// Rated leaves out the jobs of the rate keys whose window is full at
+	// @at (a row of queue_rates reopening later).
+	Rated bool
+	// Fair takes the jobs of priority 0 with a fairness key by place
+	// (the index jobs_fair), in turns by group, beside those without one.
+	Fair bool
+	// Only takes only the jobs of the types of @names.
+	Only bool
+	// Size is the limit on PostgreSQL, a constant of the statement (see
+	// Sizes); 0 on SQLite, whose limit is @limit.
+	Size int
+}
+
+// Sizes are the sizes of PostgreSQL's reservations, each a statement of
+// its own with its LIMIT a constant: every count up to 16, the free
+// handlers of a small worker, then powers of two.
+//
+// With LIMIT a parameter, the plan PostgreSQL keeps for a prepared
+// statement must do for any limit, and it assumes a tenth of the rows:
+// against the plan made for 4 jobs it looks dear, so the server plans
+// the statement anew at every execution (plan_cache_mode auto), half of
+// a reservation's time with a backlog, and more with each index a
+// feature adds to jobs. With a constant it keeps one plan; a reservation
+// of 37 runs the statements of 32 and 5 (see SizeFor).
+var Sizes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 64, 128, 256, 512, 1024}
+
+// SizeFor is the size of the next statement of a reservation of limit
+// jobs on PostgreSQL: the largest of Sizes not above it.
+func SizeFor(limit int) int {
+	size := Sizes[0]
+	for _, n := range Sizes {
+		if n <= limit {
+			size = n
+		}
+	}
+	return size
+}
+
+// Search is one search of a reservation: the waiting jobs of the queue
+// (not reserved, and of no feature the search does not do) that pass its
+// filters, in its order, as many as the limit less what
+// the searches before it took (on PostgreSQL; on SQLite each takes up to
+// the limit and the first of them all together are reserved).
+type Search struct {
+	// Name is what the statement calls its jobs (a common table
+	// expression on PostgreSQL).
+	Name string
+	// Index is the index SQLite must search by: its planner, seeing an
+	// empty table's statistics, would take the jobs with a priority by
+	// jobs_waiting and sort them all. "" lets it choose.
+	Index string
+	// Where are the search's filters besides those of every search, each
+	// with named arguments.
+	Where []string
+	// Order is the order it takes its jobs in.
+	Order string
+}
+
+// Reservation is a reservation's plan: its searches, in the order
+// PostgreSQL runs them, and the order of their jobs together.
+type Reservation struct {
+	Shape    Shape
+	Searches []Search
+	// Order is the order of the jobs of all searches together, for a
+	// plan of more than one.
+	Order string
+}
+
+// The filters of every search of a reservation, in order: features is
+// the test that takes nothing while a feature the search does not do is
+// recorded of its queue (queue_features; see driver.Features), read
+// once a statement; waiting are the queue's jobs not reserved.
+const (
+	features = "NOT EXISTS (SELECT 1 FROM queue_features WHERE queue = @queue AND (feature & @does) = 0)"
+	waiting  = "queue = @queue AND reserved_at IS NULL"
+	// due are the jobs due by @now.
+	due = "available_at <= @now"
+	// fromBound leaves out those due before @from: see driver.Reservation.From.
+	fromBound = "available_at >= @from"
+	// notFull is Rated's filter.
+	notFull = "(rate_key IS NULL OR rate_key NOT IN (SELECT key FROM queue_rates WHERE reopen_at > @at))"
+)
+
+// The orders of a reservation's searches; fairOrder is driver.FairOrder
+// in SQL.
+const (
+	byDue      = "available_at, id"
+	byPriority = "priority DESC, available_at, id"
+	byPlace    = "fair_seq, available_at, id"
+	fairOrder  = "priority DESC, CASE WHEN priority = 0 THEN coalesce(fair_seq, 0) ELSE 0 END, available_at, id"
+)
+
+// A Part is what a feature adds to a reservation's plan, when its shape
+// asks for it: searches of its own, or filters on every search.
+type Part struct {
+	Feature string
+	On      func(Shape) bool
+	Add     func(d Dialect, p *Reservation)
+}
+
+// Parts are the features of a reservation, in the order they add to its
+// plan: a part sees the searches of those before it.
+var Parts = []Part{
+	{"fairness", func(s Shape) bool { return s.Fair }, fair},
+	{"priority", func(s Shape) bool { return s.Prioritized }, priority},
+	{"rate limits", func(s Shape) bool { return s.Rated }, rated},
+	{"known types", func(s Shape) bool { return s.Only }, only},
+}
+
+// Of returns the plan of a reservation of shape on d: the search of the
+// waiting jobs by due time, from @from to @now, and what the Parts its
+// shape asks for add.
+func Of(d Dialect, shape Shape) Reservation {
+	p := Reservation{Shape: shape, Searches: []Search{{Name: "u", Where: []string{fromBound, due}, Order: byDue}}}
+	for _, part := range Parts {
+		if part.On(shape) {
+			part.Add(d, &p)
+		}
+	}
+	return p
+}
+
+// fair: the jobs without a fairness key by due time (jobs_waiting), and
+// beside them those with one by place (jobs_fair), from the first place
+// a worker has not passed, @place; in turns by group together.
+func fair(_ Dialect, p *Reservation) {
+	for i := range p.Searches {
+		p.Searches[i].Index = "jobs_waiting"
+		p.Searches[i].Where = append([]string{"fair_seq IS NULL"}, p.Searches[i].Where...)
+	}
+	p.Searches = append(p.Searches, Search{Name: "f", Index: "jobs_fair", Where: []string{"fair_seq IS NOT NULL", "fair_seq >= @place", due}, Order: byPlace})
+	p.Order = fairOrder
+}
+
+// priority: the searches so far take the jobs of priority 0; before them
+// a search of those with a priority along jobs_prioritized, which holds
+// only those. On PostgreSQL, which runs the searches in turn, each
+// locking (SKIP LOCKED) only what the ones before left of the limit, the
+// priorities above 0 come first and those below 0 last, so that a
+// reservation locks no job it does not take; on SQLite one search takes
+// them all, and the first by priority of all the searches together are
+// reserved.
+func priority(d Dialect, p *Reservation) {
+	for i := range p.Searches {
+		p.Searches[i].Where = append([]string{"priority = 0"}, p.Searches[i].Where...)
+	}
+	withPriority := func(name string, where ...string) Search {
+		return Search{Name: name, Index: "jobs_prioritized", Where: append(append([]string{"priority <> 0"}, where...), due), Order: byPriority}
+	}
+	if d == Postgres {
+		p.Searches = append(append([]Search{withPriority("p", "priority > 0")}, p.Searches...), withPriority("n", "priority < 0"))
+	} else {
+		p.Searches = append([]Search{withPriority("p")}, p.Searches...)
+	}
+	if p.Order == "" {
+		p.Order = byPriority
+	}
+}
+
+// rated: every search leaves out the jobs of the keys whose rate window
+// is full at @at.
+func rated(_ Dialect, p *Reservation) {
+	for i := range p.Searches {
+		p.Searches[i].Where = append(p.Searches[i].Where, notFull)
+	}
+}
+
+// only: every search takes only the jobs of the types of @names.
+func only(d Dialect, p *Reservation) {
+	for i := range p.Searches {
+		p.Searches[i].Where = append([]string{names[d]}, p.Searches[i].Where...)
+	}
+}
+
+// columns are what the searches of a plan of more than one return, for
+// the order of them together.
+func (p Reservation) columns() string {
+	if p.Shape.Fair {
+		return "id, priority, fair_seq, available_at"
+	}
+	return "id, priority, available_at"
+}
+
+// where is the filter of s: every search's, then its own.
+func (p Reservation) where(s Search) string {
+	return features + " AND " + waiting + " AND " + strings.Join(s.Where, " AND ")
+}
+
+// names is Only's filter in each dialect's words.
+var names = map[Dialect]string{
+	SQLite:   "name IN (SELECT value FROM json_each(@names))",
+	Postgres: "name = ANY(@names::text[])",
+}
+
+// lazy is what PostgreSQL's reservation starts with: its transaction
+// commits without waiting for the disk (lost in a crash of the server,
+// its jobs run again, as at least once allows; a later commit that waits
+// makes it durable, the log being written in order).
+const lazy = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true))"
+
+// Text is the statement of p in d's words, before its arguments are
+// numbered (see Render), returning returning (jobs' columns).
+func (p Reservation) Text(d Dialect, returning string) string {
+	if d == Postgres {
+		return p.postgres(returning)
+	}
+	return p.sqlite(returning)
+}
+
+// sqlite: each search of up to the limit, the first of them together.
+func (p Reservation) sqlite(returning string) string {
+	search := func(s Search, columns string) string {
+		from := "jobs"
+		if s.Index != "" {
+			from += " INDEXED BY " + s.Index
+		}
+		// LIMIT +@limit, an expression: given a bare parameter, SQLite
+		// plans for the value bound and prepares the statement again
+		// whenever another is (sqlite3ExprIsInteger), and a
+		// reservation's limit, the free handlers, changes from one
+		// search to the next.
+		return "SELECT " + columns + " FROM " + from + " WHERE " + p.where(s) + " ORDER BY " + s.Order + " LIMIT +@limit"
+	}
+	ids := ""
+	if len(p.Searches) == 1 {
+		ids = search(p.Searches[0], "id")
+	} else {
+		parts := make([]string, len(p.Searches))
+		for i, s := range p.Searches {
+			parts[i] = "SELECT * FROM (" + search(s, p.columns()) + ")"
+		}
+		ids = "SELECT id FROM (" + strings.Join(parts, " UNION ALL ") + ") ORDER BY " + p.Order + " LIMIT +@limit"
+	}
+	return "UPDATE jobs SET reserved_at = @at, reserved_by = @by, attempts = attempts + 1 WHERE id IN (" + ids + ") RETURNING " + returning
+}
+
+// postgres: the searches in turn, each of what the ones before left of
+// the size, locking only what it takes.
+func (p Reservation) postgres(returning string) string {
+	size := strconv.Itoa(p.Shape.Size)
+	update := " UPDATE jobs SET reserved_at = @at, reserved_by = @by, attempts = jobs.attempts + 1 FROM lazy WHERE jobs.id = ANY(ARRAY("
+	returning = " RETURNING " + prefixed("jobs.", returning)
+	search := func(s Search, columns, limit string) string {
+		return "SELECT " + columns + " FROM jobs WHERE " + p.where(s) + " ORDER BY " + s.Order + " LIMIT " + limit + " FOR UPDATE SKIP LOCKED"
+	}
+	if len(p.Searches) == 1 {
+		return lazy + update + search(p.Searches[0], "id", size) + "))" + returning
+	}
+	var ctes, ids []string
+	taken := ""
+	for _, s := range p.Searches {
+		limit := size
+		if taken != "" {
+			limit = "(" + size + " - (" + taken + "))"
+			taken += " + "
+		}
+		ctes = append(ctes, s.Name+" AS ("+search(s, p.columns(), limit)+")")
+		ids = append(ids, "SELECT id FROM "+s.Name)
+		taken += "(SELECT count(*) FROM " + s.Name + ")"
+	}
+	return lazy + ", " + strings.Join(ctes, ", ") + update + strings.Join(ids, " UNION ALL ") + "))" + returning
+}
+
+// prefixed qualifies each column of a list with prefix.
+func prefixed(prefix, list string) string {
+	cols := strings.Split(list, ", ")
+	for i, c := range cols {
+		cols[i] = prefix + c
+	}
+	return strings.Join(cols, ", ")
+}
+
+// Statements renders the reservations of one database, each shape once,
+// and keeps them.
+type Statements struct {
+	dialect   Dialect
+	returning string
+	shapes    sync.Map // Shape -> Statement
+}
+
+// New returns the reservations of d, returning returning, the columns a
+// reserved job is read from.
+func New(d Dialect, returning string) *Statements {
+	return &Statements{dialect: d, returning: returning}
+}
+
+// Reservation returns the statement of a reservation of shape.
+func (s *Statements) Reservation(shape Shape) Statement {
+	if st, ok := s.shapes.Load(shape); ok {
+		return st.(Statement)
+	}
+	st := Render(s.dialect, Of(s.dialect, shape).Text(s.dialect, s.returning))
+	s.shapes.Store(shape, st)
+	return st
+}
+
+// The probes of Behind, with Only's filter or not: a job not reserved of
+// the queue due by @now and before the bound @from, without a fairness
+// key; and one with a key whose place is before @place.
+const (
+	behind      = "SELECT 1 FROM jobs WHERE " + waiting + " AND available_at < @from AND available_at <= @now AND fair_seq IS NULL"
+	placeBehind = "SELECT 1 FROM jobs WHERE " + waiting + " AND fair_seq IS NOT NULL AND fair_seq < @place AND available_at <= @now"
+)
+
+// Behind returns the probe of jobs due before a worker's bound (place
+// false) or before its fairness cursor (place true), with Only's filter
+// when only.
+func (s *Statements) Behind(place, only bool) Statement {
+	key := behindKey{place, only}
+	if st, ok := s.shapes.Load(key); ok {
+		return st.(Statement)
+	}
+	q := behind
+	if place {
+		q = placeBehind
+	}
+	if only {
+		q += " AND " + names[s.dialect]
+	}
+	st := Render(s.dialect, q+" LIMIT 1")
+	s.shapes.Store(key, st)
+	return st
+}
+
+// behindKey names a probe of Behind among the shapes.
+type behindKey struct{ place, only bool }

@@ -1,0 +1,91 @@
+package plan
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestRenderNumbersEachNameOnce: a name used twice is one placeholder,
+// numbered in the order the names first appear, and Bind gives each its
+// value; PostgreSQL's @at reads the server's clock for NULL.
+func TestRenderNumbersEachNameOnce(t *testing.T) {
+	text := "SELECT 1 FROM jobs WHERE queue = @queue AND available_at <= @now AND reopen_at > @at AND queue <> @queue"
+	for _, c := range []struct {
+		d    Dialect
+		want string
+	}{
+		{SQLite, "SELECT 1 FROM jobs WHERE queue = ?1 AND available_at <= ?2 AND reopen_at > ?3 AND queue <> ?1"},
+		{Postgres, "SELECT 1 FROM jobs WHERE queue = $1 AND available_at <= $2 AND reopen_at > " +
+			"coalesce($3::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint) AND queue <> $1"},
+	} {
+		st := Render(c.d, text)
+		if st.SQL != c.want {
+			t.Errorf("Render(%d) = %s\nwant %s", c.d, st.SQL, c.want)
+		}
+		if got := st.Bind(&Values{Queue: "mail", Now: 7, At: int64(5)}); !reflect.DeepEqual(got, []any{"mail", int64(7), int64(5)}) {
+			t.Errorf("Bind = %v; want [mail 7 5]", got)
+		}
+	}
+}
+
+// TestRenderRefusesAnUnknownName: a misspelt name fails loudly, naming
+// itself, rather than become a placeholder without a value.
+func TestRenderRefusesAnUnknownName(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "@qeue") {
+			t.Errorf("recovered %v; want a panic naming @qeue", r)
+		}
+	}()
+	Render(SQLite, "SELECT 1 FROM jobs WHERE queue = @qeue")
+}
+
+// TestAPartAddsOnlyWhenItsShapeAsksForIt: each feature's SQL is in a
+// statement exactly when the shape asks for the feature, on both
+// databases, so that a search that does not do a feature costs nothing
+// for it.
+func TestAPartAddsOnlyWhenItsShapeAsksForIt(t *testing.T) {
+	marks := map[string]string{"fairness": "fair_seq", "priority": "priority", "rate limits": "queue_rates", "known types": "@names"}
+	for _, d := range []Dialect{SQLite, Postgres} {
+		for i := range 16 {
+			shape := Shape{Fair: i&1 != 0, Prioritized: i&2 != 0, Rated: i&4 != 0, Only: i&8 != 0, Size: 4}
+			p := Of(d, shape)
+			text := p.Text(d, "id")
+			for _, part := range Parts {
+				mark := marks[part.Feature]
+				if mark == "" {
+					t.Fatalf("no mark for the part %q", part.Feature)
+				}
+				// The columns of a plan of several searches name priority and
+				// fair_seq for the order of them together: look at the filters.
+				var filters []string
+				for _, s := range p.Searches {
+					filters = append(filters, s.Where...)
+				}
+				if in := strings.Contains(strings.Join(filters, " "), mark); in != part.On(shape) {
+					t.Errorf("%d %+v: %s in the filters = %v; want %v:\n%s", d, shape, mark, in, part.On(shape), text)
+				}
+			}
+			if rendered := Render(d, text).SQL; strings.Contains(rendered, "@") {
+				t.Errorf("%d %+v: a name left unrendered: %s", d, shape, rendered)
+			}
+		}
+	}
+}
+
+// TestSizeFor: the largest size not above the limit, so that the sizes
+// a reservation runs in turn add up to its limit.
+func TestSizeFor(t *testing.T) {
+	for limit := 1; limit <= 3000; limit++ {
+		sum := 0
+		for left := limit; left > 0; left -= SizeFor(left) {
+			if SizeFor(left) > left {
+				t.Fatalf("SizeFor(%d) = %d", left, SizeFor(left))
+			}
+			sum += SizeFor(left)
+		}
+		if sum != limit {
+			t.Fatalf("the sizes of %d add up to %d", limit, sum)
+		}
+	}
+}
