@@ -26,7 +26,7 @@ func (s *sqliteDriver) Cancel(ctx context.Context, id string, now int64) (driver
 	var did driver.Cancelled
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		var err error
-		did, err = cancel(ctx, tx, id, now, sqliteDialect)
+		did, err = cancel(ctx, tx, id, now, s.d)
 		return err
 	})
 	if err == nil && did == 0 {
@@ -43,7 +43,7 @@ func (p *postgresDriver) Cancel(ctx context.Context, id string, now int64) (driv
 		return 0, err
 	}
 	defer tx.Rollback()
-	did, err := cancel(ctx, tx, id, now, pgDialect)
+	did, err := cancel(ctx, tx, id, now, p.d)
 	if err != nil {
 		return 0, err
 	}
@@ -131,7 +131,7 @@ func (s *sqliteDriver) ForgetCancel(ctx context.Context, id string) error {
 
 // ForgetCancel implements driver.Driver.
 func (p *postgresDriver) ForgetCancel(ctx context.Context, id string) error {
-	_, err := p.sqldb.ExecContext(ctx, numbered(forgetCancel), id)
+	_, err := p.sqldb.ExecContext(ctx, p.d.words(forgetCancel), id)
 	return err
 }
 

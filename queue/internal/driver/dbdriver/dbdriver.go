@@ -35,6 +35,7 @@ type base struct {
 	q     statements
 	w     workerStatements
 	stmts sync.Map // query -> *sql.Stmt
+	d     dialect  // its words, and what it rendered in them
 	// plans are the statements of reservations, rendered a shape at a
 	// time.
 	plans *plan.Statements
@@ -57,12 +58,14 @@ type base struct {
 }
 
 func newBase(d *db.DB, q statements) *base {
-	b := &base{db: d, sqldb: d.DB.DB, q: q}
-	if b.dialect().pg {
+	b := &base{db: d, sqldb: d.DB.DB, q: q, d: sqliteDialect}
+	if d.Dialect() == db.Postgres {
+		b.d = pgDialect
 		b.plans = plan.New(plan.Postgres, columns)
 	} else {
 		b.plans = plan.New(plan.SQLite, columns)
 	}
+	b.d.memo = new(sync.Map)
 	return b
 }
 

@@ -51,7 +51,7 @@ const (
 	roundOf = "SELECT coalesce(" +
 		"(SELECT fair_seq FROM jobs WHERE queue = ? AND reserved_at IS NULL AND fair_seq IS NOT NULL AND priority = 0 ORDER BY fair_seq LIMIT 1), " +
 		"(SELECT next FROM queue_fair WHERE queue = ? ORDER BY next DESC LIMIT 1), 1)"
-	placeNew    = "INSERT INTO queue_fair (queue, key, next) SELECT q, k, r FROM ROWS ORDER BY q, k ON CONFLICT (queue, key) DO NOTHING"
+	placeNew    = "INSERT INTO queue_fair (queue, key, next) SELECT q, k, r FROM ROWS WHERE true ORDER BY q, k ON CONFLICT (queue, key) DO NOTHING"
 	placeLock   = "SELECT 1 FROM queue_fair WHERE (queue, key) IN (SELECT q, k FROM ROWS) ORDER BY queue, key FOR UPDATE"
 	placeUpdate = "UPDATE queue_fair SET next = GREATEST(queue_fair.next, w.r) + w.n FROM ROWS WHERE queue_fair.queue = w.q AND queue_fair.key = w.k " +
 		"RETURNING queue_fair.queue, queue_fair.key, queue_fair.next"
@@ -125,9 +125,11 @@ func (b *base) placeAll(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) err
 		rows, greatest = pgPlaceRows, "GREATEST("
 	}
 	words := func(s string) string {
-		return d.words(strings.ReplaceAll(strings.ReplaceAll(s, "ROWS", rows), "GREATEST(", greatest))
+		return d.kept(rendering{'f', s}, func(s string) string {
+			return d.render(strings.ReplaceAll(strings.ReplaceAll(s, "ROWS", rows), "GREATEST(", greatest))
+		})
 	}
-	if _, err := tx.ExecContext(ctx, words(strings.Replace(placeNew, "ROWS", "ROWS WHERE true", 1)), string(list)); err != nil {
+	if _, err := tx.ExecContext(ctx, words(placeNew), string(list)); err != nil {
 		return err
 	}
 	if d.pg {

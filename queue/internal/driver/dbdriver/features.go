@@ -123,7 +123,7 @@ func (b *base) Features(ctx context.Context, queue string, tidy bool) (driver.Fe
 			if err := tx.QueryRowContext(ctx, pgFeaturesLock, queue).Scan(&locked); err != nil || !locked {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, numbered(tidyFeatures), args...)
+			_, err := tx.ExecContext(ctx, b.d.words(tidyFeatures), args...)
 			return err
 		})
 	} else {
@@ -138,7 +138,7 @@ func (b *base) Features(ctx context.Context, queue string, tidy bool) (driver.Fe
 // features reads the features recorded of queue.
 func (b *base) features(ctx context.Context, queue string) (driver.Features, error) {
 	var f driver.Features
-	err := b.read(ctx, b.q.words(readFeatures), []any{queue}, func(rows *sql.Rows) error {
+	err := b.read(ctx, b.d.words(readFeatures), []any{queue}, func(rows *sql.Rows) error {
 		var one int64
 		if err := rows.Scan(&one); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -101,36 +102,62 @@ const (
 		"(SELECT count(*) FROM (SELECT 1 FROM failed_jobs WHERE limit_key IS NOT NULL LIMIT 1) AS l)"
 )
 
-// dialect rewrites a statement of flows for one database: SQLite reads a
-// list from json_each; PostgreSQL from a jsonb array of uuids, its text
-// columns compared as text, and numbered placeholders.
+// dialect puts a statement, written in SQLite's words with ? for its
+// arguments, in one database's words: SQLite reads a list from
+// json_each; PostgreSQL from a jsonb array of uuids, its text columns
+// compared as text, and numbered placeholders. Each driver has a dialect
+// of its own, which keeps what it rendered (memo), so that a statement is
+// rendered once, at its first use, and never again.
 type dialect struct {
-	words func(string) string
-	list  string
-	pg    bool
+	render func(string) string
+	list   string
+	pg     bool
+	memo   *sync.Map // rendering -> string
 }
 
+// rendering names a statement rendered: how, and from what.
+type rendering struct {
+	how  byte // 'w' words, 'q' q, 'k' keys
+	text string
+}
+
+// The dialects, before a driver gives them a memo.
 var (
-	sqliteDialect = dialect{words: sqliteWords, list: "(SELECT value FROM json_each(?))"}
-	pgDialect     = dialect{words: numbered, list: "(SELECT x::uuid FROM jsonb_array_elements_text(?::jsonb) AS x)", pg: true}
+	sqliteDialect = dialect{render: sqliteWords, list: "(SELECT value FROM json_each(?))"}
+	pgDialect     = dialect{render: numbered, list: "(SELECT x::uuid FROM jsonb_array_elements_text(?::jsonb) AS x)", pg: true}
 )
 
-func (d dialect) q(s string) string {
-	s = strings.ReplaceAll(s, "LIST", d.list)
-	if d.pg {
-		s = strings.ReplaceAll(s, "id = ?", "id = ?::uuid")
-		s = strings.ReplaceAll(s, "AND id < ?", "AND id < ?::uuid")
+// kept returns the rendering r, rendered by fn at its first use.
+func (d dialect) kept(r rendering, fn func(string) string) string {
+	if d.memo == nil {
+		return fn(r.text)
 	}
-	return d.words(s)
+	if s, ok := d.memo.Load(r); ok {
+		return s.(string)
+	}
+	s := fn(r.text)
+	d.memo.Store(r, s)
+	return s
+}
+
+// words is s with its placeholders in d's words.
+func (d dialect) words(s string) string { return d.kept(rendering{'w', s}, d.render) }
+
+// q is a statement of flows in d's words: LIST a list of ids (listOf),
+// and ids compared as uuids.
+func (d dialect) q(s string) string {
+	return d.kept(rendering{'q', s}, func(s string) string {
+		s = strings.ReplaceAll(s, "LIST", d.list)
+		if d.pg {
+			s = strings.ReplaceAll(s, "id = ?", "id = ?::uuid")
+			s = strings.ReplaceAll(s, "AND id < ?", "AND id < ?::uuid")
+		}
+		return d.render(s)
+	})
 }
 
 // dialect is b's.
-func (b *base) dialect() dialect {
-	if b.db.Dialect() == db.Postgres {
-		return pgDialect
-	}
-	return sqliteDialect
-}
+func (b *base) dialect() dialect { return b.d }
 
 // listOf is ids as the argument of LIST.
 func listOf(ids []string) string {

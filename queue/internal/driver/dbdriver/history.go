@@ -125,7 +125,7 @@ func (s *sqliteDriver) JobIDs(ctx context.Context, from, to string, limit int) (
 
 // JobIDs implements driver.Driver.
 func (p *postgresDriver) JobIDs(ctx context.Context, from, to string, limit int) ([]string, error) {
-	return p.jobIDs(ctx, numbered(jobIDs), from, to, limit)
+	return p.jobIDs(ctx, p.d.words(jobIDs), from, to, limit)
 }
 
 // jobIDs runs query, the search of JobIDs in the database's words.
@@ -249,5 +249,5 @@ func cut(s string, n int) string {
 
 // PruneSucceeded implements driver.Driver.
 func (b *base) PruneSucceeded(ctx context.Context, before int64, limit int) (int, error) {
-	return b.count(ctx, b.q.words(pruneSucceeded), before, limit)
+	return b.count(ctx, b.d.words(pruneSucceeded), before, limit)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
@@ -359,18 +358,20 @@ func (b *base) insertAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 	return ids, nil
 }
 
+// storedIn finds which of a list of ids are stored, waiting, held or
+// failed.
+const storedIn = "SELECT id FROM jobs WHERE id IN LIST UNION ALL SELECT id FROM failed_jobs WHERE id IN LIST UNION ALL SELECT id FROM queue_held WHERE id IN LIST"
+
 // storedAlready returns which of jobs are in jobs, failed_jobs or queue_held.
 func (b *base) storedAlready(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) (map[string]bool, error) {
 	stored := map[string]bool{}
 	for chunk := range slices.Chunk(jobs, rowsPerInsert) {
-		in := "(" + strings.Repeat("?, ", len(chunk)-1) + "?)"
-		args := make([]any, 0, 3*len(chunk))
-		for range 3 {
-			for _, j := range chunk {
-				args = append(args, j.ID)
-			}
+		ids := make([]string, len(chunk))
+		for i, j := range chunk {
+			ids[i] = j.ID
 		}
-		rows, err := tx.QueryContext(ctx, b.q.words("SELECT id FROM jobs WHERE id IN "+in+" UNION ALL SELECT id FROM failed_jobs WHERE id IN "+in+" UNION ALL SELECT id FROM queue_held WHERE id IN "+in), args...)
+		list := listOf(ids)
+		rows, err := tx.QueryContext(ctx, b.d.q(storedIn), list, list, list)
 		if err != nil {
 			return nil, err
 		}

@@ -164,7 +164,8 @@ func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs
 			rows[i] = keyedValues
 		}
 		query := "INSERT INTO queue_held (" + columns + ") VALUES " + strings.Join(rows, ", ")
-		if _, err := b.execIn(ctx, tx, uow, chunk, d.words(query), args...); err != nil {
+		// Built for its count of rows, as insertRows: not kept.
+		if _, err := b.execIn(ctx, tx, uow, chunk, d.render(query), args...); err != nil {
 			return err
 		}
 	}

@@ -173,7 +173,7 @@ func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, f dri
 // Retry implements driver.Driver.
 func (p *postgresDriver) Retry(ctx context.Context, id string, now int64) error {
 	var flow, key string
-	switch err := p.sqldb.QueryRowContext(ctx, pgDialect.q(routeOf), id).Scan(&flow, &key); {
+	switch err := p.sqldb.QueryRowContext(ctx, p.d.q(routeOf), id).Scan(&flow, &key); {
 	case errors.Is(err, sql.ErrNoRows):
 		return driver.ErrNoFailedJob
 	case err != nil:

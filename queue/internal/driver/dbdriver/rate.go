@@ -63,10 +63,12 @@ const (
 
 // keys rewrites a statement of rate limits for d.
 func (d dialect) keys(s string) string {
-	if d.pg {
-		return d.words(strings.ReplaceAll(s, "KEYS", pgKeys))
-	}
-	return strings.ReplaceAll(s, "KEYS", sqliteKeys)
+	return d.kept(rendering{'k', s}, func(s string) string {
+		if d.pg {
+			return d.render(strings.ReplaceAll(s, "KEYS", pgKeys))
+		}
+		return strings.ReplaceAll(s, "KEYS", sqliteKeys)
+	})
 }
 
 // windows holds the windows a transaction read, by key, and the rates of
@@ -124,10 +126,12 @@ func (w *windows) save(ctx context.Context, tx *sql.Tx, d dialect, now int64) er
 	if err != nil {
 		return err
 	}
-	query := strings.Replace(windowSave, "ROWS", sqliteWindowRows, 1)
-	if d.pg {
-		query = numbered(strings.Replace(windowSave, "ROWS", pgWindowRows, 1))
-	}
+	query := d.kept(rendering{'s', windowSave}, func(s string) string {
+		if d.pg {
+			return d.render(strings.Replace(s, "ROWS", pgWindowRows, 1))
+		}
+		return strings.Replace(s, "ROWS", sqliteWindowRows, 1)
+	})
 	_, err = tx.ExecContext(ctx, query, string(list))
 	return err
 }
@@ -158,6 +162,12 @@ func (b *base) rateNow(ctx context.Context, tx *sql.Tx, at int64) (int64, error)
 	var now int64
 	err = tx.QueryRowContext(ctx, pgNow).Scan(&now)
 	return now, err
+}
+
+// clocked is s with AT the time of the clock of reservations
+// (clockAt), in d's words.
+func (d dialect) clocked(s string) string {
+	return d.kept(rendering{'c', s}, func(s string) string { return d.render(strings.ReplaceAll(s, "AT", d.clockAt())) })
 }
 
 // clockAt is a time of the clock of reservations in a statement: a
@@ -270,7 +280,7 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 		}
 		*r.ReopensIn = 0
 		var next sql.NullInt64
-		query := d.words(strings.ReplaceAll(nextReopen, "AT", d.clockAt()))
+		query := d.clocked(nextReopen)
 		if err := tx.QueryRowContext(ctx, query, at, at, queueKey, r.Queue).Scan(&next); err != nil {
 			return err
 		}
@@ -332,10 +342,16 @@ func (b *base) Throttles(ctx context.Context, queue string, at int64) ([]driver.
 	if queue != "" {
 		query, args = throttlesOf, []any{v, driver.QueueKey(queue), queue}
 	}
-	if v == nil {
-		query, args = strings.Replace(query, "r.reopen_at > ?", "r.reopen_at > ("+pgNow+")", 1), args[1:]
+	how := byte('t')
+	if v == nil { // the server's clock
+		how, args = 'n', args[1:]
 	}
-	query = b.q.words(query + " ORDER BY reopen_at, key")
+	query = b.d.kept(rendering{how, query}, func(s string) string {
+		if how == 'n' {
+			s = strings.Replace(s, "r.reopen_at > ?", "r.reopen_at > ("+pgNow+")", 1)
+		}
+		return b.d.render(s + " ORDER BY reopen_at, key")
+	})
 	var out []driver.Throttle
 	err = b.read(ctx, query, args, func(rows *sql.Rows) error {
 		var t driver.Throttle
@@ -357,14 +373,14 @@ func (b *base) PruneRates(ctx context.Context, at int64) error {
 		return err
 	}
 	d := b.dialect()
-	if found, err := b.exists(ctx, d.words("SELECT 1 FROM queue_rates WHERE empty_at <= "+d.clockAt()+" LIMIT 1"), v); err != nil || !found {
+	if found, err := b.exists(ctx, d.clocked("SELECT 1 FROM queue_rates WHERE empty_at <= AT LIMIT 1"), v); err != nil || !found {
 		return err
 	}
 	if d.pg {
 		// Only the rows no reservation holds: one that writes a window
 		// (holding its row) may wait for the prune, never the prune for it,
 		// so that the two never deadlock.
-		_, err = b.write(ctx, numbered("DELETE FROM queue_rates WHERE key IN (SELECT key FROM queue_rates WHERE empty_at <= "+pgAt+" FOR UPDATE SKIP LOCKED)"), v)
+		_, err = b.write(ctx, d.words("DELETE FROM queue_rates WHERE key IN (SELECT key FROM queue_rates WHERE empty_at <= "+pgAt+" FOR UPDATE SKIP LOCKED)"), v)
 		return err
 	}
 	_, err = b.write(ctx, pruneRates, v)

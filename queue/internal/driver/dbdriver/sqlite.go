@@ -157,7 +157,7 @@ func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, f drive
 		}
 		moved = true
 		if f.Flow != "" {
-			return stepFailed(newFlowTx(ctx, tx, sqliteDialect), id, f.Error, f.At)
+			return stepFailed(newFlowTx(ctx, tx, s.d), id, f.Error, f.At)
 		}
 		return nil
 	})
@@ -174,10 +174,10 @@ func (s *sqliteDriver) Retry(ctx context.Context, id string, now int64) error {
 		case err != nil:
 			return err
 		case flow != "":
-			_, err := retryFlow(newFlowTx(ctx, tx, sqliteDialect), flow, now)
+			_, err := retryFlow(newFlowTx(ctx, tx, s.d), flow, now)
 			return err
 		case key != "":
-			return retryHeld(newFlowTx(ctx, tx, sqliteDialect), []string{id}, now)
+			return retryHeld(newFlowTx(ctx, tx, s.d), []string{id}, now)
 		}
 		res, err := tx.ExecContext(ctx, sqliteRetryOne, now, id)
 		if err != nil {

@@ -19,7 +19,6 @@ type statements struct {
 
 	insertFull string                 // the multi-row insert of a full chunk of jobs not keyed
 	insertRows func(int, bool) string // the multi-row insert of n rows, keyed or not
-	words      func(string) string    // rewrites a statement's placeholders
 }
 
 const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key, fair_seq"
@@ -163,7 +162,6 @@ func common(at, skipLocked, appendError, complete string, words func(string) str
 		},
 	}
 	q.insertFull = q.insertRows(rowsPerInsert, false)
-	q.words = words
 	return q
 }
 
