@@ -76,10 +76,16 @@ func TestEveryStatementIsRenderedOnce(t *testing.T) {
 					func() error { return drv.PruneRates(ctx, now+100_000) },
 					func() error { return drv.PruneGroups(ctx) },
 					func() error { _, err := drv.Features(ctx, "rendered", true); return err },
-					func() error { _, err := drv.Behind(ctx, "rendered", now, now, 1, driver.NewNames([]string{"x"})); return err },
+					func() error {
+						_, err := drv.Behind(ctx, "rendered", now, now, 1, driver.NewNames([]string{"x"}))
+						return err
+					},
 					func() error { _, err := drv.PruneSucceeded(ctx, now+100_000, 10); return err },
 					func() error { _, err := drv.PruneFailed(ctx, now+100_000, 10); return err },
-					func() error { _, err := drv.JobIDs(ctx, "00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff", 10); return err },
+					func() error {
+						_, err := drv.JobIDs(ctx, "00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff", 10)
+						return err
+					},
 				} {
 					if err := f(); err != nil {
 						t.Fatalf("round %d: %v", r, err)
