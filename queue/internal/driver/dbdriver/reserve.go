@@ -126,9 +126,10 @@ func (b *base) search(ctx context.Context, tx *sql.Tx, at any, r driver.Reservat
 // arguments.
 func (b *base) reservation(at any, r driver.Reservation) (plan.Shape, plan.Values) {
 	shape := plan.Shape{Prioritized: r.Prioritized, Rated: r.Rated || !r.QueueRate.IsZero(), Fair: r.Fair, Only: r.Only != nil}
-	v := plan.Values{Queue: r.Queue, Does: r.Does(), From: r.From, Now: r.Now, Place: max(r.PlaceFrom, 1), At: at, By: nullable(r.By), Limit: r.Limit}
+	v := plan.Values{plan.Queue: r.Queue, plan.Does: r.Does(), plan.From: r.From, plan.Now: r.Now, plan.Place: max(r.PlaceFrom, 1),
+		plan.At: at, plan.By: nullable(r.By), plan.Limit: r.Limit}
 	if r.Only != nil {
-		v.Names = b.names(r.Only)
+		v[plan.Names] = b.names(r.Only)
 	}
 	return shape, v
 }
@@ -169,9 +170,9 @@ func (b *base) TakeOver(ctx context.Context, queue string, now int64, by string)
 
 // Behind implements driver.Driver.
 func (b *base) Behind(ctx context.Context, queue string, now, from, placeFrom int64, only *driver.Names) (bool, error) {
-	v := plan.Values{Queue: queue, Now: now, From: from, Place: placeFrom}
+	v := plan.Values{plan.Queue: queue, plan.Now: now, plan.From: from, plan.Place: placeFrom}
 	if only != nil {
-		v.Names = b.names(only)
+		v[plan.Names] = b.names(only)
 	}
 	if from > 0 {
 		st := b.plans.Behind(false, only != nil)

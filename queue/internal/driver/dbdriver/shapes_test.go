@@ -27,7 +27,7 @@ func withLimitParameter(r driver.Reservation) (string, []any) {
 	const size = 16
 	text := plan.Of(plan.Postgres, plan.Shape{Size: size}).Text(plan.Postgres, columns)
 	st := plan.Render(plan.Postgres, strings.Replace(text, "LIMIT "+strconv.Itoa(size), "LIMIT @limit", 1))
-	return st.SQL, st.Bind(&plan.Values{Queue: r.Queue, Does: r.Does(), From: r.From, Now: r.Now, By: nullable(r.By), Limit: r.Limit})
+	return st.SQL, st.Bind(&plan.Values{plan.Queue: r.Queue, plan.Does: r.Does(), plan.From: r.From, plan.Now: r.Now, plan.By: nullable(r.By), plan.Limit: r.Limit})
 }
 
 // reserveWith runs the reservation stmt with args on b and returns the

@@ -28,15 +28,9 @@ var argNames = [nargs]string{"queue", "does", "from", "now", "place", "at", "by"
 // String is the name of a.
 func (a Arg) String() string { return argNames[a] }
 
-// Values are the arguments of a statement, by name.
-type Values struct {
-	Queue            string
-	Does             any
-	From, Now, Place int64
-	At, By           any
-	Limit            int
-	Names            any
-}
+// Values are the arguments of a statement, by name:
+// Values{Queue: "mail", Now: now}.
+type Values [nargs]any
 
 // Statement is a statement in a database's words, its arguments
 // numbered.
@@ -51,26 +45,7 @@ type Statement struct {
 func (s Statement) Bind(v *Values) []any {
 	out := make([]any, len(s.Args))
 	for i, a := range s.Args {
-		switch a {
-		case Queue:
-			out[i] = v.Queue
-		case Does:
-			out[i] = v.Does
-		case From:
-			out[i] = v.From
-		case Now:
-			out[i] = v.Now
-		case Place:
-			out[i] = v.Place
-		case At:
-			out[i] = v.At
-		case By:
-			out[i] = v.By
-		case Limit:
-			out[i] = v.Limit
-		case Names:
-			out[i] = v.Names
-		}
+		out[i] = v[a]
 	}
 	return out
 }

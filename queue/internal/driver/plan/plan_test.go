@@ -23,7 +23,7 @@ func TestRenderNumbersEachNameOnce(t *testing.T) {
 		if st.SQL != c.want {
 			t.Errorf("Render(%d) = %s\nwant %s", c.d, st.SQL, c.want)
 		}
-		if got := st.Bind(&Values{Queue: "mail", Now: 7, At: int64(5)}); !reflect.DeepEqual(got, []any{"mail", int64(7), int64(5)}) {
+		if got := st.Bind(&Values{Queue: "mail", Now: int64(7), At: int64(5)}); !reflect.DeepEqual(got, []any{"mail", int64(7), int64(5)}) {
 			t.Errorf("Bind = %v; want [mail 7 5]", got)
 		}
 	}
