@@ -45,6 +45,10 @@ type options struct {
 	pairs    int
 	sqlite   bool
 	postgres string // a server URL, or ""
+	// afterEnv are variables (KEY=VALUE) the after build alone runs
+	// with: a setting the older build does not know, such as
+	// APP_QUEUE__KEEP_SUCCEEDED=0s.
+	afterEnv []string
 	bench    []string
 }
 
@@ -56,6 +60,13 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.pairs, "pairs", 5, "how many pairs to run, after one warm-up of each build")
 	fs.BoolVar(&o.sqlite, "sqlite", true, "measure on SQLite files")
 	fs.StringVar(&o.postgres, "postgres", os.Getenv("NAVREE_TEST_POSTGRES_URL"), "a PostgreSQL server URL to measure on too (a database of each build is made there and dropped); \"\" for none")
+	fs.Func("after-env", "KEY=VALUE in the environment of the after build alone (repeatable): a setting the older build does not know", func(v string) error {
+		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+			return fmt.Errorf("%q is no KEY=VALUE", v)
+		}
+		o.afterEnv = append(o.afterEnv, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -96,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("check out %s: %w", commit, err)
 	}
 	defer output(context.WithoutCancel(ctx), root, "git", "worktree", "remove", "--force", older)
-	builds := [2]build{{name: "before", src: older, bin: filepath.Join(tmp, "before")}, {name: "after", src: root, bin: filepath.Join(tmp, "after")}}
+	builds := [2]build{{name: "before", src: older, bin: filepath.Join(tmp, "before")}, {name: "after", src: root, bin: filepath.Join(tmp, "after"), env: o.afterEnv}}
 	for _, b := range builds {
 		fmt.Fprintf(stderr, "building the %s (%s)\n", b.name, b.src)
 		if _, err := output(ctx, b.src, "go", "build", "-o", b.bin, "./cmd/app"); err != nil {
@@ -110,7 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.postgres != "" {
 		stores = append(stores, "postgres")
 	}
-	fmt.Fprintf(stdout, "queue:bench %s, before %s and after (the working tree), %d pairs\n", strings.Join(o.bench, " "), commit, o.pairs)
+	fmt.Fprintf(stdout, "queue:bench %s, before %s and after (the working tree%s), %d pairs\n", strings.Join(o.bench, " "), commit, with(o.afterEnv), o.pairs)
 	for _, store := range stores {
 		urls, drop, err := databases(ctx, store, tmp, o.postgres)
 		if err != nil {
@@ -126,8 +137,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// build is one of the two builds of cmd/app.
-type build struct{ name, src, bin string }
+// build is one of the two builds of cmd/app, and what it runs with.
+type build struct {
+	name, src, bin string
+	env            []string
+}
+
+// with names the variables env of the after build, for the heading.
+func with(env []string) string {
+	if len(env) == 0 {
+		return ""
+	}
+	return ", with " + strings.Join(env, " ")
+}
 
 // databases returns a database URL for each build on store, and what
 // drops them.
@@ -210,7 +232,7 @@ func measure(ctx context.Context, builds [2]build, urls [2]string, o options, st
 func appOutput(ctx context.Context, b build, url string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, b.bin, args...)
 	cmd.Dir = filepath.Join(b.src, "cmd", "app")
-	cmd.Env = append(os.Environ(), "APP_DATABASE__URL="+url, "APP_ROOT="+cmd.Dir)
+	cmd.Env = append(append(os.Environ(), b.env...), "APP_DATABASE__URL="+url, "APP_ROOT="+cmd.Dir)
 	return runCmd(cmd)
 }
 

@@ -55,13 +55,15 @@ func TestFlags(t *testing.T) {
 		{[]string{"-against", "x", "-pairs", "0"}, "-pairs is 0; want 1 to 100"},
 		{[]string{"-against", "x", "-sqlite=false", "-postgres", ""}, "nothing to measure on: -sqlite=false and no -postgres URL"},
 		{[]string{"-against", "x", "--", "--jobs", "10", "--json"}, "queue:bench is given --json already: leave it out"},
+		{[]string{"-against", "x", "-after-env", "KEEP"}, `invalid value "KEEP" for flag -after-env: "KEEP" is no KEY=VALUE`},
 	} {
 		if _, err := parse(c.args, io.Discard); err == nil || err.Error() != c.want {
 			t.Errorf("benchpairs %v: %v; want %q", c.args, err, c.want)
 		}
 	}
-	o, err := parse([]string{"-against", "main~1", "-postgres", "", "--", "--jobs", "10"}, io.Discard)
-	if err != nil || o.against != "main~1" || o.pairs != 5 || !o.sqlite || o.postgres != "" || strings.Join(o.bench, " ") != "--jobs 10" {
+	o, err := parse([]string{"-against", "main~1", "-postgres", "", "-after-env", "A=1", "-after-env", "B=", "--", "--jobs", "10"}, io.Discard)
+	if err != nil || o.against != "main~1" || o.pairs != 5 || !o.sqlite || o.postgres != "" || strings.Join(o.bench, " ") != "--jobs 10" ||
+		strings.Join(o.afterEnv, " ") != "A=1 B=" {
 		t.Fatalf("parse: %+v, %v", o, err)
 	}
 }
