@@ -38,11 +38,11 @@ func TestReservationsAsRendered(t *testing.T) {
 				"place-behind":      b.plans.Behind(true, false).SQL,
 				"place-behind-only": b.plans.Behind(true, true).SQL,
 			}
-			size := 0 // SQLite's limit is a parameter; PostgreSQL's, the one of 16
-			if b.dialect().pg {
-				size = 16
+			all := everyShape(0) // the limit a parameter
+			if b.dialect().pg {  // and a constant, the one of 16
+				all = append(all, everyShape(16)...)
 			}
-			for _, shape := range everyShape(size) {
+			for _, shape := range all {
 				shapes[shapeName(shape)] = b.plans.Reservation(shape).SQL
 			}
 			for shape, stmt := range shapes {

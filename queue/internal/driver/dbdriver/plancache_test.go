@@ -56,7 +56,7 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 			t.Errorf("the reservation of 4 %s: %d generic plans and %d custom ones; want 25 and 5", c.name, generic, custom)
 		}
 	}
-	stmt, args := withLimitParameter(r)
+	stmt, args := withLimitParameter(p, r)
 	for range 30 {
 		if got, err := p.reserveWith(ctx, stmt, args); err != nil || len(got) != 4 {
 			t.Fatalf("reserve with a LIMIT parameter = %d jobs, %v", len(got), err)
@@ -70,8 +70,8 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 // TestAReservationTakesItsLimitExactly: whatever the limit and however
 // many jobs wait, a reservation takes the first min(limit, waiting) by
 // due time, or by priority and then due time, with rate limits whose
-// windows stay open or without (on PostgreSQL in statements of
-// plan.Sizes).
+// windows stay open or without (on PostgreSQL with the limit a
+// constant up to plan.MaxSize, a parameter above).
 func TestAReservationTakesItsLimitExactly(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
@@ -134,7 +134,8 @@ func TestAReservationTakesItsLimitExactly(t *testing.T) {
 // TestAFairReservationTakesWhatTheMemoryDriverTakes: a Fair reservation,
 // with and without priorities, takes the jobs the memory driver takes of
 // the same jobs (the reference of the rule), whatever the limit and
-// however many wait (on PostgreSQL in statements of plan.Sizes).
+// however many wait (on PostgreSQL with the limit a constant up to
+// plan.MaxSize, a parameter above).
 func TestAFairReservationTakesWhatTheMemoryDriverTakes(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {

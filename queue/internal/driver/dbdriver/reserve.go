@@ -75,14 +75,16 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 
 // search reserves the jobs of r at at (on PostgreSQL nil for the
 // server's clock) by the statement of its shape (see package plan), in
-// tx, or for nil each statement in a transaction of its own. On
-// PostgreSQL it runs the statements of plan.Sizes in turn until the
-// limit is reached or one takes fewer than its size (the search found
-// every job due). A statement that fails reserved nothing; outside tx
-// the jobs of those before it are returned with its error, so that they
-// run rather than wait for their takeover.
+// tx, or for nil in a transaction of its own.
 func (b *base) search(ctx context.Context, tx *sql.Tx, at any, r driver.Reservation) ([]*driver.Job, error) {
+	if r.Limit <= 0 {
+		return nil, nil
+	}
 	shape, v := b.reservation(at, r)
+	if b.dialect().pg {
+		shape.Size = plan.SizeFor(r.Limit)
+	}
+	st := b.plans.Reservation(shape)
 	var jobs []*driver.Job
 	row := func(rows *sql.Rows) error {
 		j, err := scanJob(rows)
@@ -92,32 +94,15 @@ func (b *base) search(ctx context.Context, tx *sql.Tx, at any, r driver.Reservat
 		}
 		return err
 	}
-	run := func(st plan.Statement) error {
-		if tx != nil {
-			rows, err := tx.QueryContext(ctx, st.SQL, st.Bind(&v)...)
-			return eachRow(rows, err, row)
-		}
-		return b.query(ctx, st.SQL, st.Bind(&v), row)
+	var err error
+	if tx != nil {
+		rows, qerr := tx.QueryContext(ctx, st.SQL, st.Bind(&v)...)
+		err = eachRow(rows, qerr, row)
+	} else {
+		err = b.query(ctx, st.SQL, st.Bind(&v), row)
 	}
-	if !b.dialect().pg {
-		if err := run(b.plans.Reservation(shape)); err != nil {
-			return nil, err
-		}
-		return jobs, nil
-	}
-	for left := r.Limit; left > 0; {
-		shape.Size = plan.SizeFor(left)
-		before := len(jobs)
-		if err := run(b.plans.Reservation(shape)); err != nil {
-			if tx != nil {
-				return nil, err
-			}
-			return jobs[:before], err
-		}
-		if len(jobs)-before < shape.Size {
-			break
-		}
-		left -= shape.Size
+	if err != nil { // the statement reserved nothing
+		return nil, err
 	}
 	return jobs, nil
 }

@@ -10,9 +10,9 @@ import (
 
 // BenchmarkReserveWithABacklog measures a reservation of 4 jobs and
 // their completion on PostgreSQL with a backlog in analyzed statistics
-// (as autovacuum leaves a busy table): the statements of plan.Sizes,
-// and the one statement with LIMIT a parameter that they replaced,
-// which the server plans anew at every execution: go test
+// (as autovacuum leaves a busy table): the statement of size 4, and the
+// one with LIMIT a parameter (what a reservation over plan.MaxSize
+// runs), which the server plans anew at every execution: go test
 // ./queue/internal/driver/dbdriver -run '^$' -bench ReserveWithABacklog
 // -benchtime 5000x.
 func BenchmarkReserveWithABacklog(b *testing.B) {
@@ -30,7 +30,7 @@ func BenchmarkReserveWithABacklog(b *testing.B) {
 				if shape == "sized" {
 					got, err = p.Reserve(ctx, r)
 				} else {
-					stmt, args := withLimitParameter(r)
+					stmt, args := withLimitParameter(p, r)
 					got, err = p.reserveWith(ctx, stmt, args)
 				}
 				if err != nil || len(got) != 4 {

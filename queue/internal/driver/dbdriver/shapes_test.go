@@ -3,8 +3,6 @@ package dbdriver
 import (
 	"context"
 	"database/sql"
-	"strconv"
-	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/plan"
@@ -20,14 +18,11 @@ func statementOf(b *base, at any, r driver.Reservation, size int) (string, []any
 }
 
 // withLimitParameter is PostgreSQL's reservation by due time with its
-// LIMIT a parameter, as it was before plan.Sizes: the reference of
-// TestPostgreSQLKeepsOnePlanOfAReservation and of
+// LIMIT a parameter, as it runs for a limit over plan.MaxSize: the
+// reference of TestPostgreSQLKeepsOnePlanOfAReservation and of
 // BenchmarkReserveWithABacklog.
-func withLimitParameter(r driver.Reservation) (string, []any) {
-	const size = 16
-	text := plan.Of(plan.Postgres, plan.Shape{Size: size}).Text(plan.Postgres, columns)
-	st := plan.Render(plan.Postgres, strings.Replace(text, "LIMIT "+strconv.Itoa(size), "LIMIT @limit", 1))
-	return st.SQL, st.Bind(&plan.Values{plan.Queue: r.Queue, plan.Does: r.Does(), plan.From: r.From, plan.Now: r.Now, plan.By: nullable(r.By), plan.Limit: r.Limit})
+func withLimitParameter(p *postgresDriver, r driver.Reservation) (string, []any) {
+	return statementOf(p.base, nil, r, 0)
 }
 
 // reserveWith runs the reservation stmt with args on b and returns the

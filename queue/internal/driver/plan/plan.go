@@ -40,34 +40,34 @@ type Shape struct {
 	Fair bool
 	// Only takes only the jobs of the types of @names.
 	Only bool
-	// Size is the limit on PostgreSQL, a constant of the statement (see
-	// Sizes); 0 on SQLite, whose limit is @limit.
+	// Size is the limit on PostgreSQL, a constant of the statement, for
+	// a limit up to MaxSize (see SizeFor); 0 for @limit, which SQLite's
+	// statements always take.
 	Size int
 }
 
-// Sizes are the sizes of PostgreSQL's reservations, each a statement of
-// its own with its LIMIT a constant: every count up to 16, the free
-// handlers of a small worker, then powers of two.
+// MaxSize is the largest limit PostgreSQL's reservations write as a
+// constant: every count up to 16, the free handlers of a small worker.
 //
 // With LIMIT a parameter, the plan PostgreSQL keeps for a prepared
 // statement must do for any limit, and it assumes a tenth of the rows:
 // against the plan made for 4 jobs it looks dear, so the server plans
 // the statement anew at every execution (plan_cache_mode auto), half of
-// a reservation's time with a backlog, and more with each index a
-// feature adds to jobs. With a constant it keeps one plan; a reservation
-// of 37 runs the statements of 32 and 5 (see SizeFor).
-var Sizes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 64, 128, 256, 512, 1024}
+// a small reservation's time with a backlog, and more with each index a
+// feature adds to jobs. With a constant it keeps one plan. A larger
+// reservation takes its limit as a parameter, in one statement: its
+// planning is shared by its many jobs, where a reservation of 100 cut
+// into statements of 64, 32 and 4 cost three round trips and made 100
+// handlers work at 0.62 of the rate (docs/benchmarks.md).
+const MaxSize = 16
 
-// SizeFor is the size of the next statement of a reservation of limit
-// jobs on PostgreSQL: the largest of Sizes not above it.
+// SizeFor is the Size of a reservation of limit jobs on PostgreSQL:
+// limit itself up to MaxSize, else 0 for the parameter.
 func SizeFor(limit int) int {
-	size := Sizes[0]
-	for _, n := range Sizes {
-		if n <= limit {
-			size = n
-		}
+	if limit <= MaxSize {
+		return limit
 	}
-	return size
+	return 0
 }
 
 // Search is one search of a reservation: the waiting jobs of the queue
@@ -271,7 +271,10 @@ func (p Reservation) sqlite(returning string) string {
 // postgres: the searches in turn, each of what the ones before left of
 // the size, locking only what it takes.
 func (p Reservation) postgres(returning string) string {
-	size := strconv.Itoa(p.Shape.Size)
+	size := "@limit"
+	if p.Shape.Size > 0 {
+		size = strconv.Itoa(p.Shape.Size)
+	}
 	update := " UPDATE jobs SET reserved_at = @at, reserved_by = @by, attempts = jobs.attempts + 1 FROM lazy WHERE jobs.id = ANY(ARRAY("
 	returning = " RETURNING " + prefixed("jobs.", returning)
 	search := func(s Search, columns, limit string) string {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -73,19 +74,20 @@ func TestAPartAddsOnlyWhenItsShapeAsksForIt(t *testing.T) {
 	}
 }
 
-// TestSizeFor: the largest size not above the limit, so that the sizes
-// a reservation runs in turn add up to its limit.
+// TestSizeFor: a limit up to MaxSize is its own constant, a larger one
+// the parameter, and PostgreSQL writes each as its LIMIT.
 func TestSizeFor(t *testing.T) {
-	for limit := 1; limit <= 3000; limit++ {
-		sum := 0
-		for left := limit; left > 0; left -= SizeFor(left) {
-			if SizeFor(left) > left {
-				t.Fatalf("SizeFor(%d) = %d", left, SizeFor(left))
-			}
-			sum += SizeFor(left)
+	for limit := 1; limit <= 100; limit++ {
+		size, want := SizeFor(limit), 0
+		if limit <= MaxSize {
+			want = limit
 		}
-		if sum != limit {
-			t.Fatalf("the sizes of %d add up to %d", limit, sum)
+		if size != want {
+			t.Fatalf("SizeFor(%d) = %d; want %d", limit, size, want)
+		}
+		text := Of(Postgres, Shape{Size: size}).Text(Postgres, "id")
+		if wantLimit := " LIMIT " + map[bool]string{true: strconv.Itoa(limit), false: "@limit"}[limit <= MaxSize]; !strings.Contains(text, wantLimit+" ") {
+			t.Fatalf("the statement of %d has no%s: %s", limit, wantLimit, text)
 		}
 	}
 }

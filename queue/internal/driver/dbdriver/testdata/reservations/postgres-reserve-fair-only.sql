@@ -1,0 +1,38 @@
+WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)),
+u AS (SELECT id, priority, fair_seq, available_at
+  FROM jobs
+  WHERE NOT EXISTS (SELECT 1
+  FROM queue_features
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
+  AND reserved_at IS NULL
+  AND name = ANY($3::text[])
+  AND fair_seq IS NULL
+  AND available_at >= $4
+  AND available_at <= $5
+  ORDER BY available_at, id
+  LIMIT $6
+  FOR UPDATE SKIP LOCKED),
+f AS (SELECT id, priority, fair_seq, available_at
+  FROM jobs
+  WHERE NOT EXISTS (SELECT 1
+  FROM queue_features
+  WHERE queue = $1
+  AND (feature & $2) = 0)
+  AND queue = $1
+  AND reserved_at IS NULL
+  AND name = ANY($3::text[])
+  AND fair_seq IS NOT NULL
+  AND fair_seq >= $7
+  AND available_at <= $5
+  ORDER BY fair_seq, available_at, id
+  LIMIT ($6 - ((SELECT count(*)
+  FROM u)))
+  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($8::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $9, attempts = jobs.attempts + 1
+  FROM lazy
+  WHERE jobs.id = ANY(ARRAY(SELECT id
+  FROM u UNION ALL
+  SELECT id
+  FROM f))
+  RETURNING jobs.id, jobs.queue, jobs.name, jobs.payload, jobs.max_attempts, jobs.backoff, jobs.timeout_ms, jobs.unique_key, jobs.unique_until, jobs.attempts, jobs.available_at, jobs.reserved_at, jobs.created_at, jobs.last_error, jobs.meta, jobs.flow, jobs.priority, jobs.snoozes, jobs.limit_key, jobs.limit_max, jobs.rate_key, jobs.rate_max, jobs.rate_per, jobs.fair_key, jobs.fair_seq
