@@ -384,7 +384,7 @@ func TestDebounceRefusals(t *testing.T) {
 		}
 	}
 	_, err := f.q.DispatchFlow(ctx, queue.Chain(ExportContacts{CompanyID: "c"}, contactChanged{ContactID: "1"}))
-	if err == nil || !strings.Contains(err.Error(), "job test.contact_changed is debounced (Debounce), and a step cannot be: its flow runs each step once") {
+	if err == nil || !strings.Contains(err.Error(), "job test.contact_changed: Debounce and a flow's step cannot be combined: its flow runs each step once") {
 		t.Fatalf("a debounced step: %v", err)
 	}
 }

@@ -287,7 +287,7 @@ func (q *Queue) enqueue(ctx context.Context, uow *db.UnitOfWork, explicit bool, 
 	}
 	rows := make([]*driver.Job, len(envs))
 	for i, e := range envs {
-		row, err := q.row(e)
+		row, err := q.row(e, false)
 		if err != nil {
 			return nil, err
 		}
@@ -406,12 +406,8 @@ func (q *Queue) resolve(name string, o Options) (Options, error) {
 	case o.Debounce.MaxWait > 0 && o.Debounce.MaxWait < o.Debounce.For:
 		return o, fmt.Errorf("queue: job %s: Debounce.MaxWait (%s) is less than Debounce.For (%s); want at least For, or 0 for 10 times For",
 			name, o.Debounce.MaxWait, o.Debounce.For)
-	case !o.Debounce.IsZero() && o.UniqueFor > 0:
-		return o, fmt.Errorf("queue: job %s: Debounce and UniqueFor cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; choose one", name)
 	case o.ConcurrencyLimit < 0 || o.ConcurrencyLimit > MaxConcurrencyLimit:
 		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit is %d; want 1 to %d, or 0 for no limit", name, o.ConcurrencyLimit, MaxConcurrencyLimit)
-	case o.ConcurrencyLimit > 0 && !o.Debounce.IsZero():
-		return o, fmt.Errorf("queue: job %s: ConcurrencyLimit and Debounce cannot be combined: a job held by its limit is not replaced by the next dispatch; choose one", name)
 	case o.Priority < MinPriority || o.Priority > MaxPriority:
 		return o, fmt.Errorf("queue: job %s: Priority is %d; want %d to %d (0, the default, for most jobs)", name, o.Priority, MinPriority, MaxPriority)
 	case o.Backoff.b.Negative():
@@ -445,8 +441,9 @@ func checkPayload(e Envelope) error {
 	return nil
 }
 
-// row is the stored form of e, with its options resolved.
-func (q *Queue) row(e Envelope) (*driver.Job, error) {
+// row is the stored form of e, with its options resolved; step says it
+// is a flow's step.
+func (q *Queue) row(e Envelope, step bool) (*driver.Job, error) {
 	reg, ok := q.table.Load().jobs[e.Name]
 	if !ok {
 		return nil, &UnknownJobError{Name: e.Name}
@@ -465,6 +462,9 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 	}
 	o, err := q.resolve(e.Name, e.Options)
 	if err != nil {
+		return nil, err
+	}
+	if err := excluded(e.Name, usesOf(o, e, step)); err != nil {
 		return nil, err
 	}
 	id, err := uuid.NewV7()
@@ -488,9 +488,6 @@ func (q *Queue) row(e Envelope) (*driver.Job, error) {
 		job.TimeoutMs = ceilMs(o.Timeout)
 	}
 	if !o.Debounce.IsZero() {
-		if e.UniqueKey != nil {
-			return nil, fmt.Errorf("queue: job %s: Debounce and an envelope's UniqueKey cannot be combined: a debounced job replaces the one waiting, a unique one keeps it; set Keys.Debounce instead", e.Name)
-		}
 		if e.Keys.Debounce != "" {
 			if err := checkText("the debounce key of "+e.Name, e.Keys.Debounce, MaxUniqueKeyLen); err != nil {
 				return nil, err

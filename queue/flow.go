@@ -349,15 +349,9 @@ func (q *Queue) newFlow(f *Flow) (*driver.NewFlow, error) {
 		} else if e, err = EnvelopeOf(s.job); err != nil {
 			return nil, err
 		}
-		row, err := q.row(e)
+		row, err := q.row(e, true)
 		if err != nil {
 			return nil, fmt.Errorf("%w (in %s)", err, where)
-		}
-		switch {
-		case row.DebounceMaxMs > 0:
-			return nil, fmt.Errorf("queue: %s: job %s is debounced (Debounce), and a step cannot be: its flow runs each step once", where, row.Name)
-		case row.UniqueKey != "":
-			return nil, fmt.Errorf("queue: %s: job %s is unique (UniqueFor), and a step cannot be: its flow already runs it once", where, row.Name)
 		}
 		step := &driver.Step{Job: row, Name: s.name, Role: s.role, RunIfFailed: s.runIfFailed, Waiting: len(s.deps), DelayMs: ceilMs(max(e.Delay, 0))}
 		ids = append(ids, row.ID)

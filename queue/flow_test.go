@@ -409,7 +409,7 @@ func TestFlowsRefusedAtDispatch(t *testing.T) {
 		{queue.Batch(), "queue: the batch has no step: give it at least one job"},
 		{queue.Chain(a, nil), "queue: the chain's step 2 () is nil: give it a job"},
 		{queue.Chain(a, Unregistered{}), `queue: unknown job "nobody.handles": no module registered a handler for it`},
-		{queue.Batch(a).Then(SyncCalendar{}), "queue: the batch's then job: job activities.sync_calendar is unique (UniqueFor), and a step cannot be: its flow already runs it once"},
+		{queue.Batch(a).Then(SyncCalendar{}), "queue: job activities.sync_calendar: UniqueFor and a flow's step cannot be combined: its flow already runs each step once (in the batch's then job)"},
 		{queue.Chain(a).Step("x", a), `queue: Step "x": only a workflow has named steps; a chain takes its jobs in queue.Chain`},
 		{queue.Workflow("w").Step("a", a).Step("a", a), `queue: the workflow "w" has two steps named "a": name each step once`},
 		{queue.Workflow("w").Step("a", a, queue.After("b")).Step("c", a), `queue: the workflow "w"'s step "a" comes after "b", which is no step of it (its steps: a, c)`},
