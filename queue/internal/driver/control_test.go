@@ -34,7 +34,7 @@ func TestPriorityOrdersTheDueJobs(t *testing.T) {
 			prioritized(7, "a", 30, 0),
 			prioritized(8, "b", 0, 9), // another queue
 		)
-		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 4, Prioritized: true})
+		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeaturePriority, Queue: "a", Now: 100, At: 100, Limit: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestPriorityOrdersTheDueJobs(t *testing.T) {
 		}
 		// From past every job: it leaves out the waiting job of priority
 		// 0 (7, at 30), not the one of priority -2 (at 5).
-		jobs, err = s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, From: 60, Limit: 10, Prioritized: true})
+		jobs, err = s.Reserve(ctx, driver.Reservation{Features: driver.FeaturePriority, Queue: "a", Now: 100, At: 100, From: 60, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,9 +93,9 @@ func TestASearchTakesNothingWhileAFeatureItDoesNotDoIsRecorded(t *testing.T) {
 			feature driver.Features
 			does    driver.Reservation
 		}{
-			{"priority", prioritized(9, "a", 0, -1), driver.FeaturePriority, driver.Reservation{Prioritized: true}},
-			{"rate limit", rated(9, "a", 0, "api", driver.Rate{Max: 5, PerMs: 1000}), driver.FeatureRate, driver.Reservation{Rated: true}},
-			{"fairness", grouped(9, "a", 0, "tenant:1"), driver.FeatureFair, driver.Reservation{Fair: true}},
+			{"priority", prioritized(9, "a", 0, -1), driver.FeaturePriority, driver.Reservation{Features: driver.FeaturePriority}},
+			{"rate limit", rated(9, "a", 0, "api", driver.Rate{Max: 5, PerMs: 1000}), driver.FeatureRate, driver.Reservation{Features: driver.FeatureRate}},
+			{"fairness", grouped(9, "a", 0, "tenant:1"), driver.FeatureFair, driver.Reservation{Features: driver.FeatureFair}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				insert(t, s, newJob(1, "a", 0), newJob(2, "b", 0))
@@ -176,7 +176,7 @@ func tails(jobs []*driver.Job) string {
 
 func reserveAll(t *testing.T, s driver.Driver, queue string, now int64) []*driver.Job {
 	t.Helper()
-	jobs, err := s.Reserve(ctx, driver.Reservation{Queue: queue, Now: now, At: now, Limit: 1000, Prioritized: true})
+	jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeaturePriority, Queue: queue, Now: now, At: now, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestPriorityAgainstABruteForceReference(t *testing.T) {
 		for now := int64(0); len(left) > 0; now += 50 {
 			for {
 				limit := 1 + r.IntN(12)
-				got, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: now, At: now, Limit: limit, Prioritized: true})
+				got, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeaturePriority, Queue: "a", Now: now, At: now, Limit: limit})
 				if err != nil {
 					t.Fatal(err)
 				}

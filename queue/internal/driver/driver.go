@@ -199,12 +199,6 @@ type Reservation struct {
 	// By is the registered worker that reserves, kept with each job it
 	// reserves; "" for none (a worker not registered).
 	By string
-	// Prioritized says that jobs with a priority may wait on Queue: the
-	// search orders by priority. Without it a database driver's search is
-	// by due time alone, the one that costs least, and takes nothing while
-	// FeaturePriority is recorded of Queue (see Features); the memory
-	// driver orders by priority always.
-	Prioritized bool
 	// From leaves out the jobs available before it (0 leaves out none):
 	// a worker passes a bound a little behind the last job it reserved, so
 	// that PostgreSQL's search starts past the index entries of the rows
@@ -212,38 +206,38 @@ type Reservation struct {
 	// driver has no such entries and ignores From.
 	From  int64
 	Limit int
-	// Rated says that jobs with a rate limit may wait on Queue (see
-	// Job.RateKey): the search leaves out the keys whose window is full,
-	// and the reservation takes room in the windows of the jobs it
-	// reserves, giving back in its own transaction those over their
-	// limit. Without it (and without QueueRate) the search is the one of
-	// a queue without limits, the one that costs least, and takes nothing
-	// while FeatureRate is recorded of Queue.
-	Rated bool
 	// QueueRate, when not zero, limits Queue itself: at most as many of
 	// its jobs start as the window of the key QueueKey(Queue) has room
 	// for, at that rate.
 	QueueRate Rate
-	// Fair says that jobs with a FairKey may wait on Queue: the search
-	// takes its jobs of priority 0 in turns by group (see FairOrder).
-	// Without it a database driver's search takes nothing while
-	// FeatureFair is recorded of Queue; the memory driver takes them in
-	// turns always.
-	Fair bool
+	// Features are the features of the jobs that may wait on Queue,
+	// which its search does (a database driver's search takes nothing
+	// while a feature it does not do is recorded of Queue: see Features;
+	// the memory driver does them all always):
+	//   - FeaturePriority: it orders by priority, then due time;
+	//   - FeatureRate: it leaves out the keys whose window is full
+	//     (Job.RateKey), and takes room in the windows of the jobs it
+	//     reserves, giving back in its own transaction those over their
+	//     limit;
+	//   - FeatureFair: it takes the jobs of priority 0 in turns by group
+	//     (see FairOrder).
+	// Without them the search is by due time alone, the one that costs
+	// least.
+	Features Features
 	// PlaceFrom leaves out the jobs with a FairKey whose place is before
 	// it (0 leaves out none), as From does by due time: a worker passes
 	// the highest place it reserved, so that PostgreSQL's search of them
 	// starts past the index entries of those it reserved, which stay
 	// until a vacuum. The memory driver ignores it.
 	PlaceFrom int64
-	// Drained, when not nil, is where a Fair reservation reports whether
+	// Drained, when not nil, is where a reservation with FeatureFair reports whether
 	// it took every job of priority 0 without a FairKey due by Now (from
 	// From): the next search of those may start from Now. (Its search of
 	// the jobs with a key starts from the first, by place: a search of
 	// those without one walks past them, from From.) See the function
 	// Drained.
 	Drained *bool
-	// ReopensIn, when not nil, is where a Rated reservation (or one with
+	// ReopensIn, when not nil, is where a reservation with FeatureRate (or
 	// a QueueRate) that took fewer than Limit writes how long, in
 	// milliseconds, until the first full window of a key whose jobs wait
 	// on Queue next has room; 0 when none is full.
@@ -266,20 +260,13 @@ const (
 	FeatureFair                          // a job with a fairness key (Job.FairKey)
 )
 
-// Does returns the features a search of r does: priority with
-// Prioritized, rate limits with Rated or a QueueRate, fairness with Fair.
+// Does returns the features a search of r does: its Features, and rate
+// limits with a QueueRate.
 func (r *Reservation) Does() Features {
-	var f Features
-	if r.Prioritized {
-		f |= FeaturePriority
+	if !r.QueueRate.IsZero() {
+		return r.Features | FeatureRate
 	}
-	if r.Rated || !r.QueueRate.IsZero() {
-		f |= FeatureRate
-	}
-	if r.Fair {
-		f |= FeatureFair
-	}
-	return f
+	return r.Features
 }
 
 // QueueKey is the key of the rate limit of queue itself.
@@ -299,8 +286,7 @@ func ReserveOne(ctx context.Context, d Driver, queue string, now int64) (*Job, e
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := d.Reserve(ctx, Reservation{Queue: queue, Now: now, At: now, Limit: 1,
-		Prioritized: f&FeaturePriority != 0, Rated: f&FeatureRate != 0, Fair: f&FeatureFair != 0})
+	jobs, err := d.Reserve(ctx, Reservation{Queue: queue, Now: now, At: now, Limit: 1, Features: f})
 	if len(jobs) == 0 {
 		return nil, err
 	}
@@ -489,11 +475,10 @@ type Core interface {
 
 	// Reserve takes up to r.Limit available jobs of r.Queue (due by r.Now,
 	// waiting), the next ones by priority (higher first; with
-	// r.Prioritized), then available_at, then id, marks them reserved at
+	// FeaturePriority), then available_at, then id, marks them reserved at
 	// r.At and counts their attempt, in one statement. It leaves out the
-	// jobs available before r.From, but for those with a priority when
-	// r.Prioritized. It returns them in that order, none when there is
-	// none.
+	// jobs available before r.From, but for those with a priority. It
+	// returns them in that order, none when there is none.
 	Reserve(ctx context.Context, r Reservation) ([]*Job, error)
 
 	// TakeOver takes the job of queue whose reservation went stale first

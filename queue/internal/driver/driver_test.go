@@ -1139,9 +1139,9 @@ func TestAReservationOnlyOfSomeTypesLeavesTheOthers(t *testing.T) {
 			set   func(n int, j *driver.Job)
 		}{
 			{"only-plain", driver.Reservation{}, func(int, *driver.Job) {}},
-			{"only-prio", driver.Reservation{Prioritized: true}, func(n int, j *driver.Job) { j.Priority = []int{5, 3, 0, 0, -1}[n] }},
-			{"only-rated", driver.Reservation{Rated: true}, func(n int, j *driver.Job) { j.RateKey, j.Rate = "only-r", driver.Rate{Max: 100, PerMs: 60_000} }},
-			{"only-fair", driver.Reservation{Fair: true}, func(n int, j *driver.Job) { j.FairKey = []string{"g1", "g2"}[n%2] }},
+			{"only-prio", driver.Reservation{Features: driver.FeaturePriority}, func(n int, j *driver.Job) { j.Priority = []int{5, 3, 0, 0, -1}[n] }},
+			{"only-rated", driver.Reservation{Features: driver.FeatureRate}, func(n int, j *driver.Job) { j.RateKey, j.Rate = "only-r", driver.Rate{Max: 100, PerMs: 60_000} }},
+			{"only-fair", driver.Reservation{Features: driver.FeatureFair}, func(n int, j *driver.Job) { j.FairKey = []string{"g1", "g2"}[n%2] }},
 		}
 		for si, sh := range shapes {
 			var want []string

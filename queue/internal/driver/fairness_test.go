@@ -35,7 +35,7 @@ func numbers(jobs []*driver.Job) string {
 // reserveFair reserves up to limit jobs of queue at now, fairly.
 func reserveFair(t *testing.T, s driver.Driver, queue string, now int64, limit int) []*driver.Job {
 	t.Helper()
-	jobs, err := s.Reserve(ctx, driver.Reservation{Queue: queue, Now: now, At: now, Limit: limit, Fair: true})
+	jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureFair, Queue: queue, Now: now, At: now, Limit: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestAFairBatchIsTheFirstInTurns(t *testing.T) {
 		high := grouped(24, "a", 40, "small")
 		high.Priority = 5
 		insert(t, s, high)
-		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 6, Fair: true, Prioritized: true})
+		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeaturePriority | driver.FeatureFair, Queue: "a", Now: 100, At: 100, Limit: 6})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestConcurrentFairReservationsNeverOverlap(t *testing.T) {
 		if _, err := s.InsertMany(ctx, nil, jobs, 1); err != nil {
 			t.Fatal(err)
 		}
-		reservedOnce(t, s, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 10, Fair: true}, 200)
+		reservedOnce(t, s, driver.Reservation{Features: driver.FeatureFair, Queue: "a", Now: 100, At: 100, Limit: 10}, 200)
 	})
 }
 
@@ -217,7 +217,7 @@ func TestAFairAndRatedReservationLeavesOutFullWindows(t *testing.T) {
 			insert(t, s, j)
 		}
 		insert(t, s, grouped(4, "a", 1, "calm"), grouped(5, "a", 1, "calm"))
-		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 10, Fair: true, Rated: true})
+		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate | driver.FeatureFair, Queue: "a", Now: 100, At: 100, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +319,7 @@ func TestASearchFromAPlaceLeavesOutTheLowerOnes(t *testing.T) {
 		behind(100, 2, false) // place 1 is not due yet
 		behind(100, 1, false) // nothing before place 1
 		behind(600, 2, true)  // place 1, due now
-		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "a", Now: 100, At: 100, Limit: 10, Fair: true, PlaceFrom: 3})
+		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureFair, Queue: "a", Now: 100, At: 100, Limit: 10, PlaceFrom: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ const t0 = 1_000_000
 func reserveRated(t *testing.T, s driver.Driver, queue string, at int64, limit int, queueRate driver.Rate) ([]*driver.Job, int64) {
 	t.Helper()
 	var in int64 = -1
-	jobs, err := s.Reserve(ctx, driver.Reservation{Queue: queue, Now: at, At: at, Limit: limit, Rated: true, Prioritized: true, QueueRate: queueRate, ReopensIn: &in})
+	jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeaturePriority | driver.FeatureRate, Queue: queue, Now: at, At: at, Limit: limit, QueueRate: queueRate, ReopensIn: &in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestARateLimitHoldsAcrossConcurrentReservations(t *testing.T) {
 		for range 8 {
 			wg.Go(func() {
 				for range 3 {
-					jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "c", Now: t0, At: t0, Limit: 3, Rated: true})
+					jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate, Queue: "c", Now: t0, At: t0, Limit: 3})
 					if err != nil {
 						t.Error(err)
 						return
@@ -267,7 +267,7 @@ func TestARateLimitOnTheDriversOwnClock(t *testing.T) {
 		rate := driver.Rate{Max: 1, PerMs: 3_600_000}
 		insert(t, s, rated(1, "z", 1, "api-z", rate), rated(2, "z", 2, "api-z", rate))
 		var in int64
-		jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "z", Now: 1 << 50, Limit: 10, Rated: true, ReopensIn: &in})
+		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate, Queue: "z", Now: 1 << 50, Limit: 10, ReopensIn: &in})
 		if err != nil || tails(jobs) != "1" || jobs[0].ReservedAt < 1_700_000_000_000 {
 			t.Fatalf("Reserve: %s, %v; want job 1, reserved on the clock", tails(jobs), err)
 		}

@@ -141,7 +141,7 @@ func (w *worker) fetch(ctx context.Context) {
 // wait by priority first (see driver.Reservation). A queue where jobs
 // with a rate limit may wait, or with a limit of its own, is searched
 // from its first job, leaving out the keys whose window is full (see
-// driver.Reservation.Rated): the jobs over a limit wait behind those that
+// driver.Reservation.Features): the jobs over a limit wait behind those that
 // started. The fetcher then waits no longer than until the first full
 // window reopens (untilReopen).
 //
@@ -247,7 +247,7 @@ func (w *worker) reserveFrom(ctx context.Context, i int, name string, want int, 
 		// A queue with rate limits is searched from its first job: the
 		// jobs over a limit wait behind those that started.
 		queueRate := w.cfg.QueueRates[name]
-		rated, fair := f&driver.FeatureRate != 0 || !queueRate.IsZero(), f&driver.FeatureFair != 0
+		rated := f&driver.FeatureRate != 0 || !queueRate.IsZero()
 		var from, placeFrom int64
 		if last, ok := w.cursor[name]; ok && !swept && !behind && !rated {
 			from, placeFrom = min(last, now)-cursorSlackMs, w.places[name]
@@ -255,7 +255,7 @@ func (w *worker) reserveFrom(ctx context.Context, i int, name string, want int, 
 		w.reopensIn[i] = 0
 		w.drained[i] = false
 		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Only: w.opts.Only, Now: now, At: at, By: by, From: from, Limit: want,
-			Prioritized: f&driver.FeaturePriority != 0, Rated: rated, QueueRate: queueRate, Fair: fair, PlaceFrom: placeFrom,
+			Features: f, QueueRate: queueRate, PlaceFrom: placeFrom,
 			Drained: &w.drained[i], ReopensIn: &w.reopensIn[i]})
 		if err == nil && len(got) == 0 && w.readFeatures(ctx, i, name, false) {
 			continue
@@ -268,7 +268,7 @@ func (w *worker) reserveFrom(ctx context.Context, i int, name string, want int, 
 		}
 		for _, j := range got {
 			switch {
-			case j.FairKey == "" || !fair:
+			case j.FairKey == "" || f&driver.FeatureFair == 0:
 				w.cursor[name] = max(w.cursor[name], j.AvailableAt)
 			case !rated && j.Priority == 0: // a fair search takes keyed jobs by place
 				w.places[name] = max(w.places[name], j.FairSeq)

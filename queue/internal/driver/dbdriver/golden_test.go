@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/plan"
 )
 
@@ -75,7 +76,8 @@ func shapeName(shape plan.Shape) string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{shape.Prioritized, "prioritized"}, {shape.Rated, "rated"}, {shape.Fair, "fair"}, {shape.Only, "only"}} {
+	}{{shape.Features&driver.FeaturePriority != 0, "prioritized"}, {shape.Features&driver.FeatureRate != 0, "rated"},
+		{shape.Features&driver.FeatureFair != 0, "fair"}, {shape.Only, "only"}} {
 		if f.on {
 			name += "-" + f.name
 		}

@@ -32,7 +32,7 @@ func TestReservationUsesTheWaitingIndex(t *testing.T) {
 		_, args := statementOf(s.base, 1, r, 0)
 		return args
 	}
-	plain, byPriority := driver.Reservation{Queue: "default", Now: 1, Limit: 10}, driver.Reservation{Queue: "default", Now: 1, Limit: 10, Prioritized: true}
+	plain, byPriority := driver.Reservation{Queue: "default", Now: 1, Limit: 10}, driver.Reservation{Features: driver.FeaturePriority, Queue: "default", Now: 1, Limit: 10}
 	for _, c := range []struct {
 		name, stmt string
 		args       []any
@@ -168,7 +168,7 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 		t.Fatalf("set the table's statistics (the test needs a superuser): %v", err)
 	}
 	drv := newPostgres(d)
-	byPriority, byPriorityArgs := statementOf(drv.base, n, driver.Reservation{Queue: "default", Now: n, Prioritized: true}, 64)
+	byPriority, byPriorityArgs := statementOf(drv.base, n, driver.Reservation{Features: driver.FeaturePriority, Queue: "default", Now: n}, 64)
 	// buffers runs stmt under EXPLAIN ANALYZE, rolled back, and returns
 	// the buffers it read in all.
 	buffers := func(stmt string, args ...any) int {
@@ -239,7 +239,7 @@ func TestAReservationByPriorityLocksOnlyWhatItTakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	stmt, args := statementOf(drv.base, int64(100), driver.Reservation{Queue: "default", Now: 100, Prioritized: true}, 5)
+	stmt, args := statementOf(drv.base, int64(100), driver.Reservation{Features: driver.FeaturePriority, Queue: "default", Now: 100}, 5)
 	rows, err := tx.QueryContext(ctx, stmt, args...)
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
 		return stmt
 	}
 	byPriority, rated, fair := r, r, r
-	byPriority.Prioritized, rated.Rated, fair.Fair = true, true, true
+	byPriority.Features, rated.Features, fair.Features = driver.FeaturePriority, driver.FeatureRate, driver.FeatureFair
 	for _, c := range []struct {
 		name string
 		r    driver.Reservation
@@ -113,7 +113,7 @@ func TestAReservationTakesItsLimitExactly(t *testing.T) {
 						for _, j := range order[:min(limit, waiting)] {
 							want = append(want, j.ID)
 						}
-						got, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: 2000, At: 2000, Limit: limit, Prioritized: prioritized, Rated: mode.rated})
+						got, err := drv.Reserve(ctx, driver.Reservation{Features: features(prioritized, driver.FeaturePriority) | features(mode.rated, driver.FeatureRate), Queue: "default", Now: 2000, At: 2000, Limit: limit})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -169,7 +169,7 @@ func TestAFairReservationTakesWhatTheMemoryDriverTakes(t *testing.T) {
 								}
 							}
 						}
-						r := driver.Reservation{Queue: "default", Now: 2000, At: 2000, Limit: limit, Fair: true, Prioritized: prioritized}
+						r := driver.Reservation{Features: features(prioritized, driver.FeaturePriority) | driver.FeatureFair, Queue: "default", Now: 2000, At: 2000, Limit: limit}
 						want, err := ref.Reserve(ctx, r)
 						if err != nil {
 							t.Fatal(err)

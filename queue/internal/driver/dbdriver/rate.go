@@ -184,7 +184,7 @@ func (d dialect) clockAt() string {
 // the first leaves out the keys whose window the one before filled.
 const ratedRounds = 4
 
-// reserveRated is Reserve of a Rated reservation, or one with a
+// reserveRated is Reserve of a reservation with FeatureRate, or with a
 // QueueRate, in one transaction.
 func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*driver.Job, error) {
 	d := b.dialect()
@@ -293,7 +293,7 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 	if err != nil {
 		return nil, err
 	}
-	if r.Fair {
+	if r.Features&driver.FeatureFair != 0 {
 		driver.FairOrder(jobs)
 	} else {
 		sortReserved(jobs)

@@ -51,7 +51,7 @@ func TestEveryStatementIsRenderedOnce(t *testing.T) {
 				}
 				now := int64(r*10_000 + 5000)
 				got, err := drv.Reserve(ctx, driver.Reservation{Queue: "rendered", Now: now, At: now, Limit: 10,
-					Prioritized: true, Rated: true, Fair: true, Only: driver.NewNames([]string{"x"})})
+					Features: driver.FeaturePriority | driver.FeatureRate | driver.FeatureFair, Only: driver.NewNames([]string{"x"})})
 				if err != nil || len(got) == 0 {
 					t.Fatalf("round %d: reserved %d, %v", r, len(got), err)
 				}

@@ -58,11 +58,11 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 	if err != nil {
 		return nil, err
 	}
-	if r.Rated || !r.QueueRate.IsZero() {
+	if r.Does()&driver.FeatureRate != 0 {
 		return b.reserveRated(ctx, r)
 	}
 	jobs, err := b.search(ctx, nil, at, r)
-	if r.Fair {
+	if r.Features&driver.FeatureFair != 0 {
 		driver.FairOrder(jobs)
 		if err == nil && r.Drained != nil {
 			*r.Drained = driver.Drained(jobs, r.Limit)
@@ -110,7 +110,7 @@ func (b *base) search(ctx context.Context, tx *sql.Tx, at any, r driver.Reservat
 // reservation is the shape of the reservation r at at and its
 // arguments.
 func (b *base) reservation(at any, r driver.Reservation) (plan.Shape, plan.Values) {
-	shape := plan.Shape{Prioritized: r.Prioritized, Rated: r.Rated || !r.QueueRate.IsZero(), Fair: r.Fair, Only: r.Only != nil}
+	shape := plan.Shape{Features: r.Does(), Only: r.Only != nil}
 	v := plan.Values{plan.Queue: r.Queue, plan.Does: r.Does(), plan.From: r.From, plan.Now: r.Now, plan.Place: max(r.PlaceFrom, 1),
 		plan.At: at, plan.By: nullable(r.By), plan.Limit: r.Limit}
 	if r.Only != nil {

@@ -37,11 +37,19 @@ func (b *base) reserveWith(ctx context.Context, stmt string, args []any) ([]*dri
 	return jobs, err
 }
 
+// features is f when on, else none.
+func features(on bool, f driver.Features) driver.Features {
+	if on {
+		return f
+	}
+	return 0
+}
+
 // everyShape is every shape of a reservation, of size.
 func everyShape(size int) []plan.Shape {
 	var out []plan.Shape
 	for i := range 16 {
-		out = append(out, plan.Shape{Prioritized: i&1 != 0, Rated: i&2 != 0, Fair: i&4 != 0, Only: i&8 != 0, Size: size})
+		out = append(out, plan.Shape{Features: driver.Features(i & 7), Only: i&8 != 0, Size: size})
 	}
 	return out
 }

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // Dialect is the database whose words a statement is rendered in.
@@ -28,16 +30,15 @@ const (
 
 // Shape is what a reservation does, which picks its statement.
 type Shape struct {
-	// Prioritized orders by priority, then due time: a search of the
-	// jobs with a priority (by the index jobs_prioritized, which holds
-	// only those) beside the one of the others.
-	Prioritized bool
-	// Rated leaves out the jobs of the rate keys whose window is full at
-	// @at (a row of queue_rates reopening later).
-	Rated bool
-	// Fair takes the jobs of priority 0 with a fairness key by place
-	// (the index jobs_fair), in turns by group, beside those without one.
-	Fair bool
+	// Features are the features its search does (see Parts):
+	// FeaturePriority orders by priority, then due time, with a search
+	// of the jobs with a priority (by the index jobs_prioritized, which
+	// holds only those) beside the one of the others; FeatureRate leaves
+	// out the jobs of the rate keys whose window is full at @at (a row of
+	// queue_rates reopening later); FeatureFair takes the jobs of
+	// priority 0 with a fairness key by place (the index jobs_fair), in
+	// turns by group, beside those without one.
+	Features driver.Features
 	// Only takes only the jobs of the types of @names.
 	Only bool
 	// Size is the limit on PostgreSQL, a constant of the statement, for
@@ -127,18 +128,23 @@ const (
 // A Part is what a feature adds to a reservation's plan, when its shape
 // asks for it: searches of its own, or filters on every search.
 type Part struct {
-	Feature string
-	On      func(Shape) bool
-	Add     func(d Dialect, p *Reservation)
+	Name string
+	On   func(Shape) bool
+	Add  func(d Dialect, p *Reservation)
 }
 
 // Parts are the features of a reservation, in the order they add to its
 // plan: a part sees the searches of those before it.
 var Parts = []Part{
-	{"fairness", func(s Shape) bool { return s.Fair }, fair},
-	{"priority", func(s Shape) bool { return s.Prioritized }, priority},
-	{"rate limits", func(s Shape) bool { return s.Rated }, rated},
+	{"fairness", feature(driver.FeatureFair), fair},
+	{"priority", feature(driver.FeaturePriority), priority},
+	{"rate limits", feature(driver.FeatureRate), rated},
 	{"known types", func(s Shape) bool { return s.Only }, only},
+}
+
+// feature is a Part's test for the feature f.
+func feature(f driver.Features) func(Shape) bool {
+	return func(s Shape) bool { return s.Features&f != 0 }
 }
 
 // Of returns the plan of a reservation of shape on d: the search of the
@@ -209,7 +215,7 @@ func only(d Dialect, p *Reservation) {
 // columns are what the searches of a plan of more than one return, for
 // the order of them together.
 func (p Reservation) columns() string {
-	if p.Shape.Fair {
+	if p.Shape.Features&driver.FeatureFair != 0 {
 		return "id, priority, fair_seq, available_at"
 	}
 	return "id, priority, available_at"

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // TestRenderNumbersEachNameOnce: a name used twice is one placeholder,
@@ -49,13 +51,13 @@ func TestAPartAddsOnlyWhenItsShapeAsksForIt(t *testing.T) {
 	marks := map[string]string{"fairness": "fair_seq", "priority": "priority", "rate limits": "queue_rates", "known types": "@names"}
 	for _, d := range []Dialect{SQLite, Postgres} {
 		for i := range 16 {
-			shape := Shape{Fair: i&1 != 0, Prioritized: i&2 != 0, Rated: i&4 != 0, Only: i&8 != 0, Size: 4}
+			shape := Shape{Features: driver.Features(i & 7), Only: i&8 != 0, Size: 4}
 			p := Of(d, shape)
 			text := p.Text(d, "id")
 			for _, part := range Parts {
-				mark := marks[part.Feature]
+				mark := marks[part.Name]
 				if mark == "" {
-					t.Fatalf("no mark for the part %q", part.Feature)
+					t.Fatalf("no mark for the part %q", part.Name)
 				}
 				// The columns of a plan of several searches name priority and
 				// fair_seq for the order of them together: look at the filters.
