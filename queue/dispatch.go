@@ -2,11 +2,8 @@ package queue
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -482,52 +479,12 @@ func (q *Queue) row(e Envelope, step bool) (*driver.Job, error) {
 		AvailableAt: now + ceilMs(max(e.Delay, 0)),
 		CreatedAt:   now,
 		Meta:        e.Meta,
-		Priority:    o.Priority,
 	}
 	if o.Timeout > 0 {
 		job.TimeoutMs = ceilMs(o.Timeout)
 	}
-	if !o.Debounce.IsZero() {
-		if e.Keys.Debounce != "" {
-			if err := checkText("the debounce key of "+e.Name, e.Keys.Debounce, MaxUniqueKeyLen); err != nil {
-				return nil, err
-			}
-		}
-		maxWait := cmp.Or(o.Debounce.MaxWait, 10*o.Debounce.For)
-		job.UniqueKey, job.DebounceMaxMs = e.Name+debounceKeyMark+e.Keys.Debounce, ceilMs(maxWait)
-		job.AvailableAt = now + ceilMs(max(e.Delay, o.Debounce.For))
-	}
-	if o.ConcurrencyLimit > 0 {
-		job.LimitKey, job.LimitMax = cmp.Or(e.Keys.Concurrency, e.Name), o.ConcurrencyLimit
-		if err := checkText("the concurrency key of "+e.Name, job.LimitKey, MaxUniqueKeyLen); err != nil {
-			return nil, err
-		}
-	}
-	if !o.RateLimit.IsZero() {
-		job.RateKey, job.Rate = cmp.Or(e.Keys.Rate, e.Name), o.RateLimit.driver()
-		if err := checkText("the rate key of "+e.Name, job.RateKey, MaxUniqueKeyLen); err != nil {
-			return nil, err
-		}
-	}
-	if o.Fair {
-		job.FairKey = cmp.Or(e.Keys.Fairness, e.Name)
-		if err := checkText("the fairness key of "+e.Name, job.FairKey, MaxUniqueKeyLen); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case job.UniqueKey != "":
-	case e.UniqueKey != nil:
-		if err := checkText("the unique key of "+e.Name, *e.UniqueKey, MaxUniqueKeyLen); err != nil {
-			return nil, err
-		}
-		job.UniqueKey = e.Name + "|key:" + *e.UniqueKey
-	case o.UniqueFor > 0:
-		sum := sha256.Sum256(e.Payload)
-		job.UniqueKey = e.Name + "|payload:" + hex.EncodeToString(sum[:])
-	}
-	if job.UniqueKey != "" && o.UniqueFor > 0 {
-		job.UniqueUntil = now + ceilMs(o.UniqueFor)
+	if err := stamp(&o, &e, now, job); err != nil {
+		return nil, err
 	}
 	return job, nil
 }
