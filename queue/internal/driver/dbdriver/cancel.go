@@ -6,9 +6,10 @@ import (
 	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
-// The statements of Cancel, in the words of SQLite; numbered for
+// The statements of Cancel, in the words of SQLite; sqlkit.Numbered for
 // PostgreSQL.
 const (
 	forgetFinished = "DELETE FROM queue_cancels WHERE job_id NOT IN (SELECT id FROM jobs WHERE reserved_at IS NOT NULL)"
@@ -63,8 +64,8 @@ func (p *postgresDriver) Cancel(ctx context.Context, id string, now int64) (driv
 // it forgot). A job of a flow ends its step, resolved in tx; a limited
 // job's slot goes to the next held job of its key (the trigger
 // jobs_admit).
-func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, d dialect) (driver.Cancelled, error) {
-	words := d.words
+func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, d sqlkit.Dialect) (driver.Cancelled, error) {
+	words := d.Words
 	if _, err := tx.ExecContext(ctx, words(forgetFinished)); err != nil {
 		return 0, err
 	}
@@ -77,7 +78,7 @@ func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, d dialect) (d
 			return 0, err
 		}
 		var flow string
-		if err := tx.QueryRowContext(ctx, d.q(flowOfFailed), id).Scan(&flow); err != nil || flow == "" {
+		if err := tx.QueryRowContext(ctx, d.Q(flowOfFailed), id).Scan(&flow); err != nil || flow == "" {
 			return driver.Removed, err
 		}
 		t := newFlowTx(ctx, tx, d)
@@ -131,34 +132,13 @@ func (s *sqliteDriver) ForgetCancel(ctx context.Context, id string) error {
 
 // ForgetCancel implements driver.Driver.
 func (p *postgresDriver) ForgetCancel(ctx context.Context, id string) error {
-	_, err := p.sqldb.ExecContext(ctx, p.d.words(forgetCancel), id)
+	_, err := p.sqldb.ExecContext(ctx, p.d.Words(forgetCancel), id)
 	return err
 }
 
 // ids runs a query of one text column and reads it.
 func (b *base) ids(ctx context.Context, query string, args ...any) ([]string, error) {
-	return texts(ctx, b.sqldb, query, args...)
+	return sqlkit.Texts(ctx, b.sqldb, query, args...)
 }
 
 // querier is a database or a transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// texts runs, on q, a query of one text column and reads it.
-func texts(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/plan"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // New returns the driver for d's database.
@@ -34,8 +35,8 @@ type base struct {
 	sqldb *sql.DB // bun's DB would interpolate the arguments itself
 	q     statements
 	w     workerStatements
-	stmts sync.Map // query -> *sql.Stmt
-	d     dialect  // its words, and what it rendered in them
+	stmts sync.Map       // query -> *sql.Stmt
+	d     sqlkit.Dialect // its words, and what it rendered in them
 	// plans are the statements of reservations, rendered a shape at a
 	// time.
 	plans *plan.Statements
@@ -58,14 +59,14 @@ type base struct {
 }
 
 func newBase(d *db.DB, q statements) *base {
-	b := &base{db: d, sqldb: d.DB.DB, q: q, d: sqliteDialect}
+	b := &base{db: d, sqldb: d.DB.DB, q: q, d: sqlkit.SQLite}
 	if d.Dialect() == db.Postgres {
-		b.d = pgDialect
+		b.d = sqlkit.Postgres
 		b.plans = plan.New(plan.Postgres, columns)
 	} else {
 		b.plans = plan.New(plan.SQLite, columns)
 	}
-	b.d.memo = new(sync.Map)
+	b.d = b.d.Kept()
 	return b
 }
 
@@ -136,23 +137,8 @@ func (b *base) rows(ctx context.Context, query string, args []any, row func(*sql
 	}
 	return hold(ctx, func() error {
 		rows, err := st.QueryContext(ctx, args...)
-		return eachRow(rows, err, row)
+		return sqlkit.EachRow(rows, err, row)
 	})
-}
-
-// eachRow calls row for each of rows, the result of a query that failed
-// with err or not, and closes them.
-func eachRow(rows *sql.Rows, err error, row func(*sql.Rows) error) error {
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // exists runs a prepared read that selects a row or none, outside the

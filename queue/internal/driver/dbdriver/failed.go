@@ -74,7 +74,7 @@ func (s *sqliteDriver) DeleteFailed(ctx context.Context, id string) error {
 
 // DeleteFailed implements driver.Driver.
 func (p *postgresDriver) DeleteFailed(ctx context.Context, id string) error {
-	return p.deleteFailed(ctx, p.d.words(sqliteDeleteOne), id)
+	return p.deleteFailed(ctx, p.d.Words(sqliteDeleteOne), id)
 }
 
 func (b *base) deleteFailed(ctx context.Context, query, id string) error {
@@ -100,7 +100,7 @@ func (s *sqliteDriver) PruneFailed(ctx context.Context, before int64, limit int)
 // PruneFailed implements driver.Driver, reaching the rows by primary key
 // (see postgresStatements).
 func (p *postgresDriver) PruneFailed(ctx context.Context, before int64, limit int) (int, error) {
-	return p.count(ctx, p.d.words("DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM failed_jobs WHERE failed_at < ? ORDER BY failed_at, id LIMIT ?))"), before, limit)
+	return p.count(ctx, p.d.Words("DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM failed_jobs WHERE failed_at < ? ORDER BY failed_at, id LIMIT ?))"), before, limit)
 }
 
 // FlushFailed implements driver.Driver.

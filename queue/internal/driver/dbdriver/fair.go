@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // Fairness (see driver.Job.FairKey). The trigger jobs_fair gives each job
@@ -31,7 +32,7 @@ func (b *base) PruneGroups(ctx context.Context) error {
 		return err
 	}
 	lock := ""
-	if b.dialect().pg {
+	if b.dialect().PG {
 		// Only the rows no dispatch holds: one that gives a group's place
 		// (holding its row) may wait for the prune, never the prune for it.
 		lock = " FOR UPDATE SKIP LOCKED"
@@ -109,7 +110,7 @@ func (b *base) placeAll(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) err
 	for i, g := range groups {
 		r, ok := rounds[g.Queue]
 		if !ok {
-			if err := tx.QueryRowContext(ctx, d.words(roundOf), g.Queue, g.Queue).Scan(&r); err != nil {
+			if err := tx.QueryRowContext(ctx, d.Words(roundOf), g.Queue, g.Queue).Scan(&r); err != nil {
 				return err
 			}
 			rounds[g.Queue] = r
@@ -121,25 +122,25 @@ func (b *base) placeAll(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) err
 		return err
 	}
 	rows, greatest := sqlitePlaceRows, "max("
-	if d.pg {
+	if d.PG {
 		rows, greatest = pgPlaceRows, "GREATEST("
 	}
 	words := func(s string) string {
-		return d.kept(rendering{'f', s}, func(s string) string {
-			return d.render(strings.ReplaceAll(strings.ReplaceAll(s, "ROWS", rows), "GREATEST(", greatest))
+		return d.Rendering("place rows", s, func(s string) string {
+			return d.Render(strings.ReplaceAll(strings.ReplaceAll(s, "ROWS", rows), "GREATEST(", greatest))
 		})
 	}
 	if _, err := tx.ExecContext(ctx, words(placeNew), string(list)); err != nil {
 		return err
 	}
-	if d.pg {
+	if d.PG {
 		if _, err := tx.ExecContext(ctx, words(placeLock), string(list)); err != nil {
 			return err
 		}
 	}
 	next := map[[2]string]int64{}
 	r, err := tx.QueryContext(ctx, words(placeUpdate), string(list))
-	err = eachRow(r, err, func(r *sql.Rows) error {
+	err = sqlkit.EachRow(r, err, func(r *sql.Rows) error {
 		var q, k string
 		var n int64
 		if err := r.Scan(&q, &k, &n); err != nil {

@@ -54,7 +54,7 @@ func hasFeatures(j *driver.Job) bool { return featuresOf(j) != 0 }
 // its transaction; on PostgreSQL the trigger does. (A job that a retried
 // insert found stored already records them again: nothing changes.)
 func (b *base) record(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) error {
-	if b.dialect().pg || !slices.ContainsFunc(jobs, hasFeatures) {
+	if b.dialect().PG || !slices.ContainsFunc(jobs, hasFeatures) {
 		return nil // every dispatch passes here: nothing to record
 	}
 	seen := map[string]driver.Features{}
@@ -117,13 +117,13 @@ func (b *base) Features(ctx context.Context, queue string, tidy bool) (driver.Fe
 	for i := range args {
 		args[i] = queue
 	}
-	if b.dialect().pg {
+	if b.dialect().PG {
 		err = b.inTx(ctx, nil, func(tx *sql.Tx) error {
 			var locked bool
 			if err := tx.QueryRowContext(ctx, pgFeaturesLock, queue).Scan(&locked); err != nil || !locked {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, b.d.words(tidyFeatures), args...)
+			_, err := tx.ExecContext(ctx, b.d.Words(tidyFeatures), args...)
 			return err
 		})
 	} else {
@@ -138,7 +138,7 @@ func (b *base) Features(ctx context.Context, queue string, tidy bool) (driver.Fe
 // features reads the features recorded of queue.
 func (b *base) features(ctx context.Context, queue string) (driver.Features, error) {
 	var f driver.Features
-	err := b.read(ctx, b.d.words(readFeatures), []any{queue}, func(rows *sql.Rows) error {
+	err := b.read(ctx, b.d.Words(readFeatures), []any{queue}, func(rows *sql.Rows) error {
 		var one int64
 		if err := rows.Scan(&one); err != nil {
 			return err

@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // The statements of flows, in SQLite's words with LIST for a list of ids
@@ -102,80 +102,20 @@ const (
 		"(SELECT count(*) FROM (SELECT 1 FROM failed_jobs WHERE limit_key IS NOT NULL LIMIT 1) AS l)"
 )
 
-// dialect puts a statement, written in SQLite's words with ? for its
-// arguments, in one database's words: SQLite reads a list from
-// json_each; PostgreSQL from a jsonb array of uuids, its text columns
-// compared as text, and numbered placeholders. Each driver has a dialect
-// of its own, which keeps what it rendered (memo), so that a statement is
-// rendered once, at its first use, and never again.
-type dialect struct {
-	render func(string) string
-	list   string
-	pg     bool
-	memo   *sync.Map // rendering -> string
-}
-
-// rendering names a statement rendered: how, and from what.
-type rendering struct {
-	how  byte // 'w' words, 'q' q, 'k' keys
-	text string
-}
-
-// The dialects, before a driver gives them a memo.
-var (
-	sqliteDialect = dialect{render: sqliteWords, list: "(SELECT value FROM json_each(?))"}
-	pgDialect     = dialect{render: numbered, list: "(SELECT x::uuid FROM jsonb_array_elements_text(?::jsonb) AS x)", pg: true}
-)
-
-// kept returns the rendering r, rendered by fn at its first use.
-func (d dialect) kept(r rendering, fn func(string) string) string {
-	if d.memo == nil {
-		return fn(r.text)
-	}
-	if s, ok := d.memo.Load(r); ok {
-		return s.(string)
-	}
-	s := fn(r.text)
-	d.memo.Store(r, s)
-	return s
-}
-
-// words is s with its placeholders in d's words.
-func (d dialect) words(s string) string { return d.kept(rendering{'w', s}, d.render) }
-
-// q is a statement of flows in d's words: LIST a list of ids (listOf),
-// and ids compared as uuids.
-func (d dialect) q(s string) string {
-	return d.kept(rendering{'q', s}, func(s string) string {
-		s = strings.ReplaceAll(s, "LIST", d.list)
-		if d.pg {
-			s = strings.ReplaceAll(s, "id = ?", "id = ?::uuid")
-			s = strings.ReplaceAll(s, "AND id < ?", "AND id < ?::uuid")
-		}
-		return d.render(s)
-	})
-}
-
 // dialect is b's.
-func (b *base) dialect() dialect { return b.d }
-
-// listOf is ids as the argument of LIST.
-func listOf(ids []string) string {
-	b, _ := json.Marshal(ids)
-	return string(b)
-}
+func (b *base) dialect() sqlkit.Dialect { return b.d }
 
 // flowTx is a transaction that resolves flows: the driver's FlowTx.
 type flowTx struct {
 	ctx    context.Context
 	tx     *sql.Tx
-	d      dialect
+	d      sqlkit.Dialect
 	queues map[string]bool // the queues of the jobs it released
 	ended  bool            // it ended steps or kept results: tell Await's callers
 }
 
 func (t *flowTx) exec(query string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(t.ctx, t.d.q(query), args...)
+	res, err := t.tx.ExecContext(t.ctx, t.d.Q(query), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -184,14 +124,14 @@ func (t *flowTx) exec(query string, args ...any) (int64, error) {
 
 // strings runs query and reads the first column of each row.
 func (t *flowTx) strings(query string, args ...any) ([]string, error) {
-	return texts(t.ctx, t.tx, t.d.q(query), args...)
+	return sqlkit.Texts(t.ctx, t.tx, t.d.Q(query), args...)
 }
 
 func (t *flowTx) End(ids []string, state, errText string, at int64) ([]driver.Ended, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := t.tx.QueryContext(t.ctx, t.d.q(stepEnd), state, nullString(errText), at, listOf(ids))
+	rows, err := t.tx.QueryContext(t.ctx, t.d.Q(stepEnd), state, nullString(errText), at, sqlkit.List(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +152,7 @@ func (t *flowTx) Satisfy(ids []string, failed bool) ([]driver.Held, error) {
 	if failed {
 		n = 1
 	}
-	rows, err := t.tx.QueryContext(t.ctx, t.d.q(stepSatisfy), n, listOf(ids))
+	rows, err := t.tx.QueryContext(t.ctx, t.d.Q(stepSatisfy), n, sqlkit.List(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -230,15 +170,15 @@ func (t *flowTx) Satisfy(ids []string, failed bool) ([]driver.Held, error) {
 
 func (t *flowTx) Tally(flow string, succeeded, failed int, at int64) (driver.Flow, error) {
 	n := succeeded + failed
-	return scanFlow(t.tx.QueryRowContext(t.ctx, t.d.q(flowTally), n, succeeded, failed, n, at, n, failed, flow))
+	return scanFlow(t.tx.QueryRowContext(t.ctx, t.d.Q(flowTally), n, succeeded, failed, n, at, n, failed, flow))
 }
 
 func (t *flowTx) Release(ids []string, now int64) error {
-	queues, err := t.strings(stepRelease, now, now, listOf(ids))
+	queues, err := t.strings(stepRelease, now, now, sqlkit.List(ids))
 	if err != nil {
 		return err
 	}
-	keys, err := t.strings(stepKeys, listOf(ids))
+	keys, err := t.strings(stepKeys, sqlkit.List(ids))
 	if err != nil {
 		return err
 	}
@@ -246,7 +186,7 @@ func (t *flowTx) Release(ids []string, now int64) error {
 		if err := lockKeys(t.ctx, t.tx, t.d, keys); err != nil {
 			return err
 		}
-		held, err := t.strings(stepHold, now, now, listOf(ids))
+		held, err := t.strings(stepHold, now, now, sqlkit.List(ids))
 		if err != nil {
 			return err
 		}
@@ -255,7 +195,7 @@ func (t *flowTx) Release(ids []string, now int64) error {
 	for _, q := range queues {
 		t.queues[q] = true
 	}
-	if _, err = t.exec(stepQueued, listOf(ids)); err != nil || len(keys) == 0 {
+	if _, err = t.exec(stepQueued, sqlkit.List(ids)); err != nil || len(keys) == 0 {
 		return err
 	}
 	return admit(t.ctx, t.tx, t.d, keys...)
@@ -267,7 +207,7 @@ func (t *flowTx) HeldOf(flow, role string) ([]string, error) {
 
 func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 	query := waitingOf
-	if t.d.pg {
+	if t.d.PG {
 		query += " FOR UPDATE OF j SKIP LOCKED" // a job being reserved runs
 	}
 	ids, err := t.strings(query, flow)
@@ -275,10 +215,10 @@ func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 		return nil, err
 	}
 	if len(ids) > 0 {
-		if _, err := t.exec(failedCopy, errText, now, listOf(ids)); err != nil {
+		if _, err := t.exec(failedCopy, errText, now, sqlkit.List(ids)); err != nil {
 			return nil, err
 		}
-		if _, err := t.exec(jobsDelete, listOf(ids)); err != nil {
+		if _, err := t.exec(jobsDelete, sqlkit.List(ids)); err != nil {
 			return nil, err
 		}
 	}
@@ -287,10 +227,10 @@ func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 	if err != nil || len(held) == 0 {
 		return ids, err
 	}
-	if _, err := t.exec(heldCopy, errText, now, listOf(held)); err != nil {
+	if _, err := t.exec(heldCopy, errText, now, sqlkit.List(held)); err != nil {
 		return nil, err
 	}
-	_, err = t.exec(heldDel, listOf(held))
+	_, err = t.exec(heldDel, sqlkit.List(held))
 	return append(ids, held...), err
 }
 
@@ -298,7 +238,7 @@ func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 // released, by a NOTIFY its commit sends (on PostgreSQL; SQLite's
 // workers poll).
 func (t *flowTx) notify() error {
-	if !t.d.pg {
+	if !t.d.PG {
 		return nil
 	}
 	if t.ended {
@@ -313,7 +253,7 @@ func (t *flowTx) notify() error {
 }
 
 // newFlowTx is a FlowTx on tx.
-func newFlowTx(ctx context.Context, tx *sql.Tx, d dialect) *flowTx {
+func newFlowTx(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect) *flowTx {
 	return &flowTx{ctx: ctx, tx: tx, d: d, queues: map[string]bool{}}
 }
 
@@ -383,7 +323,7 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 		if grown == 0 {
 			var kind string
 			var pending int
-			if err := t.tx.QueryRowContext(ctx, t.d.q(flowLock), id).Scan(&kind, &pending); errors.Is(err, sql.ErrNoRows) {
+			if err := t.tx.QueryRowContext(ctx, t.d.Q(flowLock), id).Scan(&kind, &pending); errors.Is(err, sql.ErrNoRows) {
 				return driver.ErrNoFlow
 			} else if err != nil {
 				return err
@@ -391,7 +331,7 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 			return driver.ErrFlowEnded
 		}
 		var seq int
-		if err := t.tx.QueryRowContext(ctx, t.d.q(flowSeq), id).Scan(&seq); err != nil {
+		if err := t.tx.QueryRowContext(ctx, t.d.Q(flowSeq), id).Scan(&seq); err != nil {
 			return err
 		}
 		return b.addSteps(t, id, seq, steps, edges)
@@ -402,7 +342,7 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 // row) and of edges (3).
 const stepsPerInsert = 500
 
-// addSteps stores steps of flow (numbered from after seq) and edges in
+// addSteps stores steps of flow (sqlkit.Numbered from after seq) and edges in
 // t, and the roots' jobs.
 func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, edges []driver.Edge) error {
 	var roots []*driver.Job
@@ -488,7 +428,7 @@ func (b *base) Finish(ctx context.Context, done []driver.Attempt, keep bool) ([]
 		}
 		query := b.q.complete
 		if keep {
-			if t.d.pg {
+			if t.d.PG {
 				query = pgKeep
 			} else if _, err := t.tx.ExecContext(ctx, sqliteKeep, string(batch)); err != nil {
 				return err
@@ -585,7 +525,7 @@ func (b *base) CancelFlow(ctx context.Context, id string, now int64) (driver.Flo
 			return err
 		}
 		did.Signalled = len(running)
-		if t.d.pg {
+		if t.d.PG {
 			for _, r := range running {
 				if _, err := t.tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", Channel, driver.CancelNote+r); err != nil {
 					return err
@@ -601,12 +541,12 @@ func (b *base) CancelFlow(ctx context.Context, id string, now int64) (driver.Flo
 // ErrNoFlow when there is none.
 func (t *flowTx) lockFlow(id string) (string, error) {
 	query := flowLock
-	if t.d.pg {
+	if t.d.PG {
 		query += " FOR UPDATE"
 	}
 	var kind string
 	var pending int
-	err := t.tx.QueryRowContext(t.ctx, t.d.q(query), id).Scan(&kind, &pending)
+	err := t.tx.QueryRowContext(t.ctx, t.d.Q(query), id).Scan(&kind, &pending)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", driver.ErrNoFlow
 	}
@@ -635,12 +575,12 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 	if _, err := t.exec(thenAgain, id); err != nil {
 		return 0, err
 	}
-	ran, err := t.strings(failedIn, listOf(failed))
+	ran, err := t.strings(failedIn, sqlkit.List(failed))
 	if err != nil {
 		return 0, err
 	}
 	if len(ran) > 0 {
-		limited, err := t.strings(limitedIn, listOf(ran))
+		limited, err := t.strings(limitedIn, sqlkit.List(ran))
 		if err != nil {
 			return 0, err
 		}
@@ -651,14 +591,14 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 			}
 		}
 		if len(plain) > 0 {
-			queues, err := t.strings(retryIn+" RETURNING queue", now, listOf(plain))
+			queues, err := t.strings(retryIn+" RETURNING queue", now, sqlkit.List(plain))
 			if err != nil {
 				return 0, err
 			}
 			for _, q := range queues {
 				t.queues[q] = true
 			}
-			if _, err := t.exec(failedDel, listOf(plain)); err != nil {
+			if _, err := t.exec(failedDel, sqlkit.List(plain)); err != nil {
 				return 0, err
 			}
 		}
@@ -667,7 +607,7 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 				return 0, err
 			}
 		}
-		if _, err := t.exec(stepsBack, listOf(ran)); err != nil {
+		if _, err := t.exec(stepsBack, sqlkit.List(ran)); err != nil {
 			return 0, err
 		}
 	}
@@ -681,7 +621,7 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 		return 0, err
 	}
 	if len(never) > 0 {
-		rows, err := t.tx.QueryContext(t.ctx, t.d.q(stepsHeld), listOf(never))
+		rows, err := t.tx.QueryContext(t.ctx, t.d.Q(stepsHeld), sqlkit.List(never))
 		if err != nil {
 			return 0, err
 		}
@@ -712,11 +652,11 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 // ReadFlow implements driver.Flows.
 func (b *base) ReadFlow(ctx context.Context, id string) (driver.Flow, []driver.Step, error) {
 	d := b.dialect()
-	f, err := scanFlow(b.sqldb.QueryRowContext(ctx, d.q(flowRead), id))
+	f, err := scanFlow(b.sqldb.QueryRowContext(ctx, d.Q(flowRead), id))
 	if err != nil {
 		return f, nil, err
 	}
-	steps, err := b.readSteps(ctx, d.q(stepsRead), id)
+	steps, err := b.readSteps(ctx, d.Q(stepsRead), id)
 	if err != nil {
 		return f, nil, err
 	}
@@ -724,7 +664,7 @@ func (b *base) ReadFlow(ctx context.Context, id string) (driver.Flow, []driver.S
 	for i, s := range steps {
 		at[strings.ToLower(s.Job.ID)] = i
 	}
-	rows, err := b.sqldb.QueryContext(ctx, d.q(edgesRead), id)
+	rows, err := b.sqldb.QueryContext(ctx, d.Q(edgesRead), id)
 	if err != nil {
 		return f, nil, err
 	}
@@ -775,7 +715,7 @@ func (b *base) ListFlows(ctx context.Context, q driver.FlowsQuery) ([]driver.Flo
 	if before == "" {
 		before = lastID
 	}
-	rows, err := b.sqldb.QueryContext(ctx, b.dialect().q(flowList), q.Kind, q.Kind, before, q.Limit)
+	rows, err := b.sqldb.QueryContext(ctx, b.dialect().Q(flowList), q.Kind, q.Kind, before, q.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -793,7 +733,7 @@ func (b *base) ListFlows(ctx context.Context, q driver.FlowsQuery) ([]driver.Flo
 
 // Upstream implements driver.Flows.
 func (b *base) Upstream(ctx context.Context, id string) ([]driver.Step, error) {
-	return b.readSteps(ctx, b.dialect().q(upstream), id, id)
+	return b.readSteps(ctx, b.dialect().Q(upstream), id, id)
 }
 
 // Outcome implements driver.Flows, in one statement: one snapshot, so
@@ -802,7 +742,7 @@ func (b *base) Upstream(ctx context.Context, id string) ([]driver.Step, error) {
 func (b *base) Outcome(ctx context.Context, id string) (driver.Outcome, error) {
 	var result, failed, state, stepErr sql.NullString
 	var pending, kept int
-	err := b.sqldb.QueryRowContext(ctx, b.dialect().q(outcomeOf), id, id, id, id, id, id).Scan(&result, &pending, &failed, &state, &stepErr, &kept)
+	err := b.sqldb.QueryRowContext(ctx, b.dialect().Q(outcomeOf), id, id, id, id, id, id).Scan(&result, &pending, &failed, &state, &stepErr, &kept)
 	switch {
 	case err != nil:
 		return driver.Outcome{}, err
@@ -833,7 +773,7 @@ func (b *base) PruneFlows(ctx context.Context, before int64, limit int) (int, er
 		n = len(old)
 		if n > 0 {
 			for _, q := range []string{resultsPrune, edgesPrune, stepsPrune, flowsPrune} {
-				if _, err := t.exec(q, listOf(old)); err != nil {
+				if _, err := t.exec(q, sqlkit.List(old)); err != nil {
 					return err
 				}
 			}
@@ -866,7 +806,7 @@ func (b *base) retryFailedFlows(ctx context.Context, after, upTo driver.FailedKe
 	from, last := fromFirst(after), after
 	err := b.inFlow(ctx, nil, func(t *flowTx) error {
 		n, last = 0, after
-		rows, err := t.tx.QueryContext(ctx, t.d.q(failedKeysFlows), from.FailedAt, from.ID, upTo.FailedAt, upTo.ID, limit)
+		rows, err := t.tx.QueryContext(ctx, t.d.Q(failedKeysFlows), from.FailedAt, from.ID, upTo.FailedAt, upTo.ID, limit)
 		if err != nil {
 			return err
 		}
@@ -894,14 +834,14 @@ func (b *base) retryFailedFlows(ctx context.Context, after, upTo driver.FailedKe
 			return err
 		}
 		if len(plain) > 0 {
-			queues, err := t.strings(retryIn+" RETURNING queue", now, listOf(plain))
+			queues, err := t.strings(retryIn+" RETURNING queue", now, sqlkit.List(plain))
 			if err != nil {
 				return err
 			}
 			for _, q := range queues {
 				t.queues[q] = true
 			}
-			if _, err := t.exec(failedDel, listOf(plain)); err != nil {
+			if _, err := t.exec(failedDel, sqlkit.List(plain)); err != nil {
 				return err
 			}
 		}

@@ -40,7 +40,7 @@ func TestReservationsAsRendered(t *testing.T) {
 				"place-behind-only": b.plans.Behind(true, true).SQL,
 			}
 			all := everyShape(0) // the limit a parameter
-			if b.dialect().pg {  // and a constant, the one of 16
+			if b.dialect().PG {  // and a constant, the one of 16
 				all = append(all, everyShape(16)...)
 			}
 			for _, shape := range all {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // succeededColumns are the columns of succeeded_jobs, in the order the
@@ -106,7 +107,7 @@ func (s *sqliteDriver) Lookup(ctx context.Context, id string) (driver.Found, err
 
 // Lookup implements driver.Driver.
 func (p *postgresDriver) Lookup(ctx context.Context, id string) (driver.Found, error) {
-	return p.lookup(ctx, numbered, id)
+	return p.lookup(ctx, sqlkit.Numbered, id)
 }
 
 // jobIDs is the search of JobIDs: each table's ids in the range, in
@@ -125,7 +126,7 @@ func (s *sqliteDriver) JobIDs(ctx context.Context, from, to string, limit int) (
 
 // JobIDs implements driver.Driver.
 func (p *postgresDriver) JobIDs(ctx context.Context, from, to string, limit int) ([]string, error) {
-	return p.jobIDs(ctx, p.d.words(jobIDs), from, to, limit)
+	return p.jobIDs(ctx, p.d.Words(jobIDs), from, to, limit)
 }
 
 // jobIDs runs query, the search of JobIDs in the database's words.
@@ -249,5 +250,5 @@ func cut(s string, n int) string {
 
 // PruneSucceeded implements driver.Driver.
 func (b *base) PruneSucceeded(ctx context.Context, before int64, limit int) (int, error) {
-	return b.count(ctx, b.d.words(pruneSucceeded), before, limit)
+	return b.count(ctx, b.d.Words(pruneSucceeded), before, limit)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // appendRow appends the values of insert's placeholders for j: of
@@ -370,8 +371,8 @@ func (b *base) storedAlready(ctx context.Context, tx *sql.Tx, jobs []*driver.Job
 		for i, j := range chunk {
 			ids[i] = j.ID
 		}
-		list := listOf(ids)
-		rows, err := tx.QueryContext(ctx, b.d.q(storedIn), list, list, list)
+		list := sqlkit.List(ids)
+		rows, err := tx.QueryContext(ctx, b.d.Q(storedIn), list, list, list)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // TestJobIDsSearchesThePrimaryKeys: the search of a prefix of ids
@@ -43,7 +44,7 @@ func TestJobIDsSearchesThePrimaryKeys(t *testing.T) {
 		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := tx.QueryContext(ctx, "EXPLAIN "+numbered(jobIDs), all...)
+		rows, err := tx.QueryContext(ctx, "EXPLAIN "+sqlkit.Numbered(jobIDs), all...)
 		if err != nil {
 			t.Fatal(err)
 		}

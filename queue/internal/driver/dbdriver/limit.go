@@ -10,6 +10,7 @@ import (
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // Concurrency limits (see driver.Job.LimitKey). A limited job is stored
@@ -70,17 +71,12 @@ const (
 
 // lockKeys takes the locks of keys, in order, on PostgreSQL, in one
 // statement.
-func lockKeys(ctx context.Context, tx *sql.Tx, d dialect, keys []string) error {
-	if !d.pg || len(keys) == 0 {
+func lockKeys(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, keys []string) error {
+	if !d.PG || len(keys) == 0 {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, pgLockKey, listOf(distinct(keys)))
+	_, err := tx.ExecContext(ctx, pgLockKey, sqlkit.List(sqlkit.Distinct(keys)))
 	return err
-}
-
-// distinct are keys sorted, each once.
-func distinct(keys []string) []string {
-	return slices.Compact(slices.Sorted(slices.Values(keys)))
 }
 
 // limitKeys are the keys of the limited jobs among jobs, and of those
@@ -113,11 +109,11 @@ func (b *base) insertLimitedUnique(ctx context.Context, tx *sql.Tx, uow *db.Unit
 	if _, err := tx.ExecContext(ctx, b.q.expireUnique, job.UniqueKey, now); err != nil {
 		return "", false, err
 	}
-	if _, err := tx.ExecContext(ctx, d.words(expireHeldUnique), job.UniqueKey, now); err != nil {
+	if _, err := tx.ExecContext(ctx, d.Words(expireHeldUnique), job.UniqueKey, now); err != nil {
 		return "", false, err
 	}
 	var id string
-	switch err := tx.QueryRowContext(ctx, d.words(findPending), job.UniqueKey, job.UniqueKey).Scan(&id); {
+	switch err := tx.QueryRowContext(ctx, d.Words(findPending), job.UniqueKey, job.UniqueKey).Scan(&id); {
 	case err == nil:
 		return id, false, nil
 	case !errors.Is(err, sql.ErrNoRows):
@@ -128,12 +124,12 @@ func (b *base) insertLimitedUnique(ctx context.Context, tx *sql.Tx, uow *db.Unit
 
 // admit moves the next held jobs of each of keys into jobs while it has
 // room: on PostgreSQL in one statement.
-func admit(ctx context.Context, tx *sql.Tx, d dialect, keys ...string) error {
-	if d.pg {
-		_, err := tx.ExecContext(ctx, pgAdmit, listOf(distinct(keys)))
+func admit(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, keys ...string) error {
+	if d.PG {
+		_, err := tx.ExecContext(ctx, pgAdmit, sqlkit.List(sqlkit.Distinct(keys)))
 		return err
 	}
-	for _, key := range distinct(keys) {
+	for _, key := range sqlkit.Distinct(keys) {
 		for {
 			res, err := tx.ExecContext(ctx, sqliteAdmit, key, key)
 			if err != nil {
@@ -165,7 +161,7 @@ func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs
 		}
 		query := "INSERT INTO queue_held (" + columns + ") VALUES " + strings.Join(rows, ", ")
 		// Built for its count of rows, as insertRows: not kept.
-		if _, err := b.execIn(ctx, tx, uow, chunk, d.render(query), args...); err != nil {
+		if _, err := b.execIn(ctx, tx, uow, chunk, d.Render(query), args...); err != nil {
 			return err
 		}
 	}
@@ -182,20 +178,20 @@ func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs
 func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job) error {
 	d := b.dialect()
 	var n, held int
-	if err := tx.QueryRowContext(ctx, d.words(limitRoom), job.LimitKey, job.LimitKey).Scan(&n, &held); err != nil {
+	if err := tx.QueryRowContext(ctx, d.Words(limitRoom), job.LimitKey, job.LimitKey).Scan(&n, &held); err != nil {
 		return err
 	}
 	if n < job.LimitMax && held == 0 {
 		if err := b.placeAll(ctx, tx, []*driver.Job{job}); err != nil {
 			return err
 		}
-		if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(limitInsert), appendRow(nil, job, true)...); err != nil {
+		if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.Words(limitInsert), appendRow(nil, job, true)...); err != nil {
 			return err
 		}
 		return b.record(ctx, tx, []*driver.Job{job})
 	}
 	args := appendRow(nil, job, true) // held: it takes its place as it is let in
-	if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.words(heldInsert), args...); err != nil {
+	if _, err := b.execIn(ctx, tx, uow, []*driver.Job{job}, d.Words(heldInsert), args...); err != nil {
 		return err
 	}
 	if n < job.LimitMax { // room, and jobs held before it: the first of them go
@@ -206,9 +202,9 @@ func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork
 
 // cancelHeldJob moves the held job id to the failed jobs, cancelled at
 // now, and reports whether there was one.
-func cancelHeldJob(ctx context.Context, tx *sql.Tx, d dialect, id string, now int64) (bool, error) {
+func cancelHeldJob(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, id string, now int64) (bool, error) {
 	var key string
-	switch err := tx.QueryRowContext(ctx, d.q(heldOfID), id).Scan(&key); {
+	switch err := tx.QueryRowContext(ctx, d.Q(heldOfID), id).Scan(&key); {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil
 	case err != nil:
@@ -217,31 +213,31 @@ func cancelHeldJob(ctx context.Context, tx *sql.Tx, d dialect, id string, now in
 	if err := lockKeys(ctx, tx, d, []string{key}); err != nil {
 		return false, err
 	}
-	res, err := tx.ExecContext(ctx, d.q(cancelHeld), now, id)
+	res, err := tx.ExecContext(ctx, d.Q(cancelHeld), now, id)
 	if err != nil {
 		return false, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 { // admitted meanwhile
 		return false, nil
 	}
-	_, err = tx.ExecContext(ctx, d.q(heldDelete), id)
+	_, err = tx.ExecContext(ctx, d.Q(heldDelete), id)
 	return err == nil, err
 }
 
 // retryHeld moves the failed limited jobs ids back, held, available at
 // now, and admits what their keys have room for.
 func retryHeld(t *flowTx, ids []string, now int64) error {
-	keys, err := t.strings(keysOf, listOf(ids))
+	keys, err := t.strings(keysOf, sqlkit.List(ids))
 	if err != nil {
 		return err
 	}
 	if err := lockKeys(t.ctx, t.tx, t.d, keys); err != nil {
 		return err
 	}
-	if _, err := t.exec(retryHeldIn, now, listOf(ids)); err != nil {
+	if _, err := t.exec(retryHeldIn, now, sqlkit.List(ids)); err != nil {
 		return err
 	}
-	if _, err := t.exec(failedDel, listOf(ids)); err != nil {
+	if _, err := t.exec(failedDel, sqlkit.List(ids)); err != nil {
 		return err
 	}
 	return admit(t.ctx, t.tx, t.d, keys...)
@@ -253,8 +249,8 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 	d := b.dialect()
 	var n int
 	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
-		if d.pg {
-			keys, err := texts(ctx, tx, d.words(purgeKeys), queue, queue)
+		if d.PG {
+			keys, err := sqlkit.Texts(ctx, tx, d.Words(purgeKeys), queue, queue)
 			if err != nil {
 				return err
 			}
@@ -262,7 +258,7 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 				return err
 			}
 		}
-		held, err := tx.ExecContext(ctx, d.words(purgeHeld), queue)
+		held, err := tx.ExecContext(ctx, d.Words(purgeHeld), queue)
 		if err != nil {
 			return err
 		}
@@ -270,7 +266,7 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, d.words(purgeKept), queue); err != nil {
+		if _, err := tx.ExecContext(ctx, d.Words(purgeKept), queue); err != nil {
 			return err
 		}
 		h, _ := held.RowsAffected()
@@ -326,7 +322,7 @@ func (p *postgresDriver) completeLocked(ctx context.Context, done []driver.Attem
 		if err := lockKeys(ctx, t.tx, t.d, keys); err != nil {
 			return err
 		}
-		ids, err = texts(ctx, t.tx, query, string(batch))
+		ids, err = sqlkit.Texts(ctx, t.tx, query, string(batch))
 		return err
 	})
 	return ids, err

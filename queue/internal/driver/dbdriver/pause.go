@@ -51,7 +51,7 @@ func (b *base) resume(ctx context.Context, queue, notify string) (bool, error) {
 	}
 	if notify != "" {
 		var resumed int
-		err := b.sqldb.QueryRowContext(ctx, "WITH resumed AS ("+b.d.words(query)+notify, args...).Scan(&resumed)
+		err := b.sqldb.QueryRowContext(ctx, "WITH resumed AS ("+b.d.Words(query)+notify, args...).Scan(&resumed)
 		return resumed > 0, err
 	}
 	res, err := b.sqldb.ExecContext(ctx, query, args...)

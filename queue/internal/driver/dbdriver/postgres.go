@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // postgresDriver is the driver on PostgreSQL. It also tells the workers of
@@ -37,8 +38,8 @@ func newPostgres(d *db.DB) *postgresDriver {
 		}
 		return t, nil
 	}
-	p.w = newWorkerStatements(pgAt, "SELECT id, attempts FROM jobs WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)::uuid)) AND reserved_at IS NOT NULL",
-		numbered)
+	p.w = newWorkerStatements(sqlkit.PgAt, "SELECT id, attempts FROM jobs WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)::uuid)) AND reserved_at IS NOT NULL",
+		sqlkit.Numbered)
 	p.alone = func(ctx context.Context, job *driver.Job) error {
 		_, err := p.write(ctx, p.q.insertOf(job), appendRow(nil, job, keyed(job))...)
 		return err
@@ -136,11 +137,11 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 // statement: it moves exactly the rows it deletes, whatever fails
 // meanwhile.
 var (
-	pgFailMove = numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
+	pgFailMove = sqlkit.Numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
 		"RETURNING id, attempts, errors, snoozes, " + settings + ") " +
 		failedInsert + "SELECT id, least(attempts, max_attempts), ?, ?, " + postgresAppendError + ", snoozes, " + settings + " FROM moved")
-	pgRetryOne    = numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
-	pgRetryFailed = numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
+	pgRetryOne    = sqlkit.Numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
+	pgRetryFailed = sqlkit.Numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
 		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +
 		"retried AS (" + retriedInto + " FROM moved) " +
 		"SELECT count(*) OVER (), failed_at, id::text FROM moved ORDER BY failed_at DESC, id DESC LIMIT 1")
@@ -173,7 +174,7 @@ func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, f dri
 // Retry implements driver.Driver.
 func (p *postgresDriver) Retry(ctx context.Context, id string, now int64) error {
 	var flow, key string
-	switch err := p.sqldb.QueryRowContext(ctx, p.d.q(routeOf), id).Scan(&flow, &key); {
+	switch err := p.sqldb.QueryRowContext(ctx, p.d.Q(routeOf), id).Scan(&flow, &key); {
 	case errors.Is(err, sql.ErrNoRows):
 		return driver.ErrNoFailedJob
 	case err != nil:

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // Rate limits (see driver.Job.RateKey). Each key's window is a row of
@@ -53,23 +54,11 @@ const (
 	throttlesOf  = throttlesAll + ofQueue
 	pruneRates   = "DELETE FROM queue_rates WHERE empty_at <= ?"
 	pgNow        = "SELECT (extract(epoch from statement_timestamp()) * 1000)::bigint"
-	pgKeys       = "(SELECT jsonb_array_elements_text(?::jsonb))"
-	sqliteKeys   = "(SELECT value FROM json_each(?))"
 	// The locks of rate keys on PostgreSQL: waiting for them, or taking
 	// those free (returning them).
 	pgRateLock    = "SELECT pg_advisory_xact_lock(hashtextextended('navree_rate:' || k, 0)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
 	pgRateTryLock = "SELECT k FROM jsonb_array_elements_text($1::jsonb) AS k WHERE pg_try_advisory_xact_lock(hashtextextended('navree_rate:' || k, 0))"
 )
-
-// keys rewrites a statement of rate limits for d.
-func (d dialect) keys(s string) string {
-	return d.kept(rendering{'k', s}, func(s string) string {
-		if d.pg {
-			return d.render(strings.ReplaceAll(s, "KEYS", pgKeys))
-		}
-		return strings.ReplaceAll(s, "KEYS", sqliteKeys)
-	})
-}
 
 // windows holds the windows a transaction read, by key, and the rates of
 // those it took room in.
@@ -79,7 +68,7 @@ type windows struct {
 }
 
 // readWindows reads the windows of keys in tx.
-func readWindows(ctx context.Context, tx *sql.Tx, d dialect, keys []string, into *windows) error {
+func readWindows(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, keys []string, into *windows) error {
 	if into.read == nil {
 		into.read, into.taken = map[string]*driver.Window{}, map[string]driver.Rate{}
 	}
@@ -89,8 +78,8 @@ func readWindows(ctx context.Context, tx *sql.Tx, d dialect, keys []string, into
 	if len(keys) == 0 {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, d.keys(windowsOf), listOf(keys))
-	return eachRow(rows, err, func(rows *sql.Rows) error {
+	rows, err := tx.QueryContext(ctx, d.Keys(windowsOf), sqlkit.List(keys))
+	return sqlkit.EachRow(rows, err, func(rows *sql.Rows) error {
 		var key, log string
 		if err := rows.Scan(&key, &log); err != nil {
 			return err
@@ -112,7 +101,7 @@ type savedWindow struct {
 }
 
 // save writes the windows taken, as of now, in one statement.
-func (w *windows) save(ctx context.Context, tx *sql.Tx, d dialect, now int64) error {
+func (w *windows) save(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, now int64) error {
 	if len(w.taken) == 0 {
 		return nil
 	}
@@ -126,9 +115,9 @@ func (w *windows) save(ctx context.Context, tx *sql.Tx, d dialect, now int64) er
 	if err != nil {
 		return err
 	}
-	query := d.kept(rendering{'s', windowSave}, func(s string) string {
-		if d.pg {
-			return d.render(strings.Replace(s, "ROWS", pgWindowRows, 1))
+	query := d.Rendering("window rows", windowSave, func(s string) string {
+		if d.PG {
+			return d.Render(strings.Replace(s, "ROWS", pgWindowRows, 1))
 		}
 		return strings.Replace(s, "ROWS", sqliteWindowRows, 1)
 	})
@@ -138,15 +127,15 @@ func (w *windows) save(ctx context.Context, tx *sql.Tx, d dialect, now int64) er
 
 // lockRates takes the locks of keys on PostgreSQL: waiting for them, or,
 // free only, those free, which it returns; on SQLite all of them.
-func lockRates(ctx context.Context, tx *sql.Tx, d dialect, keys []string, wait bool) ([]string, error) {
-	if !d.pg || len(keys) == 0 {
+func lockRates(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, keys []string, wait bool) ([]string, error) {
+	if !d.PG || len(keys) == 0 {
 		return keys, nil
 	}
 	if wait {
-		_, err := tx.ExecContext(ctx, pgRateLock, listOf(distinct(keys)))
+		_, err := tx.ExecContext(ctx, pgRateLock, sqlkit.List(sqlkit.Distinct(keys)))
 		return keys, err
 	}
-	return texts(ctx, tx, pgRateTryLock, listOf(distinct(keys)))
+	return sqlkit.Texts(ctx, tx, pgRateTryLock, sqlkit.List(sqlkit.Distinct(keys)))
 }
 
 // rateNow is the time of a reservation at at on the clock of
@@ -162,22 +151,6 @@ func (b *base) rateNow(ctx context.Context, tx *sql.Tx, at int64) (int64, error)
 	var now int64
 	err = tx.QueryRowContext(ctx, pgNow).Scan(&now)
 	return now, err
-}
-
-// clocked is s with AT the time of the clock of reservations
-// (clockAt), in d's words.
-func (d dialect) clocked(s string) string {
-	return d.kept(rendering{'c', s}, func(s string) string { return d.render(strings.ReplaceAll(s, "AT", d.clockAt())) })
-}
-
-// clockAt is a time of the clock of reservations in a statement: a
-// placeholder whose argument is the time, on PostgreSQL also NULL for
-// the server's clock.
-func (d dialect) clockAt() string {
-	if d.pg {
-		return pgAt
-	}
-	return "?"
 }
 
 // ratedRounds bounds the searches of one Rated reservation: each after
@@ -264,7 +237,7 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 			if len(back) == 0 {
 				break
 			}
-			if _, err := tx.ExecContext(ctx, d.q(giveBack), listOf(back)); err != nil {
+			if _, err := tx.ExecContext(ctx, d.Q(giveBack), sqlkit.List(back)); err != nil {
 				return err
 			}
 		}
@@ -280,7 +253,7 @@ func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*drive
 		}
 		*r.ReopensIn = 0
 		var next sql.NullInt64
-		query := d.clocked(nextReopen)
+		query := d.Clocked(nextReopen)
 		if err := tx.QueryRowContext(ctx, query, at, at, queueKey, r.Queue).Scan(&next); err != nil {
 			return err
 		}
@@ -342,15 +315,15 @@ func (b *base) Throttles(ctx context.Context, queue string, at int64) ([]driver.
 	if queue != "" {
 		query, args = throttlesOf, []any{v, driver.QueueKey(queue), queue}
 	}
-	how := byte('t')
+	how := "throttles"
 	if v == nil { // the server's clock
-		how, args = 'n', args[1:]
+		how, args = "throttles now", args[1:]
 	}
-	query = b.d.kept(rendering{how, query}, func(s string) string {
-		if how == 'n' {
+	query = b.d.Rendering(how, query, func(s string) string {
+		if v == nil {
 			s = strings.Replace(s, "r.reopen_at > ?", "r.reopen_at > ("+pgNow+")", 1)
 		}
-		return b.d.render(s + " ORDER BY reopen_at, key")
+		return b.d.Render(s + " ORDER BY reopen_at, key")
 	})
 	var out []driver.Throttle
 	err = b.read(ctx, query, args, func(rows *sql.Rows) error {
@@ -373,14 +346,14 @@ func (b *base) PruneRates(ctx context.Context, at int64) error {
 		return err
 	}
 	d := b.dialect()
-	if found, err := b.exists(ctx, d.clocked("SELECT 1 FROM queue_rates WHERE empty_at <= AT LIMIT 1"), v); err != nil || !found {
+	if found, err := b.exists(ctx, d.Clocked("SELECT 1 FROM queue_rates WHERE empty_at <= AT LIMIT 1"), v); err != nil || !found {
 		return err
 	}
-	if d.pg {
+	if d.PG {
 		// Only the rows no reservation holds: one that writes a window
 		// (holding its row) may wait for the prune, never the prune for it,
 		// so that the two never deadlock.
-		_, err = b.write(ctx, d.words("DELETE FROM queue_rates WHERE key IN (SELECT key FROM queue_rates WHERE empty_at <= "+pgAt+" FOR UPDATE SKIP LOCKED)"), v)
+		_, err = b.write(ctx, d.Words("DELETE FROM queue_rates WHERE key IN (SELECT key FROM queue_rates WHERE empty_at <= "+sqlkit.PgAt+" FOR UPDATE SKIP LOCKED)"), v)
 		return err
 	}
 	_, err = b.write(ctx, pruneRates, v)

@@ -26,10 +26,7 @@ func TestEveryStatementIsRenderedOnce(t *testing.T) {
 				b = d.base
 			}
 			ctx := context.Background()
-			kept := func() (n int) {
-				b.d.memo.Range(func(any, any) bool { n++; return true })
-				return n
-			}
+			kept := b.d.Rendered
 			round := func(r int) {
 				t.Helper()
 				var jobs []*driver.Job

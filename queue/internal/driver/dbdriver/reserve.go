@@ -9,6 +9,7 @@ import (
 	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/plan"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // scanJob reads a row of columns. A row whose values do not all convert
@@ -81,7 +82,7 @@ func (b *base) search(ctx context.Context, tx *sql.Tx, at any, r driver.Reservat
 		return nil, nil
 	}
 	shape, v := b.reservation(at, r)
-	if b.dialect().pg {
+	if b.dialect().PG {
 		shape.Size = plan.SizeFor(r.Limit)
 	}
 	st := b.plans.Reservation(shape)
@@ -97,7 +98,7 @@ func (b *base) search(ctx context.Context, tx *sql.Tx, at any, r driver.Reservat
 	var err error
 	if tx != nil {
 		rows, qerr := tx.QueryContext(ctx, st.SQL, st.Bind(&v)...)
-		err = eachRow(rows, qerr, row)
+		err = sqlkit.EachRow(rows, qerr, row)
 	} else {
 		err = b.query(ctx, st.SQL, st.Bind(&v), row)
 	}
@@ -112,7 +113,7 @@ func (b *base) search(ctx context.Context, tx *sql.Tx, at any, r driver.Reservat
 func (b *base) reservation(at any, r driver.Reservation) (plan.Shape, plan.Values) {
 	shape := plan.Shape{Features: r.Does(), Only: r.Only != nil}
 	v := plan.Values{plan.Queue: r.Queue, plan.Does: r.Does(), plan.From: r.From, plan.Now: r.Now, plan.Place: max(r.PlaceFrom, 1),
-		plan.At: at, plan.By: nullable(r.By), plan.Limit: r.Limit}
+		plan.At: at, plan.By: sqlkit.Nullable(r.By), plan.Limit: r.Limit}
 	if r.Only != nil {
 		v[plan.Names] = b.names(r.Only)
 	}
@@ -122,7 +123,7 @@ func (b *base) reservation(at any, r driver.Reservation) (plan.Shape, plan.Value
 // names is the argument of the job types of n (plan.Names): a JSON array
 // on SQLite, a list on PostgreSQL.
 func (b *base) names(n *driver.Names) any {
-	if b.dialect().pg {
+	if b.dialect().PG {
 		return n.List()
 	}
 	return n.JSON()
@@ -143,7 +144,7 @@ func (b *base) TakeOver(ctx context.Context, queue string, now int64, by string)
 		return nil, err
 	}
 	var j *driver.Job
-	err = b.query(ctx, b.q.takeOver, append([]any{at, nullable(by), queue}, atArgs(at)...), func(rows *sql.Rows) (err error) {
+	err = b.query(ctx, b.q.takeOver, append([]any{at, sqlkit.Nullable(by), queue}, atArgs(at)...), func(rows *sql.Rows) (err error) {
 		j, err = scanJob(rows)
 		return err
 	})
@@ -189,12 +190,4 @@ func (b *base) Unreserve(ctx context.Context, id string, attempt int) (bool, err
 // Snooze implements driver.Driver.
 func (b *base) Snooze(ctx context.Context, id string, attempt int, availableAt int64) (bool, error) {
 	return b.exec(ctx, b.q.snooze, availableAt, id, attempt)
-}
-
-// nullable is s, or NULL for "".
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // sqliteDriver is the driver on SQLite.
@@ -26,7 +27,7 @@ func newSQLite(d *db.DB) *sqliteDriver {
 	s := &sqliteDriver{base: newBase(d, sqliteStatements()), host: newHostClock()}
 	s.at = s.reservedAt
 	s.w = newWorkerStatements("?", "SELECT id, attempts FROM jobs WHERE reserved_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
-		sqliteWords)
+		sqlkit.SQLiteWords)
 	s.alone = s.insertGrouped
 	s.bulk = func(ctx context.Context, jobs []*driver.Job) error {
 		return s.inTx(ctx, nil, func(tx *sql.Tx) error { return s.insertChunks(ctx, tx, nil, jobs, false) })

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // statements are the statements both drivers run, in the words of one
@@ -46,17 +47,8 @@ func sqliteStatements() statements {
 	return common("?", "", sqliteAppendError,
 		"DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN ("+
 			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
-		sqliteWords)
+		sqlkit.SQLiteWords)
 }
-
-// sqliteWords are SQLite's words for a statement: a LIMIT of a bound
-// value as +?, an expression SQLite evaluates as the statement runs.
-// Given a bare ?, SQLite plans for the value bound and prepares the
-// statement again whenever another is bound (sqlite3ExprIsInteger): a
-// reservation's limit, the free handlers, changes from one search to
-// the next, and preparing the statement again cost it about a quarter
-// of its time.
-func sqliteWords(s string) string { return strings.ReplaceAll(s, "LIMIT ?", "LIMIT +?") }
 
 // postgresStatements are the statements in PostgreSQL's words: SKIP
 // LOCKED, so that workers never wait for each other; the server's clock
@@ -72,17 +64,13 @@ func sqliteWords(s string) string { return strings.ReplaceAll(s, "LIMIT ?", "LIM
 // jobs. Its coalesce keeps it off the index of reserved rows for the
 // same reason.
 func postgresStatements() statements {
-	return common(pgAt, " FOR UPDATE SKIP LOCKED", postgresAppendError,
+	return common(sqlkit.PgAt, " FOR UPDATE SKIP LOCKED", postgresAppendError,
 		"WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) "+
 			"DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int) "+
 			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) "+
 			"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 RETURNING j.id",
-		numbered)
+		sqlkit.Numbered)
 }
-
-// pgAt is a time on the clock of reservations on PostgreSQL: the
-// argument, or for NULL the server's clock.
-const pgAt = "coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)"
 
 // staleAt is the rule of a reservation gone stale by the time at (see
 // driver.IsStale), as takeovers, probes and Stats judge it; it holds
@@ -190,27 +178,3 @@ const (
 // payload.
 const failedRead = "max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key, snoozes"
 
-// prefixed qualifies each column of a list with prefix.
-func prefixed(prefix, list string) string {
-	cols := strings.Split(list, ", ")
-	for i, c := range cols {
-		cols[i] = prefix + c
-	}
-	return strings.Join(cols, ", ")
-}
-
-// numbered rewrites a statement's ? placeholders as $1, $2, … for
-// PostgreSQL. The statements hold no ? of their own.
-func numbered(s string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // The read side: what operators are shown of the queues (Stats) and of
@@ -162,8 +163,8 @@ func b2i(b bool) int {
 
 // The read statements of each database.
 var (
-	sqliteRead   = readStatementsOf("?", sqliteWords, false)
-	postgresRead = readStatementsOf(pgAt, numbered, true)
+	sqliteRead   = readStatementsOf("?", sqlkit.SQLiteWords, false)
+	postgresRead = readStatementsOf(sqlkit.PgAt, sqlkit.Numbered, true)
 )
 
 // Stats implements driver.Driver.
@@ -198,8 +199,8 @@ func unknownOf(list string, words func(string) string) string {
 
 // The statements of Unknown.
 var (
-	sqliteUnknown   = unknownOf("SELECT value FROM json_each(?)", sqliteWords)
-	postgresUnknown = unknownOf("SELECT jsonb_array_elements_text(CAST(? AS jsonb))", numbered)
+	sqliteUnknown   = unknownOf("SELECT value FROM json_each(?)", sqlkit.SQLiteWords)
+	postgresUnknown = unknownOf("SELECT jsonb_array_elements_text(CAST(? AS jsonb))", sqlkit.Numbered)
 )
 
 // Unknown implements driver.Driver.

@@ -5,9 +5,10 @@ import (
 	"database/sql"
 
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
-// The statements of throughput, in SQLite's words (numbered for
+// The statements of throughput, in SQLite's words (sqlkit.Numbered for
 // PostgreSQL): a handful of rows a minute.
 const (
 	addThroughput = "INSERT INTO queue_throughput (queue, minute, succeeded, released, failed) VALUES (?, ?, ?, ?, ?) " +
@@ -39,7 +40,7 @@ func (p *postgresDriver) AddThroughput(ctx context.Context, counts []driver.Thro
 		return err
 	}
 	defer tx.Rollback()
-	if err := addThroughputIn(ctx, tx, counts, timings, keepFrom, numbered); err != nil {
+	if err := addThroughputIn(ctx, tx, counts, timings, keepFrom, sqlkit.Numbered); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -77,7 +78,7 @@ func (s *sqliteDriver) Timings(ctx context.Context, since int64, queue, name str
 
 // Timings implements driver.Driver.
 func (p *postgresDriver) Timings(ctx context.Context, since int64, queue, name string) ([]driver.Timing, error) {
-	return p.timings(ctx, numbered(readTimings), since, queue, name)
+	return p.timings(ctx, sqlkit.Numbered(readTimings), since, queue, name)
 }
 
 func (b *base) timings(ctx context.Context, query string, since int64, queue, name string) ([]driver.Timing, error) {
@@ -100,7 +101,7 @@ func (s *sqliteDriver) Throughput(ctx context.Context, since int64) ([]driver.Th
 
 // Throughput implements driver.Driver.
 func (p *postgresDriver) Throughput(ctx context.Context, since int64) ([]driver.Throughput, error) {
-	return p.throughput(ctx, numbered(readThroughput), since)
+	return p.throughput(ctx, sqlkit.Numbered(readThroughput), since)
 }
 
 func (b *base) throughput(ctx context.Context, query string, since int64) ([]driver.Throughput, error) {
