@@ -177,4 +177,3 @@ const (
 // failedRead are the columns scanFailed reads after id, queue, name and
 // payload.
 const failedRead = "max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key, snoozes"
-
