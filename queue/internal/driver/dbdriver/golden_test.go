@@ -23,14 +23,7 @@ var update = flag.Bool("update", false, "rewrite testdata/reservations/ from the
 func TestReservationsAsRendered(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
-			drv, _ := openDriver(t, name)
-			var b *base
-			switch d := drv.(type) {
-			case *sqliteDriver:
-				b = d.base
-			case *postgresDriver:
-				b = d.base
-			}
+			_, b := openBase(t, name)
 			shapes := map[string]string{
 				"take-over":         b.q.takeOver,
 				"complete":          b.q.complete,

@@ -17,14 +17,7 @@ import (
 func TestEveryStatementIsRenderedOnce(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
-			drv, _ := openDriver(t, name)
-			var b *base
-			switch d := drv.(type) {
-			case *sqliteDriver:
-				b = d.base
-			case *postgresDriver:
-				b = d.base
-			}
+			drv, b := openBase(t, name)
 			ctx := context.Background()
 			kept := b.d.Rendered
 			round := func(r int) {

@@ -3,6 +3,7 @@ package dbdriver
 import (
 	"context"
 	"database/sql"
+	"testing"
 
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/plan"
@@ -43,6 +44,20 @@ func features(on bool, f driver.Features) driver.Features {
 		return f
 	}
 	return 0
+}
+
+// openBase opens the driver of a database with the queue's tables (see
+// openDriver), and returns it with the base it shares.
+func openBase(t testing.TB, name string) (driver.Driver, *base) {
+	drv, _ := openDriver(t, name)
+	switch d := drv.(type) {
+	case *sqliteDriver:
+		return drv, d.base
+	case *postgresDriver:
+		return drv, d.base
+	}
+	t.Fatalf("no base in %T", drv)
+	return nil, nil
 }
 
 // everyShape is every shape of a reservation, of size.
