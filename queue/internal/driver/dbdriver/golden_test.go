@@ -82,12 +82,14 @@ func shapeName(shape plan.Shape) string {
 }
 
 // laidOut is stmt a clause a line, for review: the space before each
-// word that starts a clause, and after the comma that ends a common
-// table expression, becomes a line break; no line ends in a space.
+// word that starts a clause, after the comma that ends a common table
+// expression, and before the update that follows them, becomes a line
+// break; no line ends in a space.
 func laidOut(stmt string) string {
 	for _, word := range []string{"SELECT ", "FROM ", "WHERE ", "AND ", "UNION ALL ", "ORDER BY ", "LIMIT ", "RETURNING ", "FOR UPDATE "} {
 		stmt = strings.ReplaceAll(stmt, " "+word, "\n  "+word)
 	}
+	stmt = strings.ReplaceAll(stmt, ") UPDATE jobs ", ")\nUPDATE jobs ") // after its common table expressions
 	lines := strings.Split(nextCTE.ReplaceAllString(stmt, "),\n$1"), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " ") // an editor would take it away

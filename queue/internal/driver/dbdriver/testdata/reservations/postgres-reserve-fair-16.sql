@@ -27,7 +27,8 @@ f AS (SELECT id, priority, fair_seq, available_at
   ORDER BY fair_seq, available_at, id
   LIMIT (16 - ((SELECT count(*)
   FROM u)))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($6::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $7, attempts = jobs.attempts + 1
+  FOR UPDATE SKIP LOCKED)
+UPDATE jobs SET reserved_at = coalesce($6::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $7, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM u UNION ALL

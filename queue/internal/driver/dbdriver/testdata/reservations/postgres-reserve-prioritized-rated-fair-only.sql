@@ -78,7 +78,8 @@ n AS (SELECT id, priority, fair_seq, available_at
   FROM p) + (SELECT count(*)
   FROM u) + (SELECT count(*)
   FROM f)))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $9, attempts = jobs.attempts + 1
+  FOR UPDATE SKIP LOCKED)
+UPDATE jobs SET reserved_at = coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $9, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM p UNION ALL

@@ -52,7 +52,8 @@ n AS (SELECT id, priority, available_at
   LIMIT ($5 - ((SELECT count(*)
   FROM p) + (SELECT count(*)
   FROM u)))
-  FOR UPDATE SKIP LOCKED) UPDATE jobs SET reserved_at = coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $7, attempts = jobs.attempts + 1
+  FOR UPDATE SKIP LOCKED)
+UPDATE jobs SET reserved_at = coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $7, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM p UNION ALL

@@ -1,4 +1,5 @@
-WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)) UPDATE jobs SET reserved_at = coalesce($1::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $2, attempts = jobs.attempts + 1
+WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true))
+UPDATE jobs SET reserved_at = coalesce($1::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint), reserved_by = $2, attempts = jobs.attempts + 1
   FROM lazy
   WHERE jobs.id = ANY(ARRAY(SELECT id
   FROM jobs
