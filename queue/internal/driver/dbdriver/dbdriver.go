@@ -62,11 +62,9 @@ func newBase(d *db.DB, q statements) *base {
 	b := &base{db: d, sqldb: d.DB.DB, q: q, d: sqlkit.SQLite}
 	if d.Dialect() == db.Postgres {
 		b.d = sqlkit.Postgres
-		b.plans = plan.New(plan.Postgres, columns)
-	} else {
-		b.plans = plan.New(plan.SQLite, columns)
 	}
 	b.d = b.d.Kept()
+	b.plans = plan.New(b.d, columns)
 	return b
 }
 

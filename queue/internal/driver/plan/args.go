@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // Arg is a named argument of a statement: @ and its name in the text.
@@ -50,15 +52,11 @@ func (s Statement) Bind(v *Values) []any {
 	return out
 }
 
-// pgClock is @at on PostgreSQL: the argument, or for NULL the server's
-// clock.
-const pgClock = "coalesce(%s::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)"
-
 // Render numbers the named arguments of text in d's words (SQLite ?1,
 // PostgreSQL $1), each name once, in the order they first appear. A name
 // that is not an Arg is a fault of the text it was given: Render panics,
 // naming it, as a regular expression that does not compile would.
-func Render(d Dialect, text string) Statement {
+func Render(d sqlkit.Dialect, text string) Statement {
 	var b strings.Builder
 	var st Statement
 	number := [nargs]int{}
@@ -84,10 +82,10 @@ func Render(d Dialect, text string) Statement {
 			number[a] = len(st.Args)
 		}
 		p := "?" + strconv.Itoa(number[a])
-		if d == Postgres {
+		if d.PG {
 			p = "$" + strconv.Itoa(number[a])
 			if a == At {
-				p = fmt.Sprintf(pgClock, p)
+				p = strings.Replace(sqlkit.PgAt, "?", p, 1) // the server's clock for NULL
 			}
 		}
 		b.WriteString(p)

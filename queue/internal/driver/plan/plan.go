@@ -17,15 +17,7 @@ import (
 	"sync"
 
 	"github.com/navree/navree/queue/internal/driver"
-)
-
-// Dialect is the database whose words a statement is rendered in.
-type Dialect uint8
-
-// The dialects.
-const (
-	SQLite Dialect = iota
-	Postgres
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // Shape is what a reservation does, which picks its statement.
@@ -130,7 +122,7 @@ const (
 type Part struct {
 	Name string
 	On   func(Shape) bool
-	Add  func(d Dialect, p *Reservation)
+	Add  func(d sqlkit.Dialect, p *Reservation)
 }
 
 // Parts are the features of a reservation, in the order they add to its
@@ -150,7 +142,7 @@ func feature(f driver.Features) func(Shape) bool {
 // Of returns the plan of a reservation of shape on d: the search of the
 // waiting jobs by due time, from @from to @now, and what the Parts its
 // shape asks for add.
-func Of(d Dialect, shape Shape) Reservation {
+func Of(d sqlkit.Dialect, shape Shape) Reservation {
 	p := Reservation{Shape: shape, Searches: []Search{{Name: "u", Where: []string{fromBound, due}, Order: byDue}}}
 	for _, part := range Parts {
 		if part.On(shape) {
@@ -163,7 +155,7 @@ func Of(d Dialect, shape Shape) Reservation {
 // fair: the jobs without a fairness key by due time (jobs_waiting), and
 // beside them those with one by place (jobs_fair), from the first place
 // a worker has not passed, @place; in turns by group together.
-func fair(_ Dialect, p *Reservation) {
+func fair(_ sqlkit.Dialect, p *Reservation) {
 	for i := range p.Searches {
 		p.Searches[i].Index = "jobs_waiting"
 		p.Searches[i].Where = append([]string{"fair_seq IS NULL"}, p.Searches[i].Where...)
@@ -180,14 +172,14 @@ func fair(_ Dialect, p *Reservation) {
 // reservation locks no job it does not take; on SQLite one search takes
 // them all, and the first by priority of all the searches together are
 // reserved.
-func priority(d Dialect, p *Reservation) {
+func priority(d sqlkit.Dialect, p *Reservation) {
 	for i := range p.Searches {
 		p.Searches[i].Where = append([]string{"priority = 0"}, p.Searches[i].Where...)
 	}
 	withPriority := func(name string, where ...string) Search {
 		return Search{Name: name, Index: "jobs_prioritized", Where: append(append([]string{"priority <> 0"}, where...), due), Order: byPriority}
 	}
-	if d == Postgres {
+	if d.PG {
 		p.Searches = append(append([]Search{withPriority("p", "priority > 0")}, p.Searches...), withPriority("n", "priority < 0"))
 	} else {
 		p.Searches = append([]Search{withPriority("p")}, p.Searches...)
@@ -199,16 +191,16 @@ func priority(d Dialect, p *Reservation) {
 
 // rated: every search leaves out the jobs of the keys whose rate window
 // is full at @at.
-func rated(_ Dialect, p *Reservation) {
+func rated(_ sqlkit.Dialect, p *Reservation) {
 	for i := range p.Searches {
 		p.Searches[i].Where = append(p.Searches[i].Where, notFull)
 	}
 }
 
 // only: every search takes only the jobs of the types of @names.
-func only(d Dialect, p *Reservation) {
+func only(d sqlkit.Dialect, p *Reservation) {
 	for i := range p.Searches {
-		p.Searches[i].Where = append([]string{names[d]}, p.Searches[i].Where...)
+		p.Searches[i].Where = append([]string{names(d)}, p.Searches[i].Where...)
 	}
 }
 
@@ -226,10 +218,12 @@ func (p Reservation) where(s Search) string {
 	return features + " AND " + waiting + " AND " + strings.Join(s.Where, " AND ")
 }
 
-// names is Only's filter in each dialect's words.
-var names = map[Dialect]string{
-	SQLite:   "name IN (SELECT value FROM json_each(@names))",
-	Postgres: "name = ANY(@names::text[])",
+// names is Only's filter in d's words.
+func names(d sqlkit.Dialect) string {
+	if d.PG {
+		return "name = ANY(@names::text[])"
+	}
+	return "name IN (SELECT value FROM json_each(@names))"
 }
 
 // lazy is what PostgreSQL's reservation starts with: its transaction
@@ -240,8 +234,8 @@ const lazy = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)
 
 // Text is the statement of p in d's words, before its arguments are
 // numbered (see Render), returning returning (jobs' columns).
-func (p Reservation) Text(d Dialect, returning string) string {
-	if d == Postgres {
+func (p Reservation) Text(d sqlkit.Dialect, returning string) string {
+	if d.PG {
 		return p.postgres(returning)
 	}
 	return p.sqlite(returning)
@@ -316,14 +310,14 @@ func prefixed(prefix, list string) string {
 // Statements renders the reservations of one database, each shape once,
 // and keeps them.
 type Statements struct {
-	dialect   Dialect
+	dialect   sqlkit.Dialect
 	returning string
 	shapes    sync.Map // Shape -> Statement
 }
 
 // New returns the reservations of d, returning returning, the columns a
 // reserved job is read from.
-func New(d Dialect, returning string) *Statements {
+func New(d sqlkit.Dialect, returning string) *Statements {
 	return &Statements{dialect: d, returning: returning}
 }
 
@@ -358,7 +352,7 @@ func (s *Statements) Behind(place, only bool) Statement {
 		q = placeBehind
 	}
 	if only {
-		q += " AND " + names[s.dialect]
+		q += " AND " + names(s.dialect)
 	}
 	st := Render(s.dialect, q+" LIMIT 1")
 	s.shapes.Store(key, st)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // TestRenderNumbersEachNameOnce: a name used twice is one placeholder,
@@ -15,16 +16,16 @@ import (
 func TestRenderNumbersEachNameOnce(t *testing.T) {
 	text := "SELECT 1 FROM jobs WHERE queue = @queue AND available_at <= @now AND reopen_at > @at AND queue <> @queue"
 	for _, c := range []struct {
-		d    Dialect
+		d    sqlkit.Dialect
 		want string
 	}{
-		{SQLite, "SELECT 1 FROM jobs WHERE queue = ?1 AND available_at <= ?2 AND reopen_at > ?3 AND queue <> ?1"},
-		{Postgres, "SELECT 1 FROM jobs WHERE queue = $1 AND available_at <= $2 AND reopen_at > " +
+		{sqlkit.SQLite, "SELECT 1 FROM jobs WHERE queue = ?1 AND available_at <= ?2 AND reopen_at > ?3 AND queue <> ?1"},
+		{sqlkit.Postgres, "SELECT 1 FROM jobs WHERE queue = $1 AND available_at <= $2 AND reopen_at > " +
 			"coalesce($3::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint) AND queue <> $1"},
 	} {
 		st := Render(c.d, text)
 		if st.SQL != c.want {
-			t.Errorf("Render(%d) = %s\nwant %s", c.d, st.SQL, c.want)
+			t.Errorf("Render(PG %v) = %s\nwant %s", c.d.PG, st.SQL, c.want)
 		}
 		if got := st.Bind(&Values{Queue: "mail", Now: int64(7), At: int64(5)}); !reflect.DeepEqual(got, []any{"mail", int64(7), int64(5)}) {
 			t.Errorf("Bind = %v; want [mail 7 5]", got)
@@ -40,7 +41,7 @@ func TestRenderRefusesAnUnknownName(t *testing.T) {
 			t.Errorf("recovered %v; want a panic naming @qeue", r)
 		}
 	}()
-	Render(SQLite, "SELECT 1 FROM jobs WHERE queue = @qeue")
+	Render(sqlkit.SQLite, "SELECT 1 FROM jobs WHERE queue = @qeue")
 }
 
 // TestAPartAddsOnlyWhenItsShapeAsksForIt: each feature's SQL is in a
@@ -49,7 +50,7 @@ func TestRenderRefusesAnUnknownName(t *testing.T) {
 // for it.
 func TestAPartAddsOnlyWhenItsShapeAsksForIt(t *testing.T) {
 	marks := map[string]string{"fairness": "fair_seq", "priority": "priority", "rate limits": "queue_rates", "known types": "@names"}
-	for _, d := range []Dialect{SQLite, Postgres} {
+	for _, d := range []sqlkit.Dialect{sqlkit.SQLite, sqlkit.Postgres} {
 		for i := range 16 {
 			shape := Shape{Features: driver.Features(i & 7), Only: i&8 != 0, Size: 4}
 			p := Of(d, shape)
@@ -66,11 +67,11 @@ func TestAPartAddsOnlyWhenItsShapeAsksForIt(t *testing.T) {
 					filters = append(filters, s.Where...)
 				}
 				if in := strings.Contains(strings.Join(filters, " "), mark); in != part.On(shape) {
-					t.Errorf("%d %+v: %s in the filters = %v; want %v:\n%s", d, shape, mark, in, part.On(shape), text)
+					t.Errorf("PG %v %+v: %s in the filters = %v; want %v:\n%s", d.PG, shape, mark, in, part.On(shape), text)
 				}
 			}
 			if rendered := Render(d, text).SQL; strings.Contains(rendered, "@") {
-				t.Errorf("%d %+v: a name left unrendered: %s", d, shape, rendered)
+				t.Errorf("PG %v %+v: a name left unrendered: %s", d.PG, shape, rendered)
 			}
 		}
 	}
@@ -87,7 +88,7 @@ func TestSizeFor(t *testing.T) {
 		if size != want {
 			t.Fatalf("SizeFor(%d) = %d; want %d", limit, size, want)
 		}
-		text := Of(Postgres, Shape{Size: size}).Text(Postgres, "id")
+		text := Of(sqlkit.Postgres, Shape{Size: size}).Text(sqlkit.Postgres, "id")
 		if wantLimit := " LIMIT " + map[bool]string{true: strconv.Itoa(limit), false: "@limit"}[limit <= MaxSize]; !strings.Contains(text, wantLimit+" ") {
 			t.Fatalf("the statement of %d has no%s: %s", limit, wantLimit, text)
 		}
