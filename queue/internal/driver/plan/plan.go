@@ -93,10 +93,11 @@ type Reservation struct {
 	Order string
 }
 
-// The filters of every search of a reservation, in order: features is
-// the test that takes nothing while a feature the search does not do is
-// recorded of its queue (queue_features; see driver.Features), read
-// once a statement; waiting are the queue's jobs not reserved.
+// The filters of every search of a reservation: features is the test
+// that takes nothing while a feature the search does not do is recorded
+// of its queue (queue_features; see driver.Features), read once a
+// statement (on SQLite in the search's LIMIT); waiting are the queue's
+// jobs not reserved.
 const (
 	features = "NOT EXISTS (SELECT 1 FROM queue_features WHERE queue = @queue AND (feature & @does) = 0)"
 	waiting  = "queue = @queue AND reserved_at IS NULL"
@@ -213,9 +214,9 @@ func (p Reservation) columns() string {
 	return "id, priority, available_at"
 }
 
-// where is the filter of s: every search's, then its own.
+// where is the filter of s: the queue's jobs waiting, then its own.
 func (p Reservation) where(s Search) string {
-	return features + " AND " + waiting + " AND " + strings.Join(s.Where, " AND ")
+	return waiting + " AND " + strings.Join(s.Where, " AND ")
 }
 
 // names is Only's filter in d's words.
@@ -248,12 +249,16 @@ func (p Reservation) sqlite(returning string) string {
 		if s.Index != "" {
 			from += " INDEXED BY " + s.Index
 		}
-		// LIMIT +@limit, an expression: given a bare parameter, SQLite
-		// plans for the value bound and prepares the statement again
-		// whenever another is (sqlite3ExprIsInteger), and a
-		// reservation's limit, the free handlers, changes from one
-		// search to the next.
-		return "SELECT " + columns + " FROM " + from + " WHERE " + p.where(s) + " ORDER BY " + s.Order + " LIMIT +@limit"
+		// The features test is the search's LIMIT: SQLite evaluates it
+		// once, before the search, and a search it turns away reads no
+		// row, where as a term of WHERE it walked the whole range to
+		// reject each row (43 ms over 40,000 jobs, against 6 µs). +@limit
+		// is an expression: given a bare parameter, SQLite plans for the
+		// value bound and prepares the statement again whenever another
+		// is (sqlite3ExprIsInteger), and a reservation's limit, the free
+		// handlers, changes from one search to the next.
+		return "SELECT " + columns + " FROM " + from + " WHERE " + p.where(s) + " ORDER BY " + s.Order +
+			" LIMIT CASE WHEN " + features + " THEN +@limit ELSE 0 END"
 	}
 	ids := ""
 	if len(p.Searches) == 1 {
@@ -278,7 +283,9 @@ func (p Reservation) postgres(returning string) string {
 	update := " UPDATE jobs SET reserved_at = @at, reserved_by = @by, attempts = jobs.attempts + 1 FROM lazy WHERE jobs.id = ANY(ARRAY("
 	returning = " RETURNING " + prefixed("jobs.", returning)
 	search := func(s Search, columns, limit string) string {
-		return "SELECT " + columns + " FROM jobs WHERE " + p.where(s) + " ORDER BY " + s.Order + " LIMIT " + limit + " FOR UPDATE SKIP LOCKED"
+		// The features test is a filter PostgreSQL evaluates once, as the
+		// search's one-time filter: a search it turns away reads no row.
+		return "SELECT " + columns + " FROM jobs WHERE " + features + " AND " + p.where(s) + " ORDER BY " + s.Order + " LIMIT " + limit + " FOR UPDATE SKIP LOCKED"
 	}
 	if len(p.Searches) == 1 {
 		return lazy + update + search(p.Searches[0], "id", size) + "))" + returning

@@ -3,41 +3,39 @@ UPDATE jobs SET reserved_at = ?1, reserved_by = ?2, attempts = attempts + 1
   FROM (SELECT *
   FROM (SELECT id, priority, fair_seq, available_at
   FROM jobs INDEXED BY jobs_waiting
-  WHERE NOT EXISTS (SELECT 1
-  FROM queue_features
   WHERE queue = ?3
-  AND (feature & ?4) = 0)
-  AND queue = ?3
   AND reserved_at IS NULL
   AND name IN (SELECT value
-  FROM json_each(?5))
+  FROM json_each(?4))
   AND fair_seq IS NULL
-  AND available_at >= ?6
-  AND available_at <= ?7
+  AND available_at >= ?5
+  AND available_at <= ?6
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > ?1))
   ORDER BY available_at, id
-  LIMIT +?8) UNION ALL
+  LIMIT CASE WHEN NOT EXISTS (SELECT 1
+  FROM queue_features
+  WHERE queue = ?3
+  AND (feature & ?7) = 0) THEN +?8 ELSE 0 END) UNION ALL
   SELECT *
   FROM (SELECT id, priority, fair_seq, available_at
   FROM jobs INDEXED BY jobs_fair
-  WHERE NOT EXISTS (SELECT 1
-  FROM queue_features
   WHERE queue = ?3
-  AND (feature & ?4) = 0)
-  AND queue = ?3
   AND reserved_at IS NULL
   AND name IN (SELECT value
-  FROM json_each(?5))
+  FROM json_each(?4))
   AND fair_seq IS NOT NULL
   AND fair_seq >= ?9
-  AND available_at <= ?7
+  AND available_at <= ?6
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > ?1))
   ORDER BY fair_seq, available_at, id
-  LIMIT +?8))
+  LIMIT CASE WHEN NOT EXISTS (SELECT 1
+  FROM queue_features
+  WHERE queue = ?3
+  AND (feature & ?7) = 0) THEN +?8 ELSE 0 END))
   ORDER BY priority DESC, CASE WHEN priority = 0 THEN coalesce(fair_seq, 0) ELSE 0 END, available_at, id
   LIMIT +?8)
   RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key, fair_seq
