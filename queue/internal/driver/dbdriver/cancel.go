@@ -9,8 +9,8 @@ import (
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
-// The statements of Cancel, in the words of SQLite; sqlkit.Numbered for
-// PostgreSQL.
+// The statements of Cancel, in the words of SQLite (the driver's dialect
+// puts them in PostgreSQL's).
 const (
 	forgetFinished = "DELETE FROM queue_cancels WHERE job_id NOT IN (SELECT id FROM jobs WHERE reserved_at IS NOT NULL)"
 	cancelCopy     = failedInsert + "SELECT id, attempts, '" + driver.CancelledError + "', ?, errors, snoozes, " + settings + " FROM jobs " +

@@ -17,7 +17,7 @@ import (
 // trigger on jobs runs a program for every row stored (a bulk dispatch
 // was a tenth slower for it), by the dispatch itself (record) and by
 // triggers on the tables jobs move from. Every search of a reservation
-// starts with doesAll.
+// is gated by the test of package plan (features).
 
 // featureTests are the tests of a job that has each feature, as the
 // trigger jobs_features and record make them: the first of each pair

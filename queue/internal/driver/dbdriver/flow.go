@@ -342,7 +342,7 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 // row) and of edges (3).
 const stepsPerInsert = 500
 
-// addSteps stores steps of flow (sqlkit.Numbered from after seq) and edges in
+// addSteps stores steps of flow (numbered from after seq) and edges in
 // t, and the roots' jobs.
 func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, edges []driver.Edge) error {
 	var roots []*driver.Job

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
-	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // succeededColumns are the columns of succeeded_jobs, in the order the
@@ -101,13 +100,8 @@ func (p *postgresDriver) Complete(ctx context.Context, done []driver.Attempt, ke
 }
 
 // Lookup implements driver.Driver.
-func (s *sqliteDriver) Lookup(ctx context.Context, id string) (driver.Found, error) {
-	return s.lookup(ctx, func(q string) string { return q }, id)
-}
-
-// Lookup implements driver.Driver.
-func (p *postgresDriver) Lookup(ctx context.Context, id string) (driver.Found, error) {
-	return p.lookup(ctx, sqlkit.Numbered, id)
+func (b *base) Lookup(ctx context.Context, id string) (driver.Found, error) {
+	return b.lookup(ctx, b.d.Words, id)
 }
 
 // jobIDs is the search of JobIDs: each table's ids in the range, in
@@ -176,7 +170,7 @@ func (b *base) lookup(ctx context.Context, words func(string) string, id string)
 		return found, err
 	}
 	rows.Close()
-	if found.Job, err = b.lookupHeldJob(ctx, words, id); err != nil || found.Job != nil {
+	if found.Job, err = b.lookupHeldJob(ctx, id); err != nil || found.Job != nil {
 		return found, err
 	}
 	failed, err := b.sqldb.QueryContext(ctx, words(lookupFailed), id)

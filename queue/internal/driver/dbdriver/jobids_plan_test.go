@@ -44,7 +44,7 @@ func TestJobIDsSearchesThePrimaryKeys(t *testing.T) {
 		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := tx.QueryContext(ctx, "EXPLAIN "+sqlkit.Numbered(jobIDs), all...)
+		rows, err := tx.QueryContext(ctx, "EXPLAIN "+sqlkit.Postgres.Render(jobIDs), all...)
 		if err != nil {
 			t.Fatal(err)
 		}

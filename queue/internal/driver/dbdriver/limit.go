@@ -279,8 +279,8 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 
 // lookupHeldJob reads the held job id, with its errors; nil when there is
 // none.
-func (b *base) lookupHeldJob(ctx context.Context, words func(string) string, id string) (*driver.Job, error) {
-	rows, err := b.sqldb.QueryContext(ctx, words(lookupHeld), id)
+func (b *base) lookupHeldJob(ctx context.Context, id string) (*driver.Job, error) {
+	rows, err := b.sqldb.QueryContext(ctx, b.d.Words(lookupHeld), id)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +294,7 @@ func (b *base) lookupHeldJob(ctx context.Context, words func(string) string, id 
 	}
 	rows.Close()
 	j.Held = true
-	j.Errors, err = b.errorsOf(ctx, words(heldErrors), id)
+	j.Errors, err = b.errorsOf(ctx, b.d.Words(heldErrors), id)
 	return j, err
 }
 

@@ -173,7 +173,7 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 	// the buffers it read in all.
 	buffers := func(stmt string, args ...any) int {
 		t.Helper()
-		tx, err := d.DB.DB.BeginTx(ctx, nil) // database/sql's: the statements are sqlkit.Numbered already
+		tx, err := d.DB.DB.BeginTx(ctx, nil) // database/sql's: the statements are sqlkit.Postgres.Render already
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,7 +39,7 @@ func newPostgres(d *db.DB) *postgresDriver {
 		return t, nil
 	}
 	p.w = newWorkerStatements(sqlkit.PgAt, "SELECT id, attempts FROM jobs WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)::uuid)) AND reserved_at IS NOT NULL",
-		sqlkit.Numbered)
+		sqlkit.Postgres.Render)
 	p.alone = func(ctx context.Context, job *driver.Job) error {
 		_, err := p.write(ctx, p.q.insertOf(job), appendRow(nil, job, keyed(job))...)
 		return err
@@ -137,11 +137,11 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 // statement: it moves exactly the rows it deletes, whatever fails
 // meanwhile.
 var (
-	pgFailMove = sqlkit.Numbered("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
+	pgFailMove = sqlkit.Postgres.Render("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
 		"RETURNING id, attempts, errors, snoozes, " + settings + ") " +
 		failedInsert + "SELECT id, least(attempts, max_attempts), ?, ?, " + postgresAppendError + ", snoozes, " + settings + " FROM moved")
-	pgRetryOne    = sqlkit.Numbered("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
-	pgRetryFailed = sqlkit.Numbered("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
+	pgRetryOne    = sqlkit.Postgres.Render("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
+	pgRetryFailed = sqlkit.Postgres.Render("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
 		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +
 		"retried AS (" + retriedInto + " FROM moved) " +
 		"SELECT count(*) OVER (), failed_at, id::text FROM moved ORDER BY failed_at DESC, id DESC LIMIT 1")

@@ -27,7 +27,7 @@ func newSQLite(d *db.DB) *sqliteDriver {
 	s := &sqliteDriver{base: newBase(d, sqliteStatements()), host: newHostClock()}
 	s.at = s.reservedAt
 	s.w = newWorkerStatements("?", "SELECT id, attempts FROM jobs WHERE reserved_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
-		sqlkit.SQLiteWords)
+		sqlkit.SQLite.Render)
 	s.alone = s.insertGrouped
 	s.bulk = func(ctx context.Context, jobs []*driver.Job) error {
 		return s.inTx(ctx, nil, func(tx *sql.Tx) error { return s.insertChunks(ctx, tx, nil, jobs, false) })

@@ -47,7 +47,7 @@ func sqliteStatements() statements {
 	return common("?", "", sqliteAppendError,
 		"DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN ("+
 			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
-		sqlkit.SQLiteWords)
+		sqlkit.SQLite.Render)
 }
 
 // postgresStatements are the statements in PostgreSQL's words: SKIP
@@ -69,7 +69,7 @@ func postgresStatements() statements {
 			"DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int) "+
 			"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) "+
 			"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 RETURNING j.id",
-		sqlkit.Numbered)
+		sqlkit.Postgres.Render)
 }
 
 // staleAt is the rule of a reservation gone stale by the time at (see

@@ -163,8 +163,8 @@ func b2i(b bool) int {
 
 // The read statements of each database.
 var (
-	sqliteRead   = readStatementsOf("?", sqlkit.SQLiteWords, false)
-	postgresRead = readStatementsOf(sqlkit.PgAt, sqlkit.Numbered, true)
+	sqliteRead   = readStatementsOf("?", sqlkit.SQLite.Render, false)
+	postgresRead = readStatementsOf(sqlkit.PgAt, sqlkit.Postgres.Render, true)
 )
 
 // Stats implements driver.Driver.
@@ -199,8 +199,8 @@ func unknownOf(list string, words func(string) string) string {
 
 // The statements of Unknown.
 var (
-	sqliteUnknown   = unknownOf("SELECT value FROM json_each(?)", sqlkit.SQLiteWords)
-	postgresUnknown = unknownOf("SELECT jsonb_array_elements_text(CAST(? AS jsonb))", sqlkit.Numbered)
+	sqliteUnknown   = unknownOf("SELECT value FROM json_each(?)", sqlkit.SQLite.Render)
+	postgresUnknown = unknownOf("SELECT jsonb_array_elements_text(CAST(? AS jsonb))", sqlkit.Postgres.Render)
 )
 
 // Unknown implements driver.Driver.

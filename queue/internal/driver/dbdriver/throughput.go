@@ -5,11 +5,10 @@ import (
 	"database/sql"
 
 	"github.com/navree/navree/queue/internal/driver"
-	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
-// The statements of throughput, in SQLite's words (sqlkit.Numbered for
-// PostgreSQL): a handful of rows a minute.
+// The statements of throughput, in SQLite's words (the driver's dialect
+// puts them in PostgreSQL's): a handful of rows a minute.
 const (
 	addThroughput = "INSERT INTO queue_throughput (queue, minute, succeeded, released, failed) VALUES (?, ?, ?, ?, ?) " +
 		"ON CONFLICT (queue, minute) DO UPDATE SET succeeded = queue_throughput.succeeded + excluded.succeeded, " +
@@ -29,7 +28,7 @@ const (
 // AddThroughput implements driver.Driver.
 func (s *sqliteDriver) AddThroughput(ctx context.Context, counts []driver.Throughput, timings []driver.Timing, keepFrom int64) error {
 	return s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		return addThroughputIn(ctx, tx, counts, timings, keepFrom, func(s string) string { return s })
+		return addThroughputIn(ctx, tx, counts, timings, keepFrom, s.d.Words)
 	})
 }
 
@@ -40,7 +39,7 @@ func (p *postgresDriver) AddThroughput(ctx context.Context, counts []driver.Thro
 		return err
 	}
 	defer tx.Rollback()
-	if err := addThroughputIn(ctx, tx, counts, timings, keepFrom, sqlkit.Numbered); err != nil {
+	if err := addThroughputIn(ctx, tx, counts, timings, keepFrom, p.d.Words); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -72,18 +71,9 @@ func addThroughputIn(ctx context.Context, tx *sql.Tx, counts []driver.Throughput
 }
 
 // Timings implements driver.Driver.
-func (s *sqliteDriver) Timings(ctx context.Context, since int64, queue, name string) ([]driver.Timing, error) {
-	return s.timings(ctx, readTimings, since, queue, name)
-}
-
-// Timings implements driver.Driver.
-func (p *postgresDriver) Timings(ctx context.Context, since int64, queue, name string) ([]driver.Timing, error) {
-	return p.timings(ctx, sqlkit.Numbered(readTimings), since, queue, name)
-}
-
-func (b *base) timings(ctx context.Context, query string, since int64, queue, name string) ([]driver.Timing, error) {
+func (b *base) Timings(ctx context.Context, since int64, queue, name string) ([]driver.Timing, error) {
 	var out []driver.Timing
-	err := b.read(ctx, query, []any{since, queue, queue, name, name}, func(rows *sql.Rows) error {
+	err := b.read(ctx, b.d.Words(readTimings), []any{since, queue, queue, name, name}, func(rows *sql.Rows) error {
 		var t driver.Timing
 		var wait int
 		err := rows.Scan(&t.Minute, &t.Queue, &t.Name, &wait, &t.Bucket, &t.Count)
@@ -95,17 +85,8 @@ func (b *base) timings(ctx context.Context, query string, since int64, queue, na
 }
 
 // Throughput implements driver.Driver.
-func (s *sqliteDriver) Throughput(ctx context.Context, since int64) ([]driver.Throughput, error) {
-	return s.throughput(ctx, readThroughput, since)
-}
-
-// Throughput implements driver.Driver.
-func (p *postgresDriver) Throughput(ctx context.Context, since int64) ([]driver.Throughput, error) {
-	return p.throughput(ctx, sqlkit.Numbered(readThroughput), since)
-}
-
-func (b *base) throughput(ctx context.Context, query string, since int64) ([]driver.Throughput, error) {
-	rows, err := b.sqldb.QueryContext(ctx, query, since)
+func (b *base) Throughput(ctx context.Context, since int64) ([]driver.Throughput, error) {
+	rows, err := b.sqldb.QueryContext(ctx, b.d.Words(readThroughput), since)
 	if err != nil {
 		return nil, err
 	}

@@ -32,8 +32,8 @@ type Dialect struct {
 // The dialects, keeping nothing: a driver takes its own of them with
 // Kept.
 var (
-	SQLite   = Dialect{render: SQLiteWords, list: "(SELECT value FROM json_each(?))"}
-	Postgres = Dialect{render: Numbered, list: "(SELECT x::uuid FROM jsonb_array_elements_text(?::jsonb) AS x)", PG: true}
+	SQLite   = Dialect{render: sqliteWords, list: "(SELECT value FROM json_each(?))"}
+	Postgres = Dialect{render: numbered, list: "(SELECT x::uuid FROM jsonb_array_elements_text(?::jsonb) AS x)", PG: true}
 )
 
 // Kept returns d keeping what it renders, in a memo of its own.
@@ -74,7 +74,9 @@ func (d Dialect) Rendering(how, text string, fn func(string) string) string {
 }
 
 // Render is s with its placeholders in d's words, not kept: for a
-// statement built for its count of rows.
+// statement rendered once as the program starts, or one built for its
+// count of rows. Anything rendered as the driver runs goes through
+// Words, Q, Keys, Clocked or Rendering, which keep it.
 func (d Dialect) Render(s string) string { return d.render(s) }
 
 // Words is s with its placeholders in d's words.
@@ -124,18 +126,18 @@ func (d Dialect) ClockAt() string {
 // argument, or for NULL the server's clock.
 const PgAt = "coalesce(?::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)"
 
-// SQLiteWords are SQLite's words for a statement: a LIMIT of a bound
+// sqliteWords are SQLite's words for a statement: a LIMIT of a bound
 // value as +?, an expression SQLite evaluates as the statement runs.
 // Given a bare ?, SQLite plans for the value bound and prepares the
 // statement again whenever another is bound (sqlite3ExprIsInteger): a
 // reservation's limit, the free handlers, changes from one search to
 // the next, and preparing the statement again cost it about a quarter
 // of its time.
-func SQLiteWords(s string) string { return strings.ReplaceAll(s, "LIMIT ?", "LIMIT +?") }
+func sqliteWords(s string) string { return strings.ReplaceAll(s, "LIMIT ?", "LIMIT +?") }
 
-// Numbered rewrites a statement's ? placeholders as $1, $2, … for
+// numbered rewrites a statement's ? placeholders as $1, $2, … for
 // PostgreSQL. The statements hold no ? of their own.
-func Numbered(s string) string {
+func numbered(s string) string {
 	var b strings.Builder
 	n := 0
 	for _, r := range s {
