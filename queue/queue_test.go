@@ -406,7 +406,7 @@ func TestUniqueJobs(t *testing.T) {
 			t.Fatal("a key without a window lapsed while the job was pending")
 		}
 		j := f.reserve(t, "default")
-		if _, err := driver.CompleteOne(ctx, f.store, j.ID, j.Attempts); err != nil {
+		if _, err := driver.CompleteOne(ctx, f.store, j, j.Attempts); err != nil {
 			t.Fatal(err)
 		}
 		if push("d") == keyed {

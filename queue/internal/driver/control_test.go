@@ -344,7 +344,7 @@ func TestDebounceReplacesTheWaitingJob(t *testing.T) {
 		if id, inserted := put(debounced(6, "k", 650, 750, 500)); id != next.ID || inserted {
 			t.Fatalf("then: %s, %v; want the new job replaced", id, inserted)
 		}
-		if ok, err := driver.CompleteOne(ctx, s, running.ID, running.Attempts); !ok || err != nil {
+		if ok, err := driver.CompleteOne(ctx, s, running, running.Attempts); !ok || err != nil {
 			t.Fatalf("complete the running job: %v, %v", ok, err)
 		}
 		if j := reserve(t, s, "a", 750); j == nil || j.ID != next.ID || string(j.Payload) != `{"n":6}` {
@@ -407,7 +407,7 @@ func TestEveryWayIntoJobsRecordsItsFeature(t *testing.T) {
 		if j == nil || !strings.EqualFold(j.ID, first.ID) {
 			t.Fatalf("reserved %s, want the first", j.ID)
 		}
-		if done, err := driver.CompleteOne(ctx, s, j.ID, j.Attempts); !done || err != nil {
+		if done, err := driver.CompleteOne(ctx, s, j, j.Attempts); !done || err != nil {
 			t.Fatalf("Complete = %v, %v", done, err)
 		}
 		if f := features("held"); f != driver.FeatureRate {

@@ -184,6 +184,9 @@ type Failure struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Flow is the flow of the failed job, if any: Fail then resolves it.
 	Flow string `json:"-"`
+	// Limit is the failed job's LimitKey, if any: Fail then lets the
+	// key's next held job in.
+	Limit string `json:"-"`
 }
 
 // Reservation asks [Driver.Reserve] for jobs.
@@ -293,10 +296,11 @@ func ReserveOne(ctx context.Context, d Driver, queue string, now int64) (*Job, e
 	return jobs[0], err
 }
 
-// CompleteOne deletes a job that succeeded, if attempt is still its
-// current reservation, and reports whether it did.
-func CompleteOne(ctx context.Context, d Driver, id string, attempt int) (bool, error) {
-	done, err := d.Complete(ctx, []Attempt{{ID: id, Attempt: attempt}}, false)
+// CompleteOne deletes the job j that succeeded, letting its key's next
+// held job in, if attempt is still its current reservation, and reports
+// whether it did.
+func CompleteOne(ctx context.Context, d Driver, j *Job, attempt int) (bool, error) {
+	done, err := d.Complete(ctx, []Attempt{{ID: j.ID, Attempt: attempt, Limit: j.LimitKey}}, false)
 	return len(done) == 1, err
 }
 
@@ -573,6 +577,14 @@ type Core interface {
 	// round, as one of a group without a place does. The group given the
 	// highest place of each queue is kept.
 	PruneGroups(ctx context.Context) error
+
+	// Readmit lets in, as a job of their key leaving jobs does, the held
+	// jobs of every key that has room, due no earlier than now, and
+	// returns how many keys had room. Every move of a limited job out of
+	// jobs lets its key's next held jobs in, in its transaction: this is
+	// the safety net for one that did not (a build from before that was
+	// so, still running through a rolling deploy).
+	Readmit(ctx context.Context, now int64) (int, error)
 
 	// Paused lists the paused queues, AllQueues among them when every
 	// queue is paused.

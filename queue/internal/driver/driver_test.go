@@ -162,7 +162,7 @@ func TestCompletionIsFencedByTheAttempt(t *testing.T) {
 		insert(t, s, newJob(1, "a", 0))
 		j := reserve(t, s, "a", 1)
 		for _, op := range []func() (bool, error){
-			func() (bool, error) { return driver.CompleteOne(ctx, s, j.ID, j.Attempts+1) },
+			func() (bool, error) { return driver.CompleteOne(ctx, s, j, j.Attempts+1) },
 			func() (bool, error) { return s.Release(ctx, j.ID, j.Attempts+1, 0, driver.Failure{Error: "x"}) },
 			func() (bool, error) { return s.Fail(ctx, j.ID, j.Attempts+1, driver.Failure{Error: "x", At: 2}) },
 		} {
@@ -173,13 +173,13 @@ func TestCompletionIsFencedByTheAttempt(t *testing.T) {
 		if n := pending(t, s, "a"); n != 1 {
 			t.Fatalf("PendingCount = %d after stale operations, want 1", n)
 		}
-		if ok, err := driver.CompleteOne(ctx, s, j.ID, j.Attempts); !ok || err != nil {
+		if ok, err := driver.CompleteOne(ctx, s, j, j.Attempts); !ok || err != nil {
 			t.Fatalf("Complete = %v, %v", ok, err)
 		}
 		if n := pending(t, s, "a"); n != 0 {
 			t.Fatalf("PendingCount = %d after Complete, want 0", n)
 		}
-		if ok, _ := driver.CompleteOne(ctx, s, j.ID, j.Attempts); ok {
+		if ok, _ := driver.CompleteOne(ctx, s, j, j.Attempts); ok {
 			t.Fatal("Complete acted twice")
 		}
 	})
@@ -192,7 +192,7 @@ func TestSyncMakesCompletionsDurable(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, d *db.DB) {
 		insert(t, s, newJob(1, "a", 0))
 		j := reserve(t, s, "a", 1)
-		if ok, err := driver.CompleteOne(ctx, s, j.ID, j.Attempts); !ok || err != nil {
+		if ok, err := driver.CompleteOne(ctx, s, j, j.Attempts); !ok || err != nil {
 			t.Fatalf("Complete = %v, %v", ok, err)
 		}
 		var written string // where the log ends, the completion's commit included
@@ -350,7 +350,7 @@ func TestUniqueKeys(t *testing.T) {
 		}
 		// Finished: the key is free.
 		j = reserve(t, s, "a", 40)
-		driver.CompleteOne(ctx, s, j.ID, j.Attempts)
+		driver.CompleteOne(ctx, s, j, j.Attempts)
 		if id, inserted, _ := s.Insert(ctx, nil, uniqueJob(4, "k", 0, 50)); !inserted || id == first.ID {
 			t.Fatal("the key stayed taken after the job finished")
 		}
@@ -462,13 +462,13 @@ func TestTakeOverStaleReservations(t *testing.T) {
 			t.Fatalf("TakeOver = %+v, %v; want attempt 2 of the timed job", j, err)
 		}
 		// The first worker is fenced out; the new attempt is the one that counts.
-		if ok, _ := driver.CompleteOne(ctx, s, timed.ID, 1); ok {
+		if ok, _ := driver.CompleteOne(ctx, s, timed, 1); ok {
 			t.Fatal("the first attempt completed a job that was taken over")
 		}
 		if ok, _ := s.Fail(ctx, timed.ID, 1, driver.Failure{Error: "late", At: 2}); ok {
 			t.Fatal("the first attempt failed a job that was taken over")
 		}
-		if ok, _ := driver.CompleteOne(ctx, s, timed.ID, 2); !ok {
+		if ok, _ := driver.CompleteOne(ctx, s, timed, 2); !ok {
 			t.Fatal("the new attempt could not complete")
 		}
 		if j, _ := s.TakeOver(ctx, "b", 1000+86_400_000, ""); j != nil {
@@ -482,7 +482,7 @@ func TestTakeOverStaleReservations(t *testing.T) {
 		if j == nil || j.ID != unlimited.ID || j.Attempts != 2 {
 			t.Fatalf("after a day TakeOver = %+v, want the job without a time limit", j)
 		}
-		if ok, _ := driver.CompleteOne(ctx, s, unlimited.ID, 2); !ok {
+		if ok, _ := driver.CompleteOne(ctx, s, unlimited, 2); !ok {
 			t.Fatal("the new attempt could not complete")
 		}
 		staleAt("a", 1000+86_400_000, false)
@@ -564,7 +564,7 @@ func TestAGoneWorkersJobsAreTakenOverByHeartbeat(t *testing.T) {
 		if lost := beat(last+rescue+5_000, held...); !slices.Equal(lost, held) {
 			t.Fatalf("the beat after the takeovers reported %v lost; want %v", lost, held)
 		}
-		if ok, _ := driver.CompleteOne(ctx, s, unlimited.ID, 1); ok {
+		if ok, _ := driver.CompleteOne(ctx, s, unlimited, 1); ok {
 			t.Fatal("the gone worker completed a job taken over")
 		}
 		// A job of a worker that deregistered is stale once YoungMs old.
@@ -962,7 +962,7 @@ func TestCancel(t *testing.T) {
 		if ids, err := s.CancelRequested(ctx, []string{r.ID, d.ID}); err != nil || !slices.Equal(ids, []string{r.ID}) {
 			t.Fatalf("CancelRequested = %v, %v; want the running job cancelled", ids, err)
 		}
-		if ok, err := driver.CompleteOne(ctx, s, d.ID, d.Attempts); !ok || err != nil {
+		if ok, err := driver.CompleteOne(ctx, s, d, d.Attempts); !ok || err != nil {
 			t.Fatalf("Complete: %v, %v", ok, err)
 		}
 		for _, id := range []string{d.ID, "01900000-0000-7000-8000-999999999999"} {
@@ -980,7 +980,7 @@ func TestCancel(t *testing.T) {
 		if _, err := s.Cancel(ctx, r.ID, 2000); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := driver.CompleteOne(ctx, s, r.ID, r.Attempts); !ok || err != nil {
+		if ok, err := driver.CompleteOne(ctx, s, r, r.Attempts); !ok || err != nil {
 			t.Fatalf("Complete: %v, %v", ok, err)
 		}
 		insert(t, s, newJob(5, "b", 0))

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/memdriver"
 )
 
 func limited(n int, queue string, availableAt int64, key string, most int) *driver.Job {
@@ -79,14 +81,14 @@ func TestALimitHoldsTheJobsOverIt(t *testing.T) {
 		}
 
 		// A success lets the next in.
-		if ok, err := driver.CompleteOne(ctx, s, jobs[0].ID, jobs[0].Attempts); !ok || err != nil {
+		if ok, err := driver.CompleteOne(ctx, s, jobs[0], jobs[0].Attempts); !ok || err != nil {
 			t.Fatalf("Complete: %v, %v", ok, err)
 		}
 		if got := tails(reserveAll(t, s, "a", 100)); got != "3" {
 			t.Fatalf("after a success: reserved %q, want 3", got)
 		}
 		// So does a failure for good.
-		if ok, err := s.Fail(ctx, jobs[1].ID, jobs[1].Attempts, driver.Failure{Attempt: 1, At: 90, Error: "boom"}); !ok || err != nil {
+		if ok, err := s.Fail(ctx, jobs[1].ID, jobs[1].Attempts, driver.Failure{Attempt: 1, At: 90, Error: "boom", Limit: jobs[1].LimitKey}); !ok || err != nil {
 			t.Fatalf("Fail: %v, %v", ok, err)
 		}
 		four := reserveAll(t, s, "a", 100)
@@ -126,7 +128,7 @@ func TestALimitHoldsTheJobsOverIt(t *testing.T) {
 		}
 		// Job 3 succeeds: 2 goes in (it was due first), then 4 succeeds: 5.
 		three := lookup(t, s, 3).Job
-		if ok, err := driver.CompleteOne(ctx, s, three.ID, three.Attempts); !ok || err != nil {
+		if ok, err := driver.CompleteOne(ctx, s, three, three.Attempts); !ok || err != nil {
 			t.Fatalf("Complete: %v, %v", ok, err)
 		}
 		if got := tails(reserveAll(t, s, "a", 1000)); got != "2 4" {
@@ -161,7 +163,7 @@ func TestAHeldJobGoesInByPriorityThenDueTime(t *testing.T) {
 		var order []string
 		for run := reserve(t, s, "a", 100); run != nil; run = reserve(t, s, "a", 100) {
 			order = append(order, tails([]*driver.Job{run}))
-			if ok, err := driver.CompleteOne(ctx, s, run.ID, run.Attempts); !ok || err != nil {
+			if ok, err := driver.CompleteOne(ctx, s, run, run.Attempts); !ok || err != nil {
 				t.Fatalf("Complete: %v, %v", ok, err)
 			}
 		}
@@ -297,4 +299,155 @@ func TestAHeldJobThatIsNotThereIsNoJob(t *testing.T) {
 			t.Fatalf("reserved %q, want 1", got)
 		}
 	})
+}
+
+// TestEveryWayOutOfJobsLetsTheNextIn: whichever way a limited job leaves
+// jobs, the transaction that moves it lets its key's next held job in,
+// due no earlier than the job that left: a success (kept or not), a
+// failure, a cancel of a waiting job, a purge of its queue (the held job
+// waits in another), a flow's step that succeeds, and a cancelled flow.
+func TestEveryWayOutOfJobsLetsTheNextIn(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		ways := []struct {
+			name    string
+			running bool // the job leaves as it runs, not as it waits
+			flow    bool // the job is a flow's step
+			out     func(j *driver.Job) error
+		}{
+			{"complete", true, false, func(j *driver.Job) error {
+				return completed(s.Complete(ctx, []driver.Attempt{{ID: j.ID, Attempt: j.Attempts, Limit: j.LimitKey}}, false))
+			}},
+			{"complete-kept", true, false, func(j *driver.Job) error {
+				return completed(s.Complete(ctx, []driver.Attempt{{ID: j.ID, Attempt: j.Attempts, Limit: j.LimitKey, At: 120}}, true))
+			}},
+			{"fail", true, false, func(j *driver.Job) error {
+				return moved(s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Attempt: j.Attempts, At: 120, Error: "boom", Limit: j.LimitKey}))
+			}},
+			{"cancel", false, false, func(j *driver.Job) error {
+				did, err := s.Cancel(ctx, j.ID, 120)
+				if err == nil && did != driver.Removed {
+					err = fmt.Errorf("Cancel = %v, want removed", did)
+				}
+				return err
+			}},
+			{"purge", false, false, func(j *driver.Job) error {
+				n, err := s.Purge(ctx, j.Queue)
+				if err == nil && n != 1 {
+					err = fmt.Errorf("Purge = %d, want 1", n)
+				}
+				return err
+			}},
+			{"flow-step", true, true, func(j *driver.Job) error {
+				return completed(s.Finish(ctx, []driver.Attempt{{ID: j.ID, Attempt: j.Attempts, Limit: j.LimitKey, Flow: j.Flow, At: 120}}, false))
+			}},
+			{"flow-cancel", false, true, func(j *driver.Job) error {
+				_, err := s.CancelFlow(ctx, j.Flow, 120)
+				return err
+			}},
+		}
+		for i, w := range ways {
+			key := "way:" + w.name
+			var first *driver.Job
+			n := 1000 + 10*i // the first job's number
+			if w.flow {
+				n = (i+1)*100 + 1
+				b := newFlow(i+1, driver.KindChain, true).step("a", driver.RoleStep, false)
+				first = b.nf.Steps[0].Job
+				first.Queue, first.AvailableAt, first.LimitKey, first.LimitMax = "out-"+w.name, 50, key, 1
+				b.start(t, s)
+				first.Flow = b.nf.Flow.ID
+			} else {
+				first = limited(1000+10*i, "out-"+w.name, 50, key, 1)
+				insert(t, s, first)
+			}
+			next := limited(1001+10*i, "next-"+w.name, 10, key, 1)
+			insert(t, s, next)
+			if f := lookup(t, s, 1001+10*i); f.Job == nil || !f.Job.Held {
+				t.Fatalf("%s: the next job is not held behind the first: %+v", w.name, f)
+			}
+			due := lookup(t, s, n).Job.AvailableAt // a flow's step is due as it is released
+			if due < 50 && !w.flow {
+				t.Fatalf("%s: the first job is due at %d, want 50", w.name, due)
+			}
+			leaving := first
+			if w.running {
+				if leaving = reserve(t, s, first.Queue, 100); leaving == nil || !strings.EqualFold(leaving.ID, first.ID) {
+					t.Fatalf("%s: reserved %+v, want the first", w.name, leaving)
+				}
+			}
+			if err := w.out(leaving); err != nil {
+				t.Fatalf("%s: %v", w.name, err)
+			}
+			f := lookup(t, s, 1001+10*i)
+			if f.Job == nil || f.Job.Held {
+				t.Fatalf("%s: the next job is not let in: %+v", w.name, f)
+			}
+			if want := max(10, due); f.Job.AvailableAt != want {
+				t.Fatalf("%s: the next job is due at %d, want %d: no earlier than the one that left", w.name, f.Job.AvailableAt, want)
+			}
+			if j := reserve(t, s, "next-"+w.name, 100); j == nil || !strings.EqualFold(j.ID, next.ID) {
+				t.Fatalf("%s: reserved %+v, want the next job", w.name, j)
+			}
+		}
+	})
+}
+
+// TestReadmitLetsInWhatAKeyHasRoomFor: a key left with room and jobs
+// held (its job deleted by a build that let nothing in, as through a
+// rolling deploy) gets them in from Readmit, as many as its limit has
+// room for, due no earlier than now; a second Readmit finds nothing.
+func TestReadmitLetsInWhatAKeyHasRoomFor(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, d *db.DB) {
+		insert(t, s, limited(1, "a", 0, "k", 2), limited(2, "a", 0, "k", 2), limited(3, "a", 10, "k", 2),
+			limited(4, "a", 20, "k", 2), limited(5, "a", 30, "k", 2), limited(6, "b", 0, "other", 1))
+		if _, memory := s.(*memdriver.Driver); memory { // it never leaves a key with room and jobs held
+			if n, err := s.Readmit(ctx, 100); n != 0 || err != nil {
+				t.Fatalf("Readmit = %d, %v; want 0", n, err)
+			}
+			return
+		}
+		// An older build's completion: the row goes, nothing is let in.
+		for _, n := range []int{1, 2} {
+			q, err := d.Querier(ctx)
+			if err == nil {
+				_, err = q.ExecContext(ctx, "DELETE FROM jobs WHERE id = ?", newJob(n, "", 0).ID)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := heldOf(t, s, "a"); n != 3 {
+			t.Fatalf("%d held before Readmit, want 3", n)
+		}
+		if n, err := s.Readmit(ctx, 100); n != 1 || err != nil {
+			t.Fatalf("Readmit = %d, %v; want the one key with room", n, err)
+		}
+		for _, n := range []int{3, 4} {
+			if f := lookup(t, s, n); f.Job == nil || f.Job.Held || f.Job.AvailableAt != 100 {
+				t.Fatalf("job %d after Readmit: %+v; want let in, due at 100", n, f.Job)
+			}
+		}
+		if f := lookup(t, s, 5); f.Job == nil || !f.Job.Held {
+			t.Fatalf("job 5 after Readmit: %+v; want held, the key full", f.Job)
+		}
+		if n, err := s.Readmit(ctx, 200); n != 0 || err != nil {
+			t.Fatalf("a second Readmit = %d, %v; want 0", n, err)
+		}
+	})
+}
+
+// completed is nil when a Complete or Finish took one job.
+func completed(ids []string, err error) error {
+	if err == nil && len(ids) != 1 {
+		err = fmt.Errorf("completed %v, want one job", ids)
+	}
+	return err
+}
+
+// moved is nil when a Fail moved its job.
+func moved(ok bool, err error) error {
+	if err == nil && !ok {
+		err = errors.New("the job did not move")
+	}
+	return err
 }

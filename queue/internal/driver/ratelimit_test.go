@@ -217,7 +217,7 @@ func TestARateLimitFollowsTheJob(t *testing.T) {
 		first.RateKey, first.Rate, second.RateKey, second.Rate = "api-f", rate, "api-f", rate
 		insert(t, s, first, second)
 		j = reserve(t, s, "h", t0)
-		if ok, err := driver.CompleteOne(ctx, s, j.ID, j.Attempts); !ok || err != nil {
+		if ok, err := driver.CompleteOne(ctx, s, j, j.Attempts); !ok || err != nil {
 			t.Fatalf("Complete: %v, %v", ok, err)
 		}
 		if j := reserve(t, s, "h", t0); j == nil || j.RateKey != "api-f" || j.Rate != rate {

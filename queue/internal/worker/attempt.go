@@ -94,7 +94,7 @@ func (w *worker) record(job *driver.Job, ms, wait int64, failure *attemptError) 
 	}
 	ctx := w.jobCtx
 	now := w.cfg.Clock.Now().UnixMilli()
-	kept := driver.Failure{Attempt: job.Attempts, At: now, Ms: ms, Worker: job.ReservedBy, Flow: job.Flow}
+	kept := driver.Failure{Attempt: job.Attempts, At: now, Ms: ms, Worker: job.ReservedBy, Flow: job.Flow, Limit: job.LimitKey}
 	attrs := attemptAttrs(make([]slog.Attr, 0, 10), job, ms)
 	var acted bool
 	var err error

@@ -159,6 +159,12 @@ func (w *worker) prune(stop <-chan struct{}) {
 	if err := w.cfg.Store.PruneGroups(w.jobCtx); err != nil {
 		w.log.Warn("forget the places of fairness groups behind their queue's round; the next minute tries again", "error", err)
 	}
+	switch n, err := w.cfg.Store.Readmit(w.jobCtx, w.cfg.Clock.Now().UnixMilli()); {
+	case err != nil:
+		w.log.Warn("let in the held jobs of concurrency keys with room; the next minute tries again", "error", err)
+	case n > 0:
+		w.log.Warn("let in the held jobs of concurrency keys that had room: a job of theirs left without letting the next in, as a worker of an older build does during a rolling deploy", "keys", n)
+	}
 	if w.cfg.KeepSucceeded <= 0 {
 		return
 	}

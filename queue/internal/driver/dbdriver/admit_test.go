@@ -13,8 +13,8 @@ import (
 )
 
 // TestAnAdmittedJobKeepsEveryColumn: a held job let in by its key's
-// admission (the trigger jobs_admit on SQLite, navree_admit on
-// PostgreSQL, each with a list of columns of its own) arrives in jobs
+// admission (admit, whose statements are built from heldColumns)
+// arrives in jobs
 // with every column that queue_held and jobs share as it was held, but
 // its due time (no earlier than the job that left) and its fairness
 // place (given as it enters). The columns are read from the schema, so

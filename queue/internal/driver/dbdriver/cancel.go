@@ -62,11 +62,17 @@ func (p *postgresDriver) Cancel(ctx context.Context, id string, now int64) (driv
 // cancel is Cancel in tx, its statements in d's words; 0 for an id that
 // is no job waiting, held or running (the transaction still commits what
 // it forgot). A job of a flow ends its step, resolved in tx; a limited
-// job's slot goes to the next held job of its key (the trigger
-// jobs_admit).
+// job's slot goes to the next held job of its key (admit).
 func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, d sqlkit.Dialect) (driver.Cancelled, error) {
 	words := d.Words
 	if _, err := tx.ExecContext(ctx, words(forgetFinished)); err != nil {
+		return 0, err
+	}
+	gone, err := freedBy(ctx, tx, d.Q(freedOfIDs), sqlkit.List([]string{id}))
+	if err != nil {
+		return 0, err
+	}
+	if err := lockKeys(ctx, tx, d, freedKeys(gone)); err != nil {
 		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, words(cancelCopy), now, id)
@@ -75,6 +81,9 @@ func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, d sqlkit.Dial
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
 		if _, err := tx.ExecContext(ctx, words(cancelDelete), id); err != nil {
+			return 0, err
+		}
+		if err := admit(ctx, tx, d, gone); err != nil {
 			return 0, err
 		}
 		var flow string

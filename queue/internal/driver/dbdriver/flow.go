@@ -198,7 +198,7 @@ func (t *flowTx) Release(ids []string, now int64) error {
 	if _, err = t.exec(stepQueued, sqlkit.List(ids)); err != nil || len(keys) == 0 {
 		return err
 	}
-	return admit(t.ctx, t.tx, t.d, keys...)
+	return admit(t.ctx, t.tx, t.d, keysFreed(keys))
 }
 
 func (t *flowTx) HeldOf(flow, role string) ([]string, error) {
@@ -214,7 +214,14 @@ func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	var gone []freed
 	if len(ids) > 0 {
+		if gone, err = freedBy(t.ctx, t.tx, t.d.Q(freedOfIDs), sqlkit.List(ids)); err != nil {
+			return nil, err
+		}
+		if err := lockKeys(t.ctx, t.tx, t.d, freedKeys(gone)); err != nil {
+			return nil, err
+		}
 		if _, err := t.exec(failedCopy, errText, now, sqlkit.List(ids)); err != nil {
 			return nil, err
 		}
@@ -222,16 +229,21 @@ func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 			return nil, err
 		}
 	}
-	// The jobs of its steps held by their limits never run either.
+	// The jobs of its steps held by their limits never run either; the
+	// keys' next held jobs, of other flows, are let in after them.
 	held, err := t.strings(heldOfFlow, flow)
-	if err != nil || len(held) == 0 {
-		return ids, err
-	}
-	if _, err := t.exec(heldCopy, errText, now, sqlkit.List(held)); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	_, err = t.exec(heldDel, sqlkit.List(held))
-	return append(ids, held...), err
+	if len(held) > 0 {
+		if _, err := t.exec(heldCopy, errText, now, sqlkit.List(held)); err != nil {
+			return nil, err
+		}
+		if _, err := t.exec(heldDel, sqlkit.List(held)); err != nil {
+			return nil, err
+		}
+	}
+	return append(ids, held...), admit(t.ctx, t.tx, t.d, gone)
 }
 
 // notify tells the listening workers of the queues of the jobs t
@@ -423,19 +435,8 @@ func (b *base) Finish(ctx context.Context, done []driver.Attempt, keep bool) ([]
 	}
 	var ids []string
 	err = b.inFlow(ctx, nil, func(t *flowTx) error {
-		if err := lockKeys(ctx, t.tx, t.d, attemptKeys(done)); err != nil {
-			return err
-		}
-		query := b.q.complete
-		if keep {
-			if t.d.PG {
-				query = pgKeep
-			} else if _, err := t.tx.ExecContext(ctx, sqliteKeep, string(batch)); err != nil {
-				return err
-			}
-		}
 		var err error
-		if ids, err = t.strings(query, string(batch)); err != nil {
+		if ids, err = t.complete(done, string(batch), keep, b.q.complete); err != nil {
 			return err
 		}
 		var steps []string

@@ -47,6 +47,9 @@ const (
 
 // Complete implements driver.Driver.
 func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
+	if len(attemptKeys(done)) > 0 {
+		return s.completeLimited(ctx, done, keep)
+	}
 	if !keep {
 		return s.complete(ctx, done, s.q.complete)
 	}
@@ -89,12 +92,12 @@ func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep
 
 // Complete implements driver.Driver.
 func (p *postgresDriver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
+	if len(attemptKeys(done)) > 0 {
+		return p.completeLimited(ctx, done, keep)
+	}
 	query := p.q.complete
 	if keep {
 		query = pgKeep
-	}
-	if keys := attemptKeys(done); len(keys) > 1 {
-		return p.completeLocked(ctx, done, query, keys)
 	}
 	return p.complete(ctx, done, query)
 }

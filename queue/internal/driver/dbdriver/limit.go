@@ -36,18 +36,10 @@ const (
 	limitRoom   = "SELECT (SELECT count(*) FROM jobs WHERE limit_key = ?), (SELECT count(*) FROM (SELECT 1 FROM queue_held WHERE limit_key = ? LIMIT 1) AS h)"
 	limitInsert = "INSERT INTO jobs (" + columns + ") VALUES " + keyedValues
 	heldInsert  = "INSERT INTO queue_held (" + columns + ") VALUES " + keyedValues
-	// The trigger's admission, for SQLite: the next held job of a key into
-	// jobs if the key has room, then out of queue_held (the trigger's keeps
-	// it due no earlier than the job that left; one a dispatch or a retry
-	// admits keeps its own due time).
-	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + heldColumns + " FROM queue_held " +
-		"WHERE id = (SELECT id FROM queue_held WHERE limit_key = ? ORDER BY priority DESC, available_at, id LIMIT 1) " +
-		"AND limit_max > (SELECT count(*) FROM jobs WHERE limit_key = ?)"
+	// The admission, on SQLite: the next held job of a key into jobs if
+	// the key has room, then out of queue_held, run until it moves none
+	// (admit). The job goes in due no earlier than the second argument.
 	sqliteAdmitted = "DELETE FROM queue_held WHERE limit_key = ? AND id IN (SELECT id FROM jobs WHERE limit_key = ?)"
-	// PostgreSQL evaluates a volatile function of a statement's result
-	// after its ORDER BY: these lock, and admit, the keys of a JSON array
-	// in the database's order of them, the same in every transaction.
-	pgAdmit   = "SELECT navree_admit(k, 0) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
 	pgLockKey = "SELECT pg_advisory_xact_lock(hashtextextended('navree_limit:' || k, 0)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
 
 	// routeOf reads what a retry of a failed job takes: its flow, or its
@@ -58,6 +50,9 @@ const (
 	heldErrors  = "SELECT errors FROM queue_held WHERE id = ?"
 	cancelHeld  = failedInsert + "SELECT id, attempts, '" + driver.CancelledError + "', ?, errors, snoozes, " + settings + " FROM queue_held WHERE id = ?"
 	heldDelete  = "DELETE FROM queue_held WHERE id = ?"
+	// freedOfIDs and freedOfQueue read what deleting jobs frees (freedBy).
+	freedOfIDs   = "SELECT limit_key, max(available_at) FROM jobs WHERE id IN LIST AND limit_key IS NOT NULL GROUP BY limit_key ORDER BY limit_key"
+	freedOfQueue = "SELECT limit_key, max(available_at) FROM jobs WHERE queue = ? AND limit_key IS NOT NULL GROUP BY limit_key ORDER BY limit_key"
 	retryHeldIn = "INSERT INTO queue_held " + retried + " FROM failed_jobs WHERE id IN LIST"
 	keysOf      = "SELECT DISTINCT limit_key FROM failed_jobs WHERE id IN LIST"
 	purgeKeys   = "SELECT limit_key FROM jobs WHERE queue = ? AND limit_key IS NOT NULL UNION SELECT limit_key FROM queue_held WHERE queue = ?"
@@ -122,28 +117,160 @@ func (b *base) insertLimitedUnique(ctx context.Context, tx *sql.Tx, uow *db.Unit
 	return job.ID, true, b.insertLimited(ctx, tx, uow, job)
 }
 
-// admit moves the next held jobs of each of keys into jobs while it has
-// room: on PostgreSQL in one statement.
-func admit(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, keys ...string) error {
+// freed is a key some of whose jobs left jobs in a transaction, with
+// the latest due time among them: the key's next held jobs go in due no
+// earlier (a worker's next search starts near that time).
+type freed struct {
+	Key string `json:"key"`
+	Due int64  `json:"due"`
+}
+
+// keysFreed are keys freed by a dispatch or a retry: their jobs go in due
+// at their own times.
+func keysFreed(keys []string) []freed {
+	out := make([]freed, 0, len(keys))
+	for _, k := range sqlkit.Distinct(keys) {
+		out = append(out, freed{Key: k})
+	}
+	return out
+}
+
+// The admission moves a held job into jobs with every column of
+// queue_held, from the one list (heldColumns), its due time raised to a
+// floor: no trigger or function of the database repeats the list.
+var (
+	// sqliteAdmit moves the next held job of a key (the second and third
+	// arguments) into jobs if the key has room, due no earlier than the
+	// first; sqliteAdmitted then deletes it from queue_held.
+	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("max(available_at, ?)") + " FROM queue_held " +
+		"WHERE id = (SELECT id FROM queue_held WHERE limit_key = ? ORDER BY priority DESC, available_at, id LIMIT 1) " +
+		"AND limit_max > (SELECT count(*) FROM jobs WHERE limit_key = ?)"
+	// pgAdmit moves, for each key of a JSON array of freed, the next held
+	// jobs of the key into jobs, as many as it has room for under the
+	// limit of the first of them, and tells the queues that gained jobs.
+	// The count sees the deletes of the statements before it in the
+	// transaction (a trigger's statement would not see its own), and the
+	// keys are locked first (lockKeys).
+	pgAdmit = "WITH k AS (SELECT key, due FROM jsonb_to_recordset($1::jsonb) AS k(key text, due bigint)), " +
+		"next AS (SELECT n.id, k.due FROM k CROSS JOIN LATERAL (SELECT id FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id " +
+		"LIMIT greatest(0, (SELECT limit_max FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) " +
+		"- (SELECT count(*) FROM jobs WHERE limit_key = k.key))) AS n), " +
+		"moved AS (DELETE FROM queue_held h USING next WHERE h.id = next.id RETURNING h.*, next.due), " +
+		"admitted AS (INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("greatest(available_at, due)") + " FROM moved RETURNING queue) " +
+		"SELECT count(pg_notify('" + Channel + "', q)) FROM (SELECT DISTINCT queue AS q FROM admitted) AS a"
+)
+
+// dueNoEarlier is heldColumns with available_at read as floor.
+func dueNoEarlier(floor string) string {
+	return strings.Replace(heldColumns, "available_at", floor, 1)
+}
+
+// admit moves the next held jobs of each key freed into jobs while it
+// has room: on PostgreSQL in one statement. The keys are locked by the
+// caller (lockKeys), before it deleted their jobs.
+func admit(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, keys []freed) error {
+	if len(keys) == 0 {
+		return nil
+	}
 	if d.PG {
-		_, err := tx.ExecContext(ctx, pgAdmit, sqlkit.List(sqlkit.Distinct(keys)))
+		batch, err := json.Marshal(keys)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, pgAdmit, string(batch))
 		return err
 	}
-	for _, key := range sqlkit.Distinct(keys) {
+	for _, k := range keys {
 		for {
-			res, err := tx.ExecContext(ctx, sqliteAdmit, key, key)
+			res, err := tx.ExecContext(ctx, sqliteAdmit, k.Due, k.Key, k.Key)
 			if err != nil {
 				return err
 			}
 			if n, _ := res.RowsAffected(); n == 0 {
 				break
 			}
-			if _, err := tx.ExecContext(ctx, sqliteAdmitted, key, key); err != nil {
+			if _, err := tx.ExecContext(ctx, sqliteAdmitted, k.Key, k.Key); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// freedBy reads, in tx, the keys of the limited jobs that the statement
+// query finds (their ids in a LIST, or a queue) with the latest due time
+// of each: what their delete, after it, frees (admit). The caller locks
+// the keys before the delete.
+func freedBy(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]freed, error) {
+	var out []freed
+	rows, err := tx.QueryContext(ctx, query, args...)
+	err = sqlkit.EachRow(rows, err, func(rows *sql.Rows) error {
+		var f freed
+		err := rows.Scan(&f.Key, &f.Due)
+		out = append(out, f)
+		return err
+	})
+	return out, err
+}
+
+// failFreed locks, in tx, the key of a limited job that f fails, and
+// reads what moving it out of jobs frees (none for a job not limited).
+func failFreed(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, id string, f driver.Failure) ([]freed, error) {
+	if f.Limit == "" {
+		return nil, nil
+	}
+	if err := lockKeys(ctx, tx, d, []string{f.Limit}); err != nil {
+		return nil, err
+	}
+	return freedBy(ctx, tx, d.Q(freedOfIDs), sqlkit.List([]string{id}))
+}
+
+// roomHeld lists the keys of held jobs that have room under the limit of
+// their next held job: a skip over queue_held_next, one step a key, then
+// each key's count.
+const roomHeld = "WITH RECURSIVE k(key) AS (SELECT min(limit_key) FROM queue_held " +
+	"UNION ALL SELECT (SELECT min(limit_key) FROM queue_held WHERE limit_key > k.key) FROM k WHERE k.key IS NOT NULL) " +
+	"SELECT key FROM k WHERE key IS NOT NULL " +
+	"AND (SELECT limit_max FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) > " +
+	"(SELECT count(*) FROM jobs WHERE limit_key = k.key)"
+
+// readmitKeys bounds the keys one transaction of Readmit locks: each is
+// a lock PostgreSQL keeps in its shared table until the commit.
+const readmitKeys = 100
+
+// Readmit implements driver.Driver: the keys with room are found reading
+// only, then let in under their locks, readmitKeys to a transaction.
+func (b *base) Readmit(ctx context.Context, now int64) (int, error) {
+	d := b.dialect()
+	keys, err := sqlkit.Texts(ctx, b.sqldb, d.Words(roomHeld))
+	if err != nil {
+		return 0, err
+	}
+	for chunk := range slices.Chunk(keys, readmitKeys) {
+		err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
+			if err := lockKeys(ctx, tx, d, chunk); err != nil {
+				return err
+			}
+			gone := keysFreed(chunk)
+			for i := range gone {
+				gone[i].Due = now
+			}
+			return admit(ctx, tx, d, gone)
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}
+
+// freedKeys are the keys of freed.
+func freedKeys(keys []freed) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.Key
+	}
+	return out
 }
 
 // holdAll stores limited jobs in tx, the transaction of uow (nil: of the
@@ -169,7 +296,7 @@ func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs
 	for i, j := range jobs {
 		keys[i] = j.LimitKey
 	}
-	return admit(ctx, tx, d, keys...)
+	return admit(ctx, tx, d, keysFreed(keys))
 }
 
 // insertLimited stores a limited job in tx, the transaction of uow (nil:
@@ -195,7 +322,7 @@ func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork
 		return err
 	}
 	if n < job.LimitMax { // room, and jobs held before it: the first of them go
-		return admit(ctx, tx, d, job.LimitKey)
+		return admit(ctx, tx, d, keysFreed([]string{job.LimitKey}))
 	}
 	return nil
 }
@@ -240,15 +367,20 @@ func retryHeld(t *flowTx, ids []string, now int64) error {
 	if _, err := t.exec(failedDel, sqlkit.List(ids)); err != nil {
 		return err
 	}
-	return admit(t.ctx, t.tx, t.d, keys...)
+	return admit(t.ctx, t.tx, t.d, keysFreed(keys))
 }
 
 // purge deletes the jobs of queue, held ones included, and returns how
-// many, the locks of their keys taken first.
+// many, the locks of their keys taken first; the held jobs of their keys
+// in other queues are let in.
 func (b *base) purge(ctx context.Context, queue string) (int, error) {
 	d := b.dialect()
 	var n int
 	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
+		gone, err := freedBy(ctx, tx, d.Words(freedOfQueue), queue)
+		if err != nil {
+			return err
+		}
 		if d.PG {
 			keys, err := sqlkit.Texts(ctx, tx, d.Words(purgeKeys), queue, queue)
 			if err != nil {
@@ -267,6 +399,9 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, d.Words(purgeKept), queue); err != nil {
+			return err
+		}
+		if err := admit(ctx, tx, d, gone); err != nil { // held jobs of their keys in other queues
 			return err
 		}
 		h, _ := held.RowsAffected()
@@ -309,21 +444,58 @@ func attemptKeys(done []driver.Attempt) []string {
 	return keys
 }
 
-// completeLocked is Complete of jobs of several keys on PostgreSQL: the
-// keys' locks first, in order, then the statement query, in one
+// limitedIDs are the ids of the limited jobs of done.
+func limitedIDs(done []driver.Attempt) []string {
+	var ids []string
+	for _, a := range done {
+		if a.Limit != "" {
+			ids = append(ids, a.ID)
+		}
+	}
+	return ids
+}
+
+// completeLimited is Complete of a batch that holds limited jobs, in one
 // transaction (deadlocks are tried again, as inFlow does).
-func (p *postgresDriver) completeLocked(ctx context.Context, done []driver.Attempt, query string, keys []string) ([]string, error) {
+func (b *base) completeLimited(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
 	batch, err := json.Marshal(done)
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
-	err = p.inFlow(ctx, nil, func(t *flowTx) error {
-		if err := lockKeys(ctx, t.tx, t.d, keys); err != nil {
-			return err
-		}
-		ids, err = sqlkit.Texts(ctx, t.tx, query, string(batch))
+	err = b.inFlow(ctx, nil, func(t *flowTx) error {
+		ids, err = t.complete(done, string(batch), keep, b.q.complete)
 		return err
 	})
 	return ids, err
+}
+
+// complete deletes, in t, the jobs of done (batch, as JSON) that
+// succeeded, with the statement complete, or kept with keep, and returns
+// their ids. The keys of the limited ones are locked first, and their
+// next held jobs let in after.
+func (t *flowTx) complete(done []driver.Attempt, batch string, keep bool, complete string) ([]string, error) {
+	var gone []freed
+	if keys := attemptKeys(done); len(keys) > 0 {
+		if err := lockKeys(t.ctx, t.tx, t.d, keys); err != nil {
+			return nil, err
+		}
+		var err error
+		if gone, err = freedBy(t.ctx, t.tx, t.d.Q(freedOfIDs), sqlkit.List(limitedIDs(done))); err != nil {
+			return nil, err
+		}
+	}
+	query := complete
+	if keep {
+		if t.d.PG {
+			query = pgKeep
+		} else if _, err := t.tx.ExecContext(t.ctx, sqliteKeep, batch); err != nil {
+			return nil, err
+		}
+	}
+	ids, err := t.strings(query, batch)
+	if err != nil {
+		return nil, err
+	}
+	return ids, admit(t.ctx, t.tx, t.d, gone)
 }

@@ -153,11 +153,16 @@ func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, f dri
 	if err != nil {
 		return false, err
 	}
-	if f.Flow == "" {
+	if f.Flow == "" && f.Limit == "" {
 		return p.exec(ctx, pgFailMove, id, attempt, f.Error, f.At, string(entry))
 	}
 	var moved bool
 	err = p.inFlow(ctx, nil, func(t *flowTx) error {
+		moved = false
+		gone, err := failFreed(ctx, t.tx, t.d, id, f)
+		if err != nil {
+			return err
+		}
 		res, err := t.tx.ExecContext(ctx, pgFailMove, id, attempt, f.Error, f.At, string(entry))
 		if err != nil {
 			return err
@@ -166,7 +171,13 @@ func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, f dri
 			return nil
 		}
 		moved = true
-		return stepFailed(t, id, f.Error, f.At)
+		if err := admit(ctx, t.tx, t.d, gone); err != nil {
+			return err
+		}
+		if f.Flow != "" {
+			return stepFailed(t, id, f.Error, f.At)
+		}
+		return nil
 	})
 	return moved, err
 }

@@ -146,6 +146,10 @@ func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, f drive
 	}
 	var moved bool
 	err = s.inTx(ctx, nil, func(tx *sql.Tx) error {
+		gone, err := failFreed(ctx, tx, s.d, id, f)
+		if err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, sqliteFailCopy, f.Error, f.At, string(entry), id, attempt)
 		if err != nil {
 			return err
@@ -157,6 +161,9 @@ func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, f drive
 			return err
 		}
 		moved = true
+		if err := admit(ctx, tx, s.d, gone); err != nil {
+			return err
+		}
 		if f.Flow != "" {
 			return stepFailed(newFlowTx(ctx, tx, s.d), id, f.Error, f.At)
 		}
