@@ -40,23 +40,23 @@ const (
 	// the key has room, then out of queue_held, run until it moves none
 	// (admit). The job goes in due no earlier than the second argument.
 	sqliteAdmitted = "DELETE FROM queue_held WHERE limit_key = ? AND id IN (SELECT id FROM jobs WHERE limit_key = ?)"
-	pgLockKey = "SELECT pg_advisory_xact_lock(hashtextextended('navree_limit:' || k, 0)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
+	pgLockKey      = "SELECT pg_advisory_xact_lock(hashtextextended('navree_limit:' || k, 0)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
 
 	// routeOf reads what a retry of a failed job takes: its flow, or its
 	// key.
-	routeOf     = "SELECT coalesce(CAST(flow AS TEXT), ''), coalesce(limit_key, '') FROM failed_jobs WHERE id = ?"
-	heldOfID    = "SELECT limit_key FROM queue_held WHERE id = ?"
-	lookupHeld  = "SELECT " + columns + " FROM queue_held WHERE id = ?"
-	heldErrors  = "SELECT errors FROM queue_held WHERE id = ?"
-	cancelHeld  = failedInsert + "SELECT id, attempts, '" + driver.CancelledError + "', ?, errors, snoozes, " + settings + " FROM queue_held WHERE id = ?"
-	heldDelete  = "DELETE FROM queue_held WHERE id = ?"
+	routeOf    = "SELECT coalesce(CAST(flow AS TEXT), ''), coalesce(limit_key, '') FROM failed_jobs WHERE id = ?"
+	heldOfID   = "SELECT limit_key FROM queue_held WHERE id = ?"
+	lookupHeld = "SELECT " + columns + " FROM queue_held WHERE id = ?"
+	heldErrors = "SELECT errors FROM queue_held WHERE id = ?"
+	cancelHeld = failedInsert + "SELECT id, attempts, '" + driver.CancelledError + "', ?, errors, snoozes, " + settings + " FROM queue_held WHERE id = ?"
+	heldDelete = "DELETE FROM queue_held WHERE id = ?"
 	// freedOfIDs and freedOfQueue read what deleting jobs frees (freedBy).
 	freedOfIDs   = "SELECT limit_key, max(available_at) FROM jobs WHERE id IN LIST AND limit_key IS NOT NULL GROUP BY limit_key ORDER BY limit_key"
 	freedOfQueue = "SELECT limit_key, max(available_at) FROM jobs WHERE queue = ? AND limit_key IS NOT NULL GROUP BY limit_key ORDER BY limit_key"
-	retryHeldIn = "INSERT INTO queue_held " + retried + " FROM failed_jobs WHERE id IN LIST"
-	keysOf      = "SELECT DISTINCT limit_key FROM failed_jobs WHERE id IN LIST"
-	purgeKeys   = "SELECT limit_key FROM jobs WHERE queue = ? AND limit_key IS NOT NULL UNION SELECT limit_key FROM queue_held WHERE queue = ?"
-	purgeHeld   = "DELETE FROM queue_held WHERE queue = ?"
+	retryHeldIn  = "INSERT INTO queue_held " + retried + " FROM failed_jobs WHERE id IN LIST"
+	keysOf       = "SELECT DISTINCT limit_key FROM failed_jobs WHERE id IN LIST"
+	purgeKeys    = "SELECT limit_key FROM jobs WHERE queue = ? AND limit_key IS NOT NULL UNION SELECT limit_key FROM queue_held WHERE queue = ?"
+	purgeHeld    = "DELETE FROM queue_held WHERE queue = ?"
 	// The unique check of a limited job: the held jobs whose unique
 	// window passed let their keys go, then the pending job holding the
 	// key, in jobs or held.
