@@ -27,7 +27,7 @@ func (s *sqliteDriver) Cancel(ctx context.Context, id string, now int64) (driver
 	var did driver.Cancelled
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		var err error
-		did, err = cancel(ctx, tx, id, now, s.d)
+		did, err = cancel(ctx, tx, id, now, s.base)
 		return err
 	})
 	if err == nil && did == 0 {
@@ -44,7 +44,7 @@ func (p *postgresDriver) Cancel(ctx context.Context, id string, now int64) (driv
 		return 0, err
 	}
 	defer tx.Rollback()
-	did, err := cancel(ctx, tx, id, now, p.d)
+	did, err := cancel(ctx, tx, id, now, p.base)
 	if err != nil {
 		return 0, err
 	}
@@ -63,12 +63,13 @@ func (p *postgresDriver) Cancel(ctx context.Context, id string, now int64) (driv
 // is no job waiting, held or running (the transaction still commits what
 // it forgot). A job of a flow ends its step, resolved in tx; a limited
 // job's slot goes to the next held job of its key (admit).
-func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, d sqlkit.Dialect) (driver.Cancelled, error) {
+func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, b *base) (driver.Cancelled, error) {
+	d := b.dialect()
 	words := d.Words
 	if _, err := tx.ExecContext(ctx, words(forgetFinished)); err != nil {
 		return 0, err
 	}
-	gone, err := freedBy(ctx, tx, d.Q(freedOfIDs), sqlkit.List([]string{id}))
+	gone, err := freedBy(ctx, tx, b, d.Q(freedOfIDs), sqlkit.List([]string{id}))
 	if err != nil {
 		return 0, err
 	}
@@ -83,14 +84,14 @@ func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, d sqlkit.Dial
 		if _, err := tx.ExecContext(ctx, words(cancelDelete), id); err != nil {
 			return 0, err
 		}
-		if err := admit(ctx, tx, d, gone); err != nil {
+		if err := admit(ctx, tx, b, gone); err != nil {
 			return 0, err
 		}
 		var flow string
 		if err := tx.QueryRowContext(ctx, d.Q(flowOfFailed), id).Scan(&flow); err != nil || flow == "" {
 			return driver.Removed, err
 		}
-		t := newFlowTx(ctx, tx, d)
+		t := newFlowTx(ctx, tx, b)
 		if err := stepFailed(t, id, driver.CancelledError, now); err != nil {
 			return 0, err
 		}

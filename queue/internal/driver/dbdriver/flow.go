@@ -109,6 +109,7 @@ func (b *base) dialect() sqlkit.Dialect { return b.d }
 type flowTx struct {
 	ctx    context.Context
 	tx     *sql.Tx
+	b      *base // its driver: its dialect and its prepared statements
 	d      sqlkit.Dialect
 	queues map[string]bool // the queues of the jobs it released
 	ended  bool            // it ended steps or kept results: tell Await's callers
@@ -198,7 +199,7 @@ func (t *flowTx) Release(ids []string, now int64) error {
 	if _, err = t.exec(stepQueued, sqlkit.List(ids)); err != nil || len(keys) == 0 {
 		return err
 	}
-	return admit(t.ctx, t.tx, t.d, keysFreed(keys))
+	return admit(t.ctx, t.tx, t.b, keysFreed(keys))
 }
 
 func (t *flowTx) HeldOf(flow, role string) ([]string, error) {
@@ -216,7 +217,7 @@ func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 	}
 	var gone []freed
 	if len(ids) > 0 {
-		if gone, err = freedBy(t.ctx, t.tx, t.d.Q(freedOfIDs), sqlkit.List(ids)); err != nil {
+		if gone, err = freedBy(t.ctx, t.tx, t.b, t.d.Q(freedOfIDs), sqlkit.List(ids)); err != nil {
 			return nil, err
 		}
 		if err := lockKeys(t.ctx, t.tx, t.d, freedKeys(gone)); err != nil {
@@ -243,7 +244,7 @@ func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 			return nil, err
 		}
 	}
-	return append(ids, held...), admit(t.ctx, t.tx, t.d, gone)
+	return append(ids, held...), admit(t.ctx, t.tx, t.b, gone)
 }
 
 // notify tells the listening workers of the queues of the jobs t
@@ -265,8 +266,8 @@ func (t *flowTx) notify() error {
 }
 
 // newFlowTx is a FlowTx on tx.
-func newFlowTx(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect) *flowTx {
-	return &flowTx{ctx: ctx, tx: tx, d: d, queues: map[string]bool{}}
+func newFlowTx(ctx context.Context, tx *sql.Tx, b *base) *flowTx {
+	return &flowTx{ctx: ctx, tx: tx, b: b, d: b.dialect(), queues: map[string]bool{}}
 }
 
 // scanFlow reads a row of flowColumns.
@@ -288,10 +289,9 @@ func scanFlow(row scanner) (driver.Flow, error) {
 // transactions ending steps of one flow can lock its rows in different
 // orders) or a serialization failure is run again.
 func (b *base) inFlow(ctx context.Context, uow *db.UnitOfWork, fn func(t *flowTx) error) error {
-	d := b.dialect()
 	run := func() error {
 		return b.inTx(ctx, uow, func(tx *sql.Tx) error {
-			t := newFlowTx(ctx, tx, d)
+			t := newFlowTx(ctx, tx, b)
 			if err := fn(t); err != nil {
 				return err
 			}

@@ -139,12 +139,14 @@ func keysFreed(keys []string) []freed {
 // queue_held, from the one list (heldColumns), its due time raised to a
 // floor: no trigger or function of the database repeats the list.
 var (
-	// sqliteAdmit moves the next held job of a key (the second and third
-	// arguments) into jobs if the key has room, due no earlier than the
-	// first; sqliteAdmitted then deletes it from queue_held.
-	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("max(available_at, ?)") + " FROM queue_held " +
-		"WHERE id = (SELECT id FROM queue_held WHERE limit_key = ? ORDER BY priority DESC, available_at, id LIMIT 1) " +
-		"AND limit_max > (SELECT count(*) FROM jobs WHERE limit_key = ?)"
+	// sqliteAdmit moves the next held jobs of a key (?2) into jobs, as
+	// many as it has room for under the limit of the first of them (none
+	// held: none), due no earlier than ?1; sqliteAdmitted then deletes
+	// them from queue_held.
+	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("max(available_at, ?1)") + " FROM queue_held " +
+		"WHERE id IN (SELECT id FROM queue_held WHERE limit_key = ?2 ORDER BY priority DESC, available_at, id " +
+		"LIMIT max(0, coalesce((SELECT limit_max FROM queue_held WHERE limit_key = ?2 ORDER BY priority DESC, available_at, id LIMIT 1), 0) " +
+		"- (SELECT count(*) FROM jobs WHERE limit_key = ?2)))"
 	// pgAdmit moves, for each key of a JSON array of freed, the next held
 	// jobs of the key into jobs, as many as it has room for under the
 	// limit of the first of them, and tells the queues that gained jobs.
@@ -168,11 +170,11 @@ func dueNoEarlier(floor string) string {
 // admit moves the next held jobs of each key freed into jobs while it
 // has room: on PostgreSQL in one statement. The keys are locked by the
 // caller (lockKeys), before it deleted their jobs.
-func admit(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, keys []freed) error {
+func admit(ctx context.Context, tx *sql.Tx, b *base, keys []freed) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if d.PG {
+	if b.d.PG {
 		batch, err := json.Marshal(keys)
 		if err != nil {
 			return err
@@ -181,29 +183,52 @@ func admit(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, keys []freed) erro
 		return err
 	}
 	for _, k := range keys {
-		for {
-			res, err := tx.ExecContext(ctx, sqliteAdmit, k.Due, k.Key, k.Key)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				break
-			}
-			if _, err := tx.ExecContext(ctx, sqliteAdmitted, k.Key, k.Key); err != nil {
-				return err
-			}
+		res, err := b.execTx(ctx, tx, sqliteAdmit, k.Due, k.Key)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue
+		}
+		if _, err := b.execTx(ctx, tx, sqliteAdmitted, k.Key, k.Key); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// execTx runs query in tx, prepared once by b: SQLite would parse it anew
+// at each call. (PostgreSQL's connections keep what they parsed.)
+func (b *base) execTx(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if b.d.PG {
+		return tx.ExecContext(ctx, query, args...)
+	}
+	st, err := b.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+// queryTx is execTx's query.
+func (b *base) queryTx(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	if b.d.PG {
+		return tx.QueryContext(ctx, query, args...)
+	}
+	st, err := b.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 }
 
 // freedBy reads, in tx, the keys of the limited jobs that the statement
 // query finds (their ids in a LIST, or a queue) with the latest due time
 // of each: what their delete, after it, frees (admit). The caller locks
 // the keys before the delete.
-func freedBy(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]freed, error) {
+func freedBy(ctx context.Context, tx *sql.Tx, b *base, query string, args ...any) ([]freed, error) {
+	rows, err := b.queryTx(ctx, tx, query, args...)
 	var out []freed
-	rows, err := tx.QueryContext(ctx, query, args...)
 	err = sqlkit.EachRow(rows, err, func(rows *sql.Rows) error {
 		var f freed
 		err := rows.Scan(&f.Key, &f.Due)
@@ -215,14 +240,14 @@ func freedBy(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]free
 
 // failFreed locks, in tx, the key of a limited job that f fails, and
 // reads what moving it out of jobs frees (none for a job not limited).
-func failFreed(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, id string, f driver.Failure) ([]freed, error) {
+func failFreed(ctx context.Context, tx *sql.Tx, b *base, id string, f driver.Failure) ([]freed, error) {
 	if f.Limit == "" {
 		return nil, nil
 	}
-	if err := lockKeys(ctx, tx, d, []string{f.Limit}); err != nil {
+	if err := lockKeys(ctx, tx, b.d, []string{f.Limit}); err != nil {
 		return nil, err
 	}
-	return freedBy(ctx, tx, d.Q(freedOfIDs), sqlkit.List([]string{id}))
+	return freedBy(ctx, tx, b, b.d.Q(freedOfIDs), sqlkit.List([]string{id}))
 }
 
 // roomHeld lists the keys of held jobs that have room under the limit of
@@ -255,7 +280,7 @@ func (b *base) Readmit(ctx context.Context, now int64) (int, error) {
 			for i := range gone {
 				gone[i].Due = now
 			}
-			return admit(ctx, tx, d, gone)
+			return admit(ctx, tx, b, gone)
 		})
 		if err != nil {
 			return 0, err
@@ -296,7 +321,7 @@ func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs
 	for i, j := range jobs {
 		keys[i] = j.LimitKey
 	}
-	return admit(ctx, tx, d, keysFreed(keys))
+	return admit(ctx, tx, b, keysFreed(keys))
 }
 
 // insertLimited stores a limited job in tx, the transaction of uow (nil:
@@ -322,7 +347,7 @@ func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork
 		return err
 	}
 	if n < job.LimitMax { // room, and jobs held before it: the first of them go
-		return admit(ctx, tx, d, keysFreed([]string{job.LimitKey}))
+		return admit(ctx, tx, b, keysFreed([]string{job.LimitKey}))
 	}
 	return nil
 }
@@ -367,7 +392,7 @@ func retryHeld(t *flowTx, ids []string, now int64) error {
 	if _, err := t.exec(failedDel, sqlkit.List(ids)); err != nil {
 		return err
 	}
-	return admit(t.ctx, t.tx, t.d, keysFreed(keys))
+	return admit(t.ctx, t.tx, t.b, keysFreed(keys))
 }
 
 // purge deletes the jobs of queue, held ones included, and returns how
@@ -377,7 +402,7 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 	d := b.dialect()
 	var n int
 	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
-		gone, err := freedBy(ctx, tx, d.Words(freedOfQueue), queue)
+		gone, err := freedBy(ctx, tx, b, d.Words(freedOfQueue), queue)
 		if err != nil {
 			return err
 		}
@@ -401,7 +426,7 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 		if _, err := tx.ExecContext(ctx, d.Words(purgeKept), queue); err != nil {
 			return err
 		}
-		if err := admit(ctx, tx, d, gone); err != nil { // held jobs of their keys in other queues
+		if err := admit(ctx, tx, b, gone); err != nil { // held jobs of their keys in other queues
 			return err
 		}
 		h, _ := held.RowsAffected()
@@ -481,7 +506,7 @@ func (t *flowTx) complete(done []driver.Attempt, batch string, keep bool, comple
 			return nil, err
 		}
 		var err error
-		if gone, err = freedBy(t.ctx, t.tx, t.d.Q(freedOfIDs), sqlkit.List(limitedIDs(done))); err != nil {
+		if gone, err = freedBy(t.ctx, t.tx, t.b, t.d.Q(freedOfIDs), sqlkit.List(limitedIDs(done))); err != nil {
 			return nil, err
 		}
 	}
@@ -489,13 +514,20 @@ func (t *flowTx) complete(done []driver.Attempt, batch string, keep bool, comple
 	if keep {
 		if t.d.PG {
 			query = pgKeep
-		} else if _, err := t.tx.ExecContext(t.ctx, sqliteKeep, batch); err != nil {
+		} else if _, err := t.b.execTx(t.ctx, t.tx, sqliteKeep, batch); err != nil {
 			return nil, err
 		}
 	}
-	ids, err := t.strings(query, batch)
+	rows, err := t.b.queryTx(t.ctx, t.tx, query, batch)
+	var ids []string
+	err = sqlkit.EachRow(rows, err, func(rows *sql.Rows) error {
+		var id string
+		err := rows.Scan(&id)
+		ids = append(ids, id)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return ids, admit(t.ctx, t.tx, t.d, gone)
+	return ids, admit(t.ctx, t.tx, t.b, gone)
 }

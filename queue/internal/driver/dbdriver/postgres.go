@@ -159,7 +159,7 @@ func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, f dri
 	var moved bool
 	err = p.inFlow(ctx, nil, func(t *flowTx) error {
 		moved = false
-		gone, err := failFreed(ctx, t.tx, t.d, id, f)
+		gone, err := failFreed(ctx, t.tx, t.b, id, f)
 		if err != nil {
 			return err
 		}
@@ -171,7 +171,7 @@ func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, f dri
 			return nil
 		}
 		moved = true
-		if err := admit(ctx, t.tx, t.d, gone); err != nil {
+		if err := admit(ctx, t.tx, t.b, gone); err != nil {
 			return err
 		}
 		if f.Flow != "" {

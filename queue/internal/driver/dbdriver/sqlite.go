@@ -146,7 +146,7 @@ func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, f drive
 	}
 	var moved bool
 	err = s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		gone, err := failFreed(ctx, tx, s.d, id, f)
+		gone, err := failFreed(ctx, tx, s.base, id, f)
 		if err != nil {
 			return err
 		}
@@ -161,11 +161,11 @@ func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, f drive
 			return err
 		}
 		moved = true
-		if err := admit(ctx, tx, s.d, gone); err != nil {
+		if err := admit(ctx, tx, s.base, gone); err != nil {
 			return err
 		}
 		if f.Flow != "" {
-			return stepFailed(newFlowTx(ctx, tx, s.d), id, f.Error, f.At)
+			return stepFailed(newFlowTx(ctx, tx, s.base), id, f.Error, f.At)
 		}
 		return nil
 	})
@@ -182,10 +182,10 @@ func (s *sqliteDriver) Retry(ctx context.Context, id string, now int64) error {
 		case err != nil:
 			return err
 		case flow != "":
-			_, err := retryFlow(newFlowTx(ctx, tx, s.d), flow, now)
+			_, err := retryFlow(newFlowTx(ctx, tx, s.base), flow, now)
 			return err
 		case key != "":
-			return retryHeld(newFlowTx(ctx, tx, s.d), []string{id}, now)
+			return retryHeld(newFlowTx(ctx, tx, s.base), []string{id}, now)
 		}
 		res, err := tx.ExecContext(ctx, sqliteRetryOne, now, id)
 		if err != nil {
