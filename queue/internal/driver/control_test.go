@@ -396,6 +396,25 @@ func TestEveryWayIntoJobsRecordsItsFeature(t *testing.T) {
 		}
 		plainTakesNothing("retried", 40)
 
+		// Failed jobs retried by a range: a fair one takes a place again.
+		fair := newJob(4, "range", 0)
+		fair.FairKey = "tenant:1"
+		insert(t, s, fair)
+		j = reserve(t, s, "range", 10)
+		if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: "boom", At: 20}); !ok || err != nil {
+			t.Fatalf("Fail = %v, %v", ok, err)
+		}
+		if n, _, err := s.RetryFailed(ctx, driver.FailedKey{}, driver.FailedKey{FailedAt: 1 << 60, ID: "ffffffff-ffff-ffff-ffff-ffffffffffff"}, 10, 30); n != 1 || err != nil {
+			t.Fatalf("RetryFailed = %d, %v", n, err)
+		}
+		if f := features("range"); f != driver.FeatureFair {
+			t.Fatalf("Features = %b once the fair job is retried; want fairness", f)
+		}
+		if f := lookup(t, s, 4); f.Job == nil || f.Job.FairSeq == 0 {
+			t.Fatalf("the fair job retried by a range has no place: %+v", f.Job)
+		}
+		plainTakesNothing("range", 40)
+
 		// A held job let in by its limit.
 		first, second := limited(2, "held", 0, "account:9", 1), limited(3, "held", 0, "account:9", 1)
 		second.RateKey, second.Rate = "api", driver.Rate{Max: 100, PerMs: 1000}

@@ -163,5 +163,62 @@ func (b *base) placeAll(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) err
 	return nil
 }
 
+// enteredColumns end a move of jobs into jobs from another table (moveIn):
+// what it returns of each.
+const enteredColumns = " RETURNING id, queue, coalesce(fair_key, ''), priority, coalesce(rate_key, '')"
+
+// sqlitePlaced writes the places of jobs moved in, a JSON array of [id,
+// place].
+const sqlitePlaced = "UPDATE jobs SET fair_seq = json_extract(w.value, '$[1]') FROM json_each(?) AS w WHERE jobs.id = json_extract(w.value, '$[0]')"
+
+// moveIn runs query in tx: a move of jobs into jobs from another table (a
+// retry of failed jobs, a held job let in by its limit, a flow's step
+// released), ending in enteredColumns. It then does for the jobs moved
+// what a dispatch does for those it stores: on SQLite, each with a
+// fairness key gets its place (placeAll) and the features of their
+// queues are recorded (record); on PostgreSQL the triggers on jobs do
+// both. It returns the jobs moved, with the columns it read. Every move
+// into jobs passes here: what a feature needs of a job entering jobs is
+// done here, once, and no trigger lists a feature's columns.
+func (b *base) moveIn(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]*driver.Job, error) {
+	rows, err := b.queryTx(ctx, tx, query, args...)
+	var moved []*driver.Job
+	err = sqlkit.EachRow(rows, err, func(r *sql.Rows) error {
+		j := &driver.Job{}
+		err := r.Scan(&j.ID, &j.Queue, &j.FairKey, &j.Priority, &j.RateKey)
+		moved = append(moved, j)
+		return err
+	})
+	if err != nil || b.d.PG {
+		return moved, err
+	}
+	if slices.ContainsFunc(moved, unplaced) {
+		if err := b.placeAll(ctx, tx, moved); err != nil {
+			return nil, err
+		}
+		var places [][2]any
+		for _, j := range moved {
+			if j.FairKey != "" {
+				places = append(places, [2]any{j.ID, j.FairSeq})
+			}
+		}
+		list, err := json.Marshal(places)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := b.execTx(ctx, tx, sqlitePlaced, string(list)); err != nil {
+			return nil, err
+		}
+	}
+	return moved, b.record(ctx, tx, moved)
+}
+
+// queuesOf adds the queues of jobs to queues.
+func queuesOf(jobs []*driver.Job, queues map[string]bool) {
+	for _, j := range jobs {
+		queues[j.Queue] = true
+	}
+}
+
 // unplaced reports whether j has a fairness key and no place yet.
 func unplaced(j *driver.Job) bool { return j.FairKey != "" && j.FairSeq == 0 }

@@ -49,7 +49,7 @@ const (
 		"WHERE id = ? RETURNING " + flowColumns
 	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, rate_key, rate_max, rate_per, fair_key) " +
 		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, rate_key, rate_max, rate_per, fair_key FROM queue_steps " +
-		"WHERE job_id IN LIST AND state = 'held' AND limit_key IS NULL RETURNING queue"
+		"WHERE job_id IN LIST AND state = 'held' AND limit_key IS NULL" + enteredColumns
 	// A released step with a concurrency limit is held by it, and let in
 	// as its key has room (admit): stepKeys are the keys, stepHold the move.
 	stepKeys = "SELECT DISTINCT limit_key FROM queue_steps WHERE job_id IN LIST AND state = 'held' AND limit_key IS NOT NULL"
@@ -175,10 +175,12 @@ func (t *flowTx) Tally(flow string, succeeded, failed int, at int64) (driver.Flo
 }
 
 func (t *flowTx) Release(ids []string, now int64) error {
-	queues, err := t.strings(stepRelease, now, now, sqlkit.List(ids))
+	released, err := t.b.moveIn(t.ctx, t.tx, t.d.Q(stepRelease), now, now, sqlkit.List(ids))
 	if err != nil {
 		return err
 	}
+	queuesOf(released, t.queues)
+	var queues []string
 	keys, err := t.strings(stepKeys, sqlkit.List(ids))
 	if err != nil {
 		return err
@@ -592,13 +594,11 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 			}
 		}
 		if len(plain) > 0 {
-			queues, err := t.strings(retryIn+" RETURNING queue", now, sqlkit.List(plain))
+			moved, err := t.b.moveIn(t.ctx, t.tx, t.d.Q(retryIn+enteredColumns), now, sqlkit.List(plain))
 			if err != nil {
 				return 0, err
 			}
-			for _, q := range queues {
-				t.queues[q] = true
-			}
+			queuesOf(moved, t.queues)
 			if _, err := t.exec(failedDel, sqlkit.List(plain)); err != nil {
 				return 0, err
 			}
@@ -835,13 +835,11 @@ func (b *base) retryFailedFlows(ctx context.Context, after, upTo driver.FailedKe
 			return err
 		}
 		if len(plain) > 0 {
-			queues, err := t.strings(retryIn+" RETURNING queue", now, sqlkit.List(plain))
+			moved, err := t.b.moveIn(t.ctx, t.tx, t.d.Q(retryIn+enteredColumns), now, sqlkit.List(plain))
 			if err != nil {
 				return err
 			}
-			for _, q := range queues {
-				t.queues[q] = true
-			}
+			queuesOf(moved, t.queues)
 			if _, err := t.exec(failedDel, sqlkit.List(plain)); err != nil {
 				return err
 			}

@@ -146,7 +146,7 @@ var (
 	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("max(available_at, ?1)") + " FROM queue_held " +
 		"WHERE id IN (SELECT id FROM queue_held WHERE limit_key = ?2 ORDER BY priority DESC, available_at, id " +
 		"LIMIT max(0, coalesce((SELECT limit_max FROM queue_held WHERE limit_key = ?2 ORDER BY priority DESC, available_at, id LIMIT 1), 0) " +
-		"- (SELECT count(*) FROM jobs WHERE limit_key = ?2)))"
+		"- (SELECT count(*) FROM jobs WHERE limit_key = ?2)))" + enteredColumns
 	// pgAdmit moves, for each key of a JSON array of freed, the next held
 	// jobs of the key into jobs, as many as it has room for under the
 	// limit of the first of them, and tells the queues that gained jobs.
@@ -183,11 +183,11 @@ func admit(ctx context.Context, tx *sql.Tx, b *base, keys []freed) error {
 		return err
 	}
 	for _, k := range keys {
-		res, err := b.execTx(ctx, tx, sqliteAdmit, k.Due, k.Key)
+		moved, err := b.moveIn(ctx, tx, sqliteAdmit, k.Due, k.Key)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if len(moved) == 0 {
 			continue
 		}
 		if _, err := b.execTx(ctx, tx, sqliteAdmitted, k.Key, k.Key); err != nil {

@@ -129,11 +129,11 @@ const (
 	sqliteFailCopy = failedInsert + "SELECT id, min(attempts, max_attempts), ?, ?, " + sqliteAppendError + ", snoozes, " + settings + " FROM jobs " +
 		"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteFailDelete = "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
-	sqliteRetryOne   = retriedInto + " FROM failed_jobs WHERE id = ?"
+	sqliteRetryOne   = retriedInto + " FROM failed_jobs WHERE id = ?" + enteredColumns
 	// The failed jobs of a key range: after one key, up to another.
 	failedRange       = " WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?)"
 	sqliteFailedKeys  = "SELECT failed_at, id FROM failed_jobs" + failedRange + " ORDER BY failed_at, id LIMIT ?"
-	sqliteRetryRange  = retriedInto + " FROM failed_jobs" + failedRange
+	sqliteRetryRange  = retriedInto + " FROM failed_jobs" + failedRange + enteredColumns
 	sqliteDeleteRange = "DELETE FROM failed_jobs" + failedRange
 	sqliteDeleteOne   = "DELETE FROM failed_jobs WHERE id = ?"
 )
@@ -187,12 +187,12 @@ func (s *sqliteDriver) Retry(ctx context.Context, id string, now int64) error {
 		case key != "":
 			return retryHeld(newFlowTx(ctx, tx, s.base), []string{id}, now)
 		}
-		res, err := tx.ExecContext(ctx, sqliteRetryOne, now, id)
+		moved, err := s.moveIn(ctx, tx, sqliteRetryOne, now, id)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return cmp.Or(err, driver.ErrNoFailedJob)
+		if len(moved) == 0 {
+			return driver.ErrNoFailedJob
 		}
 		_, err = tx.ExecContext(ctx, sqliteDeleteOne, id)
 		return err
@@ -226,7 +226,7 @@ func (s *sqliteDriver) RetryFailed(ctx context.Context, after, upTo driver.Faile
 		if err := cmp.Or(rows.Err(), rows.Close()); err != nil || n == 0 {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, sqliteRetryRange, now, from.FailedAt, from.ID, last.FailedAt, last.ID); err != nil {
+		if _, err := s.moveIn(ctx, tx, sqliteRetryRange, now, from.FailedAt, from.ID, last.FailedAt, last.ID); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, sqliteDeleteRange, from.FailedAt, from.ID, last.FailedAt, last.ID)
