@@ -69,24 +69,23 @@ func cancel(ctx context.Context, tx *sql.Tx, id string, now int64, b *base) (dri
 	if _, err := tx.ExecContext(ctx, words(forgetFinished)); err != nil {
 		return 0, err
 	}
-	gone, err := freedBy(ctx, tx, b, d.Q(freedOfIDs), sqlkit.List([]string{id}))
+	removed := false
+	which, arg := byIDs(d, true, id)
+	err := b.moveOut(ctx, tx, which, arg, func() error {
+		res, err := tx.ExecContext(ctx, words(cancelCopy), now, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			removed = true
+			_, err = tx.ExecContext(ctx, words(cancelDelete), id)
+		}
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
-	if err := lockKeys(ctx, tx, d, freedKeys(gone)); err != nil {
-		return 0, err
-	}
-	res, err := tx.ExecContext(ctx, words(cancelCopy), now, id)
-	if err != nil {
-		return 0, err
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		if _, err := tx.ExecContext(ctx, words(cancelDelete), id); err != nil {
-			return 0, err
-		}
-		if err := admit(ctx, tx, b, gone); err != nil {
-			return 0, err
-		}
+	if removed {
 		var flow string
 		if err := tx.QueryRowContext(ctx, d.Q(flowOfFailed), id).Scan(&flow); err != nil || flow == "" {
 			return driver.Removed, err

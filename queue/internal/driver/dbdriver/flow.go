@@ -217,36 +217,34 @@ func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var gone []freed
-	if len(ids) > 0 {
-		if gone, err = freedBy(t.ctx, t.tx, t.b, t.d.Q(freedOfIDs), sqlkit.List(ids)); err != nil {
-			return nil, err
+	// The jobs of its steps held by their limits never run either: they
+	// go first, so that the keys' next held jobs let in after the waiting
+	// ones go are of other flows.
+	var held []string
+	which, arg := byIDs(t.d, true, ids...)
+	err = t.b.moveOut(t.ctx, t.tx, which, arg, func() error {
+		var err error
+		if held, err = t.strings(heldOfFlow, flow); err != nil {
+			return err
 		}
-		if err := lockKeys(t.ctx, t.tx, t.d, freedKeys(gone)); err != nil {
-			return nil, err
+		if len(held) > 0 {
+			if _, err := t.exec(heldCopy, errText, now, sqlkit.List(held)); err != nil {
+				return err
+			}
+			if _, err := t.exec(heldDel, sqlkit.List(held)); err != nil {
+				return err
+			}
+		}
+		if len(ids) == 0 {
+			return nil
 		}
 		if _, err := t.exec(failedCopy, errText, now, sqlkit.List(ids)); err != nil {
-			return nil, err
+			return err
 		}
-		if _, err := t.exec(jobsDelete, sqlkit.List(ids)); err != nil {
-			return nil, err
-		}
-	}
-	// The jobs of its steps held by their limits never run either; the
-	// keys' next held jobs, of other flows, are let in after them.
-	held, err := t.strings(heldOfFlow, flow)
-	if err != nil {
-		return nil, err
-	}
-	if len(held) > 0 {
-		if _, err := t.exec(heldCopy, errText, now, sqlkit.List(held)); err != nil {
-			return nil, err
-		}
-		if _, err := t.exec(heldDel, sqlkit.List(held)); err != nil {
-			return nil, err
-		}
-	}
-	return append(ids, held...), admit(t.ctx, t.tx, t.b, gone)
+		_, err = t.exec(jobsDelete, sqlkit.List(ids))
+		return err
+	})
+	return append(ids, held...), err
 }
 
 // notify tells the listening workers of the queues of the jobs t

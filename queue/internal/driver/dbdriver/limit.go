@@ -238,18 +238,6 @@ func freedBy(ctx context.Context, tx *sql.Tx, b *base, query string, args ...any
 	return out, err
 }
 
-// failFreed locks, in tx, the key of a limited job that f fails, and
-// reads what moving it out of jobs frees (none for a job not limited).
-func failFreed(ctx context.Context, tx *sql.Tx, b *base, id string, f driver.Failure) ([]freed, error) {
-	if f.Limit == "" {
-		return nil, nil
-	}
-	if err := lockKeys(ctx, tx, b.d, []string{f.Limit}); err != nil {
-		return nil, err
-	}
-	return freedBy(ctx, tx, b, b.d.Q(freedOfIDs), sqlkit.List([]string{id}))
-}
-
 // roomHeld lists the keys of held jobs that have room under the limit of
 // their next held job: a skip over queue_held_next, one step a key, then
 // each key's count.
@@ -402,11 +390,7 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 	d := b.dialect()
 	var n int
 	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
-		gone, err := freedBy(ctx, tx, b, d.Words(freedOfQueue), queue)
-		if err != nil {
-			return err
-		}
-		if d.PG {
+		if d.PG { // the held jobs' keys too
 			keys, err := sqlkit.Texts(ctx, tx, d.Words(purgeKeys), queue, queue)
 			if err != nil {
 				return err
@@ -419,20 +403,20 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 		if err != nil {
 			return err
 		}
-		jobs, err := tx.ExecContext(ctx, b.q.purge, queue)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, d.Words(purgeKept), queue); err != nil {
-			return err
-		}
-		if err := admit(ctx, tx, b, gone); err != nil { // held jobs of their keys in other queues
-			return err
-		}
 		h, _ := held.RowsAffected()
-		j, _ := jobs.RowsAffected()
-		n = int(h + j)
-		return nil
+		// The held jobs of their keys in other queues are let in.
+		return b.moveOut(ctx, tx, d.Words(freedOfQueue), queue, func() error {
+			jobs, err := tx.ExecContext(ctx, b.q.purge, queue)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, d.Words(purgeKept), queue); err != nil {
+				return err
+			}
+			j, _ := jobs.RowsAffected()
+			n = int(h + j)
+			return nil
+		})
 	})
 	return n, err
 }
@@ -500,34 +484,24 @@ func (b *base) completeLimited(ctx context.Context, done []driver.Attempt, keep 
 // their ids. The keys of the limited ones are locked first, and their
 // next held jobs let in after.
 func (t *flowTx) complete(done []driver.Attempt, batch string, keep bool, complete string) ([]string, error) {
-	var gone []freed
-	if keys := attemptKeys(done); len(keys) > 0 {
-		if err := lockKeys(t.ctx, t.tx, t.d, keys); err != nil {
-			return nil, err
-		}
-		var err error
-		if gone, err = freedBy(t.ctx, t.tx, t.b, t.d.Q(freedOfIDs), sqlkit.List(limitedIDs(done))); err != nil {
-			return nil, err
-		}
-	}
-	query := complete
-	if keep {
-		if t.d.PG {
-			query = pgKeep
-		} else if _, err := t.b.execTx(t.ctx, t.tx, sqliteKeep, batch); err != nil {
-			return nil, err
-		}
-	}
-	rows, err := t.b.queryTx(t.ctx, t.tx, query, batch)
 	var ids []string
-	err = sqlkit.EachRow(rows, err, func(rows *sql.Rows) error {
-		var id string
-		err := rows.Scan(&id)
-		ids = append(ids, id)
-		return err
+	which, arg := byIDs(t.d, len(attemptKeys(done)) > 0, limitedIDs(done)...)
+	err := t.b.moveOut(t.ctx, t.tx, which, arg, func() error {
+		query := complete
+		if keep {
+			if t.d.PG {
+				query = pgKeep
+			} else if _, err := t.b.execTx(t.ctx, t.tx, sqliteKeep, batch); err != nil {
+				return err
+			}
+		}
+		rows, err := t.b.queryTx(t.ctx, t.tx, query, batch)
+		return sqlkit.EachRow(rows, err, func(rows *sql.Rows) error {
+			var id string
+			err := rows.Scan(&id)
+			ids = append(ids, id)
+			return err
+		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return ids, admit(t.ctx, t.tx, t.b, gone)
+	return ids, err
 }

@@ -159,19 +159,17 @@ func (p *postgresDriver) Fail(ctx context.Context, id string, attempt int, f dri
 	var moved bool
 	err = p.inFlow(ctx, nil, func(t *flowTx) error {
 		moved = false
-		gone, err := failFreed(ctx, t.tx, t.b, id, f)
-		if err != nil {
+		which, arg := byIDs(t.d, f.Limit != "", id)
+		err := p.moveOut(ctx, t.tx, which, arg, func() error {
+			res, err := t.tx.ExecContext(ctx, pgFailMove, id, attempt, f.Error, f.At, string(entry))
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			moved = n == 1
 			return err
-		}
-		res, err := t.tx.ExecContext(ctx, pgFailMove, id, attempt, f.Error, f.At, string(entry))
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return nil
-		}
-		moved = true
-		if err := admit(ctx, t.tx, t.b, gone); err != nil {
+		})
+		if err != nil || !moved {
 			return err
 		}
 		if f.Flow != "" {

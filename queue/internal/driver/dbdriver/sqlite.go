@@ -146,22 +146,20 @@ func (s *sqliteDriver) Fail(ctx context.Context, id string, attempt int, f drive
 	}
 	var moved bool
 	err = s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		gone, err := failFreed(ctx, tx, s.base, id, f)
-		if err != nil {
+		which, arg := byIDs(s.d, f.Limit != "", id)
+		err := s.moveOut(ctx, tx, which, arg, func() error {
+			res, err := tx.ExecContext(ctx, sqliteFailCopy, f.Error, f.At, string(entry), id, attempt)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return nil
+			}
+			moved = true
+			_, err = tx.ExecContext(ctx, sqliteFailDelete, id, attempt)
 			return err
-		}
-		res, err := tx.ExecContext(ctx, sqliteFailCopy, f.Error, f.At, string(entry), id, attempt)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return nil
-		}
-		if _, err := tx.ExecContext(ctx, sqliteFailDelete, id, attempt); err != nil {
-			return err
-		}
-		moved = true
-		if err := admit(ctx, tx, s.base, gone); err != nil {
+		})
+		if err != nil || !moved {
 			return err
 		}
 		if f.Flow != "" {
