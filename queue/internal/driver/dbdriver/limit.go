@@ -36,11 +36,7 @@ const (
 	limitRoom   = "SELECT (SELECT count(*) FROM jobs WHERE limit_key = ?), (SELECT count(*) FROM (SELECT 1 FROM queue_held WHERE limit_key = ? LIMIT 1) AS h)"
 	limitInsert = "INSERT INTO jobs (" + columns + ") VALUES " + keyedValues
 	heldInsert  = "INSERT INTO queue_held (" + columns + ") VALUES " + keyedValues
-	// The admission, on SQLite: the next held job of a key into jobs if
-	// the key has room, then out of queue_held, run until it moves none
-	// (admit). The job goes in due no earlier than the second argument.
-	sqliteAdmitted = "DELETE FROM queue_held WHERE limit_key = ? AND id IN (SELECT id FROM jobs WHERE limit_key = ?)"
-	pgLockKey      = "SELECT pg_advisory_xact_lock(hashtextextended('navree_limit:' || k, 0)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
+	pgLockKey   = "SELECT pg_advisory_xact_lock(hashtextextended('navree_limit:' || k, 0)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
 
 	// routeOf reads what a retry of a failed job takes: its flow, or its
 	// key.
@@ -139,14 +135,18 @@ func keysFreed(keys []string) []freed {
 // queue_held, from the one list (heldColumns), its due time raised to a
 // floor: no trigger or function of the database repeats the list.
 var (
-	// sqliteAdmit moves the next held jobs of a key (?2) into jobs, as
-	// many as it has room for under the limit of the first of them (none
-	// held: none), due no earlier than ?1; sqliteAdmitted then deletes
-	// them from queue_held.
-	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("max(available_at, ?1)") + " FROM queue_held " +
-		"WHERE id IN (SELECT id FROM queue_held WHERE limit_key = ?2 ORDER BY priority DESC, available_at, id " +
-		"LIMIT max(0, coalesce((SELECT limit_max FROM queue_held WHERE limit_key = ?2 ORDER BY priority DESC, available_at, id LIMIT 1), 0) " +
-		"- (SELECT count(*) FROM jobs WHERE limit_key = ?2)))" + enteredColumns
+	// sqliteAdmit moves, for each key of a JSON array of freed, the
+	// next held job of the key into jobs if the key has room under its
+	// limit, due no earlier than the key's due; sqliteAdmitted then
+	// deletes those moved (a JSON array of ids) from queue_held. A key
+	// with room for more is given another turn (admit): one statement a
+	// batch of keys, where one a key cost SQLite a call of the driver
+	// each.
+	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("max(h.available_at, k.due)") +
+		" FROM (SELECT json_extract(value, '$.key') AS key, json_extract(value, '$.due') AS due FROM json_each(?)) AS k " +
+		"JOIN queue_held AS h ON h.id = (SELECT id FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) " +
+		"WHERE h.limit_max > (SELECT count(*) FROM jobs WHERE limit_key = k.key) ORDER BY k.key" + enteredColumns
+	sqliteAdmitted = "DELETE FROM queue_held WHERE id IN (SELECT value FROM json_each(?))"
 	// pgAdmit moves, for each key of a JSON array of freed, the next held
 	// jobs of the key into jobs, as many as it has room for under the
 	// limit of the first of them, and tells the queues that gained jobs.
@@ -182,17 +182,26 @@ func admit(ctx context.Context, tx *sql.Tx, b *base, keys []freed) error {
 		_, err = tx.ExecContext(ctx, pgAdmit, string(batch))
 		return err
 	}
-	for _, k := range keys {
-		moved, err := b.moveIn(ctx, tx, sqliteAdmit, k.Due, k.Key)
+	for len(keys) > 0 {
+		batch, err := json.Marshal(keys)
 		if err != nil {
 			return err
 		}
-		if len(moved) == 0 {
-			continue
-		}
-		if _, err := b.execTx(ctx, tx, sqliteAdmitted, k.Key, k.Key); err != nil {
+		moved, err := b.moveIn(ctx, tx, sqliteAdmit, string(batch))
+		if err != nil || len(moved) == 0 {
 			return err
 		}
+		ids := make([]string, len(moved))
+		for i, j := range moved {
+			ids[i] = j.ID
+		}
+		if _, err := b.execTx(ctx, tx, sqliteAdmitted, sqlkit.List(ids)); err != nil {
+			return err
+		}
+		// The keys that let one in may have room for another.
+		keys = slices.DeleteFunc(keys, func(k freed) bool {
+			return !slices.ContainsFunc(moved, func(j *driver.Job) bool { return j.LimitKey == k.Key })
+		})
 	}
 	return nil
 }

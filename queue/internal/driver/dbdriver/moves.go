@@ -21,7 +21,7 @@ import (
 
 // enteredColumns end a move of jobs into jobs from another table (moveIn):
 // what it returns of each.
-const enteredColumns = " RETURNING id, queue, coalesce(fair_key, ''), priority, coalesce(rate_key, '')"
+const enteredColumns = " RETURNING id, queue, coalesce(fair_key, ''), priority, coalesce(rate_key, ''), coalesce(limit_key, '')"
 
 // sqlitePlaced writes the places of jobs moved in, a JSON array of [id,
 // place].
@@ -41,7 +41,7 @@ func (b *base) moveIn(ctx context.Context, tx *sql.Tx, query string, args ...any
 	var moved []*driver.Job
 	err = sqlkit.EachRow(rows, err, func(r *sql.Rows) error {
 		j := &driver.Job{}
-		err := r.Scan(&j.ID, &j.Queue, &j.FairKey, &j.Priority, &j.RateKey)
+		err := r.Scan(&j.ID, &j.Queue, &j.FairKey, &j.Priority, &j.RateKey, &j.LimitKey)
 		moved = append(moved, j)
 		return err
 	})
