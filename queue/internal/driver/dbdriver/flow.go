@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -429,16 +428,7 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 
 // Finish implements driver.Flows.
 func (b *base) Finish(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
-	batch, err := json.Marshal(done)
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	err = b.inFlow(ctx, nil, func(t *flowTx) error {
-		var err error
-		if ids, err = t.complete(done, string(batch), keep, b.q.complete); err != nil {
-			return err
-		}
+	return b.completeIn(ctx, done, keep, func(t *flowTx, ids []string) error {
 		var steps []string
 		var at int64
 		for _, a := range done {
@@ -462,7 +452,6 @@ func (b *base) Finish(ctx context.Context, done []driver.Attempt, keep bool) ([]
 		}
 		return driver.Resolve(t, ended, at)
 	})
-	return ids, err
 }
 
 // containsID reports whether ids holds id, PostgreSQL's uuids and the

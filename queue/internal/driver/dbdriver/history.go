@@ -48,7 +48,7 @@ const (
 // Complete implements driver.Driver.
 func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
 	if len(attemptKeys(done)) > 0 {
-		return s.completeLimited(ctx, done, keep)
+		return s.completeIn(ctx, done, keep, nil)
 	}
 	if !keep {
 		return s.complete(ctx, done, s.q.complete)
@@ -93,7 +93,7 @@ func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep
 // Complete implements driver.Driver.
 func (p *postgresDriver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
 	if len(attemptKeys(done)) > 0 {
-		return p.completeLimited(ctx, done, keep)
+		return p.completeIn(ctx, done, keep, nil)
 	}
 	query := p.q.complete
 	if keep {

@@ -473,17 +473,22 @@ func limitedIDs(done []driver.Attempt) []string {
 	return ids
 }
 
-// completeLimited is Complete of a batch that holds limited jobs, in one
-// transaction (deadlocks are tried again, as inFlow does).
-func (b *base) completeLimited(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
+// completeIn deletes the jobs of done that succeeded (kept with keep) in
+// one transaction (deadlocks are tried again, as inFlow does), then runs
+// then, if set, in it: Complete of a batch that holds limited jobs, and
+// Finish.
+func (b *base) completeIn(ctx context.Context, done []driver.Attempt, keep bool, then func(t *flowTx, ids []string) error) ([]string, error) {
 	batch, err := json.Marshal(done)
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
 	err = b.inFlow(ctx, nil, func(t *flowTx) error {
-		ids, err = t.complete(done, string(batch), keep, b.q.complete)
-		return err
+		var err error
+		if ids, err = t.complete(done, string(batch), keep, b.q.complete); err != nil || then == nil {
+			return err
+		}
+		return then(t, ids)
 	})
 	return ids, err
 }
