@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // Failed implements driver.Driver.
@@ -113,4 +114,51 @@ func (b *base) PendingCount(ctx context.Context, queue string) (int, error) {
 	var n int
 	err := b.sqldb.QueryRowContext(ctx, b.q.pending, queue, queue).Scan(&n)
 	return n, err
+}
+
+// failedBatch finds the keys of the failed jobs after one key, up to
+// another, at most a number, in order: on PostgreSQL locked, and those
+// another transaction holds left out.
+const failedBatch = "SELECT failed_at, id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?"
+
+// retryFailed is RetryFailed: the keys of the batch first, then those
+// jobs moved into jobs (moveIn) and out of failed_jobs, by their ids, in
+// one transaction. Failed jobs of flows, or limited, take a retry of
+// their own (retryFailedFlows).
+func (b *base) retryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
+	if flows, err := b.anyFailedOfFlow(ctx); err != nil || flows {
+		if err != nil {
+			return 0, after, err
+		}
+		return b.retryFailedFlows(ctx, after, upTo, limit, now)
+	}
+	d := b.dialect()
+	query := d.Words(failedBatch)
+	if d.PG {
+		query = d.Words(failedBatch + " FOR UPDATE SKIP LOCKED")
+	}
+	from := fromFirst(after)
+	var last driver.FailedKey
+	var ids []string
+	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
+		last, ids = after, nil
+		rows, err := tx.QueryContext(ctx, query, from.FailedAt, from.ID, upTo.FailedAt, upTo.ID, limit)
+		err = sqlkit.EachRow(rows, err, func(rows *sql.Rows) error {
+			err := rows.Scan(&last.FailedAt, &last.ID)
+			ids = append(ids, last.ID)
+			return err
+		})
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		if _, err := b.moveIn(ctx, tx, d.Q(retryIn+enteredColumns), now, sqlkit.List(ids)); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, d.Q(failedDel), sqlkit.List(ids))
+		return err
+	})
+	if err != nil {
+		return 0, after, err
+	}
+	return len(ids), last, nil
 }

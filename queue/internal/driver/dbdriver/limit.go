@@ -149,7 +149,8 @@ var (
 	sqliteAdmitted = "DELETE FROM queue_held WHERE id IN (SELECT value FROM json_each(?))"
 	// pgAdmit moves, for each key of a JSON array of freed, the next held
 	// jobs of the key into jobs, as many as it has room for under the
-	// limit of the first of them, and tells the queues that gained jobs.
+	// limit of the first of them, tells the queues that gained jobs, and
+	// returns what moveIn reads of each.
 	// The count sees the deletes of the statements before it in the
 	// transaction (a trigger's statement would not see its own), and the
 	// keys are locked first (lockKeys).
@@ -158,8 +159,9 @@ var (
 		"LIMIT greatest(0, (SELECT limit_max FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) " +
 		"- (SELECT count(*) FROM jobs WHERE limit_key = k.key))) AS n), " +
 		"moved AS (DELETE FROM queue_held h USING next WHERE h.id = next.id RETURNING h.*, next.due), " +
-		"admitted AS (INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("greatest(available_at, due)") + " FROM moved RETURNING queue) " +
-		"SELECT count(pg_notify('" + Channel + "', q)) FROM (SELECT DISTINCT queue AS q FROM admitted) AS a"
+		"admitted AS (INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("greatest(available_at, due)") + " FROM moved RETURNING *) " +
+		"SELECT id, queue, coalesce(fair_key, ''), priority, coalesce(rate_key, ''), coalesce(limit_key, '') FROM admitted " +
+		"WHERE (SELECT count(pg_notify('" + Channel + "', q)) FROM (SELECT DISTINCT queue AS q FROM admitted) AS a) >= 0"
 )
 
 // dueNoEarlier is heldColumns with available_at read as floor.
@@ -179,7 +181,7 @@ func admit(ctx context.Context, tx *sql.Tx, b *base, keys []freed) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, pgAdmit, string(batch))
+		_, err = b.moveIn(ctx, tx, pgAdmit, string(batch))
 		return err
 	}
 	for len(keys) > 0 {

@@ -1,7 +1,6 @@
 package dbdriver
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -140,11 +139,7 @@ var (
 	pgFailMove = sqlkit.Postgres.Render("WITH moved AS (DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL " +
 		"RETURNING id, attempts, errors, snoozes, " + settings + ") " +
 		failedInsert + "SELECT id, least(attempts, max_attempts), ?, ?, " + postgresAppendError + ", snoozes, " + settings + " FROM moved")
-	pgRetryOne    = sqlkit.Postgres.Render("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved")
-	pgRetryFailed = sqlkit.Postgres.Render("WITH batch AS (SELECT id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?), " +
-		"moved AS (DELETE FROM failed_jobs WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING *), " +
-		"retried AS (" + retriedInto + " FROM moved) " +
-		"SELECT count(*) OVER (), failed_at, id::text FROM moved ORDER BY failed_at DESC, id DESC LIMIT 1")
+	pgRetryOne = sqlkit.Postgres.Render("WITH moved AS (DELETE FROM failed_jobs WHERE id = ? RETURNING *) " + retriedInto + " FROM moved" + enteredColumns)
 )
 
 // Fail implements driver.Driver.
@@ -194,31 +189,18 @@ func (p *postgresDriver) Retry(ctx context.Context, id string, now int64) error 
 	case key != "":
 		return p.inFlow(ctx, nil, func(t *flowTx) error { return retryHeld(t, []string{id}, now) })
 	}
-	res, err := p.sqldb.ExecContext(ctx, pgRetryOne, id, now)
-	if err != nil {
+	return p.inTx(ctx, nil, func(tx *sql.Tx) error {
+		moved, err := p.moveIn(ctx, tx, pgRetryOne, id, now)
+		if err == nil && len(moved) == 0 {
+			err = driver.ErrNoFailedJob
+		}
 		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return cmp.Or(err, driver.ErrNoFailedJob)
-	}
-	return nil
+	})
 }
 
-// RetryFailed implements driver.Driver, in one statement.
+// RetryFailed implements driver.Driver.
 func (p *postgresDriver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
-	if flows, err := p.anyFailedOfFlow(ctx); err != nil || flows {
-		if err != nil {
-			return 0, after, err
-		}
-		return p.retryFailedFlows(ctx, after, upTo, limit, now)
-	}
-	var n int
-	from, last := fromFirst(after), after
-	err := p.sqldb.QueryRowContext(ctx, pgRetryFailed, from.FailedAt, from.ID, upTo.FailedAt, upTo.ID, limit, now).Scan(&n, &last.FailedAt, &last.ID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, after, nil
-	}
-	return n, last, err
+	return p.retryFailed(ctx, after, upTo, limit, now)
 }
 
 // Sync implements driver.Driver. It commits a transaction that waits for

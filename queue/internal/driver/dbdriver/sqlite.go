@@ -1,7 +1,6 @@
 package dbdriver
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -130,12 +129,7 @@ const (
 		"WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteFailDelete = "DELETE FROM jobs WHERE id = ? AND attempts = ? AND reserved_at IS NOT NULL"
 	sqliteRetryOne   = retriedInto + " FROM failed_jobs WHERE id = ?" + enteredColumns
-	// The failed jobs of a key range: after one key, up to another.
-	failedRange       = " WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?)"
-	sqliteFailedKeys  = "SELECT failed_at, id FROM failed_jobs" + failedRange + " ORDER BY failed_at, id LIMIT ?"
-	sqliteRetryRange  = retriedInto + " FROM failed_jobs" + failedRange + enteredColumns
-	sqliteDeleteRange = "DELETE FROM failed_jobs" + failedRange
-	sqliteDeleteOne   = "DELETE FROM failed_jobs WHERE id = ?"
+	sqliteDeleteOne  = "DELETE FROM failed_jobs WHERE id = ?"
 )
 
 // Fail implements driver.Driver.
@@ -197,43 +191,9 @@ func (s *sqliteDriver) Retry(ctx context.Context, id string, now int64) error {
 	})
 }
 
-// RetryFailed implements driver.Driver: the keys of the batch first, then
-// the range up to the last of them moved, in one write transaction.
+// RetryFailed implements driver.Driver.
 func (s *sqliteDriver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
-	if flows, err := s.anyFailedOfFlow(ctx); err != nil || flows {
-		if err != nil {
-			return 0, after, err
-		}
-		return s.retryFailedFlows(ctx, after, upTo, limit, now)
-	}
-	var n int
-	from, last := fromFirst(after), after
-	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		n, last = 0, after
-		rows, err := tx.QueryContext(ctx, sqliteFailedKeys, from.FailedAt, from.ID, upTo.FailedAt, upTo.ID, limit)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			if err := rows.Scan(&last.FailedAt, &last.ID); err != nil {
-				rows.Close()
-				return err
-			}
-			n++
-		}
-		if err := cmp.Or(rows.Err(), rows.Close()); err != nil || n == 0 {
-			return err
-		}
-		if _, err := s.moveIn(ctx, tx, sqliteRetryRange, now, from.FailedAt, from.ID, last.FailedAt, last.ID); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, sqliteDeleteRange, from.FailedAt, from.ID, last.FailedAt, last.ID)
-		return err
-	})
-	if err != nil {
-		return 0, after, err
-	}
-	return n, last, nil
+	return s.retryFailed(ctx, after, upTo, limit, now)
 }
 
 // Sync implements driver.Driver: SQLite's commits are as durable as
