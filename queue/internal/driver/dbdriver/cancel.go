@@ -59,7 +59,7 @@ func (p *postgresDriver) Cancel(ctx context.Context, id string, now int64) (driv
 	return 0, driver.ErrNoJob
 }
 
-// cancel is Cancel in tx, its statements in d's words; 0 for an id that
+// cancel is Cancel in tx, its statements in b's words; 0 for an id that
 // is no job waiting, held or running (the transaction still commits what
 // it forgot). A job of a flow ends its step, resolved in tx; a limited
 // job's slot goes to the next held job of its key (admit).

@@ -121,11 +121,11 @@ func (b *base) PendingCount(ctx context.Context, queue string) (int, error) {
 // another transaction holds left out.
 const failedBatch = "SELECT failed_at, id FROM failed_jobs WHERE (failed_at, id) > (?, ?) AND (failed_at, id) <= (?, ?) ORDER BY failed_at, id LIMIT ?"
 
-// retryFailed is RetryFailed: the keys of the batch first, then those
-// jobs moved into jobs (moveIn) and out of failed_jobs, by their ids, in
-// one transaction. Failed jobs of flows, or limited, take a retry of
-// their own (retryFailedFlows).
-func (b *base) retryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
+// RetryFailed implements driver.Driver: the keys of the batch first, then
+// those jobs moved into jobs (moveIn) and out of failed_jobs, by their
+// ids, in one transaction. Failed jobs of flows, or limited, take a retry
+// of their own (retryFailedFlows).
+func (b *base) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
 	if flows, err := b.anyFailedOfFlow(ctx); err != nil || flows {
 		if err != nil {
 			return 0, after, err

@@ -200,7 +200,7 @@ func (t *flowTx) Release(ids []string, now int64) error {
 	if _, err = t.exec(stepQueued, sqlkit.List(ids)); err != nil || len(keys) == 0 {
 		return err
 	}
-	return admit(t.ctx, t.tx, t.b, keysFreed(keys))
+	return admit(t.ctx, t.tx, t.b, freedAt(keys, 0))
 }
 
 func (t *flowTx) HeldOf(flow, role string) ([]string, error) {

@@ -47,7 +47,7 @@ const (
 
 // Complete implements driver.Driver.
 func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
-	if len(attemptKeys(done)) > 0 {
+	if anyLimited(done) {
 		return s.completeIn(ctx, done, keep, nil)
 	}
 	if !keep {
@@ -92,7 +92,7 @@ func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep
 
 // Complete implements driver.Driver.
 func (p *postgresDriver) Complete(ctx context.Context, done []driver.Attempt, keep bool) ([]string, error) {
-	if len(attemptKeys(done)) > 0 {
+	if anyLimited(done) {
 		return p.completeIn(ctx, done, keep, nil)
 	}
 	query := p.q.complete

@@ -121,12 +121,12 @@ type freed struct {
 	Due int64  `json:"due"`
 }
 
-// keysFreed are keys freed by a dispatch or a retry: their jobs go in due
-// at their own times.
-func keysFreed(keys []string) []freed {
+// freedAt are keys, each once, whose held jobs go in due no earlier than
+// due: 0 for a dispatch or a retry, whose jobs keep their own times.
+func freedAt(keys []string, due int64) []freed {
 	out := make([]freed, 0, len(keys))
 	for _, k := range sqlkit.Distinct(keys) {
-		out = append(out, freed{Key: k})
+		out = append(out, freed{Key: k, Due: due})
 	}
 	return out
 }
@@ -275,11 +275,7 @@ func (b *base) Readmit(ctx context.Context, now int64) (int, error) {
 			if err := lockKeys(ctx, tx, d, chunk); err != nil {
 				return err
 			}
-			gone := keysFreed(chunk)
-			for i := range gone {
-				gone[i].Due = now
-			}
-			return admit(ctx, tx, b, gone)
+			return admit(ctx, tx, b, freedAt(chunk, now))
 		})
 		if err != nil {
 			return 0, err
@@ -320,7 +316,7 @@ func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs
 	for i, j := range jobs {
 		keys[i] = j.LimitKey
 	}
-	return admit(ctx, tx, b, keysFreed(keys))
+	return admit(ctx, tx, b, freedAt(keys, 0))
 }
 
 // insertLimited stores a limited job in tx, the transaction of uow (nil:
@@ -346,7 +342,7 @@ func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork
 		return err
 	}
 	if n < job.LimitMax { // room, and jobs held before it: the first of them go
-		return admit(ctx, tx, b, keysFreed([]string{job.LimitKey}))
+		return admit(ctx, tx, b, freedAt([]string{job.LimitKey}, 0))
 	}
 	return nil
 }
@@ -391,7 +387,7 @@ func retryHeld(t *flowTx, ids []string, now int64) error {
 	if _, err := t.exec(failedDel, sqlkit.List(ids)); err != nil {
 		return err
 	}
-	return admit(t.ctx, t.tx, t.b, keysFreed(keys))
+	return admit(t.ctx, t.tx, t.b, freedAt(keys, 0))
 }
 
 // purge deletes the jobs of queue, held ones included, and returns how
@@ -453,15 +449,9 @@ func (b *base) lookupHeldJob(ctx context.Context, id string) (*driver.Job, error
 	return j, err
 }
 
-// attemptKeys are the distinct keys of the limited jobs of done.
-func attemptKeys(done []driver.Attempt) []string {
-	var keys []string
-	for _, a := range done {
-		if a.Limit != "" && !slices.Contains(keys, a.Limit) {
-			keys = append(keys, a.Limit)
-		}
-	}
-	return keys
+// anyLimited reports whether a job of done is limited.
+func anyLimited(done []driver.Attempt) bool {
+	return slices.ContainsFunc(done, func(a driver.Attempt) bool { return a.Limit != "" })
 }
 
 // limitedIDs are the ids of the limited jobs of done.
@@ -487,7 +477,7 @@ func (b *base) completeIn(ctx context.Context, done []driver.Attempt, keep bool,
 	var ids []string
 	err = b.inFlow(ctx, nil, func(t *flowTx) error {
 		var err error
-		if ids, err = t.complete(done, string(batch), keep, b.q.complete); err != nil || then == nil {
+		if ids, err = t.complete(done, string(batch), keep); err != nil || then == nil {
 			return err
 		}
 		return then(t, ids)
@@ -496,14 +486,14 @@ func (b *base) completeIn(ctx context.Context, done []driver.Attempt, keep bool,
 }
 
 // complete deletes, in t, the jobs of done (batch, as JSON) that
-// succeeded, with the statement complete, or kept with keep, and returns
-// their ids. The keys of the limited ones are locked first, and their
-// next held jobs let in after.
-func (t *flowTx) complete(done []driver.Attempt, batch string, keep bool, complete string) ([]string, error) {
+// succeeded, or keeps them with keep, and returns their ids. The keys of
+// the limited ones are locked first, and their next held jobs let in
+// after (moveOut).
+func (t *flowTx) complete(done []driver.Attempt, batch string, keep bool) ([]string, error) {
 	var ids []string
-	which, arg := byIDs(t.d, len(attemptKeys(done)) > 0, limitedIDs(done)...)
+	which, arg := byIDs(t.d, true, limitedIDs(done)...)
 	err := t.b.moveOut(t.ctx, t.tx, which, arg, func() error {
-		query := complete
+		query := t.b.q.complete
 		if keep {
 			if t.d.PG {
 				query = pgKeep

@@ -17,7 +17,10 @@ import (
 // plug in: moveIn, for a job entering jobs from another table (a retry,
 // a held job let in, a flow's step released), and moveOut, for a job
 // leaving it (a completion, a failure, a cancel, a purge, a flow's
-// cancel). No trigger of the database lists a feature's columns.
+// cancel). No trigger lists a job's columns; on SQLite none does a
+// feature's work (on PostgreSQL jobs_fair and jobs_features, on jobs,
+// still give places and record features, for dispatches and moves
+// alike).
 
 // enteredColumns end a move of jobs into jobs from another table (moveIn):
 // what it returns of each.
@@ -35,7 +38,7 @@ const sqlitePlaced = "UPDATE jobs SET fair_seq = json_extract(w.value, '$[1]') F
 // queues are recorded (record); on PostgreSQL the triggers on jobs do
 // both. It returns the jobs moved, with the columns it read. Every move
 // into jobs passes here: what a feature needs of a job entering jobs is
-// done here, once, and no trigger lists a feature's columns.
+// done here, once.
 func (b *base) moveIn(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]*driver.Job, error) {
 	rows, err := b.queryTx(ctx, tx, query, args...)
 	var moved []*driver.Job

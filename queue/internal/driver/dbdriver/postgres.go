@@ -198,11 +198,6 @@ func (p *postgresDriver) Retry(ctx context.Context, id string, now int64) error 
 	})
 }
 
-// RetryFailed implements driver.Driver.
-func (p *postgresDriver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
-	return p.retryFailed(ctx, after, upTo, limit, now)
-}
-
 // Sync implements driver.Driver. It commits a transaction that waits for
 // the disk: the server's log is written in order, so the commits before
 // it, those that did not wait, are then durable too. The server waits

@@ -191,11 +191,6 @@ func (s *sqliteDriver) Retry(ctx context.Context, id string, now int64) error {
 	})
 }
 
-// RetryFailed implements driver.Driver.
-func (s *sqliteDriver) RetryFailed(ctx context.Context, after, upTo driver.FailedKey, limit int, now int64) (int, driver.FailedKey, error) {
-	return s.retryFailed(ctx, after, upTo, limit, now)
-}
-
 // Sync implements driver.Driver: SQLite's commits are as durable as
 // database.sqlite_synchronous makes them when they return.
 func (s *sqliteDriver) Sync(context.Context) error { return nil }
