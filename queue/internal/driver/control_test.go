@@ -2,7 +2,6 @@ package driver_test
 
 import (
 	"cmp"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -163,26 +162,6 @@ func TestASearchTakesNothingWhileAFeatureItDoesNotDoIsRecorded(t *testing.T) {
 }
 
 // tails is the last digits of the jobs' ids, in order.
-func tails(jobs []*driver.Job) string {
-	out := ""
-	for i, j := range jobs {
-		if i > 0 {
-			out += " "
-		}
-		out += fmt.Sprint(j.ID[len(j.ID)-1:])
-	}
-	return out
-}
-
-func reserveAll(t *testing.T, s driver.Driver, queue string, now int64) []*driver.Job {
-	t.Helper()
-	jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeaturePriority, Queue: queue, Now: now, At: now, Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jobs
-}
-
 // TestPriorityAgainstABruteForceReference: random jobs (priorities, due
 // times, some not due), reserved in random batches as time goes on, come
 // out exactly in the order a sort of the due jobs gives.

@@ -13,87 +13,25 @@ import (
 	"time"
 
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
-	"github.com/navree/navree/migrations"
 	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/driver"
-	"github.com/navree/navree/queue/internal/driver/dbdriver"
+	"github.com/navree/navree/queue/internal/driver/drivertest"
 	"github.com/navree/navree/queue/internal/driver/memdriver"
 )
 
-// backend is one driver under the conformance suite.
-type backend struct {
-	name string
-	open func(t *testing.T) (driver.Driver, *db.DB)
-}
-
-// queueSets are the migration sets of the queue's tables.
-var queueSets = []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}
-
-func migrated(t *testing.T, url string) *db.DB {
-	d := dbtest.Open(t, url)
-	if _, err := db.NewMigrator(d, queueSets).Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-var backends = []backend{
-	{"memory", func(t *testing.T) (driver.Driver, *db.DB) {
-		// The memory driver joins units of work of any database.
-		return memdriver.New(), dbtest.Open(t, dbtest.SQLiteURL(t))
-	}},
-	{"sqlite", func(t *testing.T) (driver.Driver, *db.DB) {
-		d := migrated(t, dbtest.MigratedSQLiteURL(t, queueSets...))
-		return dbdriver.New(d), d
-	}},
-	{"postgres", func(t *testing.T) (driver.Driver, *db.DB) {
-		d := migrated(t, dbtest.MigratedPostgresURL(t, queueSets...))
-		return dbdriver.New(d), d
-	}},
-}
-
-// each runs f on every driver, in parallel: each has a database of its
-// own.
-func each(t *testing.T, f func(t *testing.T, s driver.Driver, d *db.DB)) {
-	t.Parallel()
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			s, d := b.open(t)
-			f(t, s, d)
-		})
-	}
-}
+// The harness is drivertest's, shared with the features' folders.
+var (
+	queueSets  = drivertest.Sets
+	migrated   = drivertest.Migrated
+	each       = drivertest.Each
+	newJob     = drivertest.Job
+	insert     = drivertest.Insert
+	reserve    = drivertest.Reserve
+	tails      = drivertest.Tails
+	reserveAll = drivertest.ReserveAll
+)
 
 var ctx = context.Background()
-
-// newJob returns a job of queue with an id that sorts by n.
-func newJob(n int, queue string, availableAt int64) *driver.Job {
-	return &driver.Job{
-		ID: fmt.Sprintf("01900000-0000-7000-8000-%012d", n), Queue: queue, Name: "test.job",
-		Payload: []byte(fmt.Sprintf(`{"n":%d}`, n)), MaxAttempts: 3, Backoff: backoff.Exponential(time.Second, 300*time.Second),
-		TimeoutMs: 60000, AvailableAt: availableAt, CreatedAt: 1,
-	}
-}
-
-func insert(t *testing.T, s driver.Driver, jobs ...*driver.Job) {
-	t.Helper()
-	for _, j := range jobs {
-		if _, inserted, err := s.Insert(ctx, nil, j); err != nil || !inserted {
-			t.Fatalf("insert %s: %v, %v", j.ID, inserted, err)
-		}
-	}
-}
-
-func reserve(t *testing.T, s driver.Driver, queue string, now int64) *driver.Job {
-	t.Helper()
-	j, err := driver.ReserveOne(ctx, s, queue, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return j
-}
 
 func pending(t *testing.T, s driver.Driver, queue string) int {
 	t.Helper()

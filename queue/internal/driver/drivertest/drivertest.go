@@ -1,0 +1,124 @@
+// Package drivertest runs a test on each of the three drivers (memory,
+// SQLite, PostgreSQL), each on a database of its own: the conformance
+// suite's harness, shared by the driver's own tests and those of every
+// feature's folder (queue/internal/control/...), so that a feature's
+// tests live beside it and still hold on all three.
+package drivertest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/migrations"
+	"github.com/navree/navree/queue/internal/backoff"
+	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/dbdriver"
+	"github.com/navree/navree/queue/internal/driver/memdriver"
+)
+
+// Sets are the migration sets of the queue's tables.
+var Sets = []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}
+
+// Migrated opens the database at url and applies Sets.
+func Migrated(t *testing.T, url string) *db.DB {
+	t.Helper()
+	d := dbtest.Open(t, url)
+	if _, err := db.NewMigrator(d, Sets).Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A Backend is one driver under the suite.
+type Backend struct {
+	Name string
+	Open func(t *testing.T) (driver.Driver, *db.DB)
+}
+
+// Backends are the three drivers. The memory driver joins units of work
+// of any database: it is given a SQLite file of its own.
+var Backends = []Backend{
+	{"memory", func(t *testing.T) (driver.Driver, *db.DB) {
+		return memdriver.New(), dbtest.Open(t, dbtest.SQLiteURL(t))
+	}},
+	{"sqlite", func(t *testing.T) (driver.Driver, *db.DB) {
+		d := Migrated(t, dbtest.MigratedSQLiteURL(t, Sets...))
+		return dbdriver.New(d), d
+	}},
+	{"postgres", func(t *testing.T) (driver.Driver, *db.DB) {
+		d := Migrated(t, dbtest.MigratedPostgresURL(t, Sets...))
+		return dbdriver.New(d), d
+	}},
+}
+
+// Each runs f on every driver, in parallel (a PostgreSQL test skips
+// without NAVREE_TEST_POSTGRES_URL, as dbtest says).
+func Each(t *testing.T, f func(t *testing.T, s driver.Driver, d *db.DB)) {
+	t.Parallel()
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			s, d := b.Open(t)
+			f(t, s, d)
+		})
+	}
+}
+
+// Job returns a job of queue due at availableAt, with an id that sorts
+// by n and ends in n's digits (see Tails).
+func Job(n int, queue string, availableAt int64) *driver.Job {
+	return &driver.Job{
+		ID: fmt.Sprintf("01900000-0000-7000-8000-%012d", n), Queue: queue, Name: "test.job",
+		Payload: []byte(fmt.Sprintf(`{"n":%d}`, n)), MaxAttempts: 3, Backoff: backoff.Exponential(time.Second, 300*time.Second),
+		TimeoutMs: 60000, AvailableAt: availableAt, CreatedAt: 1,
+	}
+}
+
+// Insert stores jobs, one at a time, and fails the test unless each is
+// stored.
+func Insert(t *testing.T, s driver.Driver, jobs ...*driver.Job) {
+	t.Helper()
+	for _, j := range jobs {
+		if _, inserted, err := s.Insert(context.Background(), nil, j); err != nil || !inserted {
+			t.Fatalf("insert %s: %v, %v", j.ID, inserted, err)
+		}
+	}
+}
+
+// Reserve reserves the next job of queue at now, or returns nil.
+func Reserve(t *testing.T, s driver.Driver, queue string, now int64) *driver.Job {
+	t.Helper()
+	j, err := driver.ReserveOne(context.Background(), s, queue, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// ReserveAll reserves every job of queue due at now (up to 1,000), by
+// priority.
+func ReserveAll(t *testing.T, s driver.Driver, queue string, now int64) []*driver.Job {
+	t.Helper()
+	jobs, err := s.Reserve(context.Background(), driver.Reservation{Features: driver.FeaturePriority, Queue: queue, Now: now, At: now, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+// Tails are the last digits of the jobs' ids, in order, spaced: "3 2 6
+// 1" for the jobs made by Job of 3, 2, 6 and 1.
+func Tails(jobs []*driver.Job) string {
+	out := ""
+	for i, j := range jobs {
+		if i > 0 {
+			out += " "
+		}
+		out += j.ID[len(j.ID)-1:]
+	}
+	return out
+}
