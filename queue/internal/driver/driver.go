@@ -256,11 +256,18 @@ type Reservation struct {
 // feature.
 type Features uint8
 
-// The features.
+// The features, each stored as its number in queue_features (so a bit
+// is never reused); what each does is its folder's, under
+// queue/internal/control.
 const (
 	FeaturePriority Features = 1 << iota // a job with a priority other than 0
 	FeatureRate                          // a job with a rate limit (Job.RateKey)
 	FeatureFair                          // a job with a fairness key (Job.FairKey)
+	featuresEnd
+
+	// AllFeatures are the features together: the search of a queue whose
+	// record could not be read does them all.
+	AllFeatures = featuresEnd - 1
 )
 
 // Does returns the features a search of r does: its Features, and rate

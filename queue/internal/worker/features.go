@@ -18,17 +18,13 @@ type features []atomic.Uint32
 // of returns the features the searches of queue i do.
 func (f features) of(i int) driver.Features { return driver.Features(f[i].Load()) }
 
-// allFeatures are the features of a queue whose record could not be
-// read: its search does them all, and reports the database's error.
-const allFeatures = driver.FeaturePriority | driver.FeatureRate | driver.FeatureFair
-
 // readFeatures reads the features of queue i, name (forgetting first,
 // with tidy, those no job needs), and reports whether it found one that
 // the searches of the queue did not do.
 func (w *worker) readFeatures(ctx context.Context, i int, name string, tidy bool) bool {
 	got, err := w.cfg.Store.Features(ctx, name, tidy)
 	if err != nil {
-		got = allFeatures
+		got = driver.AllFeatures // its search does them all, and reports the database's error
 	}
 	was := driver.Features(w.features[i].Swap(uint32(got)))
 	return got&^was != 0

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/control"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/plan"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
@@ -64,7 +65,7 @@ func newBase(d *db.DB, q statements) *base {
 		b.d = sqlkit.Postgres
 	}
 	b.d = b.d.Kept()
-	b.plans = plan.New(b.d, columns)
+	b.plans = plan.New(b.d, control.Parts(), columns)
 	return b
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/navree/navree/queue/internal/control"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -16,39 +17,13 @@ import (
 // one: on PostgreSQL by the trigger jobs_features; on SQLite, where a
 // trigger on jobs runs a program for every row stored (a bulk dispatch
 // was a tenth slower for it), by the dispatch itself (record) and by
-// triggers on the tables jobs move from. Every search of a reservation
-// is gated by the test of package plan (features).
+// moveIn, every move of jobs into jobs from another table. Which
+// features there are, and how each tests a job, is control.All. Every
+// search of a reservation is gated by the test of package plan
+// (features).
 
-// featureTests are the tests of a job that has each feature, as the
-// trigger jobs_features and record make them: the first of each pair
-// finds a waiting job by its index, the second a running one (by the
-// index of reserved jobs).
-var featureTests = []struct {
-	feature          driver.Features
-	waiting, running string
-}{
-	{driver.FeaturePriority, "reserved_at IS NULL AND priority <> 0", "priority <> 0"},
-	{driver.FeatureRate, "rate_key IS NOT NULL AND reserved_at IS NULL", "rate_key IS NOT NULL"},
-	{driver.FeatureFair, "reserved_at IS NULL AND fair_seq IS NOT NULL", "fair_key IS NOT NULL"},
-}
-
-// featuresOf returns the features of j.
-func featuresOf(j *driver.Job) driver.Features {
-	var f driver.Features
-	if j.Priority != 0 {
-		f |= driver.FeaturePriority
-	}
-	if j.RateKey != "" {
-		f |= driver.FeatureRate
-	}
-	if j.FairKey != "" {
-		f |= driver.FeatureFair
-	}
-	return f
-}
-
-// hasFeatures reports whether j has a feature.
-func hasFeatures(j *driver.Job) bool { return featuresOf(j) != 0 }
+// hasFeatures reports whether j has a feature (control.All).
+func hasFeatures(j *driver.Job) bool { return control.Of(j) != 0 }
 
 // record writes, on SQLite, the features of jobs just stored in tx, in
 // its transaction; on PostgreSQL the trigger does. (A job that a retried
@@ -60,10 +35,11 @@ func (b *base) record(ctx context.Context, tx *sql.Tx, jobs []*driver.Job) error
 	seen := map[string]driver.Features{}
 	var rows [][2]any
 	for _, j := range jobs {
-		for _, t := range featureTests {
-			if featuresOf(j)&t.feature != 0 && seen[j.Queue]&t.feature == 0 {
-				seen[j.Queue] |= t.feature
-				rows = append(rows, [2]any{j.Queue, t.feature})
+		f := control.Of(j)
+		for _, c := range control.All {
+			if f&c.Feature != 0 && seen[j.Queue]&c.Feature == 0 {
+				seen[j.Queue] |= c.Feature
+				rows = append(rows, [2]any{j.Queue, c.Feature})
 			}
 		}
 	}
@@ -87,17 +63,17 @@ const (
 )
 
 // tidyFeatures deletes the rows of a queue's features that no job of it
-// has: its argument is the queue, 1 + 2 × len(featureTests) times.
+// has: its argument is the queue, 1 + 2 × len(control.All) times.
 var tidyFeatures = func() string {
 	var b strings.Builder
 	b.WriteString("DELETE FROM queue_features WHERE queue = ? AND (")
-	for i, t := range featureTests {
+	for i, c := range control.All {
 		if i > 0 {
 			b.WriteString(" OR ")
 		}
-		b.WriteString("feature = " + strconv.Itoa(int(t.feature)) +
-			" AND NOT EXISTS (SELECT 1 FROM jobs WHERE queue = ? AND " + t.waiting + ")" +
-			" AND NOT EXISTS (SELECT 1 FROM jobs WHERE reserved_at IS NOT NULL AND queue = ? AND " + t.running + ")")
+		b.WriteString("feature = " + strconv.Itoa(int(c.Feature)) +
+			" AND NOT EXISTS (SELECT 1 FROM jobs WHERE queue = ? AND " + c.Waiting + ")" +
+			" AND NOT EXISTS (SELECT 1 FROM jobs WHERE reserved_at IS NOT NULL AND queue = ? AND " + c.Running + ")")
 	}
 	b.WriteString(")")
 	return b.String()
@@ -113,7 +89,7 @@ func (b *base) Features(ctx context.Context, queue string, tidy bool) (driver.Fe
 	if err != nil || f == 0 || !tidy {
 		return f, err
 	}
-	args := make([]any, 1+2*len(featureTests))
+	args := make([]any, 1+2*len(control.All))
 	for i := range args {
 		args[i] = queue
 	}

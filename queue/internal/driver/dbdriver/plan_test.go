@@ -220,47 +220,6 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 	t.Logf("completion: %d buffers", buffers(drv.q.complete, string(batch)))
 }
 
-// TestAReservationByPriorityLocksOnlyWhatItTakes: on PostgreSQL the
-// searches of a reservation by priority lock (SKIP LOCKED) only the jobs
-// it reserves, so that other workers' searches meanwhile skip no more:
-// with 10 jobs of priority 5 and 10 of 0 waiting, one that takes 5
-// leaves 15 that another transaction can lock.
-func TestAReservationByPriorityLocksOnlyWhatItTakes(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	d := migrated(t, dbtest.PostgresURL(t))
-	if _, err := d.ExecContext(ctx, "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, priority) "+
-		"SELECT gen_random_uuid(), 'default', 'x', '{}', 1, 'fixed:0', 0, 0, i, i, CASE WHEN i % 2 = 0 THEN 5 ELSE 0 END FROM generate_series(1, 20) AS i"); err != nil {
-		t.Fatal(err)
-	}
-	drv := newPostgres(d)
-	tx, err := d.DB.DB.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	stmt, args := statementOf(drv.base, int64(100), driver.Reservation{Features: driver.FeaturePriority, Queue: "default", Now: 100}, 5)
-	rows, err := tx.QueryContext(ctx, stmt, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for rows.Next() {
-		n++
-	}
-	rows.Close()
-	if n != 5 {
-		t.Fatalf("reserved %d jobs; want 5", n)
-	}
-	var free int
-	if err := d.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT id FROM jobs FOR UPDATE SKIP LOCKED) AS f").Scan(&free); err != nil {
-		t.Fatal(err)
-	}
-	if free != 15 {
-		t.Fatalf("another transaction can lock %d jobs; want 15: the reservation locked %d it did not take", free, 15-free)
-	}
-}
-
 // TestSQLiteNeverPlansForALimitsValue: no SQLite statement binds its
 // LIMIT as a bare ?, for which SQLite plans with the value bound and
 // prepares the statement again each time another is bound (a

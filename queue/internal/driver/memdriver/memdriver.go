@@ -252,7 +252,7 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 		copies = append(copies, *j)
 		out = append(out, &copies[len(copies)-1])
 	}
-	l.inOrder(func(w *waiting) bool {
+	l.levels.InOrder(&l.waiting, func(w *waiting) bool {
 		if w == &l.waiting && d.head(&l.fair) != nil {
 			for _, j := range d.takeFair(l, now, n-len(out)) {
 				reserve(j)
@@ -359,11 +359,8 @@ func (d *Driver) Features(_ context.Context, queue string, _ bool) (driver.Featu
 		return 0, nil
 	}
 	var f driver.Features
-	for i := range l.levels {
-		if d.head(&l.levels[i].waiting) != nil {
-			f |= driver.FeaturePriority
-			break
-		}
+	if l.levels.Any(func(w *waiting) bool { return d.head(w) != nil }) {
+		f |= driver.FeaturePriority
 	}
 	if d.head(&l.fair) != nil {
 		f |= driver.FeatureFair

@@ -1,66 +1,34 @@
 package memdriver
 
 import (
-	"cmp"
 	"encoding/binary"
-	"slices"
 
+	"github.com/navree/navree/queue/internal/control/priority"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
 // line is one queue: its waiting jobs, in the order they are reserved,
 // and its reserved ones, for the takeover.
 type line struct {
-	waiting  waiting // those of priority 0 without a FairKey
-	fair     waiting // those of priority 0 with one, by place (FairSeq) first
-	levels   []level // those of other priorities, highest first
+	waiting  waiting                  // those of priority 0 without a FairKey
+	fair     waiting                  // those of priority 0 with one, by place (FairSeq) first
+	levels   priority.Levels[waiting] // those of other priorities
 	reserved map[*driver.Job]struct{}
 }
 
-// level holds the waiting jobs of one priority other than 0.
-type level struct {
-	priority int
-	waiting  waiting
-}
-
-// of returns the waiting jobs of priority, adding its level on first use.
+// of returns the waiting jobs of priority.
 func (l *line) of(priority int) *waiting {
 	if priority == 0 {
 		return &l.waiting
 	}
-	i, found := slices.BinarySearchFunc(l.levels, priority, func(v level, p int) int { return cmp.Compare(p, v.priority) })
-	if !found {
-		l.levels = slices.Insert(l.levels, i, level{priority: priority})
-	}
-	return &l.levels[i].waiting
+	return l.levels.Of(priority)
 }
 
 // len counts the waiting jobs of every priority.
 func (l *line) len() int {
 	n := l.waiting.len() + l.fair.len()
-	for i := range l.levels {
-		n += l.levels[i].waiting.len()
-	}
+	l.levels.Each(func(w *waiting) { n += w.len() })
 	return n
-}
-
-// inOrder calls take with the waiting jobs of each priority, highest
-// first, until it reports false.
-func (l *line) inOrder(take func(w *waiting) bool) {
-	i := 0
-	for ; i < len(l.levels) && l.levels[i].priority > 0; i++ {
-		if !take(&l.levels[i].waiting) {
-			return
-		}
-	}
-	if !take(&l.waiting) {
-		return
-	}
-	for ; i < len(l.levels); i++ {
-		if !take(&l.levels[i].waiting) {
-			return
-		}
-	}
 }
 
 // waiting holds a queue's waiting jobs in order of available_at, then id.

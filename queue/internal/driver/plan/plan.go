@@ -22,14 +22,8 @@ import (
 
 // Shape is what a reservation does, which picks its statement.
 type Shape struct {
-	// Features are the features its search does (see Parts):
-	// FeaturePriority orders by priority, then due time, with a search
-	// of the jobs with a priority (by the index jobs_prioritized, which
-	// holds only those) beside the one of the others; FeatureRate leaves
-	// out the jobs of the rate keys whose window is full at @at (a row of
-	// queue_rates reopening later); FeatureFair takes the jobs of
-	// priority 0 with a fairness key by place (the index jobs_fair), in
-	// turns by group, beside those without one.
+	// Features are the features its search does: each adds its Part
+	// (see control.Parts).
 	Features driver.Features
 	// Only takes only the jobs of the types of @names.
 	Only bool
@@ -89,8 +83,9 @@ type Reservation struct {
 	Shape    Shape
 	Searches []Search
 	// Order is the order of the jobs of all searches together, for a
-	// plan of more than one.
-	Order string
+	// plan of more than one, and Columns what each search returns for it
+	// (id first): the part that adds a second search sets both.
+	Order, Columns string
 }
 
 // The filters of every search of a reservation: features is the test
@@ -101,101 +96,42 @@ type Reservation struct {
 const (
 	features = "NOT EXISTS (SELECT 1 FROM queue_features WHERE queue = @queue AND (feature & @does) = 0)"
 	waiting  = "queue = @queue AND reserved_at IS NULL"
-	// due are the jobs due by @now.
-	due = "available_at <= @now"
 	// fromBound leaves out those due before @from: see driver.Reservation.From.
 	fromBound = "available_at >= @from"
-	// notFull is Rated's filter.
-	notFull = "(rate_key IS NULL OR rate_key NOT IN (SELECT key FROM queue_rates WHERE reopen_at > @at))"
 )
 
-// The orders of a reservation's searches; fairOrder is driver.FairOrder
-// in SQL.
-const (
-	byDue      = "available_at, id"
-	byPriority = "priority DESC, available_at, id"
-	byPlace    = "fair_seq, available_at, id"
-	fairOrder  = "priority DESC, CASE WHEN priority = 0 THEN coalesce(fair_seq, 0) ELSE 0 END, available_at, id"
-)
+// Due is the filter of the jobs due by @now, which every search by due
+// time has.
+const Due = "available_at <= @now"
+
+// byDue is the order of the search by due time.
+const byDue = "available_at, id"
 
 // A Part is what a feature adds to a reservation's plan, when its shape
-// asks for it: searches of its own, or filters on every search.
+// does Feature: searches of its own, or filters on every search. The
+// features' parts are in their folders (queue/internal/control/...),
+// listed in order by control.Parts.
 type Part struct {
-	Name string
-	On   func(Shape) bool
-	Add  func(d sqlkit.Dialect, p *Reservation)
-}
-
-// Parts are the features of a reservation, in the order they add to its
-// plan: a part sees the searches of those before it.
-var Parts = []Part{
-	{"fairness", feature(driver.FeatureFair), fair},
-	{"priority", feature(driver.FeaturePriority), priority},
-	{"rate limits", feature(driver.FeatureRate), rated},
-	{"known types", func(s Shape) bool { return s.Only }, only},
-}
-
-// feature is a Part's test for the feature f.
-func feature(f driver.Features) func(Shape) bool {
-	return func(s Shape) bool { return s.Features&f != 0 }
+	Name    string
+	Feature driver.Features
+	Add     func(d sqlkit.Dialect, p *Reservation)
 }
 
 // Of returns the plan of a reservation of shape on d: the search of the
-// waiting jobs by due time, from @from to @now, and what the Parts its
-// shape asks for add.
-func Of(d sqlkit.Dialect, shape Shape) Reservation {
-	p := Reservation{Shape: shape, Searches: []Search{{Name: "u", Where: []string{fromBound, due}, Order: byDue}}}
-	for _, part := range Parts {
-		if part.On(shape) {
+// waiting jobs by due time, from @from to @now, what each of parts whose
+// feature the shape does adds, in order (a part sees the searches of
+// those before it), and last Only's filter on every search.
+func Of(d sqlkit.Dialect, shape Shape, parts []Part) Reservation {
+	p := Reservation{Shape: shape, Searches: []Search{{Name: "u", Where: []string{fromBound, Due}, Order: byDue}}}
+	for _, part := range parts {
+		if shape.Features&part.Feature != 0 {
 			part.Add(d, &p)
 		}
 	}
+	if shape.Only {
+		only(d, &p)
+	}
 	return p
-}
-
-// fair: the jobs without a fairness key by due time (jobs_waiting), and
-// beside them those with one by place (jobs_fair), from the first place
-// a worker has not passed, @place; in turns by group together.
-func fair(_ sqlkit.Dialect, p *Reservation) {
-	for i := range p.Searches {
-		p.Searches[i].Index = "jobs_waiting"
-		p.Searches[i].Where = append([]string{"fair_seq IS NULL"}, p.Searches[i].Where...)
-	}
-	p.Searches = append(p.Searches, Search{Name: "f", Index: "jobs_fair", Where: []string{"fair_seq IS NOT NULL", "fair_seq >= @place", due}, Order: byPlace})
-	p.Order = fairOrder
-}
-
-// priority: the searches so far take the jobs of priority 0; before them
-// a search of those with a priority along jobs_prioritized, which holds
-// only those. On PostgreSQL, which runs the searches in turn, each
-// locking (SKIP LOCKED) only what the ones before left of the limit, the
-// priorities above 0 come first and those below 0 last, so that a
-// reservation locks no job it does not take; on SQLite one search takes
-// them all, and the first by priority of all the searches together are
-// reserved.
-func priority(d sqlkit.Dialect, p *Reservation) {
-	for i := range p.Searches {
-		p.Searches[i].Where = append([]string{"priority = 0"}, p.Searches[i].Where...)
-	}
-	withPriority := func(name string, where ...string) Search {
-		return Search{Name: name, Index: "jobs_prioritized", Where: append(append([]string{"priority <> 0"}, where...), due), Order: byPriority}
-	}
-	if d.PG {
-		p.Searches = append(append([]Search{withPriority("p", "priority > 0")}, p.Searches...), withPriority("n", "priority < 0"))
-	} else {
-		p.Searches = append([]Search{withPriority("p")}, p.Searches...)
-	}
-	if p.Order == "" {
-		p.Order = byPriority
-	}
-}
-
-// rated: every search leaves out the jobs of the keys whose rate window
-// is full at @at.
-func rated(_ sqlkit.Dialect, p *Reservation) {
-	for i := range p.Searches {
-		p.Searches[i].Where = append(p.Searches[i].Where, notFull)
-	}
 }
 
 // only: every search takes only the jobs of the types of @names.
@@ -203,15 +139,6 @@ func only(d sqlkit.Dialect, p *Reservation) {
 	for i := range p.Searches {
 		p.Searches[i].Where = append([]string{names(d)}, p.Searches[i].Where...)
 	}
-}
-
-// columns are what the searches of a plan of more than one return, for
-// the order of them together.
-func (p Reservation) columns() string {
-	if p.Shape.Features&driver.FeatureFair != 0 {
-		return "id, priority, fair_seq, available_at"
-	}
-	return "id, priority, available_at"
 }
 
 // where is the filter of s: the queue's jobs waiting, then its own.
@@ -266,7 +193,7 @@ func (p Reservation) sqlite(returning string) string {
 	} else {
 		parts := make([]string, len(p.Searches))
 		for i, s := range p.Searches {
-			parts[i] = "SELECT * FROM (" + search(s, p.columns()) + ")"
+			parts[i] = "SELECT * FROM (" + search(s, p.Columns) + ")"
 		}
 		ids = "SELECT id FROM (" + strings.Join(parts, " UNION ALL ") + ") ORDER BY " + p.Order + " LIMIT +@limit"
 	}
@@ -298,7 +225,7 @@ func (p Reservation) postgres(returning string) string {
 			limit = "(" + size + " - (" + taken + "))"
 			taken += " + "
 		}
-		ctes = append(ctes, s.Name+" AS ("+search(s, p.columns(), limit)+")")
+		ctes = append(ctes, s.Name+" AS ("+search(s, p.Columns, limit)+")")
 		ids = append(ids, "SELECT id FROM "+s.Name)
 		taken += "(SELECT count(*) FROM " + s.Name + ")"
 	}
@@ -319,13 +246,14 @@ func prefixed(prefix, list string) string {
 type Statements struct {
 	dialect   sqlkit.Dialect
 	returning string
+	parts     []Part
 	shapes    sync.Map // Shape -> Statement
 }
 
-// New returns the reservations of d, returning returning, the columns a
-// reserved job is read from.
-func New(d sqlkit.Dialect, returning string) *Statements {
-	return &Statements{dialect: d, returning: returning}
+// New returns the reservations of d with the features' parts, returning
+// returning, the columns a reserved job is read from.
+func New(d sqlkit.Dialect, parts []Part, returning string) *Statements {
+	return &Statements{dialect: d, parts: parts, returning: returning}
 }
 
 // Reservation returns the statement of a reservation of shape.
@@ -333,7 +261,7 @@ func (s *Statements) Reservation(shape Shape) Statement {
 	if st, ok := s.shapes.Load(shape); ok {
 		return st.(Statement)
 	}
-	st := Render(s.dialect, Of(s.dialect, shape).Text(s.dialect, s.returning))
+	st := Render(s.dialect, Of(s.dialect, shape, s.parts).Text(s.dialect, s.returning))
 	s.shapes.Store(shape, st)
 	return st
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
@@ -44,39 +43,6 @@ func TestRenderRefusesAnUnknownName(t *testing.T) {
 	Render(sqlkit.SQLite, "SELECT 1 FROM jobs WHERE queue = @qeue")
 }
 
-// TestAPartAddsOnlyWhenItsShapeAsksForIt: each feature's SQL is in a
-// statement exactly when the shape asks for the feature, on both
-// databases, so that a search that does not do a feature costs nothing
-// for it.
-func TestAPartAddsOnlyWhenItsShapeAsksForIt(t *testing.T) {
-	marks := map[string]string{"fairness": "fair_seq", "priority": "priority", "rate limits": "queue_rates", "known types": "@names"}
-	for _, d := range []sqlkit.Dialect{sqlkit.SQLite, sqlkit.Postgres} {
-		for i := range 16 {
-			shape := Shape{Features: driver.Features(i & 7), Only: i&8 != 0, Size: 4}
-			p := Of(d, shape)
-			text := p.Text(d, "id")
-			for _, part := range Parts {
-				mark := marks[part.Name]
-				if mark == "" {
-					t.Fatalf("no mark for the part %q", part.Name)
-				}
-				// The columns of a plan of several searches name priority and
-				// fair_seq for the order of them together: look at the filters.
-				var filters []string
-				for _, s := range p.Searches {
-					filters = append(filters, s.Where...)
-				}
-				if in := strings.Contains(strings.Join(filters, " "), mark); in != part.On(shape) {
-					t.Errorf("PG %v %+v: %s in the filters = %v; want %v:\n%s", d.PG, shape, mark, in, part.On(shape), text)
-				}
-			}
-			if rendered := Render(d, text).SQL; strings.Contains(rendered, "@") {
-				t.Errorf("PG %v %+v: a name left unrendered: %s", d.PG, shape, rendered)
-			}
-		}
-	}
-}
-
 // TestSizeFor: a limit up to MaxSize is its own constant, a larger one
 // the parameter, and PostgreSQL writes each as its LIMIT.
 func TestSizeFor(t *testing.T) {
@@ -88,7 +54,7 @@ func TestSizeFor(t *testing.T) {
 		if size != want {
 			t.Fatalf("SizeFor(%d) = %d; want %d", limit, size, want)
 		}
-		text := Of(sqlkit.Postgres, Shape{Size: size}).Text(sqlkit.Postgres, "id")
+		text := Of(sqlkit.Postgres, Shape{Size: size}, nil).Text(sqlkit.Postgres, "id")
 		if wantLimit := " LIMIT " + map[bool]string{true: strconv.Itoa(limit), false: "@limit"}[limit <= MaxSize]; !strings.Contains(text, wantLimit+" ") {
 			t.Fatalf("the statement of %d has no%s: %s", limit, wantLimit, text)
 		}
