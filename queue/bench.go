@@ -17,7 +17,7 @@ import (
 
 	"github.com/navree/navree/app"
 	"github.com/navree/navree/app/term"
-	"github.com/navree/navree/queue/internal/driver"
+	windows "github.com/navree/navree/queue/internal/control/rate"
 	"github.com/navree/navree/queue/internal/worker"
 	"github.com/urfave/cli/v2"
 )
@@ -99,7 +99,7 @@ func (q *Queue) benchWork(ctx context.Context, queues []string, o benchOptions) 
 		if left == 0 {
 			return total, nil
 		}
-		wait := o.Rate.Per / driver.Slices
+		wait := o.Rate.Per / windows.Slices
 		if throttles, err := q.Inspector().Throttles(ctx, ""); err != nil {
 			return total, err
 		} else if len(throttles) > 0 {

@@ -6,8 +6,26 @@ import (
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/drivertest"
 	"github.com/navree/navree/queue/internal/driver/memdriver"
 )
+
+func rated(n int, queue string, availableAt int64, key string, r driver.Rate) *driver.Job {
+	j := newJob(n, queue, availableAt)
+	j.RateKey, j.Rate = key, r
+	return j
+}
+
+// t0 is a time on the clock of reservations, far from 0 (the driver's
+// own clock).
+const t0 = 1_000_000
+
+// grouped is a job of queue in the group key.
+func grouped(n int, queue string, availableAt int64, key string) *driver.Job {
+	j := newJob(n, queue, availableAt)
+	j.FairKey = key
+	return j
+}
 
 func prioritized(n int, queue string, availableAt int64, priority int) *driver.Job {
 	j := newJob(n, queue, availableAt)
@@ -298,5 +316,150 @@ func TestEveryWayIntoJobsRecordsItsFeature(t *testing.T) {
 			t.Fatalf("Features = %b once the fair step is released; want fairness", f)
 		}
 		plainTakesNothing("f", 60)
+	})
+}
+
+// TestARateLimitFollowsTheJob: a job's rate limit is kept when it fails
+// (for its retry), while it is held by a concurrency limit, and while it
+// is a flow's step waiting for another.
+func TestARateLimitFollowsTheJob(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		rate := driver.Rate{Max: 5, PerMs: 1000}
+		insert(t, s, rated(1, "r", 1, "api-f", rate))
+		j := reserve(t, s, "r", t0)
+		if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Attempt: 1, At: t0, Error: "boom"}); !ok || err != nil {
+			t.Fatalf("Fail: %v, %v", ok, err)
+		}
+		if f := lookup(t, s, 1); f.Failed == nil || f.Failed.RateKey != "api-f" || f.Failed.Rate != rate {
+			t.Fatalf("the failed job: %+v", f.Failed)
+		}
+		if err := s.Retry(ctx, j.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		if f := lookup(t, s, 1); f.Job == nil || f.Job.RateKey != "api-f" || f.Job.Rate != rate {
+			t.Fatalf("the retried job: %+v", f.Job)
+		}
+
+		first, second := limited(2, "h", 1, "account:1", 1), limited(3, "h", 2, "account:1", 1)
+		first.RateKey, first.Rate, second.RateKey, second.Rate = "api-f", rate, "api-f", rate
+		insert(t, s, first, second)
+		j = reserve(t, s, "h", t0)
+		if ok, err := driver.CompleteOne(ctx, s, j, j.Attempts); !ok || err != nil {
+			t.Fatalf("Complete: %v, %v", ok, err)
+		}
+		if j := reserve(t, s, "h", t0); j == nil || j.RateKey != "api-f" || j.Rate != rate {
+			t.Fatalf("the held job, admitted: %+v", j)
+		}
+
+		b := newFlow(1, driver.KindChain, true).step("a", driver.RoleStep, false).step("b", driver.RoleStep, false, "a")
+		for _, st := range b.nf.Steps {
+			st.Job.RateKey, st.Job.Rate = "api-f", rate
+		}
+		b.start(t, s)
+		a := reserve(t, s, "f", t0)
+		if a == nil || a.RateKey != "api-f" {
+			t.Fatalf("the flow's first step: %+v", a)
+		}
+		succeed(t, s, t0, `{}`, a)
+		if j := reserve(t, s, "f", t0); j == nil || j.RateKey != "api-f" || j.Rate != rate {
+			t.Fatalf("the flow's second step, released: %+v", j)
+		}
+	})
+}
+
+// TestABatchKeepsEachJobsPriorityAndRateLimit: a batch stored at once
+// (COPY on PostgreSQL) keeps what each job carries.
+func TestABatchKeepsEachJobsPriorityAndRateLimit(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		rate := driver.Rate{Max: 3, PerMs: 2000}
+		a, b := rated(1, "m", 1, "api-m", rate), newJob(2, "m", 2)
+		a.Priority, b.Priority = 5, -2
+		if _, err := s.InsertMany(ctx, nil, []*driver.Job{a, b}, 1); err != nil {
+			t.Fatal(err)
+		}
+		if f := lookup(t, s, 1); f.Job == nil || f.Job.Priority != 5 || f.Job.RateKey != "api-m" || f.Job.Rate != rate {
+			t.Fatalf("the first of the batch: %+v", f.Job)
+		}
+		if f := lookup(t, s, 2); f.Job == nil || f.Job.Priority != -2 || f.Job.RateKey != "" {
+			t.Fatalf("the second of the batch: %+v", f.Job)
+		}
+	})
+}
+
+// TestAFairJobKeepsItsKeyWhereverItGoes: a failed job keeps its key, and
+// its retry takes a new place; a job held by its concurrency limit takes
+// its place as it is admitted; a released job keeps its place.
+func TestAFairJobKeepsItsKeyWhereverItGoes(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		insert(t, s, grouped(1, "a", 0, "g"), grouped(2, "a", 0, "g"))
+		j := drivertest.Search(t, s, driver.FeatureFair, "a", 100, 1)[0]
+		if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Attempt: 1, At: 100, Error: "boom"}); err != nil || !ok {
+			t.Fatalf("Fail: %v, %v", ok, err)
+		}
+		if f := lookup(t, s, 1); f.Failed == nil || f.Failed.FairKey != "g" {
+			t.Fatalf("the failed job: %+v, want its key g", f.Failed)
+		}
+		failed, err := s.Failed(ctx, driver.FailedKey{}, 10, false)
+		if err != nil || len(failed) != 1 || failed[0].FairKey != "g" {
+			t.Fatalf("Failed: %+v, %v", failed, err)
+		}
+		if err := s.Retry(ctx, j.ID, 200); err != nil {
+			t.Fatal(err)
+		}
+		if f := lookup(t, s, 1); f.Job == nil || f.Job.FairKey != "g" || f.Job.FairSeq != 3 {
+			t.Fatalf("the retried job: %+v, want key g at the group's next place, 3", f.Job)
+		}
+		r := drivertest.Search(t, s, driver.FeatureFair, "a", 300, 1)[0]
+		if drivertest.Numbers([]*driver.Job{r}) != "2" {
+			t.Fatalf("reserved %s, want 2, whose place is before the retry's", r.ID)
+		}
+		if ok, err := s.Release(ctx, r.ID, r.Attempts, 400, driver.Failure{Attempt: 1, At: 300, Error: "again"}); err != nil || !ok {
+			t.Fatalf("Release: %v, %v", ok, err)
+		}
+		if f := lookup(t, s, 2); f.Job == nil || f.Job.FairSeq != 2 {
+			t.Fatalf("the released job: %+v, want its place, 2", f.Job)
+		}
+
+		held := grouped(3, "b", 0, "h")
+		held.LimitKey, held.LimitMax = "fair-limit", 1
+		first := grouped(4, "b", 0, "h")
+		first.LimitKey, first.LimitMax = "fair-limit", 1
+		insert(t, s, first, held)
+		if f := lookup(t, s, 3); f.Job == nil || !f.Job.Held || f.Job.FairKey != "h" {
+			t.Fatalf("the held job: %+v", f.Job)
+		}
+		run := drivertest.Search(t, s, driver.FeatureFair, "b", 100, 10)
+		if drivertest.Numbers(run) != "4" {
+			t.Fatalf("reserved %s, want 4 alone", drivertest.Numbers(run))
+		}
+		if _, err := s.Complete(ctx, []driver.Attempt{{ID: run[0].ID, Attempt: 1, Limit: "fair-limit"}}, false); err != nil {
+			t.Fatal(err)
+		}
+		if f := lookup(t, s, 3); f.Job == nil || f.Job.Held || f.Job.FairKey != "h" || f.Job.FairSeq != 2 {
+			t.Fatalf("the admitted job: %+v, want key h at place 2", f.Job)
+		}
+	})
+}
+
+// TestAFairAndRatedReservationLeavesOutFullWindows: a group whose rate
+// key's window is full waits; the others take their turns.
+func TestAFairAndRatedReservationLeavesOutFullWindows(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for n := 1; n <= 3; n++ {
+			j := grouped(n, "a", 0, "busy")
+			j.RateKey, j.Rate = "fair-rate", driver.Rate{Max: 1, PerMs: 60_000}
+			insert(t, s, j)
+		}
+		insert(t, s, grouped(4, "a", 1, "calm"), grouped(5, "a", 1, "calm"))
+		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate | driver.FeatureFair, Queue: "a", Now: 100, At: 100, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := drivertest.Numbers(jobs); got != "1 4 5" {
+			t.Fatalf("reserved %s, want 1 4 5: one of busy (its window then full), both of calm", got)
+		}
+		if f := lookup(t, s, 2); f.Job == nil || f.Job.Attempts != 0 || f.Job.ReservedAt != 0 {
+			t.Fatalf("the job over its limit: %+v, want it waiting, no attempt spent", f.Job)
+		}
 	})
 }

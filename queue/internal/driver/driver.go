@@ -223,7 +223,7 @@ type Reservation struct {
 	//     reserves, giving back in its own transaction those over their
 	//     limit;
 	//   - FeatureFair: it takes the jobs of priority 0 in turns by group
-	//     (see FairOrder).
+	//     (see package fair's Order, queue/internal/control/fair).
 	// Without them the search is by due time alone, the one that costs
 	// least.
 	Features Features
@@ -361,8 +361,9 @@ type Job struct {
 	// given as it enters jobs (0 before): its group's next, or the round
 	// the queue serves (its lowest place waiting; with none waiting the
 	// next after the last given: then a batch's places are those of its
-	// jobs stored one by one), whichever is later. A Fair reservation takes the
-	// jobs of priority 0 by it (see FairOrder).
+	// jobs stored one by one), whichever is later. A Fair reservation
+	// takes the jobs of priority 0 by it (see package fair's Order,
+	// queue/internal/control/fair).
 	FairSeq int64
 	// Held says, read side (Lookup), that the job is held by its limit.
 	Held bool

@@ -21,14 +21,16 @@ import (
 
 // The harness is drivertest's, shared with the features' folders.
 var (
-	queueSets  = drivertest.Sets
-	migrated   = drivertest.Migrated
-	each       = drivertest.Each
-	newJob     = drivertest.Job
-	insert     = drivertest.Insert
-	reserve    = drivertest.Reserve
-	tails      = drivertest.Tails
-	reserveAll = drivertest.ReserveAll
+	queueSets    = drivertest.Sets
+	migrated     = drivertest.Migrated
+	each         = drivertest.Each
+	newJob       = drivertest.Job
+	insert       = drivertest.Insert
+	reserve      = drivertest.Reserve
+	tails        = drivertest.Tails
+	reserveAll   = drivertest.ReserveAll
+	lookup       = drivertest.Lookup
+	reservedOnce = drivertest.ReservedOnce
 )
 
 var ctx = context.Background()
@@ -715,43 +717,6 @@ func TestConcurrentBatchReservationsNeverOverlap(t *testing.T) {
 		}
 		reservedOnce(t, s, driver.Reservation{Queue: "a", Now: 10, At: 10, Limit: 7}, 500)
 	})
-}
-
-// reservedOnce reserves with r from four goroutines at once until none
-// is left, and fails unless every one of n jobs was reserved once.
-func reservedOnce(t *testing.T, s driver.Driver, r driver.Reservation, n int) {
-	t.Helper()
-	var mu sync.Mutex
-	seen := map[string]int{}
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for {
-				got, err := s.Reserve(ctx, r)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if len(got) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, j := range got {
-					seen[j.ID]++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if len(seen) != n {
-		t.Fatalf("%d jobs reserved, want %d", len(seen), n)
-	}
-	for id, k := range seen {
-		if k != 1 {
-			t.Fatalf("job %s reserved %d times", id, k)
-		}
-	}
 }
 
 // TestInsertManyWithUniqueJobs: a batch of plain and unique jobs is

@@ -20,15 +20,6 @@ func limited(n int, queue string, availableAt int64, key string, most int) *driv
 	return j
 }
 
-func lookup(t *testing.T, s driver.Driver, n int) driver.Found {
-	t.Helper()
-	f, err := s.Lookup(ctx, newJob(n, "", 0).ID)
-	if err != nil {
-		t.Fatalf("Lookup(%d): %v", n, err)
-	}
-	return f
-}
-
 func heldOf(t *testing.T, s driver.Driver, queue string) int {
 	t.Helper()
 	stats, err := s.Stats(ctx, 100, 100, 1000)

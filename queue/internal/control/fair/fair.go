@@ -4,11 +4,15 @@
 // those without a key by due time.
 //
 // It holds the feature's test of a stored job (Has), its tests in SQL
-// (Waiting, Running) and its part of a reservation's plan (Plan); its row
-// of control.All plugs them in. The rest of it is not yet here: the
-// giving of places (dbdriver/fair.go, with PostgreSQL's function
-// navree_fair), its memory part (memdriver/fair.go) and the order of a
-// fair reservation (driver.FairOrder).
+// (Waiting, Running) and its part of a reservation's plan (Plan), which
+// its row of control.All plugs in; the order of a fair reservation's jobs
+// (Order, Drained); the giving of places in SQL (Place) and the prune of
+// groups behind their round (AnyBehind, Prune); its memory part (Memory);
+// and its conformance tests on the three drivers. On PostgreSQL the rule
+// of a place is also the function navree_fair (a migration's), which the
+// trigger jobs_fair runs for a job that enters jobs without one (a move
+// from another table); the memory driver's fair search
+// (memdriver/fair.go) walks the driver's own lists.
 package fair
 
 import (
@@ -30,7 +34,7 @@ const (
 )
 
 // The orders of a fair reservation: byPlace of its search of the jobs
-// with a key; order, driver.FairOrder in SQL, of its jobs together.
+// with a key; order, Order in SQL, of its jobs together.
 const (
 	byPlace = "fair_seq, available_at, id"
 	order   = "priority DESC, CASE WHEN priority = 0 THEN coalesce(fair_seq, 0) ELSE 0 END, available_at, id"

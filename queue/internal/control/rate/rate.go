@@ -3,11 +3,14 @@
 // its key's window has room; each key's window is a row of queue_rates.
 //
 // It holds the feature's test of a stored job (Has), its tests in SQL
-// (Waiting, Running) and its part of a reservation's plan (Plan); its row
-// of control.All plugs them in. The rest of it is not yet here: the
-// windows (driver.Window), the rounds of a limited reservation and
-// Meter, Throttles and PruneRates (dbdriver/rate.go), and its memory
-// part (memdriver/rate.go).
+// (Waiting, Running) and its part of a reservation's plan (Plan), which
+// its row of control.All plugs in; the windows (Window, a sliding window
+// log, tested against a brute-force log of every start); their
+// statements and a transaction's reads and writes of them (Logs, Lock,
+// Meter); their memory part (Memory); and its conformance tests on the
+// three drivers. The rounds of a reservation that does it, which take
+// and give back in the reservation's transaction, are still a branch of
+// the database driver's reservation (dbdriver/rate.go, reserveRated).
 package rate
 
 import (

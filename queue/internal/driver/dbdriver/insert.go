@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/control/fair"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
@@ -280,7 +281,7 @@ func (b *base) InsertMany(ctx context.Context, uow *db.UnitOfWork, jobs []*drive
 		for i, j := range jobs {
 			ids[i] = j.ID
 		}
-		if slices.ContainsFunc(jobs, unplaced) {
+		if slices.ContainsFunc(jobs, fair.Unplaced) {
 			err = b.inTx(ctx, nil, func(tx *sql.Tx) error { return b.placeAll(ctx, tx, jobs) })
 		}
 		if err == nil {

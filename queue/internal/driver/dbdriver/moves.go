@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/navree/navree/queue/internal/control/fair"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
@@ -51,7 +52,7 @@ func (b *base) moveIn(ctx context.Context, tx *sql.Tx, query string, args ...any
 	if err != nil || b.d.PG {
 		return moved, err
 	}
-	if slices.ContainsFunc(moved, unplaced) {
+	if slices.ContainsFunc(moved, fair.Unplaced) {
 		if err := b.placeAll(ctx, tx, moved); err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/navree/navree/queue/internal/backoff"
+	"github.com/navree/navree/queue/internal/control/fair"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/plan"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
@@ -64,9 +65,9 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 	}
 	jobs, err := b.search(ctx, nil, at, r)
 	if r.Features&driver.FeatureFair != 0 {
-		driver.FairOrder(jobs)
+		fair.Order(jobs)
 		if err == nil && r.Drained != nil {
-			*r.Drained = driver.Drained(jobs, r.Limit)
+			*r.Drained = fair.Drained(jobs, r.Limit)
 		}
 	} else {
 		sortReserved(jobs)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/control/fair"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
@@ -97,7 +98,7 @@ func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) 
 	switch {
 	case len(group) == 0: // another took this one's job into its group
 		return nil
-	case len(group) == 1 && !unplaced(group[0].job) && !hasFeatures(group[0].job):
+	case len(group) == 1 && !fair.Unplaced(group[0].job) && !hasFeatures(group[0].job):
 		st, err := s.prepared(ctx, s.q.insertOf(group[0].job))
 		if err == nil {
 			_, err = st.ExecContext(ctx, appendRow(nil, group[0].job, keyed(group[0].job))...)

@@ -8,6 +8,9 @@ package drivertest
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,15 +102,79 @@ func Reserve(t *testing.T, s driver.Driver, queue string, now int64) *driver.Job
 	return j
 }
 
-// ReserveAll reserves every job of queue due at now (up to 1,000), by
-// priority.
-func ReserveAll(t *testing.T, s driver.Driver, queue string, now int64) []*driver.Job {
+// Search reserves up to limit jobs of queue due at now, with a search
+// that does the features f.
+func Search(t *testing.T, s driver.Driver, f driver.Features, queue string, now int64, limit int) []*driver.Job {
 	t.Helper()
-	jobs, err := s.Reserve(context.Background(), driver.Reservation{Features: driver.FeaturePriority, Queue: queue, Now: now, At: now, Limit: 1000})
+	jobs, err := s.Reserve(context.Background(), driver.Reservation{Features: f, Queue: queue, Now: now, At: now, Limit: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return jobs
+}
+
+// ReserveAll reserves every job of queue due at now (up to 1,000), by
+// priority.
+func ReserveAll(t *testing.T, s driver.Driver, queue string, now int64) []*driver.Job {
+	t.Helper()
+	return Search(t, s, driver.FeaturePriority, queue, now, 1000)
+}
+
+// Lookup looks up the job Job(n, ...) made.
+func Lookup(t *testing.T, s driver.Driver, n int) driver.Found {
+	t.Helper()
+	f, err := s.Lookup(context.Background(), Job(n, "", 0).ID)
+	if err != nil {
+		t.Fatalf("Lookup(%d): %v", n, err)
+	}
+	return f
+}
+
+// ReservedOnce reserves with r from four goroutines at once until none
+// is left, and fails unless every one of n jobs was reserved once.
+func ReservedOnce(t *testing.T, s driver.Driver, r driver.Reservation, n int) {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				got, err := s.Reserve(context.Background(), r)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range got {
+					seen[j.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("%d jobs reserved, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Fatalf("job %s reserved %d times", id, k)
+		}
+	}
+}
+
+// Numbers are the numbers of jobs made by Job, in order, spaced.
+func Numbers(jobs []*driver.Job) string {
+	var out []string
+	for _, j := range jobs {
+		n, _ := strconv.Atoi(j.ID[len(j.ID)-12:])
+		out = append(out, strconv.Itoa(n))
+	}
+	return strings.Join(out, " ")
 }
 
 // Tails are the last digits of the jobs' ids, in order, spaced: "3 2 6

@@ -15,6 +15,8 @@ import (
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/backoff"
+	"github.com/navree/navree/queue/internal/control/fair"
+	"github.com/navree/navree/queue/internal/control/rate"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -34,8 +36,8 @@ type Driver struct {
 	beats  map[string]driver.Worker        // the registered workers, by id
 	f      flows
 	held   limits
-	rates  rates
-	fair   fairness
+	rates  rate.Memory
+	fair   fair.Memory
 }
 
 // New returns an empty memory driver.
@@ -229,7 +231,7 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 	n := min(limit, l.len())
 	queueKey := driver.QueueKey(queue)
 	if !r.QueueRate.IsZero() {
-		n = min(n, d.window(queueKey).Room(at, r.QueueRate))
+		n = min(n, d.rates.Window(queueKey).Room(at, r.QueueRate))
 	}
 	var out []*driver.Job
 	var copies []driver.Job // the caller's copies, in one allocation
@@ -242,7 +244,7 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 			over = append(over, j)
 			return
 		}
-		if j.RateKey != "" && !j.Rate.IsZero() && d.take(j.RateKey, j.Rate, at, 1) == 0 {
+		if j.RateKey != "" && !j.Rate.IsZero() && d.rates.Take(j.RateKey, j.Rate, at, 1) == 0 {
 			over = append(over, j)
 			return
 		}
@@ -268,7 +270,7 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 		return len(out) < n
 	})
 	if r.Drained != nil {
-		*r.Drained = driver.Drained(out, limit)
+		*r.Drained = fair.Drained(out, limit)
 	}
 	var reopens int64
 	for _, j := range over {
@@ -276,13 +278,13 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 		if j.RateKey == "" || j.Rate.IsZero() || r.Only != nil && !r.Only.Has(j.Name) {
 			continue
 		}
-		if t := d.window(j.RateKey).Reopens(at, j.Rate); reopens == 0 || t < reopens {
+		if t := d.rates.Window(j.RateKey).Reopens(at, j.Rate); reopens == 0 || t < reopens {
 			reopens = t
 		}
 	}
 	if !r.QueueRate.IsZero() {
-		d.take(queueKey, r.QueueRate, at, len(out))
-		if t := d.window(queueKey).Reopens(at, r.QueueRate); t > at && (reopens == 0 || t < reopens) {
+		d.rates.Take(queueKey, r.QueueRate, at, len(out))
+		if t := d.rates.Window(queueKey).Reopens(at, r.QueueRate); t > at && (reopens == 0 || t < reopens) {
 			reopens = t
 		}
 	}

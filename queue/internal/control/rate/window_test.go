@@ -1,9 +1,10 @@
-package driver_test
+package rate_test
 
 import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/navree/navree/queue/internal/control/rate"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -36,8 +37,8 @@ func exact(grants []grant, from, to int64) int {
 func TestAWindowNeverHoldsMoreThanItsLimit(t *testing.T) {
 	for _, r := range []driver.Rate{{Max: 1, PerMs: 1000}, {Max: 10, PerMs: 1000}, {Max: 3, PerMs: 50}, {Max: 100, PerMs: 60_000}, {Max: 7, PerMs: 1}} {
 		rng := rand.New(rand.NewPCG(uint64(r.Max), uint64(r.PerMs)))
-		slice := max(1, (r.PerMs+driver.Slices-1)/driver.Slices)
-		var w driver.Window
+		slice := max(1, (r.PerMs+rate.Slices-1)/rate.Slices)
+		var w rate.Window
 		var grants []grant
 		now := int64(1_700_000_000_000)
 		for range 5000 {
@@ -45,7 +46,7 @@ func TestAWindowNeverHoldsMoreThanItsLimit(t *testing.T) {
 			want := 1 + rng.IntN(r.Max+2)
 			before := ""
 			if rng.IntN(10) == 0 { // a reservation stored and read back
-				w = driver.ParseWindow(w.String())
+				w = rate.ParseWindow(w.String())
 			}
 			reopens := w.Reopens(now, r)
 			before = w.String()
@@ -64,11 +65,11 @@ func TestAWindowNeverHoldsMoreThanItsLimit(t *testing.T) {
 					r, now, n, want, exact(grants, now-r.PerMs-slice, now), before)
 			}
 			if reopens > now {
-				probe := driver.ParseWindow(before)
+				probe := rate.ParseWindow(before)
 				if probe.Take(reopens-1, r, 1) != 0 {
 					t.Fatalf("%+v: Reopens %d, yet a take at %d succeeds (window %q)", r, reopens, reopens-1, before)
 				}
-				probe = driver.ParseWindow(before)
+				probe = rate.ParseWindow(before)
 				if probe.Take(reopens, r, 1) != 1 {
 					t.Fatalf("%+v: Reopens %d, yet a take then fails (window %q)", r, reopens, before)
 				}
@@ -92,15 +93,15 @@ func TestAWindowNeverHoldsMoreThanItsLimit(t *testing.T) {
 func TestLateReadingsKeepTheLimit(t *testing.T) {
 	for _, r := range []driver.Rate{{Max: 4, PerMs: 1000}, {Max: 1, PerMs: 100}, {Max: 10, PerMs: 1000}, {Max: 3, PerMs: 50}} {
 		rng := rand.New(rand.NewPCG(uint64(r.Max), uint64(r.PerMs)+1))
-		var w driver.Window
+		var w rate.Window
 		type take struct{ reading, at int64 }
 		var taken []take
 		now := int64(1_700_000_000_000)
 		for range 5000 {
 			now += rng.Int64N(r.PerMs/4 + 2)
-			reading := now - rng.Int64N(min(driver.MaxLagMs, 3*r.PerMs)+1)
+			reading := now - rng.Int64N(min(rate.MaxLagMs, 3*r.PerMs)+1)
 			if rng.IntN(10) == 0 {
-				w = driver.ParseWindow(w.String())
+				w = rate.ParseWindow(w.String())
 			}
 			for range w.Take(reading, r, 1+rng.IntN(2)) {
 				taken = append(taken, take{reading, now})
@@ -130,7 +131,7 @@ func TestLateReadingsKeepTheLimit(t *testing.T) {
 // opens it.
 func TestAWindowOutlivesAClockStep(t *testing.T) {
 	r := driver.Rate{Max: 2, PerMs: 1000}
-	var w driver.Window
+	var w rate.Window
 	now := int64(10_000_000)
 	if n := w.Take(now, r, 5); n != 2 {
 		t.Fatalf("Take = %d, want 2", n)
@@ -153,7 +154,7 @@ func TestAWindowOutlivesAClockStep(t *testing.T) {
 // TestAStoredWindowThatDoesNotParseIsForgotten: a window row written by
 // hand costs the limit its memory, never an error.
 func TestAStoredWindowThatDoesNotParseIsForgotten(t *testing.T) {
-	w := driver.ParseWindow("1000:2 junk 900:1 2000:x 3000:-1 4000:3")
+	w := rate.ParseWindow("1000:2 junk 900:1 2000:x 3000:-1 4000:3")
 	if got := w.String(); got != "1000:2 4000:3" {
 		t.Fatalf("ParseWindow kept %q, want %q", got, "1000:2 4000:3")
 	}

@@ -1,7 +1,9 @@
-package driver_test
+package rate_test
 
 import (
 	"context"
+	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -9,13 +11,28 @@ import (
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue/internal/control/rate"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/dbdriver"
+	"github.com/navree/navree/queue/internal/driver/drivertest"
 	"github.com/navree/navree/queue/internal/driver/memdriver"
 )
 
+// TestMain runs more of the tests at once than there are cores (they
+// mostly wait for commits), and says, on a terminal, how many PostgreSQL
+// tests skipped.
+func TestMain(m *testing.M) {
+	dbtest.Parallel(4 * runtime.GOMAXPROCS(0))
+	os.Exit(dbtest.Main(m))
+}
+
+var ctx = context.Background()
+
+// windowSlices is rate.Slices, for the tests that name a limit rate.
+const windowSlices = rate.Slices
+
 func rated(n int, queue string, availableAt int64, key string, r driver.Rate) *driver.Job {
-	j := newJob(n, queue, availableAt)
+	j := drivertest.Job(n, queue, availableAt)
 	j.RateKey, j.Rate = key, r
 	return j
 }
@@ -60,14 +77,14 @@ func throttled(t *testing.T, s driver.Driver, at int64) map[string]driver.Thrott
 // then the next start; Throttles lists the full windows; Meter counts
 // against the same windows; a pruned window is an open one.
 func TestARateLimitKeepsTheJobsOverItWaiting(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+	drivertest.Each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		api, other := driver.Rate{Max: 2, PerMs: 1000}, driver.Rate{Max: 1, PerMs: 1000}
-		insert(t, s,
+		drivertest.Insert(t, s,
 			rated(1, "a", 10, "api", api),
 			rated(2, "a", 20, "api", api),
 			rated(3, "a", 30, "api", api),
 			rated(4, "a", 40, "api", api),
-			newJob(5, "a", 50),
+			drivertest.Job(5, "a", 50),
 			rated(6, "a", 60, "other", other),
 			rated(7, "a", 70, "other", other),
 		)
@@ -80,17 +97,17 @@ func TestARateLimitKeepsTheJobsOverItWaiting(t *testing.T) {
 			}
 		}
 		jobs, in := reserveRated(t, s, "a", t0, 100, driver.Rate{})
-		if got := tails(jobs); got != "1 2 5 6" {
+		if got := drivertest.Tails(jobs); got != "1 2 5 6" {
 			t.Fatalf("reserved %s, want 1 2 5 6: two of api, the one of no limit, one of other", got)
 		}
 		if jobs[0].RateKey != "api" || jobs[0].Rate != api || jobs[2].RateKey != "" {
 			t.Fatalf("the reserved jobs do not read their rate limits: %+v", jobs[0])
 		}
-		if in <= 0 || in > 1000+1000/driver.Slices+1 {
+		if in <= 0 || in > 1000+1000/windowSlices+1 {
 			t.Fatalf("ReopensIn = %d, want within a window and a slice", in)
 		}
 		for _, n := range []int{3, 4, 7} {
-			if f := lookup(t, s, n); f.Job == nil || f.Job.Attempts != 0 || f.Job.ReservedAt != 0 {
+			if f := drivertest.Lookup(t, s, n); f.Job == nil || f.Job.Attempts != 0 || f.Job.ReservedAt != 0 {
 				t.Fatalf("job %d, over its limit: %+v; want waiting, no attempt spent", n, f.Job)
 			}
 		}
@@ -108,10 +125,10 @@ func TestARateLimitKeepsTheJobsOverItWaiting(t *testing.T) {
 			t.Fatalf("Meter of a full window = %d, %v; want the wait until it reopens, %d", wait, err, in)
 		}
 		if jobs, _ := reserveRated(t, s, "a", t0+in-1, 100, driver.Rate{}); len(jobs) != 0 {
-			t.Fatalf("a millisecond before the windows reopen, reserved %s", tails(jobs))
+			t.Fatalf("a millisecond before the windows reopen, reserved %s", drivertest.Tails(jobs))
 		}
 		jobs, _ = reserveRated(t, s, "a", t0+in, 100, driver.Rate{})
-		if got := tails(jobs); got != "3 4 7" {
+		if got := drivertest.Tails(jobs); got != "3 4 7" {
 			t.Fatalf("once the windows reopen, reserved %s, want 3 4 7", got)
 		}
 		if reopens, err := s.Meter(ctx, "fresh", api, t0+in); err != nil || reopens != 0 {
@@ -132,24 +149,24 @@ func TestARateLimitKeepsTheJobsOverItWaiting(t *testing.T) {
 // TestAQueueRateLimitsTheQueue: a reservation with a QueueRate takes no
 // more than the queue's window has room for, and says when it reopens.
 func TestAQueueRateLimitsTheQueue(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+	drivertest.Each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		for n := 1; n <= 5; n++ {
-			insert(t, s, newJob(n, "q", int64(n)))
+			drivertest.Insert(t, s, drivertest.Job(n, "q", int64(n)))
 		}
 		rate := driver.Rate{Max: 2, PerMs: 1000}
 		jobs, _ := reserveRated(t, s, "q", t0, 10, rate)
-		if got := tails(jobs); got != "1 2" {
+		if got := drivertest.Tails(jobs); got != "1 2" {
 			t.Fatalf("reserved %s, want 1 2", got)
 		}
 		jobs, in := reserveRated(t, s, "q", t0+500, 10, rate)
-		if len(jobs) != 0 || in < 500 || in > 500+1000/driver.Slices+1 {
-			t.Fatalf("with the queue's window full: reserved %s, reopens in %d", tails(jobs), in)
+		if len(jobs) != 0 || in < 500 || in > 500+1000/windowSlices+1 {
+			t.Fatalf("with the queue's window full: reserved %s, reopens in %d", drivertest.Tails(jobs), in)
 		}
 		if th := throttled(t, s, t0+500); th[driver.QueueKey("q")].Rate != rate {
 			t.Fatalf("Throttles = %+v; want the queue's key", th)
 		}
 		jobs, _ = reserveRated(t, s, "q", t0+500+in, 10, rate)
-		if got := tails(jobs); got != "3 4" {
+		if got := drivertest.Tails(jobs); got != "3 4" {
 			t.Fatalf("once it reopens, reserved %s, want 3 4", got)
 		}
 	})
@@ -159,10 +176,10 @@ func TestAQueueRateLimitsTheQueue(t *testing.T) {
 // from many connections never start more than the window allows, and
 // what they leave is there for the next.
 func TestARateLimitHoldsAcrossConcurrentReservations(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+	drivertest.Each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		rate := driver.Rate{Max: 10, PerMs: 60_000}
 		for n := 1; n <= 60; n++ {
-			insert(t, s, rated(n, "c", int64(n), "api-c", rate))
+			drivertest.Insert(t, s, rated(n, "c", int64(n), "api-c", rate))
 		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -192,86 +209,19 @@ func TestARateLimitHoldsAcrossConcurrentReservations(t *testing.T) {
 	})
 }
 
-// TestARateLimitFollowsTheJob: a job's rate limit is kept when it fails
-// (for its retry), while it is held by a concurrency limit, and while it
-// is a flow's step waiting for another.
-func TestARateLimitFollowsTheJob(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
-		rate := driver.Rate{Max: 5, PerMs: 1000}
-		insert(t, s, rated(1, "r", 1, "api-f", rate))
-		j := reserve(t, s, "r", t0)
-		if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Attempt: 1, At: t0, Error: "boom"}); !ok || err != nil {
-			t.Fatalf("Fail: %v, %v", ok, err)
-		}
-		if f := lookup(t, s, 1); f.Failed == nil || f.Failed.RateKey != "api-f" || f.Failed.Rate != rate {
-			t.Fatalf("the failed job: %+v", f.Failed)
-		}
-		if err := s.Retry(ctx, j.ID, t0); err != nil {
-			t.Fatal(err)
-		}
-		if f := lookup(t, s, 1); f.Job == nil || f.Job.RateKey != "api-f" || f.Job.Rate != rate {
-			t.Fatalf("the retried job: %+v", f.Job)
-		}
-
-		first, second := limited(2, "h", 1, "account:1", 1), limited(3, "h", 2, "account:1", 1)
-		first.RateKey, first.Rate, second.RateKey, second.Rate = "api-f", rate, "api-f", rate
-		insert(t, s, first, second)
-		j = reserve(t, s, "h", t0)
-		if ok, err := driver.CompleteOne(ctx, s, j, j.Attempts); !ok || err != nil {
-			t.Fatalf("Complete: %v, %v", ok, err)
-		}
-		if j := reserve(t, s, "h", t0); j == nil || j.RateKey != "api-f" || j.Rate != rate {
-			t.Fatalf("the held job, admitted: %+v", j)
-		}
-
-		b := newFlow(1, driver.KindChain, true).step("a", driver.RoleStep, false).step("b", driver.RoleStep, false, "a")
-		for _, st := range b.nf.Steps {
-			st.Job.RateKey, st.Job.Rate = "api-f", rate
-		}
-		b.start(t, s)
-		a := reserve(t, s, "f", t0)
-		if a == nil || a.RateKey != "api-f" {
-			t.Fatalf("the flow's first step: %+v", a)
-		}
-		succeed(t, s, t0, `{}`, a)
-		if j := reserve(t, s, "f", t0); j == nil || j.RateKey != "api-f" || j.Rate != rate {
-			t.Fatalf("the flow's second step, released: %+v", j)
-		}
-	})
-}
-
-// TestABatchKeepsEachJobsPriorityAndRateLimit: a batch stored at once
-// (COPY on PostgreSQL) keeps what each job carries.
-func TestABatchKeepsEachJobsPriorityAndRateLimit(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
-		rate := driver.Rate{Max: 3, PerMs: 2000}
-		a, b := rated(1, "m", 1, "api-m", rate), newJob(2, "m", 2)
-		a.Priority, b.Priority = 5, -2
-		if _, err := s.InsertMany(ctx, nil, []*driver.Job{a, b}, 1); err != nil {
-			t.Fatal(err)
-		}
-		if f := lookup(t, s, 1); f.Job == nil || f.Job.Priority != 5 || f.Job.RateKey != "api-m" || f.Job.Rate != rate {
-			t.Fatalf("the first of the batch: %+v", f.Job)
-		}
-		if f := lookup(t, s, 2); f.Job == nil || f.Job.Priority != -2 || f.Job.RateKey != "" {
-			t.Fatalf("the second of the batch: %+v", f.Job)
-		}
-	})
-}
-
 // TestARateLimitOnTheDriversOwnClock: a reservation at 0 (the driver's
 // own clock: on PostgreSQL the server's) keeps the windows on that clock,
 // and says how long until they reopen.
 func TestARateLimitOnTheDriversOwnClock(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+	drivertest.Each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		rate := driver.Rate{Max: 1, PerMs: 3_600_000}
-		insert(t, s, rated(1, "z", 1, "api-z", rate), rated(2, "z", 2, "api-z", rate))
+		drivertest.Insert(t, s, rated(1, "z", 1, "api-z", rate), rated(2, "z", 2, "api-z", rate))
 		var in int64
 		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate, Queue: "z", Now: 1 << 50, Limit: 10, ReopensIn: &in})
-		if err != nil || tails(jobs) != "1" || jobs[0].ReservedAt < 1_700_000_000_000 {
-			t.Fatalf("Reserve: %s, %v; want job 1, reserved on the clock", tails(jobs), err)
+		if err != nil || drivertest.Tails(jobs) != "1" || jobs[0].ReservedAt < 1_700_000_000_000 {
+			t.Fatalf("Reserve: %s, %v; want job 1, reserved on the clock", drivertest.Tails(jobs), err)
 		}
-		if in < 3_600_000-1000 || in > 3_600_000+3_600_000/driver.Slices {
+		if in < 3_600_000-1000 || in > 3_600_000+3_600_000/windowSlices {
 			t.Fatalf("ReopensIn = %d; want about an hour", in)
 		}
 		if wait, err := s.Meter(ctx, "api-z", rate, 0); err != nil || wait < 3_600_000-1000 {
@@ -291,7 +241,7 @@ func TestARateLimitOnTheDriversOwnClock(t *testing.T) {
 func TestPruningWindowsNeverWaitsForAReservation(t *testing.T) {
 	t.Parallel()
 	url := dbtest.PostgresURL(t)
-	d := migrated(t, url)
+	d := drivertest.Migrated(t, url)
 	s := dbdriver.New(d)
 	rate := driver.Rate{Max: 1, PerMs: 10}
 	for _, key := range []string{"held", "free"} {
@@ -341,7 +291,7 @@ func TestPruningWindowsNeverWaitsForAReservation(t *testing.T) {
 func TestPruningNoWindowWritesNothing(t *testing.T) {
 	t.Parallel()
 	for _, url := range []func(testing.TB) string{dbtest.SQLiteURL, dbtest.PostgresURL} {
-		d := migrated(t, url(t))
+		d := drivertest.Migrated(t, url(t))
 		s := dbdriver.New(d)
 		tx, err := d.BeginTx(ctx, nil)
 		if err != nil {
