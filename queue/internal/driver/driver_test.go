@@ -30,19 +30,11 @@ var (
 	tails        = drivertest.Tails
 	reserveAll   = drivertest.ReserveAll
 	lookup       = drivertest.Lookup
+	pending      = drivertest.Pending
 	reservedOnce = drivertest.ReservedOnce
 )
 
 var ctx = context.Background()
-
-func pending(t *testing.T, s driver.Driver, queue string) int {
-	t.Helper()
-	n, err := s.PendingCount(ctx, queue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
 
 func TestReserveOrderAndDelays(t *testing.T) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {

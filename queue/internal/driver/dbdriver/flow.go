@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/control/limit"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
@@ -185,7 +186,7 @@ func (t *flowTx) Release(ids []string, now int64) error {
 		return err
 	}
 	if len(keys) > 0 {
-		if err := lockKeys(t.ctx, t.tx, t.d, keys); err != nil {
+		if err := limit.Lock(t.ctx, t.tx, t.d, keys); err != nil {
 			return err
 		}
 		held, err := t.strings(stepHold, now, now, sqlkit.List(ids))
@@ -200,7 +201,7 @@ func (t *flowTx) Release(ids []string, now int64) error {
 	if _, err = t.exec(stepQueued, sqlkit.List(ids)); err != nil || len(keys) == 0 {
 		return err
 	}
-	return admit(t.ctx, t.tx, t.b, freedAt(keys, 0))
+	return admit(t.ctx, t.tx, t.b, limit.FreedAt(keys, 0))
 }
 
 func (t *flowTx) HeldOf(flow, role string) ([]string, error) {
@@ -420,7 +421,7 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 	}
 	// The roots with a concurrency limit go in as a dispatch's do: held
 	// while their key is full.
-	if err := lockKeys(t.ctx, t.tx, t.d, limitKeys(limited)); err != nil {
+	if err := limit.Lock(t.ctx, t.tx, t.d, limit.Keys(limited)); err != nil {
 		return err
 	}
 	return b.holdAll(t.ctx, t.tx, nil, limited)

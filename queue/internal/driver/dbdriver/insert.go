@@ -9,6 +9,7 @@ import (
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/control/fair"
+	"github.com/navree/navree/queue/internal/control/limit"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
@@ -118,7 +119,7 @@ func (b *base) insertOne(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 				return job.ID, err == nil, err
 			}
 		}
-		if err := lockKeys(ctx, tx, b.dialect(), limitKeys([]*driver.Job{job})); err != nil {
+		if err := limit.Lock(ctx, tx, b.dialect(), limit.Keys([]*driver.Job{job})); err != nil {
 			return "", false, err
 		}
 		if job.UniqueKey != "" {
@@ -313,7 +314,7 @@ func (b *base) insertAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jo
 			return nil, err
 		}
 	}
-	if err := lockKeys(ctx, tx, b.dialect(), limitKeys(jobs)); err != nil {
+	if err := limit.Lock(ctx, tx, b.dialect(), limit.Keys(jobs)); err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(jobs))

@@ -8,90 +8,50 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/navree/navree/queue/internal/control/limit"
+
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // Concurrency limits (see driver.Job.LimitKey). A limited job is stored
-// in jobs while its key has room, else held in queue_held; the trigger
-// jobs_admit (migration 0014) moves the next held job of a key into jobs
-// in the transaction that deletes a job of that key, whichever statement
-// deletes it: a completion, a failure, a cancel, a purge. What the
-// driver does itself is the rest: hold at dispatch and at retry, cancel
-// and look up held jobs, count them.
+// in jobs while its key has room, else held in queue_held. Every
+// transaction that moves a limited job out of jobs (moveOut: a
+// completion, a failure, a cancel, a purge, a flow's cancel) lets the
+// next held jobs of its key in after the move (admit), and Readmit does
+// it for a key left with room (a worker of an older build, through a
+// rolling deploy, completes without it; migration 0021 dropped the
+// trigger jobs_admit that did it before). The rest is here too: hold at
+// dispatch and at retry, cancel and look up held jobs, count them.
 //
-// On PostgreSQL every transaction that counts the jobs of a key takes the
-// key's lock first (an advisory lock, held to its commit: lockKeys, or
-// navree_admit itself), so that two of them never fill one slot; one
-// that stores or deletes the jobs of several keys takes their locks
-// first, in one statement, in the database's order of them, so that two
-// such transactions never wait for each other (a deadlock). On SQLite
-// every write transaction holds the file's write lock.
+// On PostgreSQL every transaction that counts the jobs of a key takes
+// the key's lock first (an advisory lock, held to its commit: limit.Lock),
+// so that two of them never fill one slot; one that stores or deletes the
+// jobs of several keys takes their locks first, in one statement, in the
+// database's order of them, so that two such transactions never wait for
+// each other (a deadlock). On SQLite every write transaction holds the
+// file's write lock.
 
 // The statements of limits, in SQLite's words with LIST for a list of ids.
 const (
 	heldColumns = columns + ", errors"
-	// limitRoom counts the jobs of a key and whether any is held.
-	limitRoom   = "SELECT (SELECT count(*) FROM jobs WHERE limit_key = ?), (SELECT count(*) FROM (SELECT 1 FROM queue_held WHERE limit_key = ? LIMIT 1) AS h)"
 	limitInsert = "INSERT INTO jobs (" + columns + ") VALUES " + keyedValues
 	heldInsert  = "INSERT INTO queue_held (" + columns + ") VALUES " + keyedValues
-	pgLockKey   = "SELECT pg_advisory_xact_lock(hashtextextended('navree_limit:' || k, 0)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k"
 
 	// routeOf reads what a retry of a failed job takes: its flow, or its
 	// key.
-	routeOf    = "SELECT coalesce(CAST(flow AS TEXT), ''), coalesce(limit_key, '') FROM failed_jobs WHERE id = ?"
-	heldOfID   = "SELECT limit_key FROM queue_held WHERE id = ?"
-	lookupHeld = "SELECT " + columns + " FROM queue_held WHERE id = ?"
-	heldErrors = "SELECT errors FROM queue_held WHERE id = ?"
-	cancelHeld = failedInsert + "SELECT id, attempts, '" + driver.CancelledError + "', ?, errors, snoozes, " + settings + " FROM queue_held WHERE id = ?"
-	heldDelete = "DELETE FROM queue_held WHERE id = ?"
-	// freedOfIDs and freedOfQueue read what deleting jobs frees (freedBy).
-	freedOfIDs   = "SELECT limit_key, max(available_at) FROM jobs WHERE id IN LIST AND limit_key IS NOT NULL GROUP BY limit_key ORDER BY limit_key"
-	freedOfQueue = "SELECT limit_key, max(available_at) FROM jobs WHERE queue = ? AND limit_key IS NOT NULL GROUP BY limit_key ORDER BY limit_key"
-	retryHeldIn  = "INSERT INTO queue_held " + retried + " FROM failed_jobs WHERE id IN LIST"
-	keysOf       = "SELECT DISTINCT limit_key FROM failed_jobs WHERE id IN LIST"
-	purgeKeys    = "SELECT limit_key FROM jobs WHERE queue = ? AND limit_key IS NOT NULL UNION SELECT limit_key FROM queue_held WHERE queue = ?"
-	purgeHeld    = "DELETE FROM queue_held WHERE queue = ?"
-	// The unique check of a limited job: the held jobs whose unique
-	// window passed let their keys go, then the pending job holding the
-	// key, in jobs or held.
-	expireHeldUnique = "UPDATE queue_held SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?"
-	findPending      = "SELECT id FROM jobs WHERE unique_key = ? UNION ALL SELECT id FROM queue_held WHERE unique_key = ? LIMIT 1"
+	routeOf     = "SELECT coalesce(CAST(flow AS TEXT), ''), coalesce(limit_key, '') FROM failed_jobs WHERE id = ?"
+	lookupHeld  = "SELECT " + columns + " FROM queue_held WHERE id = ?"
+	cancelHeld  = failedInsert + "SELECT id, attempts, '" + driver.CancelledError + "', ?, errors, snoozes, " + settings + " FROM queue_held WHERE id = ?"
+	retryHeldIn = "INSERT INTO queue_held " + retried + " FROM failed_jobs WHERE id IN LIST"
 )
-
-// lockKeys takes the locks of keys, in order, on PostgreSQL, in one
-// statement.
-func lockKeys(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, keys []string) error {
-	if !d.PG || len(keys) == 0 {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, pgLockKey, sqlkit.List(sqlkit.Distinct(keys)))
-	return err
-}
-
-// limitKeys are the keys of the limited jobs among jobs, and of those
-// also unique their unique keys, marked by a line break (which no limit
-// key holds): two dispatches of one unique key take turns, whatever
-// their limit keys.
-func limitKeys(jobs []*driver.Job) []string {
-	var keys []string
-	for _, j := range jobs {
-		if j.LimitKey != "" {
-			keys = append(keys, j.LimitKey)
-			if j.UniqueKey != "" {
-				keys = append(keys, "\n"+j.UniqueKey)
-			}
-		}
-	}
-	return keys
-}
 
 // insertLimitedUnique stores a job with a concurrency limit and a unique
 // key in tx, as insertLimited does, unless a pending job holds its key:
 // waiting, delayed or running in jobs, or held by its limit in
 // queue_held (each checked after the keys whose window has passed let
-// go). It returns that job's id then. Its keys are locked (limitKeys) by
+// go). It returns that job's id then. Its keys are locked (limit.Keys) by
 // the caller, so no other dispatch of the key slips between the check and
 // the insert; a held job that holds a key never meets another holder as
 // it goes into jobs.
@@ -100,11 +60,11 @@ func (b *base) insertLimitedUnique(ctx context.Context, tx *sql.Tx, uow *db.Unit
 	if _, err := tx.ExecContext(ctx, b.q.expireUnique, job.UniqueKey, now); err != nil {
 		return "", false, err
 	}
-	if _, err := tx.ExecContext(ctx, d.Words(expireHeldUnique), job.UniqueKey, now); err != nil {
+	if _, err := tx.ExecContext(ctx, d.Words(limit.ExpireHeldUnique), job.UniqueKey, now); err != nil {
 		return "", false, err
 	}
 	var id string
-	switch err := tx.QueryRowContext(ctx, d.Words(findPending), job.UniqueKey, job.UniqueKey).Scan(&id); {
+	switch err := tx.QueryRowContext(ctx, d.Words(limit.FindPending), job.UniqueKey, job.UniqueKey).Scan(&id); {
 	case err == nil:
 		return id, false, nil
 	case !errors.Is(err, sql.ErrNoRows):
@@ -113,47 +73,27 @@ func (b *base) insertLimitedUnique(ctx context.Context, tx *sql.Tx, uow *db.Unit
 	return job.ID, true, b.insertLimited(ctx, tx, uow, job)
 }
 
-// freed is a key some of whose jobs left jobs in a transaction, with
-// the latest due time among them: the key's next held jobs go in due no
-// earlier (a worker's next search starts near that time).
-type freed struct {
-	Key string `json:"key"`
-	Due int64  `json:"due"`
-}
-
-// freedAt are keys, each once, whose held jobs go in due no earlier than
-// due: 0 for a dispatch or a retry, whose jobs keep their own times.
-func freedAt(keys []string, due int64) []freed {
-	out := make([]freed, 0, len(keys))
-	for _, k := range sqlkit.Distinct(keys) {
-		out = append(out, freed{Key: k, Due: due})
-	}
-	return out
-}
-
 // The admission moves a held job into jobs with every column of
 // queue_held, from the one list (heldColumns), its due time raised to a
 // floor: no trigger or function of the database repeats the list.
 var (
-	// sqliteAdmit moves, for each key of a JSON array of freed, the
+	// sqliteAdmit moves, for each key of a JSON array of limit.Freed, the
 	// next held job of the key into jobs if the key has room under its
-	// limit, due no earlier than the key's due; sqliteAdmitted then
-	// deletes those moved (a JSON array of ids) from queue_held. A key
-	// with room for more is given another turn (admit): one statement a
-	// batch of keys, where one a key cost SQLite a call of the driver
-	// each.
+	// limit, due no earlier than the key's due; limit.SQLiteAdmitted
+	// then deletes those moved from queue_held. A key with room for more
+	// is given another turn (admit): one statement a batch of keys, where
+	// one a key cost SQLite a call of the driver each.
 	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("max(h.available_at, k.due)") +
 		" FROM (SELECT json_extract(value, '$.key') AS key, json_extract(value, '$.due') AS due FROM json_each(?)) AS k " +
 		"JOIN queue_held AS h ON h.id = (SELECT id FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) " +
 		"WHERE h.limit_max > (SELECT count(*) FROM jobs WHERE limit_key = k.key) ORDER BY k.key" + enteredColumns
-	sqliteAdmitted = "DELETE FROM queue_held WHERE id IN (SELECT value FROM json_each(?))"
-	// pgAdmit moves, for each key of a JSON array of freed, the next held
+	// pgAdmit moves, for each key of a JSON array of limit.Freed, the next held
 	// jobs of the key into jobs, as many as it has room for under the
 	// limit of the first of them, tells the queues that gained jobs, and
 	// returns what moveIn reads of each.
 	// The count sees the deletes of the statements before it in the
 	// transaction (a trigger's statement would not see its own), and the
-	// keys are locked first (lockKeys).
+	// keys are locked first (limit.Lock).
 	pgAdmit = "WITH k AS (SELECT key, due FROM jsonb_to_recordset($1::jsonb) AS k(key text, due bigint)), " +
 		"next AS (SELECT n.id, k.due FROM k CROSS JOIN LATERAL (SELECT id FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id " +
 		"LIMIT greatest(0, (SELECT limit_max FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) " +
@@ -169,10 +109,10 @@ func dueNoEarlier(floor string) string {
 	return strings.Replace(heldColumns, "available_at", floor, 1)
 }
 
-// admit moves the next held jobs of each key freed into jobs while it
+// admit moves the next held jobs of each key limit.Freed into jobs while it
 // has room: on PostgreSQL in one statement. The keys are locked by the
-// caller (lockKeys), before it deleted their jobs.
-func admit(ctx context.Context, tx *sql.Tx, b *base, keys []freed) error {
+// caller (limit.Lock), before it deleted their jobs.
+func admit(ctx context.Context, tx *sql.Tx, b *base, keys []limit.Freed) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -197,11 +137,11 @@ func admit(ctx context.Context, tx *sql.Tx, b *base, keys []freed) error {
 		for i, j := range moved {
 			ids[i] = j.ID
 		}
-		if _, err := b.execTx(ctx, tx, sqliteAdmitted, sqlkit.List(ids)); err != nil {
+		if _, err := b.execTx(ctx, tx, limit.SQLiteAdmitted, sqlkit.List(ids)); err != nil {
 			return err
 		}
 		// The keys that let one in may have room for another.
-		keys = slices.DeleteFunc(keys, func(k freed) bool {
+		keys = slices.DeleteFunc(keys, func(k limit.Freed) bool {
 			return !slices.ContainsFunc(moved, func(j *driver.Job) bool { return j.LimitKey == k.Key })
 		})
 	}
@@ -237,11 +177,11 @@ func (b *base) queryTx(ctx context.Context, tx *sql.Tx, query string, args ...an
 // query finds (their ids in a LIST, or a queue) with the latest due time
 // of each: what their delete, after it, frees (admit). The caller locks
 // the keys before the delete.
-func freedBy(ctx context.Context, tx *sql.Tx, b *base, query string, args ...any) ([]freed, error) {
+func freedBy(ctx context.Context, tx *sql.Tx, b *base, query string, args ...any) ([]limit.Freed, error) {
 	rows, err := b.queryTx(ctx, tx, query, args...)
-	var out []freed
+	var out []limit.Freed
 	err = sqlkit.EachRow(rows, err, func(rows *sql.Rows) error {
-		var f freed
+		var f limit.Freed
 		err := rows.Scan(&f.Key, &f.Due)
 		out = append(out, f)
 		return err
@@ -249,48 +189,26 @@ func freedBy(ctx context.Context, tx *sql.Tx, b *base, query string, args ...any
 	return out, err
 }
 
-// roomHeld lists the keys of held jobs that have room under the limit of
-// their next held job: a skip over queue_held_next, one step a key, then
-// each key's count.
-const roomHeld = "WITH RECURSIVE k(key) AS (SELECT min(limit_key) FROM queue_held " +
-	"UNION ALL SELECT (SELECT min(limit_key) FROM queue_held WHERE limit_key > k.key) FROM k WHERE k.key IS NOT NULL) " +
-	"SELECT key FROM k WHERE key IS NOT NULL " +
-	"AND (SELECT limit_max FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) > " +
-	"(SELECT count(*) FROM jobs WHERE limit_key = k.key)"
-
-// readmitKeys bounds the keys one transaction of Readmit locks: each is
-// a lock PostgreSQL keeps in its shared table until the commit.
-const readmitKeys = 100
-
 // Readmit implements driver.Driver: the keys with room are found reading
-// only, then let in under their locks, readmitKeys to a transaction.
+// only, then let in under their locks, limit.ReadmitKeys to a transaction.
 func (b *base) Readmit(ctx context.Context, now int64) (int, error) {
 	d := b.dialect()
-	keys, err := sqlkit.Texts(ctx, b.sqldb, d.Words(roomHeld))
+	keys, err := sqlkit.Texts(ctx, b.sqldb, d.Words(limit.RoomHeld))
 	if err != nil {
 		return 0, err
 	}
-	for chunk := range slices.Chunk(keys, readmitKeys) {
+	for chunk := range slices.Chunk(keys, limit.ReadmitKeys) {
 		err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
-			if err := lockKeys(ctx, tx, d, chunk); err != nil {
+			if err := limit.Lock(ctx, tx, d, chunk); err != nil {
 				return err
 			}
-			return admit(ctx, tx, b, freedAt(chunk, now))
+			return admit(ctx, tx, b, limit.FreedAt(chunk, now))
 		})
 		if err != nil {
 			return 0, err
 		}
 	}
 	return len(keys), nil
-}
-
-// freedKeys are the keys of freed.
-func freedKeys(keys []freed) []string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k.Key
-	}
-	return out
 }
 
 // holdAll stores limited jobs in tx, the transaction of uow (nil: of the
@@ -316,16 +234,16 @@ func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs
 	for i, j := range jobs {
 		keys[i] = j.LimitKey
 	}
-	return admit(ctx, tx, b, freedAt(keys, 0))
+	return admit(ctx, tx, b, limit.FreedAt(keys, 0))
 }
 
 // insertLimited stores a limited job in tx, the transaction of uow (nil:
 // of the driver's own): in jobs when its key has room and none of its
-// jobs is held, else held. Its key is locked (lockKeys) by the caller.
+// jobs is held, else held. Its key is locked (limit.Lock) by the caller.
 func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, job *driver.Job) error {
 	d := b.dialect()
 	var n, held int
-	if err := tx.QueryRowContext(ctx, d.Words(limitRoom), job.LimitKey, job.LimitKey).Scan(&n, &held); err != nil {
+	if err := tx.QueryRowContext(ctx, d.Words(limit.Room), job.LimitKey, job.LimitKey).Scan(&n, &held); err != nil {
 		return err
 	}
 	if n < job.LimitMax && held == 0 {
@@ -342,7 +260,7 @@ func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork
 		return err
 	}
 	if n < job.LimitMax { // room, and jobs held before it: the first of them go
-		return admit(ctx, tx, b, freedAt([]string{job.LimitKey}, 0))
+		return admit(ctx, tx, b, limit.FreedAt([]string{job.LimitKey}, 0))
 	}
 	return nil
 }
@@ -351,13 +269,13 @@ func (b *base) insertLimited(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork
 // now, and reports whether there was one.
 func cancelHeldJob(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, id string, now int64) (bool, error) {
 	var key string
-	switch err := tx.QueryRowContext(ctx, d.Q(heldOfID), id).Scan(&key); {
+	switch err := tx.QueryRowContext(ctx, d.Q(limit.KeyOfHeld), id).Scan(&key); {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil
 	case err != nil:
 		return false, err
 	}
-	if err := lockKeys(ctx, tx, d, []string{key}); err != nil {
+	if err := limit.Lock(ctx, tx, d, []string{key}); err != nil {
 		return false, err
 	}
 	res, err := tx.ExecContext(ctx, d.Q(cancelHeld), now, id)
@@ -367,18 +285,18 @@ func cancelHeldJob(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, id string,
 	if n, _ := res.RowsAffected(); n == 0 { // admitted meanwhile
 		return false, nil
 	}
-	_, err = tx.ExecContext(ctx, d.Q(heldDelete), id)
+	_, err = tx.ExecContext(ctx, d.Q(limit.HeldDelete), id)
 	return err == nil, err
 }
 
 // retryHeld moves the failed limited jobs ids back, held, available at
 // now, and admits what their keys have room for.
 func retryHeld(t *flowTx, ids []string, now int64) error {
-	keys, err := t.strings(keysOf, sqlkit.List(ids))
+	keys, err := t.strings(limit.KeysOfFailed, sqlkit.List(ids))
 	if err != nil {
 		return err
 	}
-	if err := lockKeys(t.ctx, t.tx, t.d, keys); err != nil {
+	if err := limit.Lock(t.ctx, t.tx, t.d, keys); err != nil {
 		return err
 	}
 	if _, err := t.exec(retryHeldIn, now, sqlkit.List(ids)); err != nil {
@@ -387,7 +305,7 @@ func retryHeld(t *flowTx, ids []string, now int64) error {
 	if _, err := t.exec(failedDel, sqlkit.List(ids)); err != nil {
 		return err
 	}
-	return admit(t.ctx, t.tx, t.b, freedAt(keys, 0))
+	return admit(t.ctx, t.tx, t.b, limit.FreedAt(keys, 0))
 }
 
 // purge deletes the jobs of queue, held ones included, and returns how
@@ -398,21 +316,21 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 	var n int
 	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
 		if d.PG { // the held jobs' keys too
-			keys, err := sqlkit.Texts(ctx, tx, d.Words(purgeKeys), queue, queue)
+			keys, err := sqlkit.Texts(ctx, tx, d.Words(limit.PurgeKeys), queue, queue)
 			if err != nil {
 				return err
 			}
-			if err := lockKeys(ctx, tx, d, keys); err != nil {
+			if err := limit.Lock(ctx, tx, d, keys); err != nil {
 				return err
 			}
 		}
-		held, err := tx.ExecContext(ctx, d.Words(purgeHeld), queue)
+		held, err := tx.ExecContext(ctx, d.Words(limit.PurgeHeld), queue)
 		if err != nil {
 			return err
 		}
 		h, _ := held.RowsAffected()
 		// The held jobs of their keys in other queues are let in.
-		return b.moveOut(ctx, tx, d.Words(freedOfQueue), queue, func() error {
+		return b.moveOut(ctx, tx, d.Words(limit.FreedOfQueue), queue, func() error {
 			jobs, err := tx.ExecContext(ctx, b.q.purge, queue)
 			if err != nil {
 				return err
@@ -445,7 +363,7 @@ func (b *base) lookupHeldJob(ctx context.Context, id string) (*driver.Job, error
 	}
 	rows.Close()
 	j.Held = true
-	j.Errors, err = b.errorsOf(ctx, b.d.Words(heldErrors), id)
+	j.Errors, err = b.errorsOf(ctx, b.d.Words(limit.HeldErrors), id)
 	return j, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/navree/navree/queue/internal/control/fair"
+	"github.com/navree/navree/queue/internal/control/limit"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
@@ -84,7 +85,7 @@ func queuesOf(jobs []*driver.Job, queues map[string]bool) {
 // leaving jobs needs around it: the concurrency keys of the limited ones
 // locked before the move (PostgreSQL) and their next held jobs let in
 // after (admit), due no earlier than the latest of them. which finds the
-// jobs (freedOfIDs with a LIST of their ids as arg, or freedOfQueue with
+// jobs (limit.FreedOfIDs with a LIST of their ids as arg, or limit.FreedOfQueue with
 // a queue); "" when the caller knows that none is limited, which costs
 // nothing (byIDs).
 func (b *base) moveOut(ctx context.Context, tx *sql.Tx, which string, arg any, move func() error) error {
@@ -95,7 +96,7 @@ func (b *base) moveOut(ctx context.Context, tx *sql.Tx, which string, arg any, m
 	if err != nil {
 		return err
 	}
-	if err := lockKeys(ctx, tx, b.d, freedKeys(gone)); err != nil {
+	if err := limit.Lock(ctx, tx, b.d, limit.FreedKeys(gone)); err != nil {
 		return err
 	}
 	if err := move(); err != nil {
@@ -110,5 +111,5 @@ func byIDs(d sqlkit.Dialect, limited bool, ids ...string) (string, any) {
 	if !limited || len(ids) == 0 {
 		return "", nil
 	}
-	return d.Q(freedOfIDs), sqlkit.List(ids)
+	return d.Q(limit.FreedOfIDs), sqlkit.List(ids)
 }

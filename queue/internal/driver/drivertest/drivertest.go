@@ -177,6 +177,16 @@ func Numbers(jobs []*driver.Job) string {
 	return strings.Join(out, " ")
 }
 
+// Pending counts the pending jobs of queue.
+func Pending(t *testing.T, s driver.Driver, queue string) int {
+	t.Helper()
+	n, err := s.PendingCount(context.Background(), queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // Tails are the last digits of the jobs' ids, in order, spaced: "3 2 6
 // 1" for the jobs made by Job of 3, 2, 6 and 1.
 func Tails(jobs []*driver.Job) string {

@@ -442,7 +442,7 @@ func (t memTx) HeldOf(flow, role string) ([]string, error) {
 func (t memTx) Unqueue(flow, errText string, now int64) ([]string, error) {
 	var out []string
 	for _, id := range t.d.f.order[flow] {
-		if h := t.d.held.byID[id]; h != nil { // held by its limit: it never runs either
+		if h := t.d.held.Held[id]; h != nil { // held by its limit: it never runs either
 			t.d.unhold(h)
 			t.d.failed[id] = failedOf(h, errText, now, h.Attempts, nil)
 			out = append(out, id)

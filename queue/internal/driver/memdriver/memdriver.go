@@ -16,6 +16,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/control/fair"
+	"github.com/navree/navree/queue/internal/control/limit"
 	"github.com/navree/navree/queue/internal/control/rate"
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -35,7 +36,7 @@ type Driver struct {
 	start  time.Time                       // its clock of reservations: the monotonic time since
 	beats  map[string]driver.Worker        // the registered workers, by id
 	f      flows
-	held   limits
+	held   limit.Memory
 	rates  rate.Memory
 	fair   fair.Memory
 }
@@ -55,7 +56,7 @@ func New() *Driver {
 		start:  time.Now(),
 		beats:  map[string]driver.Worker{},
 		f:      newFlows(),
-		held:   newLimits(),
+		held:   limit.NewMemory(),
 	}
 }
 
@@ -100,7 +101,7 @@ func (d *Driver) holder(key string, now int64) (string, bool) {
 	}
 	j := d.jobs[id]
 	if j == nil {
-		j = d.held.byID[id] // held by its limit, it holds its key too
+		j = d.held.Held[id] // held by its limit, it holds its key too
 	}
 	if j.UniqueUntil != 0 && j.UniqueUntil <= now {
 		delete(d.unique, key)
@@ -210,9 +211,7 @@ func (d *Driver) insert(j *driver.Job) {
 	if j.UniqueKey != "" {
 		d.unique[j.UniqueKey] = j.ID
 	}
-	if j.LimitKey != "" {
-		d.held.in[j.LimitKey]++
-	}
+	d.held.Entered(j)
 	if j.FairKey != "" {
 		d.place(j)
 	}
@@ -396,7 +395,7 @@ func (d *Driver) current(id string, attempt int) (*driver.Job, bool) {
 }
 
 // remove takes j out of jobs; the slot of a limited job goes to the
-// next held job of its key, as the database's trigger gives it.
+// next held job of its key, as the database drivers' admission gives it.
 func (d *Driver) remove(j *driver.Job) {
 	delete(d.jobs, j.ID)
 	if l := d.lines[j.Queue]; l != nil {
@@ -406,7 +405,7 @@ func (d *Driver) remove(j *driver.Job) {
 		delete(d.unique, j.UniqueKey)
 	}
 	if j.LimitKey != "" {
-		d.held.in[j.LimitKey]--
+		d.held.Left(j)
 		d.admit(j.LimitKey, j.AvailableAt)
 	}
 }
@@ -618,7 +617,7 @@ func (d *Driver) Cancel(ctx context.Context, id string, now int64) (driver.Cance
 			delete(d.cancel, cancelled)
 		}
 	}
-	if h := d.held.byID[id]; h != nil {
+	if h := d.held.Held[id]; h != nil {
 		d.unhold(h)
 		d.failed[id] = failedOf(h, driver.CancelledError, now, h.Attempts, h.Errors)
 		return driver.Removed, nil
@@ -740,7 +739,7 @@ func (d *Driver) Lookup(ctx context.Context, id string) (driver.Found, error) {
 		c.Payload, c.Errors = slices.Clone(j.Payload), slices.Clone(j.Errors)
 		return driver.Found{Job: &c}, nil
 	}
-	if j, ok := d.held.byID[id]; ok {
+	if j, ok := d.held.Held[id]; ok {
 		c := *j
 		c.Payload, c.Errors, c.Held = slices.Clone(j.Payload), slices.Clone(j.Errors), true
 		return driver.Found{Job: &c}, nil
@@ -769,7 +768,7 @@ func (d *Driver) JobIDs(ctx context.Context, from, to string, limit int) ([]stri
 	for id := range d.jobs {
 		add(id)
 	}
-	for id := range d.held.byID {
+	for id := range d.held.Held {
 		add(id)
 	}
 	for id := range d.failed {
@@ -832,7 +831,7 @@ func (d *Driver) Purge(ctx context.Context, queue string) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
-	for _, j := range d.held.byID { // first: a job removed gives its slot to none of these
+	for _, j := range d.held.Held { // first: a job removed gives its slot to none of these
 		if j.Queue == queue {
 			d.unhold(j)
 			n++
@@ -887,7 +886,7 @@ func (d *Driver) PendingCount(ctx context.Context, queue string) (int, error) {
 			n++
 		}
 	}
-	for _, j := range d.held.byID {
+	for _, j := range d.held.Held {
 		if j.Queue == queue {
 			n++
 		}

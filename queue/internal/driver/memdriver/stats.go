@@ -44,7 +44,7 @@ func (d *Driver) Stats(_ context.Context, now, at int64, limit int) ([]driver.St
 	for _, f := range d.failed {
 		of(f.Queue).Failed++
 	}
-	for _, j := range d.held.byID {
+	for _, j := range d.held.Held {
 		of(j.Queue).Held++
 	}
 	out := make([]driver.Stats, 0, len(byQueue))
