@@ -162,67 +162,6 @@ func TestSnoozeGivesTheAttemptBack(t *testing.T) {
 	})
 }
 
-func debounced(n int, key string, created, availableAt, maxMs int64) *driver.Job {
-	j := newJob(n, "a", availableAt)
-	j.CreatedAt, j.UniqueKey, j.DebounceMaxMs = created, "test.job|debounce:"+key, maxMs
-	return j
-}
-
-// TestDebounceReplacesTheWaitingJob: a debounced dispatch replaces the
-// waiting job of its key (its payload, and its due time up to the
-// maximum wait from the first dispatch); once that job runs, the next
-// dispatch stores a new one.
-func TestDebounceReplacesTheWaitingJob(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
-		put := func(j *driver.Job) (string, bool) {
-			t.Helper()
-			id, inserted, err := s.Insert(ctx, nil, j)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return id, inserted
-		}
-		first := debounced(1, "k", 0, 100, 500)
-		if id, inserted := put(first); id != first.ID || !inserted {
-			t.Fatalf("the first dispatch: %s, %v; want it stored", id, inserted)
-		}
-		if id, inserted := put(debounced(2, "k", 100, 200, 500)); id != first.ID || inserted {
-			t.Fatalf("the second dispatch: %s, %v; want the first job's id, not stored", id, inserted)
-		}
-		if id, inserted := put(debounced(3, "other", 100, 200, 500)); id == first.ID || !inserted {
-			t.Fatal("a dispatch of another key replaced the first")
-		}
-		put(debounced(4, "k", 450, 550, 500)) // due at 550, past the first's 0 + 500
-		found, err := s.Lookup(ctx, first.ID)
-		if err != nil || found.Job == nil || string(found.Job.Payload) != `{"n":4}` || found.Job.AvailableAt != 500 || found.Job.CreatedAt != 0 {
-			t.Fatalf("the waiting job: %+v, %v; want the last payload, due at 500 (the maximum wait), created at 0", found.Job, err)
-		}
-		if n := pending(t, s, "a"); n != 2 {
-			t.Fatalf("pending: %d; want 2 (one per key)", n)
-		}
-		if j := reserve(t, s, "a", 499); j == nil || j.ID == first.ID {
-			t.Fatalf("at 499 reserved %+v; want the other key's job, not the first", j)
-		}
-		running := reserve(t, s, "a", 500)
-		if running == nil || running.ID != first.ID || string(running.Payload) != `{"n":4}` {
-			t.Fatalf("at 500 reserved %+v; want the first job with the last payload", running)
-		}
-		next := debounced(5, "k", 600, 700, 500)
-		if id, inserted := put(next); id != next.ID || !inserted {
-			t.Fatalf("a dispatch while the job runs: %s, %v; want a new job", id, inserted)
-		}
-		if id, inserted := put(debounced(6, "k", 650, 750, 500)); id != next.ID || inserted {
-			t.Fatalf("then: %s, %v; want the new job replaced", id, inserted)
-		}
-		if ok, err := driver.CompleteOne(ctx, s, running, running.Attempts); !ok || err != nil {
-			t.Fatalf("complete the running job: %v, %v", ok, err)
-		}
-		if j := reserve(t, s, "a", 750); j == nil || j.ID != next.ID || string(j.Payload) != `{"n":6}` {
-			t.Fatalf("at 750 reserved %+v; want the new job with the last payload", j)
-		}
-	})
-}
-
 // TestEveryWayIntoJobsRecordsItsFeature: a job with a feature that enters
 // jobs from another table records its feature in the same transaction,
 // as a dispatch does: a failed job retried, a held job let in by its

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -253,87 +252,6 @@ func TestFailRetryFlush(t *testing.T) {
 		}
 		if n, _ := s.FlushFailed(ctx); n != 0 {
 			t.Fatalf("a second flush deleted %d", n)
-		}
-	})
-}
-
-func uniqueJob(n int, key string, until, now int64) *driver.Job {
-	j := newJob(n, "a", now)
-	j.UniqueKey, j.UniqueUntil, j.CreatedAt = key, until, now
-	return j
-}
-
-func TestUniqueKeys(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
-		first := uniqueJob(1, "k", 0, 10)
-		insert(t, s, first)
-		id, inserted, err := s.Insert(ctx, nil, uniqueJob(2, "k", 0, 20))
-		if err != nil || inserted || id != first.ID {
-			t.Fatalf("a duplicate: %s, %v, %v; want the pending job's id", id, inserted, err)
-		}
-		// Reserved, then released for a retry: still pending, still unique.
-		j := reserve(t, s, "a", 30)
-		if id, _, _ := s.Insert(ctx, nil, uniqueJob(3, "k", 0, 30)); id != first.ID {
-			t.Fatal("a running job lost its key")
-		}
-		s.Release(ctx, j.ID, j.Attempts, 40, driver.Failure{Error: "x"})
-		if id, _, _ := s.Insert(ctx, nil, uniqueJob(3, "k", 0, 40)); id != first.ID {
-			t.Fatal("a released job lost its key")
-		}
-		// Finished: the key is free.
-		j = reserve(t, s, "a", 40)
-		driver.CompleteOne(ctx, s, j, j.Attempts)
-		if id, inserted, _ := s.Insert(ctx, nil, uniqueJob(4, "k", 0, 50)); !inserted || id == first.ID {
-			t.Fatal("the key stayed taken after the job finished")
-		}
-		// Failed: the key is free too.
-		j = reserve(t, s, "a", 50)
-		s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: "x", At: 60})
-		if _, inserted, _ := s.Insert(ctx, nil, uniqueJob(5, "k", 0, 60)); !inserted {
-			t.Fatal("a failed job kept its key")
-		}
-		// A window: unique until 100, then the next dispatch queues a new job.
-		windowed := uniqueJob(6, "w", 100, 70)
-		insert(t, s, windowed)
-		if id, _, _ := s.Insert(ctx, nil, uniqueJob(7, "w", 199, 99)); id != windowed.ID {
-			t.Fatal("inside its window the job was not unique")
-		}
-		id, inserted, err = s.Insert(ctx, nil, uniqueJob(8, "w", 200, 100))
-		if err != nil || !inserted || id == windowed.ID {
-			t.Fatalf("past the window: %s, %v, %v; want a new job", id, inserted, err)
-		}
-		if n := pending(t, s, "a"); n != 3 {
-			t.Fatalf("PendingCount = %d, want 3 (job 5, job 6 past its window, job 8)", n)
-		}
-		if id, _, _ := s.Insert(ctx, nil, uniqueJob(9, "w", 300, 150)); id != newJob(8, "", 0).ID {
-			t.Fatal("the new job does not hold the key")
-		}
-	})
-}
-
-// TestUniqueUnderConcurrency: 8 goroutines insert the same unique job at
-// once; exactly one row results and everyone gets its id.
-func TestUniqueUnderConcurrency(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
-		ids := make(chan string, 8)
-		var wg sync.WaitGroup
-		for i := range 8 {
-			wg.Go(func() {
-				id, _, err := s.Insert(ctx, nil, uniqueJob(i+1, "same", 0, 10))
-				if err != nil {
-					t.Error(err)
-				}
-				ids <- id
-			})
-		}
-		wg.Wait()
-		close(ids)
-		seen := map[string]bool{}
-		for id := range ids {
-			seen[id] = true
-		}
-		if len(seen) != 1 || pending(t, s, "a") != 1 {
-			t.Fatalf("8 concurrent dispatches gave ids %v and %d rows; want one job", seen, pending(t, s, "a"))
 		}
 	})
 }
@@ -708,41 +626,6 @@ func TestConcurrentBatchReservationsNeverOverlap(t *testing.T) {
 			t.Fatal(err)
 		}
 		reservedOnce(t, s, driver.Reservation{Queue: "a", Now: 10, At: 10, Limit: 7}, 500)
-	})
-}
-
-// TestInsertManyWithUniqueJobs: a batch of plain and unique jobs is
-// stored together; a unique job whose key a pending job holds gives that
-// job's id; a batch that fails stores none of its jobs.
-func TestInsertManyWithUniqueJobs(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
-		held := newJob(1, "a", 0)
-		held.UniqueKey = "k1"
-		insert(t, s, held)
-		again, fresh := newJob(2, "a", 0), newJob(3, "a", 0)
-		again.UniqueKey, fresh.UniqueKey = "k1", "k2"
-		ids, err := s.InsertMany(ctx, nil, []*driver.Job{newJob(4, "a", 0), again, fresh, newJob(5, "a", 0)}, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := []string{newJob(4, "", 0).ID, held.ID, fresh.ID, newJob(5, "", 0).ID}; !slices.Equal(ids, want) {
-			t.Fatalf("ids %v, want %v", ids, want)
-		}
-		if n := pending(t, s, "a"); n != 4 {
-			t.Fatalf("pending %d, want 4: the held job, the new unique one and two plain ones", n)
-		}
-		if _, isMemory := s.(*memdriver.Driver); isMemory {
-			return // it cannot fail halfway
-		}
-		// The second of these has the id of a stored job: the batch fails, all of it.
-		late := newJob(6, "a", 0)
-		late.UniqueKey = "k3"
-		if _, err := s.InsertMany(ctx, nil, []*driver.Job{late, newJob(4, "a", 0), newJob(7, "a", 0)}, 1); err == nil {
-			t.Fatal("a batch with a duplicate id was stored")
-		}
-		if n := pending(t, s, "a"); n != 4 {
-			t.Fatalf("pending %d after a failed batch, want 4", n)
-		}
 	})
 }
 

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/navree/navree/queue/internal/control/unique"
+
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
@@ -109,14 +111,13 @@ func common(at, skipLocked, appendError, complete string, words func(string) str
 	q := statements{
 		insert:       words("INSERT INTO jobs (" + columns + ") VALUES " + values),
 		insertKeyed:  words("INSERT INTO jobs (" + columns + ") VALUES " + keyedValues),
-		expireUnique: words("UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND unique_until IS NOT NULL AND unique_until <= ?"),
+		expireUnique: words(unique.Expire),
 		insertUnique: words("INSERT INTO jobs (" + columns + ") VALUES " + values + " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"),
 		insertUniqueKeyed: words("INSERT INTO jobs (" + columns + ") VALUES " + keyedValues +
 			" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"),
-		findUnique: words("SELECT id FROM jobs WHERE unique_key = ? AND unique_key IS NOT NULL"),
-		releaseKey: words("UPDATE jobs SET unique_key = NULL WHERE unique_key = ? AND reserved_at IS NOT NULL"),
-		debounce: words("UPDATE jobs SET payload = ?, meta = ?, available_at = CASE WHEN ? < created_at + ? THEN ? ELSE created_at + ? END " +
-			"WHERE unique_key = ? AND reserved_at IS NULL RETURNING id"),
+		findUnique: words(unique.Find),
+		releaseKey: words(unique.ReleaseKey),
+		debounce:   words(unique.Debounced),
 		takeOver: words("UPDATE jobs SET reserved_at = " + at + ", reserved_by = ?, attempts = attempts + 1 WHERE id = (" +
 			"SELECT id FROM jobs WHERE " + staleWhere + " ORDER BY reserved_at, id LIMIT 1" + skipLocked + ") RETURNING " + columns),
 		stale:     words("SELECT 1 FROM jobs WHERE " + staleWhere + " LIMIT 1"),

@@ -18,9 +18,7 @@ func (d *Driver) add(j *driver.Job) {
 		return
 	}
 	d.held.Hold(j)
-	if j.UniqueKey != "" {
-		d.unique[j.UniqueKey] = j.ID
-	}
+	d.unique.Take(j)
 	d.admit(j.LimitKey, 0)
 }
 
@@ -39,9 +37,7 @@ func (d *Driver) admit(key string, floor int64) {
 // unhold takes the held job j out of the held jobs.
 func (d *Driver) unhold(j *driver.Job) {
 	d.held.Unhold(j)
-	if j.UniqueKey != "" && d.unique[j.UniqueKey] == j.ID {
-		delete(d.unique, j.UniqueKey) // insert takes it again as it is let in
-	}
+	d.unique.Release(j) // insert takes it again as it is let in
 }
 
 // Readmit implements driver.Driver: every move out of its jobs lets the

@@ -18,6 +18,7 @@ import (
 	"github.com/navree/navree/queue/internal/control/fair"
 	"github.com/navree/navree/queue/internal/control/limit"
 	"github.com/navree/navree/queue/internal/control/rate"
+	"github.com/navree/navree/queue/internal/control/unique"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -25,8 +26,8 @@ import (
 type Driver struct {
 	mu     sync.Mutex
 	jobs   map[string]*driver.Job
-	lines  map[string]*line  // by queue: waiting and reserved jobs
-	unique map[string]string // unique key -> id of the pending job holding it
+	lines  map[string]*line // by queue: waiting and reserved jobs
+	unique unique.Memory
 	failed map[string]driver.FailedJob
 	kept   map[string]driver.SucceededJob  // succeeded_jobs
 	paused map[string]bool                 // the paused queues, driver.AllQueues among them
@@ -46,7 +47,7 @@ func New() *Driver {
 	return &Driver{
 		jobs:   map[string]*driver.Job{},
 		lines:  map[string]*line{},
-		unique: map[string]string{},
+		unique: unique.Memory{},
 		failed: map[string]driver.FailedJob{},
 		kept:   map[string]driver.SucceededJob{},
 		paused: map[string]bool{},
@@ -95,20 +96,12 @@ func (d *Driver) wait(j *driver.Job) {
 // holder returns the id of the pending job holding key at now, letting a
 // job whose window has passed give the key up.
 func (d *Driver) holder(key string, now int64) (string, bool) {
-	id, ok := d.unique[key]
-	if !ok {
-		return "", false
-	}
-	j := d.jobs[id]
-	if j == nil {
-		j = d.held.Held[id] // held by its limit, it holds its key too
-	}
-	if j.UniqueUntil != 0 && j.UniqueUntil <= now {
-		delete(d.unique, key)
-		j.UniqueKey = ""
-		return "", false
-	}
-	return id, true
+	return d.unique.Holder(key, now, func(id string) *driver.Job {
+		if j := d.jobs[id]; j != nil {
+			return j
+		}
+		return d.held.Held[id] // held by its limit, it holds its key too
+	})
 }
 
 // Insert implements driver.Driver. Inside a unit of work the job is queued
@@ -192,14 +185,12 @@ func (d *Driver) debounce(j *driver.Job) (string, bool) {
 	if id, ok := d.unique[j.UniqueKey]; ok {
 		h := d.jobs[id]
 		if h.ReservedAt == 0 {
-			c := *h // a new job: its place in the waiting order is the new due time's (head drops the old)
-			c.Payload, c.Meta, c.AvailableAt = j.Payload, j.Meta, min(j.AvailableAt, h.CreatedAt+j.DebounceMaxMs)
-			d.jobs[id] = &c
-			d.wait(&c)
+			c := unique.Debounce(h, j) // a new job: its place in the waiting order is the new due time's (head drops the old)
+			d.jobs[id] = c
+			d.wait(c)
 			return id, false
 		}
-		delete(d.unique, j.UniqueKey)
-		h.UniqueKey = ""
+		d.unique.GiveUp(h)
 	}
 	d.insert(j)
 	return j.ID, true
@@ -208,9 +199,7 @@ func (d *Driver) debounce(j *driver.Job) (string, bool) {
 // insert puts j in jobs, its limit's room left aside (see add).
 func (d *Driver) insert(j *driver.Job) {
 	d.jobs[j.ID] = j
-	if j.UniqueKey != "" {
-		d.unique[j.UniqueKey] = j.ID
-	}
+	d.unique.Take(j)
 	d.held.Entered(j)
 	if j.FairKey != "" {
 		d.place(j)
@@ -401,9 +390,7 @@ func (d *Driver) remove(j *driver.Job) {
 	if l := d.lines[j.Queue]; l != nil {
 		delete(l.reserved, j)
 	}
-	if j.UniqueKey != "" && d.unique[j.UniqueKey] == j.ID {
-		delete(d.unique, j.UniqueKey)
-	}
+	d.unique.Release(j)
 	if j.LimitKey != "" {
 		d.held.Left(j)
 		d.admit(j.LimitKey, j.AvailableAt)
