@@ -244,13 +244,13 @@ func TestEveryWayIntoJobsRecordsItsFeature(t *testing.T) {
 		plainTakesNothing("held", 40)
 
 		// A flow's step released.
-		b := newFlow(1, driver.KindChain, false).step("a", driver.RoleStep, false).step("b", driver.RoleStep, false, "a")
-		b.nf.Steps[1].Job.FairKey = "tenant:1"
-		b.start(t, s)
+		b := newFlow(1, driver.KindChain, false).Step("a", driver.RoleStep, false).Step("b", driver.RoleStep, false, "a")
+		b.NF.Steps[1].Job.FairKey = "tenant:1"
+		b.Start(t, s)
 		if f := features("f"); f != 0 {
 			t.Fatalf("Features = %b with the fair step held; want none", f)
 		}
-		succeed(t, s, 50, "", b.due(t, s, 50)["a"])
+		succeed(t, s, 50, "", b.Due(t, s, 50)["a"])
 		if f := features("f"); f != driver.FeatureFair {
 			t.Fatalf("Features = %b once the fair step is released; want fairness", f)
 		}
@@ -290,11 +290,11 @@ func TestARateLimitFollowsTheJob(t *testing.T) {
 			t.Fatalf("the held job, admitted: %+v", j)
 		}
 
-		b := newFlow(1, driver.KindChain, true).step("a", driver.RoleStep, false).step("b", driver.RoleStep, false, "a")
-		for _, st := range b.nf.Steps {
+		b := newFlow(1, driver.KindChain, true).Step("a", driver.RoleStep, false).Step("b", driver.RoleStep, false, "a")
+		for _, st := range b.NF.Steps {
 			st.Job.RateKey, st.Job.Rate = "api-f", rate
 		}
-		b.start(t, s)
+		b.Start(t, s)
 		a := reserve(t, s, "f", t0)
 		if a == nil || a.RateKey != "api-f" {
 			t.Fatalf("the flow's first step: %+v", a)

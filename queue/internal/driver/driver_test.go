@@ -30,6 +30,11 @@ var (
 	reserveAll   = drivertest.ReserveAll
 	lookup       = drivertest.Lookup
 	pending      = drivertest.Pending
+	newFlow      = drivertest.NewFlow
+	succeed      = drivertest.Succeed
+	fail         = drivertest.Fail
+	lastID       = drivertest.LastID
+	flowID       = drivertest.FlowID
 	reservedOnce = drivertest.ReservedOnce
 )
 

@@ -66,11 +66,11 @@ func TestEveryWayOutOfJobsLetsTheNextIn(t *testing.T) {
 			n := 1000 + 10*i // the first job's number
 			if w.flow {
 				n = (i+1)*100 + 1
-				b := newFlow(i+1, driver.KindChain, true).step("a", driver.RoleStep, false)
-				first = b.nf.Steps[0].Job
+				b := newFlow(i+1, driver.KindChain, true).Step("a", driver.RoleStep, false)
+				first = b.NF.Steps[0].Job
 				first.Queue, first.AvailableAt, first.LimitKey, first.LimitMax = "out-"+w.name, 50, key, 1
-				b.start(t, s)
-				first.Flow = b.nf.Flow.ID
+				b.Start(t, s)
+				first.Flow = b.NF.Flow.ID
 			} else {
 				first = limited(1000+10*i, "out-"+w.name, 50, key, 1)
 				insert(t, s, first)

@@ -28,13 +28,6 @@ func reserveAt(t *testing.T, s driver.Driver, queue string, now, at int64) *driv
 	return jobs[0]
 }
 
-func fail(t *testing.T, s driver.Driver, j *driver.Job, failure string, at int64) {
-	t.Helper()
-	if ok, err := s.Fail(ctx, j.ID, j.Attempts, driver.Failure{Error: failure, At: at, Flow: j.Flow}); !ok || err != nil {
-		t.Fatalf("Fail = %v, %v", ok, err)
-	}
-}
-
 func stats(t *testing.T, s driver.Driver, now, at int64) []driver.Stats {
 	t.Helper()
 	got, err := s.Stats(ctx, now, at, 1000)

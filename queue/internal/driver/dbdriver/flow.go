@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/navree/navree/queue/internal/control/flow"
+
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/control/limit"
@@ -128,7 +130,7 @@ func (t *flowTx) strings(query string, args ...any) ([]string, error) {
 	return sqlkit.Texts(t.ctx, t.tx, t.d.Q(query), args...)
 }
 
-func (t *flowTx) End(ids []string, state, errText string, at int64) ([]driver.Ended, error) {
+func (t *flowTx) End(ids []string, state, errText string, at int64) ([]flow.Ended, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -137,9 +139,9 @@ func (t *flowTx) End(ids []string, state, errText string, at int64) ([]driver.En
 		return nil, err
 	}
 	defer rows.Close()
-	var out []driver.Ended
+	var out []flow.Ended
 	for rows.Next() {
-		e := driver.Ended{State: state}
+		e := flow.Ended{State: state}
 		if err := rows.Scan(&e.ID, &e.Flow, &e.Role, &e.Dependants); err != nil {
 			return nil, err
 		}
@@ -148,7 +150,7 @@ func (t *flowTx) End(ids []string, state, errText string, at int64) ([]driver.En
 	return out, rows.Err()
 }
 
-func (t *flowTx) Satisfy(ids []string, failed bool) ([]driver.Held, error) {
+func (t *flowTx) Satisfy(ids []string, failed bool) ([]flow.Held, error) {
 	n := 0
 	if failed {
 		n = 1
@@ -158,9 +160,9 @@ func (t *flowTx) Satisfy(ids []string, failed bool) ([]driver.Held, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []driver.Held
+	var out []flow.Held
 	for rows.Next() {
-		var h driver.Held
+		var h flow.Held
 		if err := rows.Scan(&h.ID, &h.Flow, &h.Waiting, &h.FailedDeps, &h.RunIfFailed); err != nil {
 			return nil, err
 		}
@@ -451,7 +453,7 @@ func (b *base) Finish(ctx context.Context, done []driver.Attempt, keep bool) ([]
 		if err != nil {
 			return err
 		}
-		return driver.Resolve(t, ended, at)
+		return flow.Resolve(t, ended, at)
 	})
 }
 
@@ -469,11 +471,11 @@ func containsID(ids []string, id string) bool {
 // stepFailed ends, in t, the step of the job id moved to the failed jobs.
 func stepFailed(t *flowTx, id, errText string, at int64) error {
 	t.ended = true
-	ended, err := t.End([]string{id}, driver.FailedState(errText), errText, at)
+	ended, err := t.End([]string{id}, flow.FailedState(errText), errText, at)
 	if err != nil {
 		return err
 	}
-	return driver.Resolve(t, ended, at)
+	return flow.Resolve(t, ended, at)
 }
 
 // CancelFlow implements driver.Flows.
@@ -523,7 +525,7 @@ func (b *base) CancelFlow(ctx context.Context, id string, now int64) (driver.Flo
 				}
 			}
 		}
-		return driver.Resolve(t, ended, now)
+		return flow.Resolve(t, ended, now)
 	})
 	return did, err
 }

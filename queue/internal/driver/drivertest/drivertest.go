@@ -8,6 +8,8 @@ package drivertest
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,6 +179,14 @@ func Numbers(jobs []*driver.Job) string {
 	return strings.Join(out, " ")
 }
 
+// Fail fails the attempt of j with failure at at.
+func Fail(t *testing.T, s driver.Driver, j *driver.Job, failure string, at int64) {
+	t.Helper()
+	if ok, err := s.Fail(context.Background(), j.ID, j.Attempts, driver.Failure{Error: failure, At: at, Flow: j.Flow}); !ok || err != nil {
+		t.Fatalf("Fail = %v, %v", ok, err)
+	}
+}
+
 // Pending counts the pending jobs of queue.
 func Pending(t *testing.T, s driver.Driver, queue string) int {
 	t.Helper()
@@ -198,4 +208,132 @@ func Tails(jobs []*driver.Job) string {
 		out += j.ID[len(j.ID)-1:]
 	}
 	return out
+}
+
+// LastID is after every id.
+const LastID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+
+// FlowID is the id of test flow n.
+func FlowID(n int) string { return fmt.Sprintf("01900000-0000-7000-9000-%012d", n) }
+
+// FlowBuilder builds a NewFlow of steps named by letters, each a job of
+// the queue "f" with one attempt, its id numbered in the order added.
+type FlowBuilder struct {
+	NF  driver.NewFlow    // the flow, as Start stores it
+	IDs map[string]string // the steps' job ids by name
+	n   int
+}
+
+// NewFlow starts the builder of test flow n, of kind.
+func NewFlow(n int, kind string, cancelOnFailure bool) *FlowBuilder {
+	return &FlowBuilder{NF: driver.NewFlow{Flow: driver.Flow{ID: FlowID(n), Kind: kind, Name: kind + " test", CreatedAt: 1,
+		State: driver.FlowRunning, CancelOnFailure: cancelOnFailure}}, IDs: map[string]string{}, n: n * 100}
+}
+
+// Step adds a step of role named name that waits for deps.
+func (b *FlowBuilder) Step(name, role string, runIfFailed bool, deps ...string) *FlowBuilder {
+	b.n++
+	j := Job(b.n, "f", 0)
+	j.MaxAttempts, j.Name = 1, "job."+name
+	b.IDs[name] = j.ID
+	s := &driver.Step{Job: j, Name: name, Role: role, Waiting: len(deps), RunIfFailed: runIfFailed}
+	for _, d := range deps {
+		b.NF.Edges = append(b.NF.Edges, driver.Edge{From: b.IDs[d], To: j.ID})
+		s.Deps = append(s.Deps, b.IDs[d])
+	}
+	b.NF.Steps = append(b.NF.Steps, s)
+	if role == driver.RoleStep {
+		b.NF.Flow.Total++
+		b.NF.Flow.Pending++
+	}
+	return b
+}
+
+// Start stores the flow.
+func (b *FlowBuilder) Start(t *testing.T, s driver.Driver) *FlowBuilder {
+	t.Helper()
+	if err := s.StartFlow(context.Background(), nil, &b.NF); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Name is the step name of the job id.
+func (b *FlowBuilder) Name(id string) string {
+	for n, x := range b.IDs {
+		if strings.EqualFold(x, id) {
+			return n
+		}
+	}
+	return "?" + id
+}
+
+// Due reserves every job of the queue "f" due at now and returns them by
+// step name.
+func (b *FlowBuilder) Due(t *testing.T, s driver.Driver, now int64) map[string]*driver.Job {
+	t.Helper()
+	out := map[string]*driver.Job{}
+	for {
+		j := Reserve(t, s, "f", now)
+		if j == nil {
+			return out
+		}
+		out[b.Name(j.ID)] = j
+	}
+}
+
+// DueNames is Due's names, sorted.
+func (b *FlowBuilder) DueNames(t *testing.T, s driver.Driver, now int64) ([]string, map[string]*driver.Job) {
+	t.Helper()
+	jobs := b.Due(t, s, now)
+	return slices.Sorted(maps.Keys(jobs)), jobs
+}
+
+// Succeed finishes jobs, each with result, at at.
+func Succeed(t *testing.T, s driver.Driver, at int64, result string, jobs ...*driver.Job) {
+	t.Helper()
+	done := make([]driver.Attempt, len(jobs))
+	for i, j := range jobs {
+		done[i] = driver.Attempt{ID: j.ID, Attempt: j.Attempts, Flow: j.Flow, Result: result, At: at}
+	}
+	ids, err := s.Finish(context.Background(), done, false)
+	if err != nil || len(ids) != len(jobs) {
+		t.Fatalf("Finish = %v, %v; want %d ids", ids, err, len(jobs))
+	}
+}
+
+// States reads the flow and its steps' states by name.
+func (b *FlowBuilder) States(t *testing.T, s driver.Driver) (driver.Flow, map[string]string) {
+	t.Helper()
+	f, steps, err := s.ReadFlow(context.Background(), b.NF.Flow.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, st := range steps {
+		out[st.Name] = st.State
+	}
+	return f, out
+}
+
+// WantStates fails the test unless the steps' states, "name=state"
+// sorted by name and spaced, are want.
+func WantStates(t *testing.T, got map[string]string, want string) {
+	t.Helper()
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		parts = append(parts, k+"="+got[k])
+	}
+	if g := strings.Join(parts, " "); g != want {
+		t.Fatalf("steps: %s\n want: %s", g, want)
+	}
+}
+
+// WantCounts fails the test unless the flow f has the state and counts.
+func WantCounts(t *testing.T, f driver.Flow, state string, total, pending, succeeded, failed int) {
+	t.Helper()
+	if f.State != state || f.Total != total || f.Pending != pending || f.Succeeded != succeeded || f.Failed != failed {
+		t.Fatalf("flow %s total %d pending %d succeeded %d failed %d; want %s %d %d %d %d",
+			f.State, f.Total, f.Pending, f.Succeeded, f.Failed, state, total, pending, succeeded, failed)
+	}
 }

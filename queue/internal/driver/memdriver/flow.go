@@ -5,6 +5,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/navree/navree/queue/internal/control/flow"
+
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -142,14 +144,14 @@ func (d *Driver) Finish(ctx context.Context, done []driver.Attempt, keep bool) (
 	}
 	tx := memTx{d}
 	ended, _ := tx.End(steps, driver.StepSucceeded, "", at)
-	return ids, driver.Resolve(tx, ended, at)
+	return ids, flow.Resolve(tx, ended, at)
 }
 
 // failed ends the step of a job moved to the failed jobs.
 func (d *Driver) stepFailed(id, errText string, at int64) {
 	tx := memTx{d}
-	ended, _ := tx.End([]string{id}, driver.FailedState(errText), errText, at)
-	_ = driver.Resolve(tx, ended, at)
+	ended, _ := tx.End([]string{id}, flow.FailedState(errText), errText, at)
+	_ = flow.Resolve(tx, ended, at)
 }
 
 // CancelFlow implements driver.Flows.
@@ -182,7 +184,7 @@ func (d *Driver) CancelFlow(ctx context.Context, id string, now int64) (driver.F
 	waiting, _ := tx.Unqueue(id, driver.FlowCancelledErr+f.Kind, now)
 	ended, _ := tx.End(append(waiting, steps...), driver.StepCancelled, driver.FlowCancelledErr+f.Kind, now)
 	did.Ended = len(ended)
-	return did, driver.Resolve(tx, ended, now)
+	return did, flow.Resolve(tx, ended, now)
 }
 
 // RetryFlow implements driver.Flows.
@@ -372,21 +374,21 @@ func (d *Driver) PruneFlows(ctx context.Context, before int64, limit int) (int, 
 // memTx is the memory driver's FlowTx: it runs under the driver's lock.
 type memTx struct{ d *Driver }
 
-func (t memTx) End(ids []string, state, errText string, at int64) ([]driver.Ended, error) {
-	var out []driver.Ended
+func (t memTx) End(ids []string, state, errText string, at int64) ([]flow.Ended, error) {
+	var out []flow.Ended
 	for _, id := range ids {
 		s := t.d.f.steps[id]
 		if s == nil || s.State != driver.StepHeld && s.State != driver.StepQueued {
 			continue
 		}
 		s.State, s.Error, s.EndedAt = state, errText, at
-		out = append(out, driver.Ended{ID: id, Flow: s.Flow, Role: s.Role, State: state, Dependants: len(t.d.f.out[id]) > 0})
+		out = append(out, flow.Ended{ID: id, Flow: s.Flow, Role: s.Role, State: state, Dependants: len(t.d.f.out[id]) > 0})
 	}
 	return out, nil
 }
 
-func (t memTx) Satisfy(ids []string, failed bool) ([]driver.Held, error) {
-	var out []driver.Held
+func (t memTx) Satisfy(ids []string, failed bool) ([]flow.Held, error) {
+	var out []flow.Held
 	for _, id := range ids {
 		for _, to := range t.d.f.out[id] {
 			s := t.d.f.steps[to]
@@ -397,7 +399,7 @@ func (t memTx) Satisfy(ids []string, failed bool) ([]driver.Held, error) {
 			if failed {
 				s.FailedDeps++
 			}
-			out = append(out, driver.Held{ID: to, Flow: s.Flow, Waiting: s.Waiting, FailedDeps: s.FailedDeps, RunIfFailed: s.RunIfFailed})
+			out = append(out, flow.Held{ID: to, Flow: s.Flow, Waiting: s.Waiting, FailedDeps: s.FailedDeps, RunIfFailed: s.RunIfFailed})
 		}
 	}
 	return out, nil
