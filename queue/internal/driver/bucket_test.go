@@ -2,10 +2,8 @@ package driver_test
 
 import (
 	"math"
-	"slices"
 	"testing"
 
-	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -39,42 +37,4 @@ func TestBucketsAreHalfOctaves(t *testing.T) {
 	if day := int64(86_400_000_000); driver.Bucket(day) >= driver.Buckets-1 {
 		t.Fatalf("a day falls in the last, open bucket")
 	}
-}
-
-// TestTimingsAddUpAndAgeOut: AddThroughput adds timings to those of the
-// same minute, queue, type, kind and bucket, Timings reads them from a
-// minute on, of a queue and a type, and the timings of minutes before
-// keepFrom are deleted.
-func TestTimingsAddUpAndAgeOut(t *testing.T) {
-	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
-		add := func(keepFrom int64, timings ...driver.Timing) {
-			t.Helper()
-			if err := s.AddThroughput(ctx, nil, timings, keepFrom); err != nil {
-				t.Fatal(err)
-			}
-		}
-		run := driver.Timing{Queue: "mail", Name: "mail.send", Minute: 60_000, Bucket: 7, Count: 2}
-		wait := run
-		wait.Wait, wait.Bucket, wait.Count = true, 30, 1
-		other := driver.Timing{Queue: "default", Name: "contacts.export", Minute: 120_000, Bucket: 9, Count: 5}
-		add(0, run, wait, other)
-		run.Count = 3
-		add(0, run)
-		got, err := s.Timings(ctx, 0, "mail", "")
-		want := []driver.Timing{{Queue: "mail", Name: "mail.send", Minute: 60_000, Bucket: 7, Count: 5}, wait}
-		slices.SortFunc(got, func(a, b driver.Timing) int { return a.Bucket - b.Bucket })
-		if err != nil || !slices.Equal(got, want) {
-			t.Fatalf("Timings(mail) = %+v, %v; want %+v", got, err, want)
-		}
-		if got, _ := s.Timings(ctx, 0, "", "contacts.export"); !slices.Equal(got, []driver.Timing{other}) {
-			t.Fatalf("Timings(contacts.export) = %+v", got)
-		}
-		if got, _ := s.Timings(ctx, 120_000, "", ""); !slices.Equal(got, []driver.Timing{other}) {
-			t.Fatalf("Timings(from 120000) = %+v", got)
-		}
-		add(120_000, driver.Timing{Queue: "mail", Name: "mail.send", Minute: 180_000, Count: 1})
-		if got, _ := s.Timings(ctx, 0, "mail", ""); len(got) != 1 || got[0].Minute != 180_000 {
-			t.Fatalf("after keepFrom 120000: %+v; want the minute 60000 deleted", got)
-		}
-	})
 }

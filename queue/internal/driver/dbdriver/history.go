@@ -8,41 +8,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/navree/navree/queue/internal/control/history"
+
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-// succeededColumns are the columns of succeeded_jobs, in the order the
-// statements below write and read them.
-const succeededColumns = "id, queue, name, payload, max_attempts, attempts, created_at, finished_at, run_ms, wait_ms, worker, errors, meta, snoozes"
-
-// The statements that keep successes in succeeded_jobs. On SQLite the copy
-// runs before the completion's delete, in its transaction (WHERE true:
-// an upsert after a join needs it); on PostgreSQL one statement deletes
-// and inserts.
+// The statements of Lookup that read a job's errors where it is.
 const (
-	sqliteKeep = "INSERT INTO succeeded_jobs (" + succeededColumns + ") " +
-		"SELECT j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, " +
-		"coalesce(json_extract(d.value, '$.at'), 0), coalesce(json_extract(d.value, '$.ms'), 0), coalesce(json_extract(d.value, '$.wait'), 0), " +
-		"j.reserved_by, j.errors, j.meta, j.snoozes FROM json_each(?) AS d JOIN jobs AS j ON j.id = json_extract(d.value, '$.id') " +
-		"AND j.attempts = json_extract(d.value, '$.attempt') AND j.reserved_at IS NOT NULL WHERE true ON CONFLICT (id) DO NOTHING"
-	pgKeep = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
-		"gone AS (DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int, at bigint, ms bigint, wait bigint) " +
-		"WHERE j.id = ANY(ARRAY(SELECT a.id FROM jsonb_to_recordset($1::jsonb) AS a(id uuid))) " +
-		"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 " +
-		"RETURNING j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, coalesce(d.at, 0) AS at, coalesce(d.ms, 0) AS ms, " +
-		"coalesce(d.wait, 0) AS wait, j.reserved_by, j.errors, j.meta, j.snoozes), " +
-		"kept AS (INSERT INTO succeeded_jobs (" + succeededColumns + ") SELECT * FROM gone ON CONFLICT (id) DO NOTHING) " +
-		"SELECT id FROM gone"
-
 	lookupErrors    = "SELECT errors, reserved_by FROM jobs WHERE id = ?"
 	lookupFailedErr = "SELECT errors FROM failed_jobs WHERE id = ?"
-	lookupSucceeded = "SELECT " + succeededColumns + " FROM succeeded_jobs WHERE id = ?"
-	// purgeKept deletes the successes kept of a queue (Purge, for
-	// queue:bench): a walk of the table, which has no index by queue.
-	purgeKept = "DELETE FROM succeeded_jobs WHERE queue = ?"
-	// pruneSucceeded deletes a batch of the oldest, found in
-	// succeeded_jobs_finished_at.
-	pruneSucceeded = "DELETE FROM succeeded_jobs WHERE id IN (SELECT id FROM succeeded_jobs WHERE finished_at < ? ORDER BY finished_at, id LIMIT ?)"
 )
 
 // Complete implements driver.Driver.
@@ -58,7 +32,7 @@ func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep
 		return nil, err
 	}
 	ids := make([]string, 0, len(done))
-	kept, err := s.prepared(ctx, sqliteKeep)
+	kept, err := s.prepared(ctx, history.SQLiteKeep)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +71,7 @@ func (p *postgresDriver) Complete(ctx context.Context, done []driver.Attempt, ke
 	}
 	query := p.q.complete
 	if keep {
-		query = pgKeep
+		query = history.PgKeep
 	}
 	return p.complete(ctx, done, query)
 }
@@ -198,7 +172,7 @@ func (b *base) lookup(ctx context.Context, words func(string) string, id string)
 	var sj driver.SucceededJob
 	var payload string
 	var worker, errs, meta sql.NullString
-	err = b.sqldb.QueryRowContext(ctx, words(lookupSucceeded), id).Scan(&sj.ID, &sj.Queue, &sj.Name, &payload, &sj.MaxAttempts, &sj.Attempts,
+	err = b.sqldb.QueryRowContext(ctx, words(history.Lookup), id).Scan(&sj.ID, &sj.Queue, &sj.Name, &payload, &sj.MaxAttempts, &sj.Attempts,
 		&sj.CreatedAt, &sj.FinishedAt, &sj.RunMs, &sj.WaitMs, &worker, &errs, &meta, &sj.Snoozes)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -247,5 +221,5 @@ func cut(s string, n int) string {
 
 // PruneSucceeded implements driver.Driver.
 func (b *base) PruneSucceeded(ctx context.Context, before int64, limit int) (int, error) {
-	return b.count(ctx, b.d.Words(pruneSucceeded), before, limit)
+	return b.count(ctx, b.d.Words(history.Prune), before, limit)
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/navree/navree/queue/internal/control/history"
+
 	"github.com/navree/navree/queue/internal/control/limit"
 
 	"github.com/navree/navree/db"
@@ -335,7 +337,7 @@ func (b *base) purge(ctx context.Context, queue string) (int, error) {
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, d.Words(purgeKept), queue); err != nil {
+			if _, err := tx.ExecContext(ctx, d.Words(history.Purge), queue); err != nil {
 				return err
 			}
 			j, _ := jobs.RowsAffected()
@@ -414,8 +416,8 @@ func (t *flowTx) complete(done []driver.Attempt, batch string, keep bool) ([]str
 		query := t.b.q.complete
 		if keep {
 			if t.d.PG {
-				query = pgKeep
-			} else if _, err := t.b.execTx(t.ctx, t.tx, sqliteKeep, batch); err != nil {
+				query = history.PgKeep
+			} else if _, err := t.b.execTx(t.ctx, t.tx, history.SQLiteKeep, batch); err != nil {
 				return err
 			}
 		}

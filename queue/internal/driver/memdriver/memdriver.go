@@ -8,10 +8,11 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/navree/navree/queue/internal/control/history"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/backoff"
@@ -29,13 +30,12 @@ type Driver struct {
 	lines  map[string]*line // by queue: waiting and reserved jobs
 	unique unique.Memory
 	failed map[string]driver.FailedJob
-	kept   map[string]driver.SucceededJob  // succeeded_jobs
-	paused map[string]bool                 // the paused queues, driver.AllQueues among them
-	cancel map[string]bool                 // the ids of running jobs to cancel
-	done   map[[2]string]driver.Throughput // by queue and minute
-	timed  map[driver.Timing]int64         // counts by timing, Count zero
-	start  time.Time                       // its clock of reservations: the monotonic time since
-	beats  map[string]driver.Worker        // the registered workers, by id
+	kept   map[string]driver.SucceededJob // succeeded_jobs
+	paused map[string]bool                // the paused queues, driver.AllQueues among them
+	cancel map[string]bool                // the ids of running jobs to cancel
+	counts history.Memory                 // throughput and timings
+	start  time.Time                      // its clock of reservations: the monotonic time since
+	beats  map[string]driver.Worker       // the registered workers, by id
 	f      flows
 	held   limit.Memory
 	rates  rate.Memory
@@ -52,8 +52,6 @@ func New() *Driver {
 		kept:   map[string]driver.SucceededJob{},
 		paused: map[string]bool{},
 		cancel: map[string]bool{},
-		done:   map[[2]string]driver.Throughput{},
-		timed:  map[driver.Timing]int64{},
 		start:  time.Now(),
 		beats:  map[string]driver.Worker{},
 		f:      newFlows(),
@@ -412,9 +410,7 @@ func (d *Driver) complete(done []driver.Attempt, keep bool) []string {
 			d.remove(j)
 			ids = append(ids, a.ID)
 			if keep {
-				d.kept[j.ID] = driver.SucceededJob{ID: j.ID, Queue: j.Queue, Name: j.Name, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
-					Attempts: j.Attempts, CreatedAt: j.CreatedAt, FinishedAt: a.At, RunMs: a.Ms, WaitMs: a.Wait, Worker: j.ReservedBy,
-					Errors: j.Errors, Meta: j.Meta, Snoozes: j.Snoozes}
+				d.kept[j.ID] = history.Succeeded(j, a)
 			}
 		}
 	}
@@ -661,28 +657,7 @@ func (d *Driver) DeleteFailed(ctx context.Context, id string) error {
 func (d *Driver) AddThroughput(ctx context.Context, counts []driver.Throughput, timings []driver.Timing, keepFrom int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, t := range timings {
-		n := t.Count
-		t.Count = 0
-		d.timed[t] += n
-	}
-	for t := range d.timed {
-		if t.Minute < keepFrom {
-			delete(d.timed, t)
-		}
-	}
-	for _, c := range counts {
-		k := [2]string{c.Queue, strconv.FormatInt(c.Minute, 10)}
-		t := d.done[k]
-		t.Queue, t.Minute = c.Queue, c.Minute
-		t.Succeeded, t.Released, t.Failed = t.Succeeded+c.Succeeded, t.Released+c.Released, t.Failed+c.Failed
-		d.done[k] = t
-	}
-	for k, t := range d.done {
-		if t.Minute < keepFrom {
-			delete(d.done, k)
-		}
-	}
+	d.counts.Add(counts, timings, keepFrom)
 	return nil
 }
 
@@ -690,31 +665,14 @@ func (d *Driver) AddThroughput(ctx context.Context, counts []driver.Throughput, 
 func (d *Driver) Timings(ctx context.Context, since int64, queue, name string) ([]driver.Timing, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []driver.Timing
-	for t, n := range d.timed {
-		if t.Minute >= since && (queue == "" || t.Queue == queue) && (name == "" || t.Name == name) {
-			t.Count = n
-			out = append(out, t)
-		}
-	}
-	slices.SortFunc(out, func(a, b driver.Timing) int { return cmp.Compare(a.Minute, b.Minute) })
-	return out, nil
+	return d.counts.Timings(since, queue, name), nil
 }
 
 // Throughput implements driver.Driver.
 func (d *Driver) Throughput(ctx context.Context, since int64) ([]driver.Throughput, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []driver.Throughput
-	for _, t := range d.done {
-		if t.Minute >= since {
-			out = append(out, t)
-		}
-	}
-	slices.SortFunc(out, func(a, b driver.Throughput) int {
-		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Minute, b.Minute))
-	})
-	return out, nil
+	return d.counts.Throughput(since), nil
 }
 
 // Lookup implements driver.Driver.
