@@ -14,7 +14,7 @@ import (
 // databases, so that a search that does not do a feature costs nothing
 // for it.
 func TestAPartAddsOnlyWhenItsShapeAsksForIt(t *testing.T) {
-	marks := map[string]string{"fairness": "fair_seq", "priority": "priority", "rate limits": "queue_rates"}
+	marks := map[string]string{"fairness": "@place", "priority": "priority", "rate limits": "queue_rates"}
 	for _, d := range []sqlkit.Dialect{sqlkit.SQLite, sqlkit.Postgres} {
 		for f := range driver.AllFeatures + 1 {
 			for _, only := range []bool{false, true} {

@@ -40,14 +40,14 @@ const (
 	order   = "priority DESC, CASE WHEN priority = 0 THEN coalesce(fair_seq, 0) ELSE 0 END, available_at, id"
 )
 
-// Plan is fairness's part of a reservation's plan: the searches so far
-// take the jobs without a key by due time (jobs_waiting), and beside them
-// a search takes those with one by place (jobs_fair), from the first
-// place a worker has not passed, @place; in turns by group together.
+// Plan is fairness's part of a reservation's plan: beside the search of
+// the jobs without a key by due time (jobs_waiting, which holds only
+// those), a search takes those with one by place (jobs_fair), from the
+// first place a worker has not passed, @place; in turns by group
+// together. On SQLite each search names its index (INDEXED BY).
 func Plan(_ sqlkit.Dialect, p *plan.Reservation) {
 	for i := range p.Searches {
 		p.Searches[i].Index = "jobs_waiting"
-		p.Searches[i].Where = append([]string{"fair_seq IS NULL"}, p.Searches[i].Where...)
 	}
 	p.Searches = append(p.Searches, plan.Search{Name: "f", Index: "jobs_fair", Where: []string{"fair_seq IS NOT NULL", "fair_seq >= @place", plan.Due}, Order: byPlace})
 	p.Order, p.Columns = order, "id, priority, fair_seq, available_at"

@@ -116,7 +116,7 @@ func TestReservationStartsPastReservedRows(t *testing.T) {
 		}
 		defer tx.Rollback()
 		var plan strings.Builder
-		rows, err := tx.QueryContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) SELECT id FROM jobs WHERE queue = 'default' AND reserved_at IS NULL "+
+		rows, err := tx.QueryContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) SELECT id FROM jobs WHERE queue = 'default' AND reserved_at IS NULL AND fair_seq IS NULL "+
 			"AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT 100 FOR UPDATE SKIP LOCKED", from, n+1)
 		if err != nil {
 			t.Fatal(err)

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/plan"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
@@ -86,11 +88,23 @@ func readStatementsOf(at string, words func(string) string, lateral bool) readSt
 	capped := func(from, where string) string {
 		return "(SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?) AS c)"
 	}
-	waiting := "jobs.queue = queues.queue AND jobs.reserved_at IS NULL AND jobs.available_at"
+	// Waiting and delayed jobs are counted in each index, up to the limit
+	// in each (the sum is capped by stats), and the oldest is the first of
+	// both.
+	waiting := func(half string) string {
+		return "jobs.queue = queues.queue AND jobs.reserved_at IS NULL AND jobs." + half + " AND jobs.available_at"
+	}
+	count := func(op string) string {
+		return "(" + capped("jobs", waiting(halves[0])+op) + " + " + capped("jobs", waiting(halves[1])+op) + ")"
+	}
+	first := func(half string) string {
+		return "(SELECT jobs.available_at FROM jobs WHERE jobs.queue = queues.queue AND jobs.reserved_at IS NULL AND jobs." + half +
+			" ORDER BY jobs.available_at LIMIT 1)"
+	}
 	r := readStatements{
 		stats: words("WITH RECURSIVE " + queuesCTE + ", " + failedQueuesCTE + ", " + heldQueuesCTE +
-			" SELECT queue, 0, " + capped("jobs", waiting+" <= ?") + ", " + capped("jobs", waiting+" > ?") +
-			", (SELECT jobs.available_at FROM jobs WHERE jobs.queue = queues.queue AND jobs.reserved_at IS NULL ORDER BY jobs.available_at LIMIT 1)" +
+			" SELECT queue, 0, " + count(" <= ?") + ", " + count(" > ?") +
+			", (SELECT min(o.t) FROM (SELECT " + first(halves[0]) + " AS t UNION ALL SELECT " + first(halves[1]) + ") AS o)" +
 			" FROM queues WHERE queue IS NOT NULL" +
 			" UNION ALL SELECT queue, 1, count(*), count(*) FILTER (WHERE " + stale + "), 0 FROM jobs WHERE reserved_at IS NOT NULL GROUP BY queue" +
 			" UNION ALL SELECT queue, 2, " + capped("failed_jobs", "failed_jobs.queue = failed_queues.queue") + ", 0, 0 FROM failed_queues WHERE queue IS NOT NULL" +
@@ -118,30 +132,59 @@ func readStatementsOf(at string, words func(string) string, lateral bool) readSt
 				"WHERE (finished_at, id) > (?, ?)" + filters(byQueue, byName) + " ORDER BY finished_at, id LIMIT ?")
 		}
 		// Waiting and delayed jobs of one queue: after the cursor, due by
-		// a bound.
-		r.pages[pageShape{driver.Waiting, true, byName}] = words("SELECT " + infoColumns + " FROM jobs " +
-			"WHERE queue = ? AND reserved_at IS NULL AND (available_at, id) > (?, ?) AND available_at <= ?" + filters(false, byName) +
-			" ORDER BY available_at, id LIMIT ?")
+		// a bound, from both indexes (see byDue).
+		r.pages[pageShape{driver.Waiting, true, byName}] = words(byDue(infoColumns,
+			"queue = ? AND reserved_at IS NULL AND HALF AND (available_at, id) > (?, ?) AND available_at <= ?"+filters(false, byName)))
 		if lateral {
-			// The first keys of each queue, read from the index alone;
+			// The first keys of each queue, read from the indexes alone;
 			// then the rows of the first of them all, by primary key (not
 			// by a join: see postgresStatements).
 			r.everyQueue[b2i(byName)] = words("WITH RECURSIVE " + queuesCTE + " SELECT " + infoColumns + " FROM jobs WHERE id = ANY(ARRAY(" +
-				"SELECT k.id FROM queues CROSS JOIN LATERAL (SELECT id, available_at FROM jobs " +
-				"WHERE queue = queues.queue AND reserved_at IS NULL AND (available_at, id) > (?, ?) AND available_at <= ?" + filters(false, byName) +
-				" ORDER BY available_at, id LIMIT ?) AS k ORDER BY k.available_at, k.id LIMIT ?))")
+				"SELECT k.id FROM queues CROSS JOIN LATERAL (" + byDue("id, available_at",
+				"queue = queues.queue AND reserved_at IS NULL AND HALF AND (available_at, id) > (?, ?) AND available_at <= ?"+filters(false, byName)) +
+				") AS k ORDER BY k.available_at, k.id LIMIT ?))")
 		}
 	}
 	return r
 }
 
-// queuesCTE is the common table "queues": each queue of jobs_waiting,
-// found by a jump from the one before, so that listing them reads a few
-// index pages per queue whatever their jobs (and a NULL last).
-const queuesCTE = "queues(queue) AS (" +
-	"SELECT q FROM (SELECT queue AS q FROM jobs WHERE reserved_at IS NULL ORDER BY queue LIMIT 1) AS head " +
-	"UNION ALL SELECT (SELECT j.queue FROM jobs AS j WHERE j.reserved_at IS NULL AND j.queue > queues.queue ORDER BY j.queue LIMIT 1) " +
+// halves are the tests of the two indexes of the waiting jobs by due
+// time (migration 0022): those without a fairness place, jobs_waiting,
+// and those with one, jobs_fair_due. A read of waiting jobs by due time
+// reads both.
+var halves = [2]string{plan.Unkeyed, "fair_seq IS NOT NULL"}
+
+// byDue is the first waiting jobs by due time of both indexes: the
+// columns sel (available_at and id among them) of those that pass where,
+// whose HALF is each index's test, up to a limit (?) in each, then the
+// first by due time of both, up to a limit (?). Its arguments are where's
+// and the limit, twice, then the limit.
+func byDue(sel, where string) string {
+	half := func(i int) string {
+		return "SELECT * FROM (SELECT " + sel + " FROM jobs WHERE " + strings.Replace(where, "HALF", halves[i], 1) +
+			" ORDER BY available_at, id LIMIT ?) AS h" + strconv.Itoa(i)
+	}
+	return half(0) + " UNION ALL " + half(1) + " ORDER BY available_at, id LIMIT ?"
+}
+
+// queuesCTE is the common table "queues": each queue of waiting jobs
+// (of jobs_waiting or jobs_fair_due), found by a jump from the one
+// before, so that listing them reads a few index pages per queue
+// whatever their jobs (and a NULL last).
+var queuesCTE = "queues(queue) AS (" +
+	"SELECT min(f.q) FROM (" + nextQueue(halves[0], "") + " UNION ALL " + nextQueue(halves[1], "") + ") AS f " +
+	"UNION ALL SELECT (SELECT min(n.q) FROM (" + nextQueue(halves[0], "queues.queue") + " UNION ALL " + nextQueue(halves[1], "queues.queue") + ") AS n) " +
 	"FROM queues WHERE queues.queue IS NOT NULL)"
+
+// nextQueue selects, as q, the first queue of the waiting jobs of half
+// after after ("" for the first of all).
+func nextQueue(half, after string) string {
+	where := "j.reserved_at IS NULL AND j." + half
+	if after != "" {
+		where += " AND j.queue > " + after
+	}
+	return "SELECT (SELECT j.queue FROM jobs AS j WHERE " + where + " ORDER BY j.queue LIMIT 1) AS q"
+}
 
 // failedQueuesCTE is the common table "failed_queues": each queue of
 // failed_jobs_queue, found as queuesCTE finds those of jobs_waiting.
@@ -193,7 +236,7 @@ func (p *postgresDriver) Stats(ctx context.Context, now, at int64, limit int) ([
 // unknownOf is the statement of Unknown, list being the database's
 // words for the values of a JSON array of text.
 func unknownOf(list string, words func(string) string) string {
-	return words("SELECT name, count(*) FROM (SELECT name FROM jobs WHERE queue = ? AND reserved_at IS NULL ORDER BY available_at, id LIMIT ?) w " +
+	return words("SELECT name, count(*) FROM (" + byDue("name, available_at, id", "queue = ? AND reserved_at IS NULL AND HALF") + ") AS w " +
 		"WHERE name NOT IN (" + list + ") GROUP BY name")
 }
 
@@ -219,7 +262,7 @@ func (b *base) unknown(ctx context.Context, query, queue string, known []string,
 		return nil, err
 	}
 	out := map[string]int{}
-	err = b.read(ctx, query, []any{queue, limit, string(list)}, func(rows *sql.Rows) error {
+	err = b.read(ctx, query, []any{queue, limit, queue, limit, limit, string(list)}, func(rows *sql.Rows) error {
 		var name string
 		var n int
 		err := rows.Scan(&name, &n)
@@ -254,7 +297,7 @@ func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at
 	if tx != nil {
 		st = tx.StmtContext(ctx, st)
 	}
-	rows, err := st.QueryContext(ctx, append(append([]any{now, limit, now, limit}, atArgs(t)...), limit, limit)...)
+	rows, err := st.QueryContext(ctx, append(append([]any{now, limit, now, limit, now, limit, now, limit}, atArgs(t)...), limit, limit)...)
 	if err != nil {
 		return nil, err
 	}
@@ -279,8 +322,8 @@ func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at
 			byQueue[queue] = s
 		}
 		switch kind {
-		case 0:
-			s.Waiting, s.Delayed = int(n), int(m)
+		case 0: // each a sum of two counts, each up to the limit
+			s.Waiting, s.Delayed = min(int(n), limit), min(int(m), limit)
 			if n > 0 { // else the oldest is a delayed job's
 				s.OldestAvailableAt = oldest
 			}
@@ -333,7 +376,8 @@ func (b *base) jobs(ctx context.Context, r *readStatements, q driver.JobsQuery) 
 	}
 	one := r.pages[pageShape{driver.Waiting, true, q.Name != ""}]
 	queuePage := func(queue string) ([]driver.JobInfo, error) {
-		return b.page(ctx, one, append(append([]any{queue, after.At, after.ID, upTo}, name...), q.Limit)...)
+		half := append(append([]any{queue, after.At, after.ID, upTo}, name...), q.Limit)
+		return b.page(ctx, one, append(append(half, half...), q.Limit)...)
 	}
 	if q.Queue != "" {
 		return queuePage(q.Queue)
@@ -341,7 +385,8 @@ func (b *base) jobs(ctx context.Context, r *readStatements, q driver.JobsQuery) 
 	var out []driver.JobInfo
 	if every := r.everyQueue[b2i(q.Name != "")]; every != "" {
 		var err error
-		if out, err = b.page(ctx, every, append(append([]any{after.At, after.ID, upTo}, name...), q.Limit, q.Limit)...); err != nil {
+		half := append(append([]any{after.At, after.ID, upTo}, name...), q.Limit)
+		if out, err = b.page(ctx, every, append(append(half, half...), q.Limit, q.Limit)...); err != nil {
 			return nil, err
 		}
 	} else {

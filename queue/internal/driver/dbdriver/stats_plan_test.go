@@ -134,7 +134,7 @@ func TestReadSideUsesTheIndexesOnPostgres(t *testing.T) {
 
 	q := &postgresRead
 	t.Run("stats", func(t *testing.T) {
-		p := explain(t, q.stats, planNow, statsLimit, planNow, statsLimit, planNow, planNow, planNow, statsLimit, statsLimit)
+		p := explain(t, q.stats, planNow, statsLimit, planNow, statsLimit, planNow, statsLimit, planNow, statsLimit, planNow, planNow, planNow, statsLimit, statsLimit)
 		var waiting, running planNode
 		p.walk(func(n planNode) {
 			switch {
@@ -167,12 +167,12 @@ func TestReadSideUsesTheIndexesOnPostgres(t *testing.T) {
 		// not 0, the buffers in all instead.
 		perRow, max int
 	}{
-		{name: "waiting of a queue", shape: pageShape{driver.Waiting, true, false}, args: []any{"mail", mid.At, mid.ID, planNow, limit}, index: "jobs_waiting", perRow: 3},
-		{name: "waiting of a queue, first page", shape: pageShape{driver.Waiting, true, false}, args: []any{"default", int64(math.MinInt64), firstID, planNow, limit}, index: "jobs_waiting", perRow: 3},
-		{name: "waiting of a queue and a type", shape: pageShape{driver.Waiting, true, true}, args: []any{"default", mid.At, mid.ID, planNow, "mail.send", limit}, index: "jobs_waiting", perRow: 6},
-		{name: "delayed of a queue", shape: pageShape{driver.Waiting, true, false}, args: []any{"sync", planNow, lastID, int64(math.MaxInt64), limit}, index: "jobs_waiting", perRow: 3},
-		{name: "waiting of every queue", every: true, args: []any{mid.At, mid.ID, planNow, limit, limit}, index: "jobs_waiting", perRow: 8},
-		{name: "delayed of every queue", every: true, args: []any{planNow, lastID, int64(math.MaxInt64), limit, limit}, index: "jobs_waiting", perRow: 8},
+		{name: "waiting of a queue", shape: pageShape{driver.Waiting, true, false}, args: bothArgs("mail", mid.At, mid.ID, planNow, limit), index: "jobs_waiting", perRow: 3},
+		{name: "waiting of a queue, first page", shape: pageShape{driver.Waiting, true, false}, args: bothArgs("default", int64(math.MinInt64), firstID, planNow, limit), index: "jobs_waiting", perRow: 3},
+		{name: "waiting of a queue and a type", shape: pageShape{driver.Waiting, true, true}, args: bothArgs("default", mid.At, mid.ID, planNow, "mail.send", limit), index: "jobs_waiting", perRow: 6},
+		{name: "delayed of a queue", shape: pageShape{driver.Waiting, true, false}, args: bothArgs("sync", planNow, lastID, int64(math.MaxInt64), limit), index: "jobs_waiting", perRow: 3},
+		{name: "waiting of every queue", every: true, args: append(bothArgs(mid.At, mid.ID, planNow, limit), limit), index: "jobs_waiting", perRow: 8},
+		{name: "delayed of every queue", every: true, args: append(bothArgs(planNow, lastID, int64(math.MaxInt64), limit), limit), index: "jobs_waiting", perRow: 8},
 		{name: "failed", shape: pageShape{driver.Failed, false, false}, args: []any{int64(1_000_000), firstID, limit}, index: "failed_jobs_failed_at", perRow: 3},
 		{name: "failed of a queue", shape: pageShape{driver.Failed, true, false}, args: []any{int64(1_000_000), firstID, "sync", limit}, index: "failed_jobs_failed_at", perRow: 3},
 		// Running jobs: PostgreSQL reads each after the cursor and sorts
@@ -200,8 +200,14 @@ func TestReadSideUsesTheIndexesOnPostgres(t *testing.T) {
 				}
 				return
 			}
-			if p.has("Sort", "", "") && !tt.every {
-				t.Errorf("the page is sorted rather than read in the order of %s", tt.index)
+			if !tt.every {
+				// The first of the two indexes' pages (byDue) may be sorted:
+				// at most two pages, never the queue.
+				p.walk(func(n planNode) {
+					if n.Type == "Sort" && len(n.Plans) > 0 && n.Plans[0].Rows > 2*limit {
+						t.Errorf("the page is sorted from %d jobs rather than read in the order of %s", n.Plans[0].Rows, tt.index)
+					}
+				})
 			}
 			if bound := tt.perRow*limit + 30; p.buffers() > bound || p.buffers()*20 > heap {
 				t.Errorf("the page read %d buffers; want at most %d, and at most a twentieth of the table's %d pages", p.buffers(), bound, heap)
@@ -215,7 +221,7 @@ func TestReadSideUsesTheIndexesOnPostgres(t *testing.T) {
 	t.Run("waiting of a rare type", func(t *testing.T) {
 		var out string
 		if err := d.DB.DB.QueryRowContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+q.pages[pageShape{driver.Waiting, true, true}],
-			"default", int64(math.MinInt64), firstID, planNow, "rare.job", limit).Scan(&out); err != nil {
+			bothArgs("default", int64(math.MinInt64), firstID, planNow, "rare.job", limit)...).Scan(&out); err != nil {
 			t.Fatal(err)
 		}
 		var plans []struct{ Plan planNode }
@@ -224,6 +230,12 @@ func TestReadSideUsesTheIndexesOnPostgres(t *testing.T) {
 		}
 		t.Logf("not served: %d buffers: %s", plans[0].Plan.buffers(), plans[0].Plan.scans())
 	})
+}
+
+// bothArgs are the arguments of a read of both indexes of the waiting jobs
+// (byDue): those of one, twice, and the limit, the last of them.
+func bothArgs(args ...any) []any {
+	return append(append(args, args...), args[len(args)-1])
 }
 
 // sqlitePlan returns SQLite's EXPLAIN QUERY PLAN of stmt, a step a line.
@@ -281,12 +293,19 @@ func TestReadSideUsesTheIndexesOnSQLite(t *testing.T) {
 		// SQLite does not take jobs_waiting as covering (its WHERE names
 		// reserved_at, which it does not hold): counting the waiting jobs
 		// looks each up in the table (see the report of this change).
-		{"stats", q.stats, []any{planNow, statsLimit, planNow, statsLimit, planNow, planNow, planNow, statsLimit, statsLimit}, []string{"SCAN jobs USING INDEX jobs_waiting", "SEARCH jobs USING INDEX jobs_reserved (reserved_at>?)", "SEARCH queue_held USING COVERING INDEX queue_held_queue (queue=?)"}, true},
-		{"queues", q.queues, nil, []string{"SEARCH j USING INDEX jobs_waiting (queue>?)"}, false},
-		{"waiting of a queue", q.pages[pageShape{driver.Waiting, true, false}], []any{"mail", 0, firstID, planNow, limit},
-			[]string{"SEARCH jobs USING INDEX jobs_waiting (queue=? AND (available_at,id)>(?,?) AND available_at<?)"}, false},
-		{"waiting of a queue and a type", q.pages[pageShape{driver.Waiting, true, true}], []any{"mail", 0, firstID, planNow, "x", limit},
-			[]string{"SEARCH jobs USING INDEX jobs_waiting (queue=? AND (available_at,id)>(?,?) AND available_at<?)"}, false},
+		{"stats", q.stats, []any{planNow, statsLimit, planNow, statsLimit, planNow, statsLimit, planNow, statsLimit, planNow, planNow, planNow, statsLimit, statsLimit},
+			[]string{"SEARCH jobs USING INDEX jobs_waiting (queue=? AND available_at<?)", "SEARCH jobs USING INDEX jobs_fair_due (queue=? AND available_at<?)",
+				"SEARCH jobs USING INDEX jobs_reserved (reserved_at>?)", "SEARCH queue_held USING COVERING INDEX queue_held_queue (queue=?)"}, true},
+		{"queues", q.queues, nil, []string{"SEARCH j USING INDEX jobs_waiting (queue>?)", "SEARCH j USING INDEX jobs_fair_due (queue>?)"}, false},
+		// A page of waiting jobs merges a page of each index (byDue): SQLite
+		// sorts each side's page, at most the limit, for the merge, not
+		// knowing that its subquery returns it in order.
+		{"waiting of a queue", q.pages[pageShape{driver.Waiting, true, false}], bothArgs("mail", 0, firstID, planNow, limit),
+			[]string{"MERGE (UNION ALL)", "SEARCH jobs USING INDEX jobs_waiting (queue=? AND (available_at,id)>(?,?) AND available_at<?)",
+				"SEARCH jobs USING INDEX jobs_fair_due (queue=? AND (available_at,id)>(?,?) AND available_at<?)"}, true},
+		{"waiting of a queue and a type", q.pages[pageShape{driver.Waiting, true, true}], bothArgs("mail", 0, firstID, planNow, "x", limit),
+			[]string{"MERGE (UNION ALL)", "SEARCH jobs USING INDEX jobs_waiting (queue=? AND (available_at,id)>(?,?) AND available_at<?)",
+				"SEARCH jobs USING INDEX jobs_fair_due (queue=? AND (available_at,id)>(?,?) AND available_at<?)"}, true},
 		// The table has no rowid: an index holds the primary key, and
 		// jobs_reserved orders by reserved_at, then id, itself.
 		{"running", q.pages[pageShape{driver.Running, false, false}], []any{0, firstID, limit},

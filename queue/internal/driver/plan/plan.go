@@ -104,6 +104,13 @@ const (
 // time has.
 const Due = "available_at <= @now"
 
+// Unkeyed is the filter of the jobs without a fairness place, which the
+// search by due time has: its index, jobs_waiting, holds only those
+// (migration 0022), and a search that does not do fairness takes nothing
+// while its queue holds jobs with a key (see driver.Features), so it
+// leaves none out.
+const Unkeyed = "fair_seq IS NULL"
+
 // byDue is the order of the search by due time.
 const byDue = "available_at, id"
 
@@ -118,11 +125,11 @@ type Part struct {
 }
 
 // Of returns the plan of a reservation of shape on d: the search of the
-// waiting jobs by due time, from @from to @now, what each of parts whose
+// waiting jobs without a fairness key by due time, from @from to @now, what each of parts whose
 // feature the shape does adds, in order (a part sees the searches of
 // those before it), and last Only's filter on every search.
 func Of(d sqlkit.Dialect, shape Shape, parts []Part) Reservation {
-	p := Reservation{Shape: shape, Searches: []Search{{Name: "u", Where: []string{fromBound, Due}, Order: byDue}}}
+	p := Reservation{Shape: shape, Searches: []Search{{Name: "u", Where: []string{Unkeyed, fromBound, Due}, Order: byDue}}}
 	for _, part := range parts {
 		if shape.Features&part.Feature != 0 {
 			part.Add(d, &p)
@@ -270,7 +277,7 @@ func (s *Statements) Reservation(shape Shape) Statement {
 // the queue due by @now and before the bound @from, without a fairness
 // key; and one with a key whose place is before @place.
 const (
-	behind      = "SELECT 1 FROM jobs WHERE " + waiting + " AND available_at < @from AND available_at <= @now AND fair_seq IS NULL"
+	behind      = "SELECT 1 FROM jobs WHERE " + waiting + " AND available_at < @from AND available_at <= @now AND " + Unkeyed
 	placeBehind = "SELECT 1 FROM jobs WHERE " + waiting + " AND fair_seq IS NOT NULL AND fair_seq < @place AND available_at <= @now"
 )
 

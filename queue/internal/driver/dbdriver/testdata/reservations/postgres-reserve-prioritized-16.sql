@@ -22,6 +22,7 @@ u AS (SELECT id, priority, available_at
   AND queue = $1
   AND reserved_at IS NULL
   AND priority = 0
+  AND fair_seq IS NULL
   AND available_at >= $4
   AND available_at <= $3
   ORDER BY available_at, id

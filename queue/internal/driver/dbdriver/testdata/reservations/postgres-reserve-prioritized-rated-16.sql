@@ -25,6 +25,7 @@ u AS (SELECT id, priority, available_at
   AND queue = $1
   AND reserved_at IS NULL
   AND priority = 0
+  AND fair_seq IS NULL
   AND available_at >= $5
   AND available_at <= $3
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key

@@ -27,6 +27,7 @@ u AS (SELECT id, priority, available_at
   AND reserved_at IS NULL
   AND name = ANY($3::text[])
   AND priority = 0
+  AND fair_seq IS NULL
   AND available_at >= $6
   AND available_at <= $4
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key

@@ -10,6 +10,7 @@ UPDATE jobs SET reserved_at = coalesce($1::bigint, (extract(epoch from statement
   AND queue = $3
   AND reserved_at IS NULL
   AND name = ANY($5::text[])
+  AND fair_seq IS NULL
   AND available_at >= $6
   AND available_at <= $7
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key

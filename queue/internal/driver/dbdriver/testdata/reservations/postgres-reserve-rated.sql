@@ -9,6 +9,7 @@ UPDATE jobs SET reserved_at = coalesce($1::bigint, (extract(epoch from statement
   AND (feature & $4) = 0)
   AND queue = $3
   AND reserved_at IS NULL
+  AND fair_seq IS NULL
   AND available_at >= $5
   AND available_at <= $6
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key

@@ -22,6 +22,7 @@ UPDATE jobs SET reserved_at = ?1, reserved_by = ?2, attempts = attempts + 1
   AND name IN (SELECT value
   FROM json_each(?4))
   AND priority = 0
+  AND fair_seq IS NULL
   AND available_at >= ?8
   AND available_at <= ?5
   ORDER BY available_at, id

@@ -21,6 +21,7 @@ UPDATE jobs SET reserved_at = ?1, reserved_by = ?2, attempts = attempts + 1
   WHERE queue = ?3
   AND reserved_at IS NULL
   AND priority = 0
+  AND fair_seq IS NULL
   AND available_at >= ?7
   AND available_at <= ?4
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key

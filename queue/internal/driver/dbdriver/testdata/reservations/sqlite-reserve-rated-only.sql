@@ -5,6 +5,7 @@ UPDATE jobs SET reserved_at = ?1, reserved_by = ?2, attempts = attempts + 1
   AND reserved_at IS NULL
   AND name IN (SELECT value
   FROM json_each(?4))
+  AND fair_seq IS NULL
   AND available_at >= ?5
   AND available_at <= ?6
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key

@@ -3,6 +3,7 @@ UPDATE jobs SET reserved_at = ?1, reserved_by = ?2, attempts = attempts + 1
   FROM jobs
   WHERE queue = ?3
   AND reserved_at IS NULL
+  AND fair_seq IS NULL
   AND available_at >= ?4
   AND available_at <= ?5
   ORDER BY available_at, id
