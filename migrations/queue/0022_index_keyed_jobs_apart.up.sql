@@ -8,9 +8,15 @@
 -- fairness takes nothing while a queue holds keyed jobs, so it loses
 -- none), and every read of waiting jobs by due time reads both indexes.
 --
+-- jobs_fair_due's condition names fair_key (every job with a place has
+-- one) so that only the reads of waiting jobs, which name it too, can
+-- take it: PostgreSQL took it for a fair search by place when its
+-- statistics said the table was empty, and sorted every keyed job of the
+-- queue at each reservation (330 jobs/s where it works 2,800 by jobs_fair).
+--
 -- Through a rolling deploy, a worker of the build before this one
 -- searches without fair_seq IS NULL, which this index does not serve: its
 -- reservations walk the table until it is replaced.
 DROP INDEX jobs_waiting;
 CREATE INDEX jobs_waiting ON jobs (queue, available_at, id) WHERE reserved_at IS NULL AND fair_seq IS NULL;
-CREATE INDEX jobs_fair_due ON jobs (queue, available_at, id) WHERE reserved_at IS NULL AND fair_seq IS NOT NULL;
+CREATE INDEX jobs_fair_due ON jobs (queue, available_at, id) WHERE reserved_at IS NULL AND fair_seq IS NOT NULL AND fair_key IS NOT NULL;

@@ -92,13 +92,13 @@ func readStatementsOf(at string, words func(string) string, lateral bool) readSt
 	// in each (the sum is capped by stats), and the oldest is the first of
 	// both.
 	waiting := func(half string) string {
-		return "jobs.queue = queues.queue AND jobs.reserved_at IS NULL AND jobs." + half + " AND jobs.available_at"
+		return "jobs.queue = queues.queue AND jobs.reserved_at IS NULL AND " + half + " AND jobs.available_at"
 	}
 	count := func(op string) string {
 		return "(" + capped("jobs", waiting(halves[0])+op) + " + " + capped("jobs", waiting(halves[1])+op) + ")"
 	}
 	first := func(half string) string {
-		return "(SELECT jobs.available_at FROM jobs WHERE jobs.queue = queues.queue AND jobs.reserved_at IS NULL AND jobs." + half +
+		return "(SELECT jobs.available_at FROM jobs WHERE jobs.queue = queues.queue AND jobs.reserved_at IS NULL AND " + half +
 			" ORDER BY jobs.available_at LIMIT 1)"
 	}
 	r := readStatements{
@@ -151,8 +151,10 @@ func readStatementsOf(at string, words func(string) string, lateral bool) readSt
 // halves are the tests of the two indexes of the waiting jobs by due
 // time (migration 0022): those without a fairness place, jobs_waiting,
 // and those with one, jobs_fair_due. A read of waiting jobs by due time
-// reads both.
-var halves = [2]string{plan.Unkeyed, "fair_seq IS NOT NULL"}
+// reads both. The second names fair_key as jobs_fair_due's condition
+// does, so that no search by place can take that index (see the
+// migration).
+var halves = [2]string{plan.Unkeyed, "fair_seq IS NOT NULL AND fair_key IS NOT NULL"}
 
 // byDue is the first waiting jobs by due time of both indexes: the
 // columns sel (available_at and id among them) of those that pass where,
@@ -179,7 +181,7 @@ var queuesCTE = "queues(queue) AS (" +
 // nextQueue selects, as q, the first queue of the waiting jobs of half
 // after after ("" for the first of all).
 func nextQueue(half, after string) string {
-	where := "j.reserved_at IS NULL AND j." + half
+	where := "j.reserved_at IS NULL AND " + half
 	if after != "" {
 		where += " AND j.queue > " + after
 	}
