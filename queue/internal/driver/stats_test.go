@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -35,6 +36,38 @@ func stats(t *testing.T, s driver.Driver, now, at int64) []driver.Stats {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// TestStatsAndUnknownReadTheKeyedJobs: the jobs with a fairness key wait
+// in an index of their own (jobs_fair_due); the counts, the oldest job,
+// the list of queues (a queue of keyed jobs alone among them) and
+// Unknown read it beside jobs_waiting, and the counts stop at the limit
+// across both.
+func TestStatsAndUnknownReadTheKeyedJobs(t *testing.T) {
+	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		keyed := func(n int, queue string, at int64) *driver.Job {
+			j := newJob(n, queue, at)
+			j.FairKey, j.Name = "tenant:1", "keyed.job"
+			return j
+		}
+		insert(t, s, newJob(1, "a", 30), keyed(2, "a", 10), newJob(3, "a", 50), keyed(4, "a", 200),
+			keyed(5, "k", 40), keyed(6, "k", 300))
+		want := []driver.Stats{
+			{Queue: "a", Waiting: 3, Delayed: 1, OldestAvailableAt: 10},
+			{Queue: "k", Waiting: 1, Delayed: 1, OldestAvailableAt: 40},
+		}
+		if got := stats(t, s, 100, 100); !slices.Equal(got, want) {
+			t.Errorf("Stats = %+v\nwant %+v", got, want)
+		}
+		capped, err := s.Stats(ctx, 100, 100, 2)
+		if err != nil || len(capped) != 2 || capped[0].Waiting != 2 || capped[0].Delayed != 1 {
+			t.Errorf("Stats with a limit of 2 = %+v, %v; want a's waiting jobs counted to 2", capped, err)
+		}
+		unknown, err := s.Unknown(ctx, "a", []string{"test.job"}, 100)
+		if err != nil || !maps.Equal(unknown, map[string]int{"keyed.job": 2}) {
+			t.Errorf("Unknown(a) = %v, %v; want the two keyed jobs of an unknown type", unknown, err)
+		}
+	})
 }
 
 // TestStatsCountsEveryState: every queue with a job, in jobs or in
@@ -158,11 +191,30 @@ func samePages(a, b [][]int) bool { return slices.EqualFunc(a, b, slices.Equal[[
 // when they are due, then by id (the order workers take them), the
 // queues merged; filters by queue and by type; a job due at now waits.
 func TestJobsWaitingAndDelayedInRunOrder(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "some with a fairness key"}[keyed], func(t *testing.T) {
+			jobsInRunOrder(t, keyed)
+		})
+	}
+}
+
+// jobsInRunOrder is TestJobsWaitingAndDelayedInRunOrder, with a fairness
+// key on every other job when keyed: those wait in an index of their own
+// (jobs_fair_due), and each page is the first of both.
+func jobsInRunOrder(t *testing.T, keyed bool) {
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		other := newJob(9, "b", 5)
 		other.Name = "other.job"
-		insert(t, s, newJob(1, "a", 30), newJob(2, "a", 10), newJob(4, "a", 20), newJob(3, "a", 20), newJob(5, "a", 500),
-			newJob(6, "a", 100), newJob(7, "b", 20), newJob(8, "b", 600), other, newJob(10, "c", 101))
+		all := []*driver.Job{newJob(1, "a", 30), newJob(2, "a", 10), newJob(4, "a", 20), newJob(3, "a", 20), newJob(5, "a", 500),
+			newJob(6, "a", 100), newJob(7, "b", 20), newJob(8, "b", 600), other, newJob(10, "c", 101)}
+		if keyed {
+			for i, j := range all {
+				if i%2 == 1 {
+					j.FairKey = "tenant:" + j.Queue
+				}
+			}
+		}
+		insert(t, s, all...)
 		tests := []struct {
 			name string
 			give driver.JobsQuery

@@ -18,14 +18,17 @@ import (
 // The read side: what operators are shown of the queues (Stats) and of
 // their jobs (Jobs), read without the write lock, from the indexes that
 // serve the workers. Counting waiting and delayed jobs reads jobs_waiting
-// (PostgreSQL from the index alone where the visibility map allows; SQLite
-// looks each row up, taking a partial index on "reserved_at IS NULL" as
-// not holding reserved_at); running ones, jobs_reserved and their rows;
-// failed ones, failed_jobs_queue (queue, failed_at, id). A page of jobs
-// walks the index of its state from the cursor:
+// and jobs_fair_due, the jobs without a fairness place and those with one
+// (see halves; PostgreSQL from the indexes alone where the visibility map
+// allows; SQLite looks each row up, taking a partial index on
+// "reserved_at IS NULL" as not holding reserved_at); running ones,
+// jobs_reserved and their rows; failed ones, failed_jobs_queue (queue,
+// failed_at, id). A page of jobs walks the index of its state from the
+// cursor:
 //
-//   - waiting and delayed: jobs_waiting (queue, available_at, id), one
-//     queue at a time; a page of every queue merges the first page of each
+//   - waiting and delayed: jobs_waiting and jobs_fair_due (queue,
+//     available_at, id), a page of each merged (byDue), one queue at a
+//     time; a page of every queue merges the first page of each
 //     (PostgreSQL in one statement, SQLite in one per queue);
 //   - running: jobs_reserved (reserved_at), then by id: SQLite's index
 //     holds the id (the table has no rowid); PostgreSQL's does not, and
