@@ -3,25 +3,18 @@ package unique_test
 import (
 	"context"
 	"os"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/navree/navree/db"
-	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/drivertest"
 	"github.com/navree/navree/queue/internal/driver/memdriver"
 )
 
-// TestMain runs more of the tests at once than there are cores (they
-// mostly wait for commits), and says, on a terminal, how many PostgreSQL
-// tests skipped.
-func TestMain(m *testing.M) {
-	dbtest.Parallel(4 * runtime.GOMAXPROCS(0))
-	os.Exit(dbtest.Main(m))
-}
+// TestMain runs the tests as the conformance suite's (drivertest.Main).
+func TestMain(m *testing.M) { os.Exit(drivertest.Main(m)) }
 
 var ctx = context.Background()
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,14 @@ import (
 	"github.com/navree/navree/queue/internal/driver/dbdriver"
 	"github.com/navree/navree/queue/internal/driver/memdriver"
 )
+
+// Main runs a package's tests: more of them at once than there are
+// cores (they mostly wait for commits), saying on a terminal how many
+// PostgreSQL tests skipped. A package's TestMain is os.Exit(Main(m)).
+func Main(m *testing.M) int {
+	dbtest.Parallel(4 * runtime.GOMAXPROCS(0))
+	return dbtest.Main(m)
+}
 
 // Sets are the migration sets of the queue's tables.
 var Sets = []db.MigrationSet{{Name: "queue", FS: migrations.Queue}}
