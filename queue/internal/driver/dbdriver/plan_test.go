@@ -13,6 +13,7 @@ import (
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
 	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
 // TestReservationUsesTheWaitingIndex: without the partial index over
@@ -54,6 +55,17 @@ func TestReservationUsesTheWaitingIndex(t *testing.T) {
 	}
 }
 
+// explained runs an EXPLAIN query on q and returns its plan, a line a
+// row.
+func explained(t *testing.T, q sqlkit.Querier, query string, args ...any) string {
+	t.Helper()
+	lines, err := sqlkit.Texts(context.Background(), q, query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
 // unvacuumed returns a migrated PostgreSQL database whose jobs table no
 // autovacuum cleans up (or analyzes) behind the test's back.
 func unvacuumed(t *testing.T) *db.DB {
@@ -92,19 +104,8 @@ func TestNoSearchByPlaceCanTakeTheIndexByDueTime(t *testing.T) {
 	for _, features := range []driver.Features{driver.FeatureFair, driver.FeatureFair | driver.FeaturePriority, driver.FeatureFair | driver.FeatureRate} {
 		for _, size := range []int{16, 0} {
 			stmt, args := statementOf(drv.base, int64(1000), driver.Reservation{Features: features, Queue: "default", Now: 1000, Limit: 100}, size)
-			var plan strings.Builder
-			rows, err := tx.QueryContext(ctx, "EXPLAIN "+stmt, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var line string
-				rows.Scan(&line)
-				plan.WriteString(line + "\n")
-			}
-			rows.Close()
-			if strings.Contains(plan.String(), "jobs_fair_due") {
-				t.Errorf("features %b, size %d: a search takes jobs_fair_due:\n%s", features, size, plan.String())
+			if plan := explained(t, tx, "EXPLAIN "+stmt, args...); strings.Contains(plan, "jobs_fair_due") {
+				t.Errorf("features %b, size %d: a search takes jobs_fair_due:\n%s", features, size, plan)
 			}
 		}
 	}
@@ -159,21 +160,11 @@ func TestReservationStartsPastReservedRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		var plan strings.Builder
-		rows, err := tx.QueryContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) SELECT id FROM jobs WHERE queue = 'default' AND reserved_at IS NULL AND fair_seq IS NULL "+
+		plan := explained(t, tx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) SELECT id FROM jobs WHERE queue = 'default' AND reserved_at IS NULL AND fair_seq IS NULL "+
 			"AND available_at >= ? AND available_at <= ? ORDER BY available_at, id LIMIT 100 FOR UPDATE SKIP LOCKED", from, n+1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var line string
-			rows.Scan(&line)
-			plan.WriteString(line + "\n")
-		}
-		rows.Close()
-		m := regexp.MustCompile(`Index Scan using jobs_waiting[\s\S]*?Buffers: shared hit=(\d+)`).FindStringSubmatch(plan.String())
+		m := regexp.MustCompile(`Index Scan using jobs_waiting[\s\S]*?Buffers: shared hit=(\d+)`).FindStringSubmatch(plan)
 		if m == nil {
-			t.Fatalf("no index scan of jobs_waiting in\n%s", plan.String())
+			t.Fatalf("no index scan of jobs_waiting in\n%s", plan)
 		}
 		hit, _ := strconv.Atoi(m[1])
 		return hit
@@ -222,30 +213,20 @@ func TestPlansHoldWhenStatisticsSayEmpty(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		rows, err := tx.QueryContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) "+stmt, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan strings.Builder
-		for rows.Next() {
-			var line string
-			rows.Scan(&line)
-			plan.WriteString(line + "\n")
-		}
-		rows.Close()
+		plan := explained(t, tx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) "+stmt, args...)
 		total := 0
-		for _, m := range regexp.MustCompile(`(?m)^\S.*\n\s+Buffers: shared hit=(\d+)`).FindAllStringSubmatch(plan.String(), -1) {
+		for _, m := range regexp.MustCompile(`(?m)^\S.*\n\s+Buffers: shared hit=(\d+)`).FindAllStringSubmatch(plan, -1) {
 			hit, _ := strconv.Atoi(m[1])
 			total += hit
 		}
 		if total == 0 {
-			t.Fatalf("no buffers in\n%s", plan.String())
+			t.Fatalf("no buffers in\n%s", plan)
 		}
 		if total > 2000 {
-			t.Errorf("read %d buffers for 64 of %d jobs:\n%s", total, n, plan.String())
+			t.Errorf("read %d buffers for 64 of %d jobs:\n%s", total, n, plan)
 		}
-		if stmt == byPriority && !strings.Contains(plan.String(), "Index Scan using jobs_prioritized") {
-			t.Errorf("the reservation does not search the jobs with a priority by their index:\n%s", plan.String())
+		if stmt == byPriority && !strings.Contains(plan, "Index Scan using jobs_prioritized") {
+			t.Errorf("the reservation does not search the jobs with a priority by their index:\n%s", plan)
 		}
 		return total
 	}
