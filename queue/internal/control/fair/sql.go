@@ -44,7 +44,7 @@ const (
 		"RETURNING queue_fair.queue, queue_fair.key, queue_fair.next"
 	pgPlaceRows     = "jsonb_to_recordset(?::jsonb) AS w(q text, k text, r bigint, n bigint)"
 	sqlitePlaceRows = "(SELECT json_extract(value, '$.q') AS q, json_extract(value, '$.k') AS k, json_extract(value, '$.r') AS r, " +
-		"json_extract(value, '$.n') AS n FROM json_each(?)) AS w"
+		"json_extract(value, '$.n') AS n FROM jsonb_each(?)) AS w"
 )
 
 // groupCount is a group of a batch, as Place's rows hold it.

@@ -31,7 +31,7 @@ const (
 	SQLiteKeep = "INSERT INTO succeeded_jobs (" + Columns + ") " +
 		"SELECT j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, " +
 		"coalesce(json_extract(d.value, '$.at'), 0), coalesce(json_extract(d.value, '$.ms'), 0), coalesce(json_extract(d.value, '$.wait'), 0), " +
-		"j.reserved_by, j.errors, j.meta, j.snoozes FROM json_each(?) AS d JOIN jobs AS j ON j.id = json_extract(d.value, '$.id') " +
+		"j.reserved_by, j.errors, j.meta, j.snoozes FROM jsonb_each(?) AS d JOIN jobs AS j ON j.id = json_extract(d.value, '$.id') " +
 		"AND j.attempts = json_extract(d.value, '$.attempt') AND j.reserved_at IS NOT NULL WHERE true ON CONFLICT (id) DO NOTHING"
 	PgKeep = "WITH lazy AS (SELECT set_config('synchronous_commit', 'off', true)), " +
 		"gone AS (DELETE FROM jobs j USING lazy, jsonb_to_recordset($1::jsonb) AS d(id uuid, attempt int, at bigint, ms bigint, wait bigint) " +

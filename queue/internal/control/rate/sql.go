@@ -38,7 +38,7 @@ const (
 		"rate_max = excluded.rate_max, rate_per = excluded.rate_per"
 	pgWindowRows     = "SELECT k, l, r, e, m, p FROM jsonb_to_recordset(?::jsonb) AS w(k text, l text, r bigint, e bigint, m int, p bigint)"
 	sqliteWindowRows = "SELECT json_extract(value, '$.k'), json_extract(value, '$.l'), json_extract(value, '$.r'), json_extract(value, '$.e'), " +
-		"json_extract(value, '$.m'), json_extract(value, '$.p') FROM json_each(?) WHERE true"
+		"json_extract(value, '$.m'), json_extract(value, '$.p') FROM jsonb_each(?) WHERE true"
 	GiveBack = "UPDATE jobs SET reserved_at = NULL, reserved_by = NULL, attempts = attempts - 1 WHERE id IN LIST"
 	// ofQueue keeps the windows of a queue: its own, and those of the
 	// keys whose jobs wait on it; its arguments are the queue's key and

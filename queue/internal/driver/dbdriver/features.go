@@ -56,7 +56,7 @@ const (
 	readFeatures = "SELECT feature FROM queue_features WHERE queue = ?"
 	// sqliteRecord writes the rows of a JSON array of [queue, feature].
 	sqliteRecord = "INSERT OR IGNORE INTO queue_features (queue, feature) " +
-		"SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?) WHERE true"
+		"SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM jsonb_each(?) WHERE true"
 	// pgFeaturesLock is the lock of a queue's features that the trigger
 	// takes shared; a tidy takes it alone, or leaves the rows as they are.
 	pgFeaturesLock = "SELECT pg_try_advisory_xact_lock(hashtextextended('navree_features:' || current_schema() || ':' || $1, 0))"

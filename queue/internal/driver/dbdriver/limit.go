@@ -86,7 +86,7 @@ var (
 	// is given another turn (admit): one statement a batch of keys, where
 	// one a key cost SQLite a call of the driver each.
 	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("max(h.available_at, k.due)") +
-		" FROM (SELECT json_extract(value, '$.key') AS key, json_extract(value, '$.due') AS due FROM json_each(?)) AS k " +
+		" FROM (SELECT json_extract(value, '$.key') AS key, json_extract(value, '$.due') AS due FROM jsonb_each(?)) AS k " +
 		"JOIN queue_held AS h ON h.id = (SELECT id FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) " +
 		"WHERE h.limit_max > (SELECT count(*) FROM jobs WHERE limit_key = k.key) ORDER BY k.key" + enteredColumns
 	// pgAdmit moves, for each key of a JSON array of limit.Freed, the next held

@@ -30,7 +30,7 @@ const enteredColumns = " RETURNING id, queue, coalesce(fair_key, ''), priority, 
 
 // sqlitePlaced writes the places of jobs moved in, a JSON array of [id,
 // place].
-const sqlitePlaced = "UPDATE jobs SET fair_seq = json_extract(w.value, '$[1]') FROM json_each(?) AS w WHERE jobs.id = json_extract(w.value, '$[0]')"
+const sqlitePlaced = "UPDATE jobs SET fair_seq = json_extract(w.value, '$[1]') FROM jsonb_each(?) AS w WHERE jobs.id = json_extract(w.value, '$[0]')"
 
 // moveIn runs query in tx: a move of jobs into jobs from another table (a
 // retry of failed jobs, a held job let in by its limit, a flow's step

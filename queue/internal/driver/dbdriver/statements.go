@@ -48,7 +48,7 @@ const (
 func sqliteStatements() statements {
 	return common("?", "", sqliteAppendError,
 		"DELETE FROM jobs WHERE reserved_at IS NOT NULL AND (id, attempts) IN ("+
-			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM json_each(?)) RETURNING id",
+			"SELECT json_extract(value, '$.id'), json_extract(value, '$.attempt') FROM jsonb_each(?)) RETURNING id",
 		sqlkit.SQLite.Render)
 }
 
