@@ -575,3 +575,42 @@ func TestACancelledFlowsHeldStepNeverRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestAWorkerLetsInWhatAnOlderBuildLeftHeld: a key's jobs that left jobs
+// without letting the next one in (as a worker of an older build
+// completes during a rolling deploy) leave it with room and a job held;
+// a worker's upkeep, as it starts, lets that job in and says so in a
+// WARN with the count of keys, and the job runs. The memory driver lets
+// the next in under its lock at every move, so it never leaves one.
+func TestAWorkerLetsInWhatAnOlderBuildLeftHeld(t *testing.T) {
+	t.Parallel()
+	regs := map[string]queue.Registration{"test.one_at_a_time": queue.HandlerOf[oneAtATime](queue.HandlerFunc[oneAtATime](
+		func(context.Context, oneAtATime, queue.JobContext) error { return nil }))}
+	eachWith(t, queue.Config{}, regs, func(t *testing.T, f fixture) {
+		first := f.dispatch(t, oneAtATime{N: 1}, 0)
+		held := f.dispatch(t, oneAtATime{N: 2}, 0)
+		if j, err := f.q.Inspector().Job(ctx, held); err != nil || j.State != queue.StateHeld {
+			t.Fatalf("the second job: %+v, %v; want held behind the first", j, err)
+		}
+		if f.driver == queue.Memory {
+			return
+		}
+		q, err := f.db.Querier(ctx)
+		if err == nil {
+			_, err = q.ExecContext(ctx, "DELETE FROM jobs WHERE id = ?", first) // an older build's completion
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The upkeep runs beside the worker's first search, and a worker
+		// waits for it as it stops: the next one finds the job let in.
+		if ran := f.runPending(t).Succeeded + f.runPending(t).Succeeded; ran != 1 {
+			t.Fatalf("the workers ran %d jobs; want the job left held let in and run", ran)
+		}
+		line := logLineWith(t, f.logs.String(), `"keys":`)
+		if line["level"] != "WARN" || line["keys"] != 1.0 || line["msg"] != "let in the held jobs of concurrency keys that had room: "+
+			"a job of theirs left without letting the next in, as a worker of an older build does during a rolling deploy" {
+			t.Fatalf("the upkeep logged %v", line)
+		}
+	})
+}

@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/bits"
 	"slices"
 	"strings"
@@ -576,23 +577,14 @@ type Core interface {
 	// and returns how many.
 	PruneSucceeded(ctx context.Context, before int64, limit int) (int, error)
 
-	// PruneRates forgets the windows of rate limits that are empty at at
-	// (a key without one has room for its whole rate).
-	PruneRates(ctx context.Context, at int64) error
-
-	// PruneGroups forgets the next places of the groups that are behind
-	// their queue's round (see Job.FairSeq): their next job takes the
-	// round, as one of a group without a place does. The group given the
-	// highest place of each queue is kept.
-	PruneGroups(ctx context.Context) error
-
-	// Readmit lets in, as a job of their key leaving jobs does, the held
-	// jobs of every key that has room, due no earlier than now, and
-	// returns how many keys had room. Every move of a limited job out of
-	// jobs lets its key's next held jobs in, in its transaction: this is
-	// the safety net for one that did not (a build from before that was
-	// so, still running through a rolling deploy).
-	Readmit(ctx context.Context, now int64) (int, error)
+	// Upkeep runs a feature's periodic upkeep u once, in transactions of
+	// its own, now being on the queue's clock and at on the clock of
+	// reservations (0 for the driver's own). It returns how many things
+	// it mended where u counts them (see Upkeep.Mended), else 0. A
+	// database driver looks first, reading only: a process that uses
+	// none of a feature writes nothing for it (on SQLite a write holds
+	// the file's lock, even one that deletes nothing).
+	Upkeep(ctx context.Context, u Upkeep, now, at int64) (int, error)
 
 	// Paused lists the paused queues, AllQueues among them when every
 	// queue is paused.
@@ -902,4 +894,55 @@ func (j JobInfo) Key(state JobState) JobKey {
 		return JobKey{At: j.FinishedAt, ID: j.ID}
 	}
 	return JobKey{At: j.AvailableAt, ID: j.ID}
+}
+
+// An Upkeep is one feature's periodic upkeep, which Core.Upkeep runs: a
+// worker runs each of Upkeeps once a minute per process.
+type Upkeep int
+
+// The upkeeps.
+const (
+	// UpkeepRates forgets the windows of rate limits that are empty at
+	// the time on the clock of reservations (a key without one has room
+	// for its whole rate).
+	UpkeepRates Upkeep = iota + 1
+	// UpkeepPlaces forgets the next places of the fairness groups that
+	// are behind their queue's round (see Job.FairSeq): their next job
+	// takes the round, as one of a group without a place does. The group
+	// given the highest place of each queue is kept.
+	UpkeepPlaces
+	// UpkeepHeld lets in, as a job of their key leaving jobs does, the
+	// held jobs of every concurrency key that has room, due no earlier
+	// than now, and counts the keys that had room. Every move of a
+	// limited job out of jobs lets its key's next held jobs in, in its
+	// transaction: this is the safety net for one that did not (a build
+	// from before that was so, still running through a rolling deploy).
+	UpkeepHeld
+)
+
+// Upkeeps are the upkeeps, in the order a worker runs them.
+var Upkeeps = []Upkeep{UpkeepRates, UpkeepPlaces, UpkeepHeld}
+
+// String says what u does, as a log line of its failure names it.
+func (u Upkeep) String() string {
+	switch u {
+	case UpkeepRates:
+		return "forget the empty windows of rate limits"
+	case UpkeepPlaces:
+		return "forget the places of fairness groups behind their queue's round"
+	case UpkeepHeld:
+		return "let in the held jobs of concurrency keys with room"
+	}
+	return fmt.Sprintf("Upkeep(%d)", int(u))
+}
+
+// Mended is the log line of an upkeep that mended something, and what
+// its count counts; "" for an upkeep that counts nothing: a mend is the
+// trace of a process that did not do its part.
+func (u Upkeep) Mended() (line, counts string) {
+	if u == UpkeepHeld {
+		return "let in the held jobs of concurrency keys that had room: a job of theirs left without letting the next in, " +
+			"as a worker of an older build does during a rolling deploy", "keys"
+	}
+	return "", ""
 }

@@ -141,7 +141,7 @@ const (
 	pruneBatch   = 1000
 )
 
-// prune forgets the empty windows of rate limits and deletes the jobs
+// prune runs the features' upkeeps (driver.Upkeeps) and deletes the jobs
 // kept in the history longer than KeepSucceeded, pruneBatch to a
 // transaction until none is left or stop is closed, once every
 // pruneEveryMs per process, by whichever of its workers comes first.
@@ -153,17 +153,13 @@ func (w *worker) prune(stop <-chan struct{}) {
 	if last != 0 && pace >= last && pace-last < pruneEveryMs || !w.cfg.Prunes.CompareAndSwap(last, max(pace, 1)) {
 		return
 	}
-	if err := w.cfg.Store.PruneRates(w.jobCtx, w.cfg.Clock.ReservedAt()); err != nil {
-		w.log.Warn("forget the empty windows of rate limits; the next minute tries again", "error", err)
-	}
-	if err := w.cfg.Store.PruneGroups(w.jobCtx); err != nil {
-		w.log.Warn("forget the places of fairness groups behind their queue's round; the next minute tries again", "error", err)
-	}
-	switch n, err := w.cfg.Store.Readmit(w.jobCtx, w.cfg.Clock.Now().UnixMilli()); {
-	case err != nil:
-		w.log.Warn("let in the held jobs of concurrency keys with room; the next minute tries again", "error", err)
-	case n > 0:
-		w.log.Warn("let in the held jobs of concurrency keys that had room: a job of theirs left without letting the next in, as a worker of an older build does during a rolling deploy", "keys", n)
+	for _, u := range driver.Upkeeps {
+		n, err := w.cfg.Store.Upkeep(w.jobCtx, u, w.cfg.Clock.Now().UnixMilli(), w.cfg.Clock.ReservedAt())
+		if err != nil {
+			w.log.Warn(u.String()+"; the next minute tries again", "error", err)
+		} else if line, counts := u.Mended(); n > 0 && line != "" {
+			w.log.Warn(line, counts, n)
+		}
 	}
 	if w.cfg.KeepSucceeded <= 0 {
 		return

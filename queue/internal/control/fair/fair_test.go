@@ -151,7 +151,7 @@ func TestPruningGroupsChangesNoPlace(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, s driver.Driver, d *db.DB) {
 		drivertest.Insert(t, s, grouped(1, "p", 0, "x"), grouped(2, "p", 0, "x"), grouped(3, "p", 0, "y"))
 		reserveFair(t, s, "p", 100, 10)
-		if err := s.PruneGroups(ctx); err != nil {
+		if _, err := s.Upkeep(ctx, driver.UpkeepPlaces, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.HasSuffix(t.Name(), "/memory") {
@@ -172,7 +172,7 @@ func TestPruningGroupsChangesNoPlace(t *testing.T) {
 				t.Fatalf("queue_fair holds %v after the prune, want [x]: y's next place (2) is the round's", keys)
 			}
 		}
-		if err := s.PruneGroups(ctx); err != nil {
+		if _, err := s.Upkeep(ctx, driver.UpkeepPlaces, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		drivertest.Insert(t, s, grouped(4, "p", 0, "y"), grouped(5, "p", 0, "x"))

@@ -10,5 +10,5 @@
 // tests of limits on the three drivers. The moves between jobs and
 // queue_held, which list a job's columns, are the database driver's
 // (dbdriver/limit.go and moves.go: admit, holdAll, insertLimited,
-// Readmit), built from its one list of them.
+// readmit), built from its one list of them.
 package limit

@@ -301,15 +301,15 @@ func TestAHeldJobThatIsNotThereIsNoJob(t *testing.T) {
 
 // TestReadmitLetsInWhatAKeyHasRoomFor: a key left with room and jobs
 // held (its job deleted by a build that let nothing in, as through a
-// rolling deploy) gets them in from Readmit, as many as its limit has
-// room for, due no earlier than now; a second Readmit finds nothing.
+// rolling deploy) gets them in from UpkeepHeld, as many as its limit has
+// room for, due no earlier than now; a second UpkeepHeld finds nothing.
 func TestReadmitLetsInWhatAKeyHasRoomFor(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, s driver.Driver, d *db.DB) {
 		drivertest.Insert(t, s, limited(1, "a", 0, "k", 2), limited(2, "a", 0, "k", 2), limited(3, "a", 10, "k", 2),
 			limited(4, "a", 20, "k", 2), limited(5, "a", 30, "k", 2), limited(6, "b", 0, "other", 1))
 		if _, memory := s.(*memdriver.Driver); memory { // it never leaves a key with room and jobs held
-			if n, err := s.Readmit(ctx, 100); n != 0 || err != nil {
-				t.Fatalf("Readmit = %d, %v; want 0", n, err)
+			if n, err := s.Upkeep(ctx, driver.UpkeepHeld, 100, 0); n != 0 || err != nil {
+				t.Fatalf("UpkeepHeld = %d, %v; want 0", n, err)
 			}
 			return
 		}
@@ -324,21 +324,21 @@ func TestReadmitLetsInWhatAKeyHasRoomFor(t *testing.T) {
 			}
 		}
 		if n := heldOf(t, s, "a"); n != 3 {
-			t.Fatalf("%d held before Readmit, want 3", n)
+			t.Fatalf("%d held before UpkeepHeld, want 3", n)
 		}
-		if n, err := s.Readmit(ctx, 100); n != 1 || err != nil {
-			t.Fatalf("Readmit = %d, %v; want the one key with room", n, err)
+		if n, err := s.Upkeep(ctx, driver.UpkeepHeld, 100, 0); n != 1 || err != nil {
+			t.Fatalf("UpkeepHeld = %d, %v; want the one key with room", n, err)
 		}
 		for _, n := range []int{3, 4} {
 			if f := drivertest.Lookup(t, s, n); f.Job == nil || f.Job.Held || f.Job.AvailableAt != 100 {
-				t.Fatalf("job %d after Readmit: %+v; want let in, due at 100", n, f.Job)
+				t.Fatalf("job %d after UpkeepHeld: %+v; want let in, due at 100", n, f.Job)
 			}
 		}
 		if f := drivertest.Lookup(t, s, 5); f.Job == nil || !f.Job.Held {
-			t.Fatalf("job 5 after Readmit: %+v; want held, the key full", f.Job)
+			t.Fatalf("job 5 after UpkeepHeld: %+v; want held, the key full", f.Job)
 		}
-		if n, err := s.Readmit(ctx, 200); n != 0 || err != nil {
-			t.Fatalf("a second Readmit = %d, %v; want 0", n, err)
+		if n, err := s.Upkeep(ctx, driver.UpkeepHeld, 200, 0); n != 0 || err != nil {
+			t.Fatalf("a second UpkeepHeld = %d, %v; want 0", n, err)
 		}
 	})
 }

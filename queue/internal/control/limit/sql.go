@@ -95,7 +95,7 @@ const RoomHeld = "WITH RECURSIVE k(key) AS (SELECT min(limit_key) FROM queue_hel
 	"AND (SELECT limit_max FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) > " +
 	"(SELECT count(*) FROM jobs WHERE limit_key = k.key)"
 
-// ReadmitKeys bounds the keys one transaction of Readmit locks: each is
+// ReadmitKeys bounds the keys one transaction of the upkeep of held jobs (driver.UpkeepHeld) locks: each is
 // a lock PostgreSQL keeps in its shared table until the commit.
 const ReadmitKeys = 100
 

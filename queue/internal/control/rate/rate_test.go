@@ -128,7 +128,7 @@ func TestARateLimitKeepsTheJobsOverItWaiting(t *testing.T) {
 		if reopens, err := s.Meter(ctx, "fresh", api, t0+in); err != nil || reopens != 0 {
 			t.Fatalf("Meter of an empty window = %d, %v; want 0, taken", reopens, err)
 		}
-		if err := s.PruneRates(ctx, t0+in+2100); err != nil {
+		if _, err := s.Upkeep(ctx, driver.UpkeepRates, 0, t0+in+2100); err != nil {
 			t.Fatal(err)
 		}
 		if th := throttled(t, s, t0+in); len(th) != 0 {
@@ -253,8 +253,8 @@ func TestPruningWindowsNeverWaitsForAReservation(t *testing.T) {
 	}
 	pruneCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := s.PruneRates(pruneCtx, t0+1000); err != nil {
-		t.Fatalf("PruneRates with a window's row held: %v; want the others pruned at once", err)
+	if _, err := s.Upkeep(pruneCtx, driver.UpkeepRates, 0, t0+1000); err != nil {
+		t.Fatalf("UpkeepRates with a window's row held: %v; want the others pruned at once", err)
 	}
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
@@ -299,11 +299,11 @@ func TestPruningNoWindowWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		pruneCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err = s.PruneRates(pruneCtx, t0)
+		_, err = s.Upkeep(pruneCtx, driver.UpkeepRates, 0, t0)
 		cancel()
 		tx.Rollback()
 		if err != nil {
-			t.Fatalf("%s: PruneRates with nothing to prune and writes held: %v; want it to return at once, writing nothing", d.Dialect(), err)
+			t.Fatalf("%s: UpkeepRates with nothing to prune and writes held: %v; want it to return at once, writing nothing", d.Dialect(), err)
 		}
 	}
 }

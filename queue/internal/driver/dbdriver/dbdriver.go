@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/navree/navree/db"
@@ -189,4 +190,18 @@ func (b *base) count(ctx context.Context, query string, args ...any) (int, error
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// Upkeep implements driver.Driver: each upkeep is its feature's
+// (pruneRates, prunePlaces, readmit).
+func (b *base) Upkeep(ctx context.Context, u driver.Upkeep, now, at int64) (int, error) {
+	switch u {
+	case driver.UpkeepRates:
+		return 0, b.pruneRates(ctx, at)
+	case driver.UpkeepPlaces:
+		return 0, b.prunePlaces(ctx)
+	case driver.UpkeepHeld:
+		return b.readmit(ctx, now)
+	}
+	return 0, fmt.Errorf("dbdriver: no upkeep %v", u)
 }

@@ -14,9 +14,8 @@ import (
 // jobs with a key their places (placeAll); on PostgreSQL the trigger
 // jobs_fair gives them to the jobs that enter jobs otherwise.
 
-// PruneGroups implements driver.Driver. It looks first, reading only, as
-// PruneRates does.
-func (b *base) PruneGroups(ctx context.Context) error {
+// prunePlaces is driver.UpkeepPlaces. It looks first, reading only.
+func (b *base) prunePlaces(ctx context.Context) error {
 	if found, err := b.exists(ctx, fair.AnyBehind); err != nil || !found {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 // in jobs while its key has room, else held in queue_held. Every
 // transaction that moves a limited job out of jobs (moveOut: a
 // completion, a failure, a cancel, a purge, a flow's cancel) lets the
-// next held jobs of its key in after the move (admit), and Readmit does
+// next held jobs of its key in after the move (admit), and the upkeep UpkeepHeld does
 // it for a key left with room (a worker of an older build, through a
 // rolling deploy, completes without it; migration 0021 dropped the
 // trigger jobs_admit that did it before). The rest is here too: hold at
@@ -191,9 +191,9 @@ func freedBy(ctx context.Context, tx *sql.Tx, b *base, query string, args ...any
 	return out, err
 }
 
-// Readmit implements driver.Driver: the keys with room are found reading
+// readmit is driver.UpkeepHeld: the keys with room are found reading
 // only, then let in under their locks, limit.ReadmitKeys to a transaction.
-func (b *base) Readmit(ctx context.Context, now int64) (int, error) {
+func (b *base) readmit(ctx context.Context, now int64) (int, error) {
 	d := b.dialect()
 	keys, err := sqlkit.Texts(ctx, b.sqldb, d.Words(limit.RoomHeld))
 	if err != nil {

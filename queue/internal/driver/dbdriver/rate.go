@@ -202,10 +202,8 @@ func (b *base) Throttles(ctx context.Context, queue string, at int64) ([]driver.
 	return out, err
 }
 
-// PruneRates implements driver.Driver. It looks first, reading only: a
-// process that uses no rate limits writes nothing (on SQLite a write
-// holds the file's lock, even one that deletes nothing).
-func (b *base) PruneRates(ctx context.Context, at int64) error {
+// pruneRates is driver.UpkeepRates. It looks first, reading only.
+func (b *base) pruneRates(ctx context.Context, at int64) error {
 	v, err := b.at(ctx, at)
 	if err != nil {
 		return err

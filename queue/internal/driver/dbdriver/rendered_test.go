@@ -76,8 +76,8 @@ func TestEveryStatementIsRenderedOnce(t *testing.T) {
 					func() error { _, err := drv.Throughput(ctx, 0); return err },
 					func() error { _, err := drv.Throttles(ctx, "rendered", now); return err },
 					func() error { _, err := drv.Throttles(ctx, "", 0); return err },
-					func() error { return drv.PruneRates(ctx, now+100_000) },
-					func() error { return drv.PruneGroups(ctx) },
+					func() error { _, err := drv.Upkeep(ctx, driver.UpkeepRates, 0, now+100_000); return err },
+					func() error { _, err := drv.Upkeep(ctx, driver.UpkeepPlaces, 0, 0); return err },
 					func() error { _, err := drv.Features(ctx, "rendered", true); return err },
 					func() error {
 						_, err := drv.Behind(ctx, "rendered", now, now, 1, driver.NewNames([]string{"x"}))

@@ -1,8 +1,6 @@
 package memdriver
 
 import (
-	"context"
-
 	"github.com/navree/navree/queue/internal/control/fair"
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -43,12 +41,4 @@ func (d *Driver) takeFair(l *line, now int64, want int) []*driver.Job {
 		d.wait(j)
 	}
 	return found[:min(want, len(found))]
-}
-
-// PruneGroups implements driver.Driver.
-func (d *Driver) PruneGroups(context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.fair.Prune(func(queue string) *driver.Job { return d.head(&d.line(queue).fair) })
-	return nil
 }

@@ -1,8 +1,6 @@
 package memdriver
 
 import (
-	"context"
-
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -39,8 +37,3 @@ func (d *Driver) unhold(j *driver.Job) {
 	d.held.Unhold(j)
 	d.unique.Release(j) // insert takes it again as it is let in
 }
-
-// Readmit implements driver.Driver: every move out of its jobs lets the
-// next held ones in under the driver's lock, so no key is ever left with
-// room and jobs held.
-func (d *Driver) Readmit(context.Context, int64) (int, error) { return 0, nil }

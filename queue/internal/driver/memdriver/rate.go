@@ -2,6 +2,7 @@ package memdriver
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -37,11 +38,21 @@ func (d *Driver) waitsOn(queue, key string) bool {
 	return false
 }
 
-// PruneRates implements driver.Driver.
-func (d *Driver) PruneRates(_ context.Context, at int64) error {
+// Upkeep implements driver.Driver. Every move out of its jobs lets the
+// next held ones in under the driver's lock, so no key is ever left with
+// room and jobs held: UpkeepHeld finds none.
+func (d *Driver) Upkeep(_ context.Context, u driver.Upkeep, _, at int64) (int, error) {
 	at = d.at(at)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.rates.Prune(at)
-	return nil
+	switch u {
+	case driver.UpkeepRates:
+		d.rates.Prune(at)
+	case driver.UpkeepPlaces:
+		d.fair.Prune(func(queue string) *driver.Job { return d.head(&d.line(queue).fair) })
+	case driver.UpkeepHeld:
+	default:
+		return 0, fmt.Errorf("memdriver: no upkeep %v", u)
+	}
+	return 0, nil
 }
