@@ -306,21 +306,43 @@ func TestARateLimitFollowsTheJob(t *testing.T) {
 	})
 }
 
-// TestABatchKeepsEachJobsPriorityAndRateLimit: a batch stored at once
-// (COPY on PostgreSQL) keeps what each job carries.
-func TestABatchKeepsEachJobsPriorityAndRateLimit(t *testing.T) {
+// TestABatchKeepsWhatEachJobCarries: a batch stored at once (COPY on
+// PostgreSQL) keeps each job's priority, rate limit and fairness key
+// (with a place), and gives the jobs without one the defaults, whichever
+// features the batch holds.
+func TestABatchKeepsWhatEachJobCarries(t *testing.T) {
+	rate := driver.Rate{Max: 3, PerMs: 2000}
+	plain := func(n int) *driver.Job { return newJob(n, "m", int64(n)) }
+	urgent := func(n int) *driver.Job { j := plain(n); j.Priority = 5; return j }
+	limited := func(n int) *driver.Job { j := plain(n); j.RateKey, j.Rate = "api-m", rate; return j }
+	fair := func(n int) *driver.Job { j := plain(n); j.FairKey = "g"; return j }
+	batches := map[string][]func(int) *driver.Job{
+		"plain":                {plain, plain},
+		"a priority":           {urgent, plain},
+		"a rate limit":         {plain, limited},
+		"a fairness key":       {fair, plain},
+		"every feature":        {plain, urgent, limited, fair},
+		"every feature in one": {func(n int) *driver.Job { j := limited(n); j.Priority, j.FairKey = -2, "g"; return j }, plain},
+	}
 	each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
-		rate := driver.Rate{Max: 3, PerMs: 2000}
-		a, b := rated(1, "m", 1, "api-m", rate), newJob(2, "m", 2)
-		a.Priority, b.Priority = 5, -2
-		if _, err := s.InsertMany(ctx, nil, []*driver.Job{a, b}, 1); err != nil {
-			t.Fatal(err)
-		}
-		if f := lookup(t, s, 1); f.Job == nil || f.Job.Priority != 5 || f.Job.RateKey != "api-m" || f.Job.Rate != rate {
-			t.Fatalf("the first of the batch: %+v", f.Job)
-		}
-		if f := lookup(t, s, 2); f.Job == nil || f.Job.Priority != -2 || f.Job.RateKey != "" {
-			t.Fatalf("the second of the batch: %+v", f.Job)
+		n := 0
+		for name, batch := range batches {
+			jobs := make([]*driver.Job, len(batch))
+			for i, job := range batch {
+				n++
+				jobs[i] = job(n)
+			}
+			if _, err := s.InsertMany(ctx, nil, jobs, 1); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for _, want := range jobs {
+				f := lookup(t, s, int(want.AvailableAt))
+				if f.Job == nil || f.Job.Priority != want.Priority || f.Job.RateKey != want.RateKey || f.Job.Rate != want.Rate ||
+					f.Job.FairKey != want.FairKey || (f.Job.FairSeq > 0) != (want.FairKey != "") {
+					t.Fatalf("%s: job %d stored as %+v; want priority %d, rate key %q at %v, fairness key %q with a place",
+						name, want.AvailableAt, f.Job, want.Priority, want.RateKey, want.Rate, want.FairKey)
+				}
+			}
 		}
 	})
 }
