@@ -7,10 +7,10 @@
 // its row of control.All plugs in; the windows (Window, a sliding window
 // log, tested against a brute-force log of every start); their
 // statements and a transaction's reads and writes of them (Logs, Lock,
-// Meter); their memory part (Memory); and its conformance tests on the
-// three drivers. The rounds of a reservation that does it, which take
-// and give back in the reservation's transaction, are still a branch of
-// the database driver's reservation (dbdriver/rate.go, reserveRated).
+// Meter); the rounds of a reservation that does it, which take room and
+// give back in the reservation's transaction (Reserve, around the
+// driver's search); their memory part (Memory); and its conformance
+// tests on the three drivers.
 package rate
 
 import (

@@ -1,0 +1,142 @@
+package rate
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"slices"
+
+	"github.com/navree/navree/queue/internal/driver"
+	"github.com/navree/navree/queue/internal/driver/sqlkit"
+)
+
+// Rounds bounds the searches of one reservation that does rate limits:
+// each after the first leaves out the keys whose window the one before
+// filled.
+const Rounds = 4
+
+// BusyRetryMs is how soon a reservation that left jobs waiting because
+// another transaction held their key's lock looks again.
+const BusyRetryMs = 10
+
+// A Search reserves up to r.Limit jobs of r in tx at at, as the
+// database driver's search of a reservation's plan does, in any order.
+type Search func(ctx context.Context, tx *sql.Tx, at any, r driver.Reservation) ([]*driver.Job, error)
+
+// Now is the time at on the clock of reservations as a number: at
+// itself, or for nil (PostgreSQL's clock) the server's, read in tx.
+func Now(ctx context.Context, tx *sql.Tx, at any) (int64, error) {
+	if n, ok := at.(int64); ok {
+		return n, nil
+	}
+	var now int64
+	err := tx.QueryRowContext(ctx, PgNow).Scan(&now)
+	return now, err
+}
+
+// Reserve is a reservation with driver.FeatureRate, or with a QueueRate,
+// in tx, at at (an int64, or nil for PostgreSQL's clock): rounds of
+// search, each of which takes room in the windows of the keys of the
+// jobs it found, in the order sorts them into, and gives back in tx those
+// over their limit; the queue's own window (QueueRate) bounds how many
+// it takes, and takes room for those. It writes r.ReopensIn when it took
+// fewer than r.Limit.
+func Reserve(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, at any, r driver.Reservation, search Search, order func([]*driver.Job)) ([]*driver.Job, error) {
+	var (
+		jobs  []*driver.Job
+		w     Logs
+		now   int64
+		err   error
+		known bool
+	)
+	if now, known = at.(int64); !known && !r.QueueRate.IsZero() {
+		// The server's clock, which the first search stamps its jobs
+		// with, read first only for the queue's own window.
+		if now, err = Now(ctx, tx, at); err != nil {
+			return nil, err
+		}
+		at, known = now, true
+	}
+	limit, queueKey, busy := r.Limit, driver.QueueKey(r.Queue), false
+	if !r.QueueRate.IsZero() {
+		if _, err := Lock(ctx, tx, d, []string{queueKey}, true); err != nil {
+			return nil, err
+		}
+		if err := w.ReadIn(ctx, tx, d, []string{queueKey}); err != nil {
+			return nil, err
+		}
+		limit = min(limit, w.Read[queueKey].Room(now, r.QueueRate))
+	}
+	for round := 0; round < Rounds && len(jobs) < limit; round++ {
+		want := r
+		want.Limit = limit - len(jobs)
+		got, err := search(ctx, tx, at, want)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) == 0 {
+			break
+		}
+		if !known {
+			now, known = got[0].ReservedAt, true
+			at = now
+		}
+		order(got)
+		var keys []string
+		for _, j := range got {
+			if j.RateKey != "" && !j.Rate.IsZero() && w.Read[j.RateKey] == nil && !slices.Contains(keys, j.RateKey) {
+				keys = append(keys, j.RateKey)
+			}
+		}
+		locked, err := Lock(ctx, tx, d, keys, false)
+		if err != nil {
+			return nil, err
+		}
+		if err := w.ReadIn(ctx, tx, d, locked); err != nil {
+			return nil, err
+		}
+		var back []string
+		for _, j := range got {
+			if j.RateKey != "" && !j.Rate.IsZero() {
+				win := w.Read[j.RateKey]
+				if win == nil || win.Take(now, j.Rate, 1) == 0 {
+					busy = busy || win == nil
+					back = append(back, j.ID)
+					continue
+				}
+				w.Took(j.RateKey, j.Rate)
+			}
+			j.ReservedBy = r.By
+			jobs = append(jobs, j)
+		}
+		if err := w.Save(ctx, tx, d, now); err != nil {
+			return nil, err
+		}
+		if len(back) == 0 {
+			break
+		}
+		if _, err := tx.ExecContext(ctx, d.Q(GiveBack), sqlkit.List(back)); err != nil {
+			return nil, err
+		}
+	}
+	if !r.QueueRate.IsZero() && len(jobs) > 0 {
+		w.Read[queueKey].Take(now, r.QueueRate, len(jobs))
+		w.Took(queueKey, r.QueueRate)
+		if err := w.Save(ctx, tx, d, now); err != nil {
+			return nil, err
+		}
+	}
+	if r.ReopensIn == nil || len(jobs) == r.Limit {
+		return jobs, nil
+	}
+	*r.ReopensIn = 0
+	var next sql.NullInt64
+	if err := tx.QueryRowContext(ctx, d.Clocked(NextReopen), at, at, queueKey, r.Queue).Scan(&next); err != nil {
+		return nil, err
+	}
+	*r.ReopensIn = next.Int64
+	if busy { // another transaction takes room in a key's window: look again soon
+		*r.ReopensIn = min(cmp.Or(*r.ReopensIn, BusyRetryMs), BusyRetryMs)
+	}
+	return jobs, nil
+}
