@@ -180,7 +180,8 @@ func TestFairnessHoldsAcrossTwoWorkerProcesses(t *testing.T) {
 	})
 }
 
-// placeSearches records the PlaceFrom of the searches that took each job.
+// placeSearches records, for each job, where the searches of places that
+// took it started (their Marks.Place).
 type placeSearches struct {
 	driver.Driver
 	mu    sync.Mutex
@@ -192,7 +193,7 @@ func (p *placeSearches) Reserve(ctx context.Context, res driver.Reservation) ([]
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, j := range jobs {
-		p.found[j.ID] = append(p.found[j.ID], res.PlaceFrom)
+		p.found[j.ID] = append(p.found[j.ID], res.Place())
 	}
 	return jobs, err
 }
@@ -240,7 +241,7 @@ func TestASnoozedFairJobIsFoundByTheNextSearch(t *testing.T) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		// The second search starts from its place, 1, on the databases,
-		// whose searches leave out the places before PlaceFrom; the memory
+		// whose searches leave out the places before their Marks.Place; the memory
 		// driver's take every place, so its second search may start from
 		// 3 if it began before the snooze was told. Never from 0: a search
 		// from the first place is the prober's, a second later.

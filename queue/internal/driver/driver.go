@@ -210,10 +210,6 @@ type Reservation struct {
 	// driver has no such entries and ignores From.
 	From  int64
 	Limit int
-	// QueueRate, when not zero, limits Queue itself: at most as many of
-	// its jobs start as the window of the key QueueKey(Queue) has room
-	// for, at that rate.
-	QueueRate Rate
 	// Features are the features of the jobs that may wait on Queue,
 	// which its search does (a database driver's search takes nothing
 	// while a feature it does not do is recorded of Queue: see Features;
@@ -228,24 +224,9 @@ type Reservation struct {
 	// Without them the search is by due time alone, the one that costs
 	// least.
 	Features Features
-	// PlaceFrom leaves out the jobs with a FairKey whose place is before
-	// it (0 leaves out none), as From does by due time: a worker passes
-	// the highest place it reserved, so that PostgreSQL's search of them
-	// starts past the index entries of those it reserved, which stay
-	// until a vacuum. The memory driver ignores it.
-	PlaceFrom int64
-	// Drained, when not nil, is where a reservation with FeatureFair reports whether
-	// it took every job of priority 0 without a FairKey due by Now (from
-	// From): the next search of those may start from Now. (Its search of
-	// the jobs with a key starts from the first, by place: a search of
-	// those without one walks past them, from From.) See the function
-	// Drained.
-	Drained *bool
-	// ReopensIn, when not nil, is where a reservation with FeatureRate (or
-	// a QueueRate) that took fewer than Limit writes how long, in
-	// milliseconds, until the first full window of a key whose jobs wait
-	// on Queue next has room; 0 when none is full.
-	ReopensIn *int64
+	// Marks, when not nil, are the worker's marks of Queue, which the
+	// features of its search read and write (see Marks).
+	Marks *Marks
 }
 
 // Features are the features of a queue's jobs that its searches must do,
@@ -271,10 +252,60 @@ const (
 	AllFeatures = featuresEnd - 1
 )
 
+// Marks are what a worker keeps of a queue between its searches for the
+// features that change them: what a reservation of the queue reads (its
+// own rate limit, where its search of places starts) and what it
+// reports for the next (whether it drained the jobs without a fairness
+// key, when a full window reopens). The worker keeps one a queue, so
+// that a search allocates none; a reservation without them reads zeros
+// and reports nothing.
+type Marks struct {
+	// Rate, when not zero, limits the queue itself: at most as many of
+	// its jobs start as the window of the key QueueKey(queue) has room
+	// for, at that rate.
+	Rate Rate
+	// Place leaves out the jobs with a FairKey whose place is before it
+	// (0 leaves out none), as Reservation.From does by due time: a
+	// worker passes the highest place it reserved, so that PostgreSQL's
+	// search of them starts past the index entries of those it reserved,
+	// which stay until a vacuum. The memory driver ignores it.
+	Place int64
+	// Drained is where a reservation with FeatureFair reports whether it
+	// took every job of priority 0 without a FairKey due by its Now (from
+	// its From): the next search of those may start from Now. (Its search
+	// of the jobs with a key starts from the first, by place: a search of
+	// those without one walks past them, from From.) See the function
+	// Drained of package fair.
+	Drained bool
+	// ReopensIn is where a reservation with FeatureRate (or a Rate) that
+	// took fewer than its Limit reports how long, in milliseconds, until
+	// the first full window of a key whose jobs wait on the queue next
+	// has room; 0 when none is full.
+	ReopensIn int64
+}
+
+// QueueRate is the rate limit of r's queue itself (its Marks' Rate),
+// zero for none.
+func (r *Reservation) QueueRate() Rate {
+	if r.Marks == nil {
+		return Rate{}
+	}
+	return r.Marks.Rate
+}
+
+// Place is where r's search of places starts (its Marks' Place), 0 for
+// the first.
+func (r *Reservation) Place() int64 {
+	if r.Marks == nil {
+		return 0
+	}
+	return r.Marks.Place
+}
+
 // Does returns the features a search of r does: its Features, and rate
-// limits with a QueueRate.
+// limits with a queue's own Rate in its Marks.
 func (r *Reservation) Does() Features {
-	if !r.QueueRate.IsZero() {
+	if !r.QueueRate().IsZero() {
 		return r.Features | FeatureRate
 	}
 	return r.Features

@@ -252,15 +252,14 @@ func (w *worker) reserveFrom(ctx context.Context, i int, name string, want int, 
 		if last, ok := w.cursor[name]; ok && !swept && !behind && !rated {
 			from, placeFrom = min(last, now)-cursorSlackMs, w.places[name]
 		}
-		w.reopensIn[i] = 0
-		w.drained[i] = false
+		m := &w.marks[i]
+		*m = driver.Marks{Rate: queueRate, Place: placeFrom}
 		got, err := w.cfg.Store.Reserve(ctx, driver.Reservation{Queue: name, Only: w.opts.Only, Now: now, At: at, By: by, From: from, Limit: want,
-			Features: f, QueueRate: queueRate, PlaceFrom: placeFrom,
-			Drained: &w.drained[i], ReopensIn: &w.reopensIn[i]})
+			Features: f, Marks: m})
 		if err == nil && len(got) == 0 && w.readFeatures(ctx, i, name, false) {
 			continue
 		}
-		if err == nil && (len(got) < want || w.drained[i]) && !rated {
+		if err == nil && (len(got) < want || m.Drained) && !rated {
 			// It found no more: every job due by now is taken, so the next
 			// search need not walk the rows of those it reserved (nor, on
 			// PostgreSQL, their dead index entries).
@@ -295,9 +294,9 @@ func (w *worker) restartCounts(ctx context.Context, j *driver.Job, at int64) boo
 // searches again: most, or less until the first full window of a rate
 // limit that kept jobs waiting reopens.
 func (w *worker) untilReopen(most time.Duration) time.Duration {
-	for _, in := range w.reopensIn {
-		if in > 0 {
-			most = min(most, time.Duration(in)*time.Millisecond)
+	for _, m := range w.marks {
+		if m.ReopensIn > 0 {
+			most = min(most, time.Duration(m.ReopensIn)*time.Millisecond)
 		}
 	}
 	return most

@@ -192,8 +192,8 @@ func Run(ctx context.Context, cfg Config, o Options) (Stats, error) {
 	w := &worker{cfg: cfg, opts: o, jobCtx: context.WithoutCancel(ctx), takeCtx: takeCtx, stop: stop, log: cfg.Log,
 		jobs: make(chan *driver.Job, o.Workers), free: make(chan struct{}, o.Workers), slots: make([]*slot, o.Workers),
 		cursor: map[string]int64{}, places: map[string]int64{}, sweepNow: true, behind: make([]atomic.Bool, len(o.Queues)),
-		features:  make(features, len(o.Queues)),
-		reopensIn: make([]int64, len(o.Queues)), drained: make([]bool, len(o.Queues)), rewind: make([]atomic.Int64, len(o.Queues)),
+		features: make(features, len(o.Queues)),
+		marks:    make([]driver.Marks, len(o.Queues)), rewind: make([]atomic.Int64, len(o.Queues)),
 		probes: make(chan probe, 1), probed: make(chan struct{}, 1), tallies: newTallies(o.Queues)}
 	w.placeBack = make([]atomic.Int64, len(o.Queues))
 	for i := range w.rewind {
@@ -252,7 +252,7 @@ type worker struct {
 	cursor map[string]int64
 	// places is, by fair queue, the highest place of a job with a
 	// fairness key its searches reserved: where their next search of
-	// those starts (see driver.Reservation.PlaceFrom).
+	// those starts (see driver.Marks.Place).
 	places   map[string]int64
 	sweepNow bool
 	admitted int // the completer's count of batches that may have let jobs in, as the fetcher last read it
@@ -281,13 +281,11 @@ type worker struct {
 	// priority they order by it, with rate limits they leave out the keys
 	// whose window is full, with fairness they take the groups in turns.
 	features features
-	// reopensIn is, by queue, how long until the first full window of
-	// its last search reopens (0: none was full); drained, whether its
-	// last search took every job without a fairness key (see
-	// driver.Reservation.Drained). Fields, so that a search allocates no
-	// place for them.
-	reopensIn []int64
-	drained   []bool
+	// marks are, by queue, the marks its last search read and wrote (see
+	// driver.Marks): how long until the first full window of a rate
+	// limit reopens, whether it took every job without a fairness key.
+	// Fields, so that a search allocates no place for them.
+	marks []driver.Marks
 	// probeEveryMs is how long the fetcher lets pass between two probes:
 	// a second, or longer where probes are slow (see startProber).
 	probeEveryMs atomic.Int64

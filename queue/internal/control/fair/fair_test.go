@@ -233,7 +233,7 @@ func TestASearchFromAPlaceLeavesOutTheLowerOnes(t *testing.T) {
 		behind(100, 2, false) // place 1 is not due yet
 		behind(100, 1, false) // nothing before place 1
 		behind(600, 2, true)  // place 1, due now
-		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureFair, Queue: "a", Now: 100, At: 100, Limit: 10, PlaceFrom: 3})
+		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureFair, Queue: "a", Now: 100, At: 100, Limit: 10, Marks: &driver.Marks{Place: 3}})
 		if err != nil {
 			t.Fatal(err)
 		}

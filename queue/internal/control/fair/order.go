@@ -28,7 +28,7 @@ func byDue(a, b *driver.Job) int {
 
 // Drained reports whether a fair reservation of up to limit jobs, which
 // took jobs, took every due job of priority 0 without a FairKey (see
-// driver.Reservation.Drained): those, and the jobs of priorities above 0, come
+// driver.Marks.Drained): those, and the jobs of priorities above 0, come
 // before the others, so it did if it took fewer of them than the limit.
 func Drained(jobs []*driver.Job, limit int) bool {
 	first := 0

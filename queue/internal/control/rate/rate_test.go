@@ -40,12 +40,12 @@ const t0 = 1_000_000
 // window reopens.
 func reserveRated(t *testing.T, s driver.Driver, queue string, at int64, limit int, queueRate driver.Rate) ([]*driver.Job, int64) {
 	t.Helper()
-	var in int64 = -1
-	jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeaturePriority | driver.FeatureRate, Queue: queue, Now: at, At: at, Limit: limit, QueueRate: queueRate, ReopensIn: &in})
+	m := driver.Marks{Rate: queueRate, ReopensIn: -1}
+	jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeaturePriority | driver.FeatureRate, Queue: queue, Now: at, At: at, Limit: limit, Marks: &m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return jobs, in
+	return jobs, m.ReopensIn
 }
 
 func throttled(t *testing.T, s driver.Driver, at int64) map[string]driver.Throttle {
@@ -210,12 +210,12 @@ func TestARateLimitOnTheDriversOwnClock(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
 		rate := driver.Rate{Max: 1, PerMs: 3_600_000}
 		drivertest.Insert(t, s, rated(1, "z", 1, "api-z", rate), rated(2, "z", 2, "api-z", rate))
-		var in int64
-		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate, Queue: "z", Now: 1 << 50, Limit: 10, ReopensIn: &in})
+		var m driver.Marks
+		jobs, err := s.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate, Queue: "z", Now: 1 << 50, Limit: 10, Marks: &m})
 		if err != nil || drivertest.Tails(jobs) != "1" || jobs[0].ReservedAt < 1_700_000_000_000 {
 			t.Fatalf("Reserve: %s, %v; want job 1, reserved on the clock", drivertest.Tails(jobs), err)
 		}
-		if in < 3_600_000-1000 || in > 3_600_000+3_600_000/windowSlices {
+		if in := m.ReopensIn; in < 3_600_000-1000 || in > 3_600_000+3_600_000/windowSlices {
 			t.Fatalf("ReopensIn = %d; want about an hour", in)
 		}
 		if wait, err := s.Meter(ctx, "api-z", rate, 0); err != nil || wait < 3_600_000-1000 {

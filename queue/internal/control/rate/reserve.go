@@ -34,13 +34,13 @@ func Now(ctx context.Context, tx *sql.Tx, at any) (int64, error) {
 	return now, err
 }
 
-// Reserve is a reservation with driver.FeatureRate, or with a QueueRate,
+// Reserve is a reservation with driver.FeatureRate, or with a queue's own rate,
 // in tx, at at (an int64, or nil for PostgreSQL's clock): rounds of
 // search, each of which takes room in the windows of the keys of the
 // jobs it found, in the order sorts them into, and gives back in tx those
-// over their limit; the queue's own window (QueueRate) bounds how many
-// it takes, and takes room for those. It writes r.ReopensIn when it took
-// fewer than r.Limit.
+// over their limit; the queue's own window (its Marks' Rate) bounds how
+// many it takes, and takes room for those. It reports in r.Marks when the
+// next window reopens, when it took fewer than r.Limit.
 func Reserve(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, at any, r driver.Reservation, search Search, order func([]*driver.Job)) ([]*driver.Job, error) {
 	var (
 		jobs  []*driver.Job
@@ -49,7 +49,8 @@ func Reserve(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, at any, r driver
 		err   error
 		known bool
 	)
-	if now, known = at.(int64); !known && !r.QueueRate.IsZero() {
+	queueRate := r.QueueRate()
+	if now, known = at.(int64); !known && !queueRate.IsZero() {
 		// The server's clock, which the first search stamps its jobs
 		// with, read first only for the queue's own window.
 		if now, err = Now(ctx, tx, at); err != nil {
@@ -58,14 +59,14 @@ func Reserve(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, at any, r driver
 		at, known = now, true
 	}
 	limit, queueKey, busy := r.Limit, driver.QueueKey(r.Queue), false
-	if !r.QueueRate.IsZero() {
+	if !queueRate.IsZero() {
 		if _, err := Lock(ctx, tx, d, []string{queueKey}, true); err != nil {
 			return nil, err
 		}
 		if err := w.ReadIn(ctx, tx, d, []string{queueKey}); err != nil {
 			return nil, err
 		}
-		limit = min(limit, w.Read[queueKey].Room(now, r.QueueRate))
+		limit = min(limit, w.Read[queueKey].Room(now, queueRate))
 	}
 	for round := 0; round < Rounds && len(jobs) < limit; round++ {
 		want := r
@@ -119,24 +120,24 @@ func Reserve(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, at any, r driver
 			return nil, err
 		}
 	}
-	if !r.QueueRate.IsZero() && len(jobs) > 0 {
-		w.Read[queueKey].Take(now, r.QueueRate, len(jobs))
-		w.Took(queueKey, r.QueueRate)
+	if !queueRate.IsZero() && len(jobs) > 0 {
+		w.Read[queueKey].Take(now, queueRate, len(jobs))
+		w.Took(queueKey, queueRate)
 		if err := w.Save(ctx, tx, d, now); err != nil {
 			return nil, err
 		}
 	}
-	if r.ReopensIn == nil || len(jobs) == r.Limit {
+	if r.Marks == nil || len(jobs) == r.Limit {
 		return jobs, nil
 	}
-	*r.ReopensIn = 0
+	r.Marks.ReopensIn = 0
 	var next sql.NullInt64
 	if err := tx.QueryRowContext(ctx, d.Clocked(NextReopen), at, at, queueKey, r.Queue).Scan(&next); err != nil {
 		return nil, err
 	}
-	*r.ReopensIn = next.Int64
+	r.Marks.ReopensIn = next.Int64
 	if busy { // another transaction takes room in a key's window: look again soon
-		*r.ReopensIn = min(cmp.Or(*r.ReopensIn, BusyRetryMs), BusyRetryMs)
+		r.Marks.ReopensIn = min(cmp.Or(r.Marks.ReopensIn, BusyRetryMs), BusyRetryMs)
 	}
 	return jobs, nil
 }

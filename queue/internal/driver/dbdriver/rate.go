@@ -15,7 +15,7 @@ import (
 // (queue/internal/control/rate); here the driver runs them.
 
 // reserveRated is Reserve of a reservation with FeatureRate, or with a
-// QueueRate, in one transaction (rate.Reserve).
+// queue's own rate (Marks.Rate), in one transaction (rate.Reserve).
 func (b *base) reserveRated(ctx context.Context, r driver.Reservation) ([]*driver.Job, error) {
 	var jobs []*driver.Job
 	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {

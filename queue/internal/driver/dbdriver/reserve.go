@@ -66,8 +66,8 @@ func (b *base) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.Job
 	jobs, err := b.search(ctx, nil, at, r)
 	if r.Features&driver.FeatureFair != 0 {
 		fair.Order(jobs)
-		if err == nil && r.Drained != nil {
-			*r.Drained = fair.Drained(jobs, r.Limit)
+		if err == nil && r.Marks != nil {
+			r.Marks.Drained = fair.Drained(jobs, r.Limit)
 		}
 	} else {
 		sortReserved(jobs)
@@ -113,7 +113,7 @@ func (b *base) search(ctx context.Context, tx *sql.Tx, at any, r driver.Reservat
 // arguments.
 func (b *base) reservation(at any, r driver.Reservation) (plan.Shape, plan.Values) {
 	shape := plan.Shape{Features: r.Does(), Only: r.Only != nil}
-	v := plan.Values{plan.Queue: r.Queue, plan.Does: r.Does(), plan.From: r.From, plan.Now: r.Now, plan.Place: max(r.PlaceFrom, 1),
+	v := plan.Values{plan.Queue: r.Queue, plan.Does: r.Does(), plan.From: r.From, plan.Now: r.Now, plan.Place: max(r.Place(), 1),
 		plan.At: at, plan.By: sqlkit.Nullable(r.By), plan.Limit: r.Limit}
 	if r.Only != nil {
 		v[plan.Names] = b.names(r.Only)

@@ -215,9 +215,9 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 		return nil, nil
 	}
 	n := min(limit, l.len())
-	queueKey := driver.QueueKey(queue)
-	if !r.QueueRate.IsZero() {
-		n = min(n, d.rates.Window(queueKey).Room(at, r.QueueRate))
+	queueKey, queueRate := driver.QueueKey(queue), r.QueueRate()
+	if !queueRate.IsZero() {
+		n = min(n, d.rates.Window(queueKey).Room(at, queueRate))
 	}
 	var out []*driver.Job
 	var copies []driver.Job // the caller's copies, in one allocation
@@ -255,8 +255,8 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 		}
 		return len(out) < n
 	})
-	if r.Drained != nil {
-		*r.Drained = fair.Drained(out, limit)
+	if r.Marks != nil {
+		r.Marks.Drained = fair.Drained(out, limit)
 	}
 	var reopens int64
 	for _, j := range over {
@@ -268,16 +268,16 @@ func (d *Driver) Reserve(ctx context.Context, r driver.Reservation) ([]*driver.J
 			reopens = t
 		}
 	}
-	if !r.QueueRate.IsZero() {
-		d.rates.Take(queueKey, r.QueueRate, at, len(out))
-		if t := d.rates.Window(queueKey).Reopens(at, r.QueueRate); t > at && (reopens == 0 || t < reopens) {
+	if !queueRate.IsZero() {
+		d.rates.Take(queueKey, queueRate, at, len(out))
+		if t := d.rates.Window(queueKey).Reopens(at, queueRate); t > at && (reopens == 0 || t < reopens) {
 			reopens = t
 		}
 	}
-	if r.ReopensIn != nil && len(out) < limit {
-		*r.ReopensIn = 0
+	if r.Marks != nil && len(out) < limit {
+		r.Marks.ReopensIn = 0
 		if reopens > at {
-			*r.ReopensIn = reopens - at
+			r.Marks.ReopensIn = reopens - at
 		}
 	}
 	return out, nil
