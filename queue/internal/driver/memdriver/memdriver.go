@@ -6,6 +6,7 @@ package memdriver
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -901,4 +902,23 @@ func (d *Driver) Workers(_ context.Context, now int64) ([]driver.Worker, int64, 
 	}
 	slices.SortFunc(out, driver.ByStart)
 	return out, d.at(now), nil
+}
+
+// Upkeep implements driver.Driver. Every move out of its jobs lets the
+// next held ones in under the driver's lock, so no key is ever left with
+// room and jobs held: UpkeepHeld finds none.
+func (d *Driver) Upkeep(_ context.Context, u driver.Upkeep, _, at int64) (int, error) {
+	at = d.at(at)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch u {
+	case driver.UpkeepRates:
+		d.rates.Prune(at)
+	case driver.UpkeepPlaces:
+		d.fair.Prune(func(queue string) *driver.Job { return d.head(&d.line(queue).fair) })
+	case driver.UpkeepHeld:
+	default:
+		return 0, fmt.Errorf("memdriver: no upkeep %v", u)
+	}
+	return 0, nil
 }

@@ -2,7 +2,6 @@ package memdriver
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/navree/navree/queue/internal/driver"
 )
@@ -36,23 +35,4 @@ func (d *Driver) waitsOn(queue, key string) bool {
 		}
 	}
 	return false
-}
-
-// Upkeep implements driver.Driver. Every move out of its jobs lets the
-// next held ones in under the driver's lock, so no key is ever left with
-// room and jobs held: UpkeepHeld finds none.
-func (d *Driver) Upkeep(_ context.Context, u driver.Upkeep, _, at int64) (int, error) {
-	at = d.at(at)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	switch u {
-	case driver.UpkeepRates:
-		d.rates.Prune(at)
-	case driver.UpkeepPlaces:
-		d.fair.Prune(func(queue string) *driver.Job { return d.head(&d.line(queue).fair) })
-	case driver.UpkeepHeld:
-	default:
-		return 0, fmt.Errorf("memdriver: no upkeep %v", u)
-	}
-	return 0, nil
 }
