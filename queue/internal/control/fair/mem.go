@@ -50,3 +50,39 @@ func (m *Memory) Prune(first func(queue string) *driver.Job) {
 		}
 	}
 }
+
+// A Line is a list of waiting jobs as the memory driver keeps one: Head
+// is its first (nil for none), Pop takes that one out.
+type Line interface {
+	Head() *driver.Job
+	Pop() *driver.Job
+}
+
+// Take takes up to want of the due jobs of priority 0, in Order, out of
+// two of the memory driver's lines: plain, the jobs without a FairKey in
+// due order, and keyed, those with one by place. It takes those without
+// a key first, as the search in SQL does; the keyed jobs it passed over,
+// due later, go back through wait.
+func Take[L Line](plain, keyed L, now int64, want int, wait func(*driver.Job)) []*driver.Job {
+	var found, later []*driver.Job
+	for len(found) < want {
+		j := plain.Head()
+		if j == nil || j.AvailableAt > now {
+			break
+		}
+		found = append(found, plain.Pop())
+	}
+	for keyed.Head() != nil && len(found) < want {
+		j := keyed.Pop()
+		if j.AvailableAt > now {
+			later = append(later, j)
+			continue
+		}
+		found = append(found, j)
+	}
+	Order(found)
+	for _, j := range later {
+		wait(j)
+	}
+	return found
+}

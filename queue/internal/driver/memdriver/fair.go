@@ -12,33 +12,17 @@ func (d *Driver) place(j *driver.Job) {
 }
 
 // takeFair takes up to want of the due jobs of priority 0 of l, in
-// fair.Order, out of its waiting order: those without a key first,
-// in due order, then those with one, by place.
+// fair.Order (fair.Take).
 func (d *Driver) takeFair(l *line, now int64, want int) []*driver.Job {
-	var found, later []*driver.Job
-	for plain := 0; plain < want; plain++ {
-		j := d.head(&l.waiting)
-		if j == nil || j.AvailableAt > now {
-			break
-		}
-		found = append(found, l.waiting.pop())
-	}
-	for keyed := len(found); keyed < want; {
-		j := d.head(&l.fair)
-		if j == nil {
-			break
-		}
-		l.fair.pop()
-		if j.AvailableAt > now {
-			later = append(later, j)
-			continue
-		}
-		found = append(found, j)
-		keyed++
-	}
-	fair.Order(found)
-	for _, j := range append(later, found[min(want, len(found)):]...) {
-		d.wait(j)
-	}
-	return found[:min(want, len(found))]
+	return fair.Take(lineOf{d, &l.waiting}, lineOf{d, &l.fair}, now, want, d.wait)
 }
+
+// lineOf is a waiting list whose head skips the entries of jobs gone
+// (head): a fair.Line.
+type lineOf struct {
+	d *Driver
+	w *waiting
+}
+
+func (l lineOf) Head() *driver.Job { return l.d.head(l.w) }
+func (l lineOf) Pop() *driver.Job  { return l.w.pop() }
