@@ -10,14 +10,14 @@ import (
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
-// Rounds bounds the searches of one reservation that does rate limits:
+// rounds bounds the searches of one reservation that does rate limits:
 // each after the first leaves out the keys whose window the one before
 // filled.
-const Rounds = 4
+const rounds = 4
 
-// BusyRetryMs is how soon a reservation that left jobs waiting because
+// busyRetryMs is how soon a reservation that left jobs waiting because
 // another transaction held their key's lock looks again.
-const BusyRetryMs = 10
+const busyRetryMs = 10
 
 // A Search reserves up to r.Limit jobs of r in tx at at, as the
 // database driver's search of a reservation's plan does, in any order.
@@ -68,7 +68,7 @@ func Reserve(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, at any, r driver
 		}
 		limit = min(limit, w.Read[queueKey].Room(now, queueRate))
 	}
-	for round := 0; round < Rounds && len(jobs) < limit; round++ {
+	for round := 0; round < rounds && len(jobs) < limit; round++ {
 		want := r
 		want.Limit = limit - len(jobs)
 		got, err := search(ctx, tx, at, want)
@@ -137,7 +137,7 @@ func Reserve(ctx context.Context, tx *sql.Tx, d sqlkit.Dialect, at any, r driver
 	}
 	r.Marks.ReopensIn = next.Int64
 	if busy { // another transaction takes room in a key's window: look again soon
-		r.Marks.ReopensIn = min(cmp.Or(r.Marks.ReopensIn, BusyRetryMs), BusyRetryMs)
+		r.Marks.ReopensIn = min(cmp.Or(r.Marks.ReopensIn, busyRetryMs), busyRetryMs)
 	}
 	return jobs, nil
 }
