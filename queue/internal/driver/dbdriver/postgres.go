@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofrs/uuid/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
@@ -124,12 +126,26 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 		pg := driverConn.(*stdlib.Conn).Conn()
 		rows := make([][]any, len(jobs))
 		for i, j := range jobs {
-			rows[i] = []any{j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), j.Priority,
+			rows[i] = []any{copyID(j.ID), j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), j.Priority,
 				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey), nullInt(j.FairSeq)}
 		}
 		_, err := pg.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromRows(rows))
 		return err
 	})
+}
+
+// copyID is a job's id as COPY sends it best: its 16 bytes. COPY sends
+// every value in the binary format, which pgx cannot write from a string
+// into a uuid column without first failing (an error formatted with the
+// id, then the text parsed): a fifth of the bulk dispatch's time in a CPU
+// profile. An id that does not parse goes as it is, for the server to
+// refuse.
+func copyID(id string) any {
+	u, err := uuid.FromString(id)
+	if err != nil {
+		return id
+	}
+	return pgtype.UUID{Bytes: u, Valid: true}
 }
 
 // The statements that move a job between jobs and failed_jobs, each one
