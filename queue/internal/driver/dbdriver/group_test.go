@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/db/dbtest"
@@ -58,35 +59,153 @@ func count(t *testing.T, d *db.DB) int {
 	return n
 }
 
-// TestConcurrentInsertsShareCommits: on SQLite, single inserts that wait
-// for the write lock are stored together; each caller returns once its
-// own job is committed.
+// TestConcurrentInsertsShareCommits: single inserts that wait for a turn
+// (on SQLite the write lock) are stored together; each caller returns
+// once its own job is committed.
 func TestConcurrentInsertsShareCommits(t *testing.T) {
 	t.Parallel()
-	drv, d := openSQLite(t)
-	ctx := context.Background()
-	const goroutines, each = 8, 100
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			for i := range each {
-				j := job(g*each + i)
-				if id, inserted, err := drv.Insert(ctx, nil, j); err != nil || !inserted || id != j.ID {
-					t.Errorf("Insert = %s, %v, %v", id, inserted, err)
-					return
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			drv, d := openDriver(t, name)
+			ctx := context.Background()
+			const goroutines, each = 8, 100
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Go(func() {
+					for i := range each {
+						j := job(g*each + i)
+						if id, inserted, err := drv.Insert(ctx, nil, j); err != nil || !inserted || id != j.ID {
+							t.Errorf("Insert = %s, %v, %v", id, inserted, err)
+							return
+						}
+						// Committed when Insert returns: another connection sees it.
+						var seen int
+						if err := d.QueryRowContext(ctx, "SELECT count(*) FROM jobs WHERE id = ?", j.ID).Scan(&seen); err != nil || seen != 1 {
+							t.Errorf("job %s after Insert returned: %d rows, %v", j.ID, seen, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if n := count(t, d); n != goroutines*each {
+				t.Fatalf("%d jobs stored, want %d", n, goroutines*each)
+			}
+		})
+	}
+}
+
+// groupOf is the grouper of a driver's single inserts.
+func groupOf(drv driver.Driver) *grouper {
+	if p, ok := drv.(*postgresDriver); ok {
+		return &p.group
+	}
+	return &drv.(*sqliteDriver).group
+}
+
+// heldInserts starts an Insert of each of jobs, and returns once every
+// one waits for its turn, held until release is called; then the first
+// to get a turn stores the others' jobs with its own. done receives each
+// job's error, by its index in jobs.
+func heldInserts(t *testing.T, drv driver.Driver, jobs []*driver.Job) (release func(), done []chan error) {
+	t.Helper()
+	g := groupOf(drv)
+	turn, gate := g.turn, make(chan struct{})
+	var arrived sync.WaitGroup
+	arrived.Add(len(jobs))
+	g.turn = func(ctx context.Context, fn func() error) error {
+		arrived.Done() // it waits in g.waiting by now
+		<-gate
+		return turn(ctx, fn)
+	}
+	done = make([]chan error, len(jobs))
+	for i, j := range jobs {
+		done[i] = make(chan error, 1)
+		go func() {
+			_, _, err := drv.Insert(context.Background(), nil, j)
+			done[i] <- err
+		}()
+	}
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-time.After(time.Minute):
+		t.Fatalf("after a minute, not all of %d inserts wait for a turn", len(jobs))
+	}
+	return func() { close(gate) }, done
+}
+
+// TestWaitingInsertsShareOneStatement: the single dispatches that wait
+// for a turn together are stored together, on PostgreSQL in one
+// statement (one transaction: the rows' xmin).
+func TestWaitingInsertsShareOneStatement(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			drv, d := openDriver(t, name)
+			jobs := []*driver.Job{job(1), job(2), job(3), job(4), job(5)}
+			release, done := heldInserts(t, drv, jobs)
+			release()
+			for i, c := range done {
+				if err := <-c; err != nil {
+					t.Errorf("Insert of job %d: %v", i+1, err)
 				}
-				// Committed when Insert returns: another connection sees it.
-				var seen int
-				if err := d.QueryRowContext(ctx, "SELECT count(*) FROM jobs WHERE id = ?", j.ID).Scan(&seen); err != nil || seen != 1 {
-					t.Errorf("job %s after Insert returned: %d rows, %v", j.ID, seen, err)
-					return
+			}
+			if n := count(t, d); n != len(jobs) {
+				t.Fatalf("%d jobs stored, want %d", n, len(jobs))
+			}
+			if name == "postgres" {
+				var transactions int
+				if err := d.QueryRowContext(context.Background(), "SELECT count(DISTINCT xmin::text) FROM jobs").Scan(&transactions); err != nil || transactions != 1 {
+					t.Fatalf("the 5 jobs were stored by %d transactions (%v), want 1", transactions, err)
 				}
 			}
 		})
 	}
-	wg.Wait()
-	if n := count(t, d); n != goroutines*each {
-		t.Fatalf("%d jobs stored, want %d", n, goroutines*each)
+}
+
+// TestABadJobFailsOnlyItsOwnDispatch: a group that the database refuses
+// for one job (here an id stored already) is stored again a job at a
+// time: that job's dispatch fails, the others' are stored.
+func TestABadJobFailsOnlyItsOwnDispatch(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			drv, d := openDriver(t, name)
+			if _, _, err := drv.Insert(context.Background(), nil, job(2)); err != nil {
+				t.Fatal(err)
+			}
+			again := job(2)
+			again.Payload = []byte(`{"again":true}`)
+			release, done := heldInserts(t, drv, []*driver.Job{job(1), again, job(3)})
+			release()
+			for i, c := range done {
+				err := <-c
+				if bad := i == 1; bad != (err != nil) {
+					t.Errorf("Insert of job %d (bad: %v): %v", i+1, bad, err)
+				}
+			}
+			var ids []string
+			rows, err := d.QueryContext(context.Background(), "SELECT id, payload FROM jobs ORDER BY id")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id, payload string
+				if err := rows.Scan(&id, &payload); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id[len(id)-1:]+payload)
+			}
+			if got := fmt.Sprint(ids); got != "[1{} 2{} 3{}]" {
+				t.Fatalf("stored %v, want jobs 1 and 3 beside the first job 2", got)
+			}
+		})
 	}
 }
 

@@ -33,6 +33,16 @@ func appendRow(args []any, j *driver.Job, keyedRow bool) []any {
 // it).
 func keyed(j *driver.Job) bool { return j.LimitKey != "" || j.RateKey != "" || j.FairKey != "" }
 
+// insertAlone stores j with the prepared single insert, outside a
+// transaction (for a group of one: the caller holds its turn).
+func (b *base) insertAlone(ctx context.Context, j *driver.Job) error {
+	st, err := b.prepared(ctx, b.q.insertOf(j))
+	if err == nil {
+		_, err = st.ExecContext(ctx, appendRow(nil, j, keyed(j))...)
+	}
+	return err
+}
+
 // insertOf is the single insert of j.
 func (q *statements) insertOf(j *driver.Job) string {
 	if keyed(j) {

@@ -5,13 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"slices"
-	"sync"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/control/fair"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
+	"modernc.org/sqlite"
 )
 
 // sqliteDriver is the driver on SQLite.
@@ -19,8 +18,7 @@ type sqliteDriver struct {
 	*base
 	host *hostClock // the clock of reservations
 
-	grouping sync.Mutex
-	waiting  []*waitingInsert // single inserts waiting for the write lock
+	group grouper // single inserts, which take turns at the write lock
 }
 
 func newSQLite(d *db.DB) *sqliteDriver {
@@ -28,7 +26,8 @@ func newSQLite(d *db.DB) *sqliteDriver {
 	s.at = s.reservedAt
 	s.w = newWorkerStatements("?", "SELECT id, attempts FROM jobs WHERE reserved_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
 		sqlkit.SQLite.Render)
-	s.alone = s.insertGrouped
+	s.group = grouper{turn: d.Write, store: s.insertGroup, each: constraint}
+	s.alone = s.group.insert
 	s.bulk = func(ctx context.Context, jobs []*driver.Job) error {
 		return s.inTx(ctx, nil, func(tx *sql.Tx) error { return s.insertChunks(ctx, tx, nil, jobs, false) })
 	}
@@ -44,70 +43,19 @@ func (s *sqliteDriver) reservedAt(ctx context.Context, t int64) (any, error) {
 	return s.host.now(ctx, s.base)
 }
 
-// waitingInsert is a single insert waiting for SQLite's write lock, and
-// how its caller hears that another wrote it.
-type waitingInsert struct {
-	job    *driver.Job
-	done   chan error
-	served context.CancelFunc
+// constraint reports whether err is SQLite's SQLITE_CONSTRAINT (any
+// extended code): a statement refused, whose transaction stored nothing.
+func constraint(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 19
 }
 
-// insertGrouped stores one job, where one process's writes take turns:
-// whichever waiting insert gets the write lock stores every insert
-// waiting by then in one transaction, and tells their callers. Each still
-// returns only once its job is committed; concurrent dispatches share a
-// commit instead of queueing for one each (group commit).
-func (s *sqliteDriver) insertGrouped(ctx context.Context, job *driver.Job) error {
-	lockCtx, served := context.WithCancel(ctx)
-	defer served()
-	w := &waitingInsert{job: job, done: make(chan error, 1), served: served}
-	s.grouping.Lock()
-	s.waiting = append(s.waiting, w)
-	s.grouping.Unlock()
-	err := s.db.Write(lockCtx, func() error {
-		s.grouping.Lock()
-		group := s.waiting
-		s.waiting = nil
-		s.grouping.Unlock()
-		err := s.insertGroup(context.WithoutCancel(ctx), group)
-		for _, g := range group {
-			g.done <- err
-			g.served()
-		}
-		return nil
-	})
-	if err != nil {
-		// It did not get the lock: another took this job into its group
-		// (and cancelled lockCtx), or ctx ended, or the lock cannot be had.
-		s.grouping.Lock()
-		i := slices.Index(s.waiting, w)
-		if i >= 0 { // still waiting: withdrawn, never stored
-			s.waiting = slices.Delete(s.waiting, i, i+1)
-		}
-		s.grouping.Unlock()
-		if i >= 0 {
-			return err
-		}
-	}
-	return <-w.done
-}
-
-// insertGroup stores the jobs of a group: one of them with the prepared
-// single insert, more in one transaction. The caller holds the write lock.
-func (s *sqliteDriver) insertGroup(ctx context.Context, group []*waitingInsert) error {
-	switch {
-	case len(group) == 0: // another took this one's job into its group
-		return nil
-	case len(group) == 1 && !fair.Unplaced(group[0].job) && !hasFeatures(group[0].job):
-		st, err := s.prepared(ctx, s.q.insertOf(group[0].job))
-		if err == nil {
-			_, err = st.ExecContext(ctx, appendRow(nil, group[0].job, keyed(group[0].job))...)
-		}
-		return err
-	}
-	jobs := make([]*driver.Job, len(group))
-	for i, g := range group {
-		jobs[i] = g.job
+// insertGroup stores the jobs of a group (see grouper): one of them with
+// the prepared single insert, more in one transaction. The caller holds
+// the write lock.
+func (s *sqliteDriver) insertGroup(ctx context.Context, jobs []*driver.Job) error {
+	if len(jobs) == 1 && !fair.Unplaced(jobs[0]) && !hasFeatures(jobs[0]) {
+		return s.insertAlone(ctx, jobs[0])
 	}
 	tx, err := s.sqldb.BeginTx(ctx, nil)
 	if err != nil {
