@@ -62,9 +62,10 @@ func newPostgres(d *db.DB) *postgresDriver {
 
 // groupsAtOnce is how many groups of single dispatches a process stores
 // side by side (see grouper). Each waits for the disk at its commit, so
-// that the dispatches that arrive meanwhile make up the next group: with
-// 8 dispatching goroutines, 1 and 2 stored 15 to 20% more jobs a second
-// than one insert each, 4 less (docs/benchmarks.md).
+// that the dispatches that arrive meanwhile make up the next group; a
+// second keeps one slow statement from holding up every dispatch. With 8
+// dispatching goroutines, 1 and 2 stored 10 to 20% more jobs a second
+// than one insert each, 4 fewer (docs/benchmarks.md).
 const groupsAtOnce = 2
 
 // insertGroup stores the jobs of a group (see grouper) in one statement,
