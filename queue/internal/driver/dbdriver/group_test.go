@@ -110,20 +110,35 @@ func groupOf(drv driver.Driver) *grouper {
 // job's error, by its index in jobs.
 func heldInserts(t *testing.T, drv driver.Driver, jobs []*driver.Job) (release func(), done []chan error) {
 	t.Helper()
+	ctxs := make([]context.Context, len(jobs))
+	for i := range ctxs {
+		ctxs[i] = context.Background()
+	}
+	return heldInsertsIn(t, drv, jobs, ctxs)
+}
+
+// heldInsertsIn is heldInserts with the context of each Insert; one that
+// ends while its insert waits for its turn withdraws it.
+func heldInsertsIn(t *testing.T, drv driver.Driver, jobs []*driver.Job, ctxs []context.Context) (release func(), done []chan error) {
+	t.Helper()
 	g := groupOf(drv)
 	turn, gate := g.turn, make(chan struct{})
 	var arrived sync.WaitGroup
 	arrived.Add(len(jobs))
 	g.turn = func(ctx context.Context, fn func() error) error {
 		arrived.Done() // it waits in g.waiting by now
-		<-gate
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		return turn(ctx, fn)
 	}
 	done = make([]chan error, len(jobs))
 	for i, j := range jobs {
 		done[i] = make(chan error, 1)
 		go func() {
-			_, _, err := drv.Insert(context.Background(), nil, j)
+			_, _, err := drv.Insert(ctxs[i], nil, j)
 			done[i] <- err
 		}()
 	}
@@ -162,6 +177,48 @@ func TestWaitingInsertsShareOneStatement(t *testing.T) {
 				if err := d.QueryRowContext(context.Background(), "SELECT count(DISTINCT xmin::text) FROM jobs").Scan(&transactions); err != nil || transactions != 1 {
 					t.Fatalf("the 5 jobs were stored by %d transactions (%v), want 1", transactions, err)
 				}
+			}
+		})
+	}
+}
+
+// TestAWaitingInsertGivenUpIsNotStored: on both databases, a dispatch
+// whose context ends while it waits for its turn returns the context's
+// error, and the group that then gets the turn leaves its job out.
+func TestAWaitingInsertGivenUpIsNotStored(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			drv, d := openDriver(t, name)
+			given, giveUp := context.WithCancel(context.Background())
+			release, done := heldInsertsIn(t, drv, []*driver.Job{job(1), job(2), job(3)},
+				[]context.Context{context.Background(), given, context.Background()})
+			giveUp()
+			if err := <-done[1]; !errors.Is(err, context.Canceled) {
+				t.Fatalf("Insert of job 2, its context ended while it waited: %v", err)
+			}
+			release()
+			for _, i := range []int{0, 2} {
+				if err := <-done[i]; err != nil {
+					t.Fatalf("Insert of job %d: %v", i+1, err)
+				}
+			}
+			var ids []string
+			rows, err := d.QueryContext(context.Background(), "SELECT id FROM jobs ORDER BY id")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id[len(id)-1:])
+			}
+			if got := fmt.Sprint(ids); got != "[1 3]" {
+				t.Fatalf("stored %v, want jobs 1 and 3 (2 was given up)", got)
 			}
 		})
 	}
