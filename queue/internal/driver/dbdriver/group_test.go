@@ -123,10 +123,12 @@ func heldInsertsIn(t *testing.T, drv driver.Driver, jobs []*driver.Job, ctxs []c
 	t.Helper()
 	g := groupOf(drv)
 	turn, gate := g.turn, make(chan struct{})
-	var arrived sync.WaitGroup
-	arrived.Add(len(jobs))
+	arrived := make(chan struct{}, len(jobs))
 	g.turn = func(ctx context.Context, fn func() error) error {
-		arrived.Done() // it waits in g.waiting by now
+		select {
+		case arrived <- struct{}{}: // it waits in g.waiting by now
+		default: // one more than jobs: the test's to see
+		}
 		select {
 		case <-gate:
 		case <-ctx.Done():
@@ -142,14 +144,15 @@ func heldInsertsIn(t *testing.T, drv driver.Driver, jobs []*driver.Job, ctxs []c
 			done[i] <- err
 		}()
 	}
-	all := make(chan struct{})
-	go func() { arrived.Wait(); close(all) }()
-	select {
-	case <-all:
-	case <-time.After(time.Minute):
-		t.Fatalf("after a minute, not all of %d inserts wait for a turn", len(jobs))
+	timeout := time.After(time.Minute)
+	for range jobs {
+		select {
+		case <-arrived:
+		case <-timeout:
+			t.Fatalf("after a minute, not all of %d inserts wait for a turn", len(jobs))
+		}
 	}
-	return func() { close(gate) }, done
+	return sync.OnceFunc(func() { close(gate) }), done
 }
 
 // TestWaitingInsertsShareOneStatement: the single dispatches that wait
@@ -162,6 +165,8 @@ func TestWaitingInsertsShareOneStatement(t *testing.T) {
 			t.Parallel()
 			drv, d := openDriver(t, name)
 			jobs := []*driver.Job{job(1), job(2), job(3), job(4), job(5)}
+			jobs[1].Priority = 5                                                    // a feature: recorded as the group is stored
+			jobs[3].RateKey, jobs[3].Rate = "api", driver.Rate{Max: 5, PerMs: 1000} // another
 			release, done := heldInserts(t, drv, jobs)
 			release()
 			for i, c := range done {
@@ -172,6 +177,10 @@ func TestWaitingInsertsShareOneStatement(t *testing.T) {
 			if n := count(t, d); n != len(jobs) {
 				t.Fatalf("%d jobs stored, want %d", n, len(jobs))
 			}
+			var features int
+			if err := d.QueryRowContext(context.Background(), "SELECT count(*) FROM queue_features WHERE queue = 'default'").Scan(&features); err != nil || features != 2 {
+				t.Fatalf("%d features recorded of the group's queue (%v), want 2: a priority and a rate limit", features, err)
+			}
 			if name == "postgres" {
 				var transactions int
 				if err := d.QueryRowContext(context.Background(), "SELECT count(DISTINCT xmin::text) FROM jobs").Scan(&transactions); err != nil || transactions != 1 {
@@ -179,6 +188,41 @@ func TestWaitingInsertsShareOneStatement(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAFairJobIsNotHeldUpByAGroup: on PostgreSQL a job with a fairness
+// key, whose place may wait for its key's lock, is stored alone, never
+// in a group: it does not wait for the turn the groups wait for.
+func TestAFairJobIsNotHeldUpByAGroup(t *testing.T) {
+	t.Parallel()
+	drv, d := openDriver(t, "postgres")
+	release, done := heldInserts(t, drv, []*driver.Job{job(1), job(2)})
+	defer release()
+	fairJob := job(3)
+	fairJob.FairKey = "account:42"
+	stored := make(chan error, 1)
+	go func() {
+		_, _, err := drv.Insert(context.Background(), nil, fairJob)
+		stored <- err
+	}()
+	select {
+	case err := <-stored:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("after a minute, the fair job still waits: for the groups' turn")
+	}
+	var place int64
+	if err := d.QueryRowContext(context.Background(), "SELECT fair_seq FROM jobs WHERE id = ?", fairJob.ID).Scan(&place); err != nil || place != 1 {
+		t.Fatalf("the fair job's place = %d, %v; want 1, stored while the group waits", place, err)
+	}
+	release()
+	for i, c := range done {
+		if err := <-c; err != nil {
+			t.Errorf("Insert of job %d: %v", i+1, err)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/navree/navree/db"
+	"github.com/navree/navree/queue/internal/control/fair"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
@@ -45,10 +46,10 @@ func newPostgres(d *db.DB) *postgresDriver {
 		sqlkit.Postgres.Render)
 	p.group = grouper{turn: turns(groupsAtOnce), store: p.insertGroup, each: refused}
 	p.alone = func(ctx context.Context, job *driver.Job) error {
-		if hasFeatures(job) {
-			// Alone: its trigger may wait for a lock (the place of a
-			// fair key), which would hold up a group and the groups
-			// behind it.
+		if fair.Unplaced(job) {
+			// Alone: its trigger may wait for a lock (its key's place,
+			// held by a transaction storing a job of the key), which
+			// would hold up a group and the groups behind it.
 			_, err := p.write(ctx, p.q.insertOf(job), appendRow(nil, job, keyed(job))...)
 			return err
 		}
@@ -71,7 +72,9 @@ const groupsAtOnce = 2
 // insertGroup stores the jobs of a group (see grouper) in one statement,
 // which commits on its own: one job with the prepared single insert, more
 // in a multi-row insert (in a transaction of chunks past rowsPerInsert).
-// Only jobs without a feature are grouped: their insert waits for no lock.
+// No job of a group has a fair key without its place: their inserts wait
+// for no lock but, briefly, the features' lock a tidy holds (the trigger
+// jobs_features records a job's features).
 func (p *postgresDriver) insertGroup(ctx context.Context, jobs []*driver.Job) error {
 	switch {
 	case len(jobs) == 1:
