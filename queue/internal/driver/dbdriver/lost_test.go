@@ -51,9 +51,9 @@ func column(t *testing.T, d *db.DB, query string, args ...any) []string {
 
 // TestALostAnswerIsResolved cuts the connection to PostgreSQL, through a
 // proxy, just after the server received a dispatch's commit (a COMMIT,
-// the single INSERT that commits on its own, a COPY) and before its
-// answer reached the driver: the server committed, the driver read an
-// end of file. Each dispatch then answers the truth: it returns the
+// the single INSERT that commits on its own, a group's of single
+// dispatches, a COPY) and before its answer reached the driver: the
+// server committed, the driver read an end of file. Each dispatch then answers the truth: it returns the
 // jobs' ids, each stored once. Cut before the server got the commit
 // (dropped), a dispatch outside a unit of work stores its jobs on a new
 // connection and returns their ids; one in the caller's unit of work
@@ -102,6 +102,19 @@ func TestALostAnswerIsResolved(t *testing.T) {
 					err = errors.New("not inserted")
 				}
 				return []string{id}, err
+			}},
+		{name: "a group of single ones", uniques: []bool{false, false, false},
+			rule: func(jobs []*driver.Job) func(byte, []byte) bool { return holding(string(jobs[0].Payload)) },
+			dispatch: func(ctx context.Context, jobs []*driver.Job) ([]string, error) {
+				release, done := heldInserts(t, drv, jobs) // stored in one statement
+				release()
+				ids := make([]string, len(jobs))
+				var errs []error
+				for i, c := range done {
+					errs = append(errs, <-c)
+					ids[i] = jobs[i].ID
+				}
+				return ids, errors.Join(errs...)
 			}},
 		{name: "bulk", uniques: []bool{false, false, false},
 			rule: func(jobs []*driver.Job) func(byte, []byte) bool { return holding(string(jobs[0].Payload)) },
