@@ -7,10 +7,11 @@
 //
 // It holds the algorithm every driver runs (Resolve, over the small
 // interface Tx that the memory driver implements on its maps and the
-// database drivers in SQL) and the conformance tests of flows on the
-// three drivers. The flows' rows and the Driver's methods on them are
-// package driver's (Flow, Step, NewFlow, Flows); each driver's Tx is its
-// own (dbdriver/flow.go, memdriver/flow.go).
+// database drivers in SQL), the statements of the flows' own tables
+// (sql.go), and the conformance tests of flows on the three drivers. The
+// flows' rows and the Driver's methods on them are package driver's
+// (Flow, Step, NewFlow, Flows); each driver's Tx is its own
+// (dbdriver/flow.go, memdriver/flow.go).
 package flow
 
 import (

@@ -17,44 +17,14 @@ import (
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
 )
 
-// The statements of flows, in SQLite's words with LIST for a list of ids
-// (one argument: a JSON array); dialect rewrites them for each database.
+// The statements of flows over the jobs' tables, in SQLite's words with
+// LIST for a list of ids (one argument: a JSON array); dialect rewrites
+// them for each database. Those over the flows' own tables are package
+// flow's.
 const (
-	flowColumns = "id, kind, name, created_at, finished_at, state, cancel_on_failure, total, pending, succeeded, failed"
-	stepColumns = "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, queue, name, payload, max_attempts, backoff, timeout_ms, delay_ms, meta, priority, rate_key, rate_max, rate_per, fair_key, limit_key, limit_max"
-
-	flowInsert = "INSERT INTO queue_flows (" + flowColumns + ") VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, 0, 0)"
-	flowLock   = "SELECT kind, pending FROM queue_flows WHERE id = ?"
-	flowGrow   = "UPDATE queue_flows SET total = total + ?, pending = pending + ? WHERE id = ? AND pending > 0"
-	flowSeq    = "SELECT coalesce(max(seq), 0) FROM queue_steps WHERE flow_id = ?"
-	flowRead   = "SELECT " + flowColumns + " FROM queue_flows WHERE id = ?"
-	flowList   = "SELECT " + flowColumns + " FROM queue_flows WHERE (kind = ? OR ? = '') AND id < ? ORDER BY id DESC LIMIT ?"
-	stepsRead  = "SELECT s.job_id, s.step, s.role, s.state, s.waiting, s.failed_deps, s.run_if_failed, s.error, s.ended_at, " +
-		"s.queue, s.name, s.payload, s.max_attempts, s.timeout_ms, s.delay_ms, r.result FROM queue_steps s " +
-		"LEFT JOIN queue_results r ON r.job_id = s.job_id WHERE s.flow_id = ? ORDER BY s.seq"
-	edgesRead = "SELECT from_id, to_id FROM queue_edges WHERE flow_id = ?"
-	upstream  = "SELECT s.job_id, s.step, s.role, s.state, s.waiting, s.failed_deps, s.run_if_failed, s.error, s.ended_at, " +
-		"s.queue, s.name, s.payload, s.max_attempts, s.timeout_ms, s.delay_ms, r.result FROM queue_steps s " +
-		"LEFT JOIN queue_results r ON r.job_id = s.job_id WHERE s.job_id IN (SELECT from_id FROM queue_edges WHERE to_id = ?) " +
-		"OR s.role = 'step' AND s.flow_id = (SELECT flow_id FROM queue_steps c WHERE c.job_id = ? AND c.role <> 'step') ORDER BY s.seq"
-
-	stepEnd = "UPDATE queue_steps SET state = ?, error = ?, ended_at = ? " +
-		"WHERE job_id IN LIST AND state IN ('held', 'queued') " +
-		"RETURNING job_id, flow_id, role, EXISTS (SELECT 1 FROM queue_edges WHERE queue_edges.from_id = queue_steps.job_id)"
-	stepSatisfy = "UPDATE queue_steps SET waiting = queue_steps.waiting - e.n, failed_deps = queue_steps.failed_deps + e.n * ? " +
-		"FROM (SELECT to_id, count(*) AS n FROM queue_edges WHERE from_id IN LIST GROUP BY to_id) AS e " +
-		"WHERE queue_steps.job_id = e.to_id AND queue_steps.state = 'held' " +
-		"RETURNING queue_steps.job_id, queue_steps.flow_id, queue_steps.waiting, queue_steps.failed_deps, queue_steps.run_if_failed"
-	flowTally = "UPDATE queue_flows SET pending = pending - ?, succeeded = succeeded + ?, failed = failed + ?, " +
-		"finished_at = CASE WHEN pending = ? AND finished_at IS NULL THEN ? ELSE finished_at END, " +
-		"state = CASE WHEN pending = ? AND state = 'running' THEN CASE WHEN failed + ? > 0 THEN 'failed' ELSE 'succeeded' END ELSE state END " +
-		"WHERE id = ? RETURNING " + flowColumns
 	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, rate_key, rate_max, rate_per, fair_key) " +
 		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, rate_key, rate_max, rate_per, fair_key FROM queue_steps " +
 		"WHERE job_id IN LIST AND state = 'held' AND limit_key IS NULL" + enteredColumns
-	// A released step with a concurrency limit is held by it, and let in
-	// as its key has room (admit): stepKeys are the keys, stepHold the move.
-	stepKeys = "SELECT DISTINCT limit_key FROM queue_steps WHERE job_id IN LIST AND state = 'held' AND limit_key IS NOT NULL"
 	stepHold = "INSERT INTO queue_held (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, snoozes, " +
 		"limit_key, limit_max, rate_key, rate_max, rate_per, fair_key) " +
 		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, 0, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key " +
@@ -63,16 +33,11 @@ const (
 	heldOfFlow = "SELECT id FROM queue_held WHERE flow = ?"
 	heldCopy   = failedInsert + "SELECT id, attempts, ?, ?, errors, snoozes, " + settings + " FROM queue_held WHERE id IN LIST"
 	heldDel    = "DELETE FROM queue_held WHERE id IN LIST"
-	stepQueued = "UPDATE queue_steps SET state = 'queued', payload = NULL WHERE job_id IN LIST AND state = 'held'"
-	heldOf     = "SELECT job_id FROM queue_steps WHERE flow_id = ? AND role = ? AND state = 'held' ORDER BY seq"
 	waitingOf  = "SELECT j.id FROM queue_steps s JOIN jobs j ON j.id = s.job_id WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NULL"
 	failedCopy = failedInsert + "SELECT id, attempts, ?, ?, errors, snoozes, " + settings + " FROM jobs WHERE id IN LIST"
 	jobsDelete = "DELETE FROM jobs WHERE id IN LIST"
 	runningOf  = "INSERT INTO queue_cancels (job_id, requested_at) SELECT j.id, ? FROM queue_steps s JOIN jobs j ON j.id = s.job_id " +
 		"WHERE s.flow_id = ? AND s.state = 'queued' AND j.reserved_at IS NOT NULL ON CONFLICT (job_id) DO NOTHING RETURNING job_id"
-	flowCancel = "UPDATE queue_flows SET state = 'cancelled' WHERE id = ? AND pending > 0"
-	thenAgain  = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL WHERE flow_id = ? AND role <> 'step' " +
-		"AND (state = 'cancelled' OR role = 'then' AND state = 'skipped')"
 	// stepsFailed: the steps to put back, those whose job is gone (a
 	// failed job deleted or pruned) left out: neither a held job nor a
 	// failed one is left to run.
@@ -82,23 +47,11 @@ const (
 	limitedIn = "SELECT id FROM failed_jobs WHERE id IN LIST AND limit_key IS NOT NULL"
 	retryIn   = retriedInto + " FROM failed_jobs WHERE id IN LIST"
 	failedDel = "DELETE FROM failed_jobs WHERE id IN LIST"
-	stepsBack = "UPDATE queue_steps SET state = 'queued', error = NULL, ended_at = NULL WHERE job_id IN LIST"
-	stepsHeld = "UPDATE queue_steps SET state = 'held', error = NULL, ended_at = NULL, failed_deps = 0, waiting = (" +
-		"SELECT count(*) FROM queue_edges e JOIN queue_steps d ON d.job_id = e.from_id WHERE e.to_id = queue_steps.job_id AND d.state <> 'succeeded') " +
-		"WHERE job_id IN LIST RETURNING job_id, waiting"
-	flowAgain = "UPDATE queue_flows SET pending = pending + ?, failed = failed - ?, finished_at = NULL, state = 'running' WHERE id = ?"
 
-	resultInsert = "INSERT INTO queue_results (job_id, flow_id, result, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING"
-	outcomeOf    = "SELECT (SELECT result FROM queue_results WHERE job_id = ?), (SELECT count(*) FROM jobs WHERE id = ?), " +
+	outcomeOf = "SELECT (SELECT result FROM queue_results WHERE job_id = ?), (SELECT count(*) FROM jobs WHERE id = ?), " +
 		"(SELECT error FROM failed_jobs WHERE id = ?), (SELECT state FROM queue_steps WHERE job_id = ?), " +
 		"(SELECT error FROM queue_steps WHERE job_id = ?), (SELECT count(*) FROM succeeded_jobs WHERE id = ?)"
 
-	flowsOld      = "SELECT id FROM queue_flows WHERE finished_at < ? ORDER BY finished_at LIMIT ?"
-	resultsPrune  = "DELETE FROM queue_results WHERE flow_id IN LIST"
-	edgesPrune    = "DELETE FROM queue_edges WHERE flow_id IN LIST"
-	stepsPrune    = "DELETE FROM queue_steps WHERE flow_id IN LIST"
-	flowsPrune    = "DELETE FROM queue_flows WHERE id IN LIST"
-	loosePrune    = "DELETE FROM queue_results WHERE job_id IN (SELECT job_id FROM queue_results WHERE flow_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?)"
 	flowOfFailed  = "SELECT coalesce(CAST(flow AS TEXT), '') FROM failed_jobs WHERE id = ?"
 	anyFlowFailed = "SELECT (SELECT count(*) FROM (SELECT 1 FROM failed_jobs WHERE flow IS NOT NULL LIMIT 1) AS f) + " +
 		"(SELECT count(*) FROM (SELECT 1 FROM failed_jobs WHERE limit_key IS NOT NULL LIMIT 1) AS l)"
@@ -134,7 +87,7 @@ func (t *flowTx) End(ids []string, state, errText string, at int64) ([]flow.Ende
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := t.tx.QueryContext(t.ctx, t.d.Q(stepEnd), state, nullString(errText), at, sqlkit.List(ids))
+	rows, err := t.tx.QueryContext(t.ctx, t.d.Q(flow.EndSteps), state, nullString(errText), at, sqlkit.List(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +108,7 @@ func (t *flowTx) Satisfy(ids []string, failed bool) ([]flow.Held, error) {
 	if failed {
 		n = 1
 	}
-	rows, err := t.tx.QueryContext(t.ctx, t.d.Q(stepSatisfy), n, sqlkit.List(ids))
+	rows, err := t.tx.QueryContext(t.ctx, t.d.Q(flow.Satisfy), n, sqlkit.List(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -171,9 +124,9 @@ func (t *flowTx) Satisfy(ids []string, failed bool) ([]flow.Held, error) {
 	return out, rows.Err()
 }
 
-func (t *flowTx) Tally(flow string, succeeded, failed int, at int64) (driver.Flow, error) {
+func (t *flowTx) Tally(id string, succeeded, failed int, at int64) (driver.Flow, error) {
 	n := succeeded + failed
-	return scanFlow(t.tx.QueryRowContext(t.ctx, t.d.Q(flowTally), n, succeeded, failed, n, at, n, failed, flow))
+	return scanFlow(t.tx.QueryRowContext(t.ctx, t.d.Q(flow.Tally), n, succeeded, failed, n, at, n, failed, id))
 }
 
 func (t *flowTx) Release(ids []string, now int64) error {
@@ -183,7 +136,7 @@ func (t *flowTx) Release(ids []string, now int64) error {
 	}
 	queuesOf(released, t.queues)
 	var queues []string
-	keys, err := t.strings(stepKeys, sqlkit.List(ids))
+	keys, err := t.strings(flow.StepKeys, sqlkit.List(ids))
 	if err != nil {
 		return err
 	}
@@ -200,14 +153,14 @@ func (t *flowTx) Release(ids []string, now int64) error {
 	for _, q := range queues {
 		t.queues[q] = true
 	}
-	if _, err = t.exec(stepQueued, sqlkit.List(ids)); err != nil || len(keys) == 0 {
+	if _, err = t.exec(flow.Queued, sqlkit.List(ids)); err != nil || len(keys) == 0 {
 		return err
 	}
 	return admit(t.ctx, t.tx, t.b, limit.FreedAt(keys, 0))
 }
 
-func (t *flowTx) HeldOf(flow, role string) ([]string, error) {
-	return t.strings(heldOf, flow, role)
+func (t *flowTx) HeldOf(id, role string) ([]string, error) {
+	return t.strings(flow.HeldOf, id, role)
 }
 
 func (t *flowTx) Unqueue(flow, errText string, now int64) ([]string, error) {
@@ -272,7 +225,7 @@ func newFlowTx(ctx context.Context, tx *sql.Tx, b *base) *flowTx {
 	return &flowTx{ctx: ctx, tx: tx, b: b, d: b.dialect(), queues: map[string]bool{}}
 }
 
-// scanFlow reads a row of flowColumns.
+// scanFlow reads a row of flow.Columns.
 func scanFlow(row scanner) (driver.Flow, error) {
 	var f driver.Flow
 	var finished sql.NullInt64
@@ -314,7 +267,7 @@ func (b *base) inFlow(ctx context.Context, uow *db.UnitOfWork, fn func(t *flowTx
 func (b *base) StartFlow(ctx context.Context, uow *db.UnitOfWork, nf *driver.NewFlow) error {
 	f := nf.Flow
 	return b.inFlow(ctx, uow, func(t *flowTx) error {
-		if _, err := t.exec(flowInsert, f.ID, f.Kind, f.Name, f.CreatedAt, f.State, f.CancelOnFailure, f.Total, f.Pending); err != nil {
+		if _, err := t.exec(flow.Insert, f.ID, f.Kind, f.Name, f.CreatedAt, f.State, f.CancelOnFailure, f.Total, f.Pending); err != nil {
 			return err
 		}
 		return b.addSteps(t, f.ID, 0, nf.Steps, nf.Edges)
@@ -330,14 +283,14 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 		}
 	}
 	return b.inFlow(ctx, uow, func(t *flowTx) error {
-		grown, err := t.exec(flowGrow, n, n, id)
+		grown, err := t.exec(flow.Grow, n, n, id)
 		if err != nil {
 			return err
 		}
 		if grown == 0 {
 			var kind string
 			var pending int
-			if err := t.tx.QueryRowContext(ctx, t.d.Q(flowLock), id).Scan(&kind, &pending); errors.Is(err, sql.ErrNoRows) {
+			if err := t.tx.QueryRowContext(ctx, t.d.Q(flow.Lock), id).Scan(&kind, &pending); errors.Is(err, sql.ErrNoRows) {
 				return driver.ErrNoFlow
 			} else if err != nil {
 				return err
@@ -345,7 +298,7 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 			return driver.ErrFlowEnded
 		}
 		var seq int
-		if err := t.tx.QueryRowContext(ctx, t.d.Q(flowSeq), id).Scan(&seq); err != nil {
+		if err := t.tx.QueryRowContext(ctx, t.d.Q(flow.LastSeq), id).Scan(&seq); err != nil {
 			return err
 		}
 		return b.addSteps(t, id, seq, steps, edges)
@@ -356,14 +309,14 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 // row) and of edges (3).
 const stepsPerInsert = 500
 
-// addSteps stores steps of flow (numbered from after seq) and edges in
+// addSteps stores steps of the flow id (numbered from after seq) and edges in
 // t, and the roots' jobs.
-func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, edges []driver.Edge) error {
+func (b *base) addSteps(t *flowTx, id string, seq int, steps []*driver.Step, edges []driver.Edge) error {
 	var roots []*driver.Job
 	for from := 0; from < len(steps); from += stepsPerInsert {
 		chunk := steps[from:min(len(steps), from+stepsPerInsert)]
 		var q strings.Builder
-		q.WriteString("INSERT INTO queue_steps (" + stepColumns + ") VALUES ")
+		q.WriteString("INSERT INTO queue_steps (" + flow.StepColumns + ") VALUES ")
 		args := make([]any, 0, 21*len(chunk))
 		for i, s := range chunk {
 			if i > 0 {
@@ -375,11 +328,11 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 			if s.Role == driver.RoleStep && s.Waiting == 0 {
 				state, payload = driver.StepQueued, nil
 				root := *j
-				root.Flow = flow
+				root.Flow = id
 				roots = append(roots, &root)
 			}
 			seq++
-			args = append(args, j.ID, flow, seq, s.Name, s.Role, state, s.Waiting, s.RunIfFailed,
+			args = append(args, j.ID, id, seq, s.Name, s.Role, state, s.Waiting, s.RunIfFailed,
 				j.Queue, j.Name, payload, j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, s.DelayMs, nullBytes(j.Meta), j.Priority,
 				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey), nullString(j.LimitKey), nullInt(int64(j.LimitMax)))
 		}
@@ -397,7 +350,7 @@ func (b *base) addSteps(t *flowTx, flow string, seq int, steps []*driver.Step, e
 				q.WriteString(", ")
 			}
 			q.WriteString("(?, ?, ?)")
-			args = append(args, e.From, e.To, flow)
+			args = append(args, e.From, e.To, id)
 		}
 		if _, err := t.exec(q.String(), args...); err != nil {
 			return err
@@ -440,7 +393,7 @@ func (b *base) Finish(ctx context.Context, done []driver.Attempt, keep bool) ([]
 			}
 			at = max(at, a.At)
 			if a.Result != "" {
-				if _, err := t.exec(resultInsert, a.ID, nullString(a.Flow), a.Result, a.At); err != nil {
+				if _, err := t.exec(flow.InsertResult, a.ID, nullString(a.Flow), a.Result, a.At); err != nil {
 					return err
 				}
 			}
@@ -487,7 +440,7 @@ func (b *base) CancelFlow(ctx context.Context, id string, now int64) (driver.Flo
 		if err != nil {
 			return err
 		}
-		if _, err := t.exec(flowCancel, id); err != nil {
+		if _, err := t.exec(flow.Cancel, id); err != nil {
 			return err
 		}
 		why := driver.FlowCancelledErr + kind
@@ -533,7 +486,7 @@ func (b *base) CancelFlow(ctx context.Context, id string, now int64) (driver.Flo
 // lockFlow reads the kind of the flow id, locking its row on PostgreSQL:
 // ErrNoFlow when there is none.
 func (t *flowTx) lockFlow(id string) (string, error) {
-	query := flowLock
+	query := flow.Lock
 	if t.d.PG {
 		query += " FOR UPDATE"
 	}
@@ -565,7 +518,7 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 	if err != nil || len(failed) == 0 {
 		return 0, err
 	}
-	if _, err := t.exec(thenAgain, id); err != nil {
+	if _, err := t.exec(flow.CallbacksAgain, id); err != nil {
 		return 0, err
 	}
 	ran, err := t.strings(failedIn, sqlkit.List(failed))
@@ -598,7 +551,7 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 				return 0, err
 			}
 		}
-		if _, err := t.exec(stepsBack, sqlkit.List(ran)); err != nil {
+		if _, err := t.exec(flow.StepsBack, sqlkit.List(ran)); err != nil {
 			return 0, err
 		}
 	}
@@ -608,11 +561,11 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 			never = append(never, s)
 		}
 	}
-	if _, err := t.exec(flowAgain, len(failed), len(failed), id); err != nil {
+	if _, err := t.exec(flow.Again, len(failed), len(failed), id); err != nil {
 		return 0, err
 	}
 	if len(never) > 0 {
-		rows, err := t.tx.QueryContext(t.ctx, t.d.Q(stepsHeld), sqlkit.List(never))
+		rows, err := t.tx.QueryContext(t.ctx, t.d.Q(flow.StepsHeld), sqlkit.List(never))
 		if err != nil {
 			return 0, err
 		}
@@ -643,11 +596,11 @@ func retryFlow(t *flowTx, id string, now int64) (int, error) {
 // ReadFlow implements driver.Flows.
 func (b *base) ReadFlow(ctx context.Context, id string) (driver.Flow, []driver.Step, error) {
 	d := b.dialect()
-	f, err := scanFlow(b.sqldb.QueryRowContext(ctx, d.Q(flowRead), id))
+	f, err := scanFlow(b.sqldb.QueryRowContext(ctx, d.Q(flow.Read), id))
 	if err != nil {
 		return f, nil, err
 	}
-	steps, err := b.readSteps(ctx, d.Q(stepsRead), id)
+	steps, err := b.readSteps(ctx, d.Q(flow.Steps), id)
 	if err != nil {
 		return f, nil, err
 	}
@@ -655,7 +608,7 @@ func (b *base) ReadFlow(ctx context.Context, id string) (driver.Flow, []driver.S
 	for i, s := range steps {
 		at[strings.ToLower(s.Job.ID)] = i
 	}
-	rows, err := b.sqldb.QueryContext(ctx, d.Q(edgesRead), id)
+	rows, err := b.sqldb.QueryContext(ctx, d.Q(flow.Edges), id)
 	if err != nil {
 		return f, nil, err
 	}
@@ -672,7 +625,7 @@ func (b *base) ReadFlow(ctx context.Context, id string) (driver.Flow, []driver.S
 	return f, steps, rows.Err()
 }
 
-// readSteps reads steps with the statement query (stepsRead's columns).
+// readSteps reads steps with the statement query (flow.Steps's columns).
 func (b *base) readSteps(ctx context.Context, query string, args ...any) ([]driver.Step, error) {
 	rows, err := b.sqldb.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -706,7 +659,7 @@ func (b *base) ListFlows(ctx context.Context, q driver.FlowsQuery) ([]driver.Flo
 	if before == "" {
 		before = lastID
 	}
-	rows, err := b.sqldb.QueryContext(ctx, b.dialect().Q(flowList), q.Kind, q.Kind, before, q.Limit)
+	rows, err := b.sqldb.QueryContext(ctx, b.dialect().Q(flow.List), q.Kind, q.Kind, before, q.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -724,7 +677,7 @@ func (b *base) ListFlows(ctx context.Context, q driver.FlowsQuery) ([]driver.Flo
 
 // Upstream implements driver.Flows.
 func (b *base) Upstream(ctx context.Context, id string) ([]driver.Step, error) {
-	return b.readSteps(ctx, b.dialect().Q(upstream), id, id)
+	return b.readSteps(ctx, b.dialect().Q(flow.Upstream), id, id)
 }
 
 // Outcome implements driver.Flows, in one statement: one snapshot, so
@@ -757,19 +710,19 @@ func (b *base) Outcome(ctx context.Context, id string) (driver.Outcome, error) {
 func (b *base) PruneFlows(ctx context.Context, before int64, limit int) (int, error) {
 	var n int
 	err := b.inFlow(ctx, nil, func(t *flowTx) error {
-		old, err := t.strings(flowsOld, before, limit)
+		old, err := t.strings(flow.Old, before, limit)
 		if err != nil {
 			return err
 		}
 		n = len(old)
 		if n > 0 {
-			for _, q := range []string{resultsPrune, edgesPrune, stepsPrune, flowsPrune} {
+			for _, q := range []string{flow.PruneResults, flow.PruneEdges, flow.PruneSteps, flow.PruneFlows} {
 				if _, err := t.exec(q, sqlkit.List(old)); err != nil {
 					return err
 				}
 			}
 		}
-		loose, err := t.exec(loosePrune, before, limit-n)
+		loose, err := t.exec(flow.PruneLooseResults, before, limit-n)
 		n += int(loose)
 		return err
 	})
