@@ -63,35 +63,43 @@ func count(t *testing.T, d *db.DB) int {
 // (on SQLite the write lock) are stored together; each caller returns
 // once its own job is committed.
 func TestConcurrentInsertsShareCommits(t *testing.T) {
+	onBoth(t, func(t *testing.T, name string, drv driver.Driver, d *db.DB) {
+		ctx := context.Background()
+		const goroutines, each = 8, 100
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Go(func() {
+				for i := range each {
+					j := job(g*each + i)
+					if id, inserted, err := drv.Insert(ctx, nil, j); err != nil || !inserted || id != j.ID {
+						t.Errorf("Insert = %s, %v, %v", id, inserted, err)
+						return
+					}
+					// Committed when Insert returns: another connection sees it.
+					var seen int
+					if err := d.QueryRowContext(ctx, "SELECT count(*) FROM jobs WHERE id = ?", j.ID).Scan(&seen); err != nil || seen != 1 {
+						t.Errorf("job %s after Insert returned: %d rows, %v", j.ID, seen, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if n := count(t, d); n != goroutines*each {
+			t.Fatalf("%d jobs stored, want %d", n, goroutines*each)
+		}
+	})
+}
+
+// onBoth runs f on a new database of SQLite and of PostgreSQL, in
+// parallel.
+func onBoth(t *testing.T, f func(t *testing.T, name string, drv driver.Driver, d *db.DB)) {
 	t.Parallel()
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			drv, d := openDriver(t, name)
-			ctx := context.Background()
-			const goroutines, each = 8, 100
-			var wg sync.WaitGroup
-			for g := range goroutines {
-				wg.Go(func() {
-					for i := range each {
-						j := job(g*each + i)
-						if id, inserted, err := drv.Insert(ctx, nil, j); err != nil || !inserted || id != j.ID {
-							t.Errorf("Insert = %s, %v, %v", id, inserted, err)
-							return
-						}
-						// Committed when Insert returns: another connection sees it.
-						var seen int
-						if err := d.QueryRowContext(ctx, "SELECT count(*) FROM jobs WHERE id = ?", j.ID).Scan(&seen); err != nil || seen != 1 {
-							t.Errorf("job %s after Insert returned: %d rows, %v", j.ID, seen, err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			if n := count(t, d); n != goroutines*each {
-				t.Fatalf("%d jobs stored, want %d", n, goroutines*each)
-			}
+			f(t, name, drv, d)
 		})
 	}
 }
@@ -163,36 +171,31 @@ func heldInsertsIn(t *testing.T, drv driver.Driver, jobs []*driver.Job, ctxs []c
 // for a turn together are stored together, on PostgreSQL in one
 // statement (one transaction: the rows' xmin).
 func TestWaitingInsertsShareOneStatement(t *testing.T) {
-	t.Parallel()
-	for _, name := range []string{"sqlite", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			drv, d := openDriver(t, name)
-			jobs := []*driver.Job{job(1), job(2), job(3), job(4), job(5)}
-			jobs[1].Priority = 5                                                    // a feature: recorded as the group is stored
-			jobs[3].RateKey, jobs[3].Rate = "api", driver.Rate{Max: 5, PerMs: 1000} // another
-			release, done := heldInserts(t, drv, jobs)
-			release()
-			for i, c := range done {
-				if err := <-c; err != nil {
-					t.Errorf("Insert of job %d: %v", i+1, err)
-				}
+	onBoth(t, func(t *testing.T, name string, drv driver.Driver, d *db.DB) {
+		jobs := []*driver.Job{job(1), job(2), job(3), job(4), job(5)}
+		jobs[1].Priority = 5                                                    // a feature: recorded as the group is stored
+		jobs[3].RateKey, jobs[3].Rate = "api", driver.Rate{Max: 5, PerMs: 1000} // another
+		release, done := heldInserts(t, drv, jobs)
+		release()
+		for i, c := range done {
+			if err := <-c; err != nil {
+				t.Errorf("Insert of job %d: %v", i+1, err)
 			}
-			if n := count(t, d); n != len(jobs) {
-				t.Fatalf("%d jobs stored, want %d", n, len(jobs))
+		}
+		if n := count(t, d); n != len(jobs) {
+			t.Fatalf("%d jobs stored, want %d", n, len(jobs))
+		}
+		var features int
+		if err := d.QueryRowContext(context.Background(), "SELECT count(*) FROM queue_features WHERE queue = 'default'").Scan(&features); err != nil || features != 2 {
+			t.Fatalf("%d features recorded of the group's queue (%v), want 2: a priority and a rate limit", features, err)
+		}
+		if name == "postgres" {
+			var transactions int
+			if err := d.QueryRowContext(context.Background(), "SELECT count(DISTINCT xmin::text) FROM jobs").Scan(&transactions); err != nil || transactions != 1 {
+				t.Fatalf("the 5 jobs were stored by %d transactions (%v), want 1", transactions, err)
 			}
-			var features int
-			if err := d.QueryRowContext(context.Background(), "SELECT count(*) FROM queue_features WHERE queue = 'default'").Scan(&features); err != nil || features != 2 {
-				t.Fatalf("%d features recorded of the group's queue (%v), want 2: a priority and a rate limit", features, err)
-			}
-			if name == "postgres" {
-				var transactions int
-				if err := d.QueryRowContext(context.Background(), "SELECT count(DISTINCT xmin::text) FROM jobs").Scan(&transactions); err != nil || transactions != 1 {
-					t.Fatalf("the 5 jobs were stored by %d transactions (%v), want 1", transactions, err)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestAFairJobIsNotHeldUpByAGroup: on PostgreSQL a job with a fairness
@@ -234,58 +237,48 @@ func TestAFairJobIsNotHeldUpByAGroup(t *testing.T) {
 // whose context ends while it waits for its turn returns the context's
 // error, and the group that then gets the turn leaves its job out.
 func TestAWaitingInsertGivenUpIsNotStored(t *testing.T) {
-	t.Parallel()
-	for _, name := range []string{"sqlite", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			drv, d := openDriver(t, name)
-			given, giveUp := context.WithCancel(context.Background())
-			release, done := heldInsertsIn(t, drv, []*driver.Job{job(1), job(2), job(3)},
-				[]context.Context{context.Background(), given, context.Background()})
-			giveUp()
-			if err := <-done[1]; !errors.Is(err, context.Canceled) {
-				t.Fatalf("Insert of job 2, its context ended while it waited: %v", err)
+	onBoth(t, func(t *testing.T, name string, drv driver.Driver, d *db.DB) {
+		given, giveUp := context.WithCancel(context.Background())
+		release, done := heldInsertsIn(t, drv, []*driver.Job{job(1), job(2), job(3)},
+			[]context.Context{context.Background(), given, context.Background()})
+		giveUp()
+		if err := <-done[1]; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Insert of job 2, its context ended while it waited: %v", err)
+		}
+		release()
+		for _, i := range []int{0, 2} {
+			if err := <-done[i]; err != nil {
+				t.Fatalf("Insert of job %d: %v", i+1, err)
 			}
-			release()
-			for _, i := range []int{0, 2} {
-				if err := <-done[i]; err != nil {
-					t.Fatalf("Insert of job %d: %v", i+1, err)
-				}
-			}
-			if got := fmt.Sprint(column(t, d, storedJobs)); got != "[1{} 3{}]" {
-				t.Fatalf("stored %v, want jobs 1 and 3 (2 was given up)", got)
-			}
-		})
-	}
+		}
+		if got := fmt.Sprint(column(t, d, storedJobs)); got != "[1{} 3{}]" {
+			t.Fatalf("stored %v, want jobs 1 and 3 (2 was given up)", got)
+		}
+	})
 }
 
 // TestABadJobFailsOnlyItsOwnDispatch: a group that the database refuses
 // for one job (here an id stored already) is stored again a job at a
 // time: that job's dispatch fails, the others' are stored.
 func TestABadJobFailsOnlyItsOwnDispatch(t *testing.T) {
-	t.Parallel()
-	for _, name := range []string{"sqlite", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			drv, d := openDriver(t, name)
-			if _, _, err := drv.Insert(context.Background(), nil, job(2)); err != nil {
-				t.Fatal(err)
+	onBoth(t, func(t *testing.T, name string, drv driver.Driver, d *db.DB) {
+		if _, _, err := drv.Insert(context.Background(), nil, job(2)); err != nil {
+			t.Fatal(err)
+		}
+		again := job(2)
+		again.Payload = []byte(`{"again":true}`)
+		release, done := heldInserts(t, drv, []*driver.Job{job(1), again, job(3)})
+		release()
+		for i, c := range done {
+			err := <-c
+			if bad := i == 1; bad != (err != nil) {
+				t.Errorf("Insert of job %d (bad: %v): %v", i+1, bad, err)
 			}
-			again := job(2)
-			again.Payload = []byte(`{"again":true}`)
-			release, done := heldInserts(t, drv, []*driver.Job{job(1), again, job(3)})
-			release()
-			for i, c := range done {
-				err := <-c
-				if bad := i == 1; bad != (err != nil) {
-					t.Errorf("Insert of job %d (bad: %v): %v", i+1, bad, err)
-				}
-			}
-			if got := fmt.Sprint(column(t, d, storedJobs)); got != "[1{} 2{} 3{}]" {
-				t.Fatalf("stored %v, want jobs 1 and 3 beside the first job 2", got)
-			}
-		})
-	}
+		}
+		if got := fmt.Sprint(column(t, d, storedJobs)); got != "[1{} 2{} 3{}]" {
+			t.Fatalf("stored %v, want jobs 1 and 3 beside the first job 2", got)
+		}
+	})
 }
 
 // TestAnInsertGivenUpIsNotStored: a dispatch whose context ends while it
