@@ -59,8 +59,9 @@ func (g *grouper) insert(ctx context.Context, job *driver.Job) error {
 		}
 		stored := context.WithoutCancel(ctx)
 		err := g.store(stored, jobs)
+		each := err != nil && len(group) > 1 && g.each != nil && g.each(err)
 		for _, w := range group {
-			if err != nil && len(group) > 1 && g.each != nil && g.each(err) {
+			if each {
 				w.done <- g.store(stored, []*driver.Job{w.job})
 			} else {
 				w.done <- err
