@@ -483,11 +483,12 @@ func (k FailedKey) Before(o FailedKey) bool {
 }
 
 // Driver stores jobs, and the flows they are steps of: the engine's
-// Core, the operators' Admin, and Flows.
+// Core, the operators' Admin, Flows, and the rate limits' Rates.
 type Driver interface {
 	Core
 	Admin
 	Flows
+	Rates
 }
 
 // Core is what dispatches and the worker engine run on, the hot path: a
@@ -529,7 +530,11 @@ type Core interface {
 	// (IsStale), now being on the clock of reservations (0 for the
 	// driver's own), by the oldest reservation. It reserves it again at
 	// now for by ("" for none) as a new attempt, which fences the old one
-	// out. It returns nil when there is none.
+	// out. A job with a rate limit takes room in its window in the same
+	// transaction, as a reservation does (a restart is a start); when its
+	// window is full it is given back to wait instead, as Unreserve gives
+	// a job back (its dead attempt counted), and TakeOver goes on to the
+	// next. It returns nil when there is none.
 	TakeOver(ctx context.Context, queue string, now int64, by string) (*Job, error)
 
 	// Behind reports, reading only, whether a job of queue due by now
@@ -544,13 +549,6 @@ type Core interface {
 	// Features). With tidy it first forgets those that no job of queue has
 	// any more, unless a transaction that stores such a job is under way.
 	Features(ctx context.Context, queue string, tidy bool) (Features, error)
-
-	// Meter takes room for one in the window of key, at rate r, at at (on
-	// the clock of reservations; 0 for the driver's own), as a reservation
-	// of a job of that key does, and returns 0; or, when the window is
-	// full, takes none and returns how long until it has room, in
-	// milliseconds.
-	Meter(ctx context.Context, key string, r Rate, at int64) (waitMs int64, err error)
 
 	// Stale reports, reading only, whether TakeOver would find a job of
 	// queue at now (0 for the driver's own clock of reservations).

@@ -198,10 +198,6 @@ func (w *worker) next(ctx context.Context, limit int) (jobs []*driver.Job, swept
 					w.unreserve(j) // for a worker that knows its type
 					continue
 				}
-				if !w.restartCounts(ctx, j, at) {
-					w.unreserve(j) // its window is full: it waits for the rated search
-					continue
-				}
 				jobs = append(jobs, j)
 			}
 			done = done && len(jobs) < limit
@@ -275,19 +271,6 @@ func (w *worker) reserveFrom(ctx context.Context, i int, name string, want int, 
 		}
 		return got, err
 	}
-}
-
-// restartCounts takes room in the window of a job taken over, when it
-// has a rate limit, as a reservation does: a restart is a start. It
-// reports false when the window is full; a job whose window cannot be
-// read runs (a rescue is not held up by the database's error, which the
-// next search reports).
-func (w *worker) restartCounts(ctx context.Context, j *driver.Job, at int64) bool {
-	if j.RateKey == "" || j.Rate.IsZero() {
-		return true
-	}
-	wait, err := w.cfg.Store.Meter(ctx, j.RateKey, j.Rate, at)
-	return err != nil || wait == 0
 }
 
 // untilReopen is how long the fetcher waits for a dispatch before it

@@ -140,6 +140,59 @@ func TestARateLimitKeepsTheJobsOverItWaiting(t *testing.T) {
 	})
 }
 
+// TestATakeOverTakesRoomInItsWindow: a job taken over from a dead
+// worker starts again, so it takes room in its rate limit's window in
+// the takeover's transaction; with its window full it is given back to
+// wait instead (its dead attempt counted, no new one spent) and the
+// takeover goes on to the next stale job.
+func TestATakeOverTakesRoomInItsWindow(t *testing.T) {
+	drivertest.Each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		one, two := driver.Rate{Max: 1, PerMs: 3_600_000}, driver.Rate{Max: 2, PerMs: 3_600_000}
+		drivertest.Insert(t, s, rated(1, "r", 10, "restart-one", one), drivertest.Job(2, "r", 20), rated(3, "r", 30, "restart-two", two))
+		if jobs, _ := reserveRated(t, s, "r", t0, 10, driver.Rate{}); drivertest.Tails(jobs) != "1 2 3" {
+			t.Fatalf("reserved %s, want 1 2 3", drivertest.Tails(jobs))
+		}
+		// The worker dies; its reservations go stale (timeout and grace).
+		stale := int64(t0 + 60_000 + driver.GraceMs)
+		var taken []*driver.Job
+		for {
+			j, err := s.TakeOver(ctx, "r", stale, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j == nil {
+				break
+			}
+			taken = append(taken, j)
+		}
+		if got := drivertest.Tails(taken); got != "2 3" {
+			t.Fatalf("taken over %s; want 2 and 3: 1's window is full", got)
+		}
+		for _, j := range taken {
+			if j.Attempts != 2 || j.ReservedAt != stale {
+				t.Fatalf("job taken over: %+v; want its second attempt, reserved at %d", j, stale)
+			}
+		}
+		if f := drivertest.Lookup(t, s, 1); f.Job == nil || f.Job.ReservedAt != 0 || f.Job.Attempts != 1 {
+			t.Fatalf("job 1, its window full: %+v; want waiting, its dead attempt counted", f.Job)
+		}
+		if wait, err := s.Meter(ctx, "restart-two", two, stale); err != nil || wait <= 0 {
+			t.Fatalf("Meter of restart-two after its job's restart = %d, %v; want full: the restart took room", wait, err)
+		}
+		if jobs, _ := reserveRated(t, s, "r", stale, 10, driver.Rate{}); len(jobs) != 0 {
+			t.Fatalf("reserved %s while job 1's window is full", drivertest.Tails(jobs))
+		}
+		in, err := s.Meter(ctx, "restart-one", one, stale)
+		if err != nil || in <= 0 {
+			t.Fatalf("Meter of restart-one = %d, %v; want full", in, err)
+		}
+		jobs, _ := reserveRated(t, s, "r", stale+in, 10, driver.Rate{})
+		if drivertest.Tails(jobs) != "1" || jobs[0].Attempts != 2 {
+			t.Fatalf("once its window reopens, reserved %+v; want job 1 on its second attempt", jobs)
+		}
+	})
+}
+
 // TestAQueueRateLimitsTheQueue: a reservation with a QueueRate takes no
 // more than the queue's window has room for, and says when it reopens.
 func TestAQueueRateLimitsTheQueue(t *testing.T) {

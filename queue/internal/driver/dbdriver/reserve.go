@@ -8,6 +8,7 @@ import (
 
 	"github.com/navree/navree/queue/internal/backoff"
 	"github.com/navree/navree/queue/internal/control/fair"
+	"github.com/navree/navree/queue/internal/control/rate"
 	"github.com/navree/navree/queue/internal/driver"
 	"github.com/navree/navree/queue/internal/driver/plan"
 	"github.com/navree/navree/queue/internal/driver/sqlkit"
@@ -144,15 +145,45 @@ func (b *base) TakeOver(ctx context.Context, queue string, now int64, by string)
 	if err != nil {
 		return nil, err
 	}
-	var j *driver.Job
-	err = b.query(ctx, b.q.takeOver, append([]any{at, sqlkit.Nullable(by), queue}, atArgs(at)...), func(rows *sql.Rows) (err error) {
-		j, err = scanJob(rows)
-		return err
-	})
-	if j != nil {
-		j.ReservedBy = by
+	args := append([]any{at, sqlkit.Nullable(by), queue}, atArgs(at)...)
+	for {
+		var j *driver.Job
+		full := false
+		err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, b.q.takeOver, args...)
+			err = sqlkit.EachRow(rows, err, func(rows *sql.Rows) (err error) {
+				j, err = scanJob(rows)
+				return err
+			})
+			if err != nil || j == nil || j.RateKey == "" || j.Rate.IsZero() {
+				return err
+			}
+			// A restart is a start: it takes room in its window, or waits
+			// for the rated search as if never taken over (its dead
+			// attempt counted).
+			t, err := rate.Now(ctx, tx, at)
+			var wait int64
+			if err == nil {
+				wait, err = rate.Meter(ctx, tx, b.dialect(), j.RateKey, j.Rate, t)
+			}
+			if err != nil || wait == 0 {
+				return err
+			}
+			full = true
+			_, err = tx.ExecContext(ctx, b.q.unreserve, j.ID, j.Attempts)
+			return err
+		})
+		switch {
+		case err != nil:
+			return nil, err
+		case full: // the next stale job, if any
+		case j == nil:
+			return nil, nil
+		default:
+			j.ReservedBy = by
+			return j, nil
+		}
 	}
-	return j, err
 }
 
 // Behind implements driver.Driver.

@@ -306,6 +306,13 @@ func (d *Driver) TakeOver(ctx context.Context, queue string, now int64, by strin
 		return nil, nil
 	}
 	stale := d.stale(l, now)
+	for stale != nil && stale.RateKey != "" && !stale.Rate.IsZero() && d.rates.Meter(stale.RateKey, stale.Rate, now) > 0 {
+		// A restart is a start: with its window full it waits for the
+		// rated search, as if never taken over (its dead attempt counted).
+		stale.ReservedAt, stale.ReservedBy = 0, ""
+		d.wait(stale)
+		stale = d.stale(l, now)
+	}
 	if stale == nil {
 		return nil, nil
 	}
