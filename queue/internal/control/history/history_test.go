@@ -121,6 +121,29 @@ func TestHistoryKeepsEveryFailureAndTheSuccesses(t *testing.T) {
 	})
 }
 
+// TestASuccessKeptAgainStaysAsFirstKept: a job whose id is kept already
+// (stored again under that id, as an operator may) completes with keep:
+// the completion deletes it and the first success kept stays as it was.
+func TestASuccessKeptAgainStaysAsFirstKept(t *testing.T) {
+	drivertest.Each(t, func(t *testing.T, s driver.Driver, _ *db.DB) {
+		for _, at := range []int64{100, 200} {
+			drivertest.Insert(t, s, drivertest.Job(9, "again", 0))
+			jobs, err := s.Reserve(ctx, driver.Reservation{Queue: "again", Now: at, At: at, Limit: 1})
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("Reserve = %v, %v", jobs, err)
+			}
+			ids, err := s.Complete(ctx, []driver.Attempt{{ID: jobs[0].ID, Attempt: 1, At: at + 10, Ms: 10}}, true)
+			if err != nil || len(ids) != 1 {
+				t.Fatalf("Complete with keep at %d = %v, %v; want the job deleted", at, ids, err)
+			}
+		}
+		found, err := s.Lookup(ctx, drivertest.Job(9, "again", 0).ID)
+		if err != nil || found.Job != nil || found.Succeeded == nil || found.Succeeded.FinishedAt != 110 {
+			t.Fatalf("Lookup = %+v, %v; want the success kept first, finished at 110", found.Succeeded, err)
+		}
+	})
+}
+
 // TestTimingsAddUpAndAgeOut: AddThroughput adds timings to those of the
 // same minute, queue, type, kind and bucket, Timings reads them from a
 // minute on, of a queue and a type, and the timings of minutes before

@@ -26,7 +26,12 @@ const Columns = "id, queue, name, payload, max_attempts, attempts, created_at, f
 // The statements of succeeded_jobs. Those that keep successes, SQLiteKeep
 // and PgKeep, are the completion's: on SQLite the copy runs before the
 // completion's delete, in its transaction (WHERE true: an upsert after a
-// join needs it); on PostgreSQL one statement deletes and inserts.
+// join needs it); on PostgreSQL one statement deletes and inserts. A
+// success whose id is kept already stays as it was. On PostgreSQL that
+// is a NOT EXISTS, not ON CONFLICT: a speculative insertion costs a
+// third more a row (its index check and its confirmation in the log),
+// and no two completions can keep the same id at once, each deleting
+// the one row of jobs it moves.
 const (
 	SQLiteKeep = "INSERT INTO succeeded_jobs (" + Columns + ") " +
 		"SELECT j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, " +
@@ -39,7 +44,7 @@ const (
 		"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 " +
 		"RETURNING j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, coalesce(d.at, 0) AS at, coalesce(d.ms, 0) AS ms, " +
 		"coalesce(d.wait, 0) AS wait, j.reserved_by, j.errors, j.meta, j.snoozes), " +
-		"kept AS (INSERT INTO succeeded_jobs (" + Columns + ") SELECT * FROM gone ON CONFLICT (id) DO NOTHING) " +
+		"kept AS (INSERT INTO succeeded_jobs (" + Columns + ") SELECT * FROM gone WHERE NOT EXISTS (SELECT 1 FROM succeeded_jobs s WHERE s.id = gone.id)) " +
 		"SELECT id FROM gone"
 
 	// Lookup reads a success kept.

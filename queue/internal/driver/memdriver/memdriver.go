@@ -417,7 +417,7 @@ func (d *Driver) complete(done []driver.Attempt, keep bool) []string {
 		if j, ok := d.current(a.ID, a.Attempt); ok {
 			d.remove(j)
 			ids = append(ids, a.ID)
-			if keep {
+			if _, kept := d.kept[j.ID]; keep && !kept { // a success kept already stays
 				d.kept[j.ID] = history.Succeeded(j, a)
 			}
 		}
