@@ -12,58 +12,77 @@ import (
 	"github.com/navree/navree/queue/internal/driver/memdriver"
 )
 
-// TestPostgreSQLKeepsOnePlanOfAReservation: with 2,000 jobs waiting, 30
-// reservations of 4 on one connection: PostgreSQL plans the statement
-// of size 4 five times (plan_cache_mode auto tries custom plans first)
-// and then runs the plan it keeps, where the statement with its LIMIT a
-// parameter, the one before, is planned anew at every execution.
+// TestPostgreSQLKeepsOnePlanOfAReservation: with 40,000 jobs waiting, on
+// one connection, 30 reservations of 4 of each shape and 30 of 64 by due
+// time (its LIMIT a parameter, above plan.MaxSize): PostgreSQL plans
+// each statement five times (plan_cache_mode auto tries custom plans
+// first) and then runs the plan it keeps. It does in both states a busy
+// table is found in: its statistics analyzed with a backlog (as
+// autovacuum leaves them), where before the arguments were subqueries
+// (see plan.Render) the large reservation was planned anew at every
+// execution; and as a vacuum of the emptied table leaves them, the
+// backlog since unanalyzed.
 func TestPostgreSQLKeepsOnePlanOfAReservation(t *testing.T) {
-	d := migrated(t, dbtest.MigratedPostgresURL(t, queueSets...))
-	d.SetMaxOpenConns(1) // pg_prepared_statements is the connection's
-	p := newPostgres(d)
-	ctx := context.Background()
-	backlog(t, p, 20_000)
-	r := driver.Reservation{Queue: "default", Now: 1 << 40, Limit: 4}
-	plans := func(stmt string) (generic, custom int) {
-		t.Helper()
-		if err := d.DB.DB.QueryRowContext(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", stmt).Scan(&generic, &custom); err != nil {
-			t.Fatalf("the statement is not prepared on the connection: %v", err)
-		}
-		return generic, custom
-	}
-	sized := func(r driver.Reservation) string {
-		stmt, _ := statementOf(p.base, nil, r, 4)
-		return stmt
-	}
-	byPriority, rated, fair := r, r, r
-	byPriority.Features, rated.Features, fair.Features = driver.FeaturePriority, driver.FeatureRate, driver.FeatureFair
-	for _, c := range []struct {
-		name string
-		r    driver.Reservation
-		stmt string
-	}{
-		{"by due time", r, sized(r)},
-		{"by priority", byPriority, sized(byPriority)},
-		{"rated", rated, sized(rated)},
-		{"fair", fair, sized(fair)},
+	const size, large = 4, 64 // a small reservation's size, and a large one's limit (a parameter)
+	for _, state := range []struct{ name, before, after string }{
+		{"analyzed", "", "VACUUM ANALYZE jobs"},
+		{"vacuumed empty", "VACUUM jobs", ""},
 	} {
-		for range 30 {
-			if got, err := p.Reserve(ctx, c.r); err != nil || len(got) != 4 {
-				t.Fatalf("Reserve %s = %d jobs, %v", c.name, len(got), err)
+		t.Run(state.name, func(t *testing.T) {
+			d := migrated(t, dbtest.MigratedPostgresURL(t, queueSets...))
+			d.SetMaxOpenConns(1) // pg_prepared_statements is the connection's
+			p := newPostgres(d)
+			ctx := context.Background()
+			if state.before != "" {
+				if _, err := p.sqldb.ExecContext(ctx, state.before); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		if generic, custom := plans(c.stmt); generic != 25 || custom != 5 {
-			t.Errorf("the reservation of 4 %s: %d generic plans and %d custom ones; want 25 and 5", c.name, generic, custom)
-		}
-	}
-	stmt, args := withLimitParameter(p, r)
-	for range 30 {
-		if got, err := p.reserveWith(ctx, stmt, args); err != nil || len(got) != 4 {
-			t.Fatalf("reserve with a LIMIT parameter = %d jobs, %v", len(got), err)
-		}
-	}
-	if generic, custom := plans(stmt); custom != 30 {
-		t.Errorf("the reservation with a LIMIT parameter: %d generic plans and %d custom ones; want 30 custom (its kept plan looks dearer)", generic, custom)
+			backlog(t, p, 40_000, state.after)
+			r := driver.Reservation{Queue: "default", Now: 1 << 40, Limit: size}
+			plans := func(stmt string) (generic, custom int) {
+				t.Helper()
+				if err := d.DB.DB.QueryRowContext(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", stmt).Scan(&generic, &custom); err != nil {
+					t.Fatalf("the statement is not prepared on the connection: %v", err)
+				}
+				return generic, custom
+			}
+			sized := func(r driver.Reservation) string {
+				stmt, _ := statementOf(p.base, nil, r, size)
+				return stmt
+			}
+			byPriority, rated, fair := r, r, r
+			byPriority.Features, rated.Features, fair.Features = driver.FeaturePriority, driver.FeatureRate, driver.FeatureFair
+			for _, c := range []struct {
+				name string
+				r    driver.Reservation
+				stmt string
+			}{
+				{"by due time", r, sized(r)},
+				{"by priority", byPriority, sized(byPriority)},
+				{"rated", rated, sized(rated)},
+				{"fair", fair, sized(fair)},
+			} {
+				for range 30 {
+					if got, err := p.Reserve(ctx, c.r); err != nil || len(got) != size {
+						t.Fatalf("Reserve %s = %d jobs, %v", c.name, len(got), err)
+					}
+				}
+				if generic, custom := plans(c.stmt); generic != 25 || custom != 5 {
+					t.Errorf("the reservation of %d %s: %d generic plans and %d custom ones; want 25 and 5", size, c.name, generic, custom)
+				}
+			}
+			r.Limit = large
+			stmt, args := withLimitParameter(p, r)
+			for range 30 {
+				if got, err := p.reserveWith(ctx, stmt, args); err != nil || len(got) != large {
+					t.Fatalf("reserve with a LIMIT parameter = %d jobs, %v", len(got), err)
+				}
+			}
+			if generic, custom := plans(stmt); generic != 25 || custom != 5 {
+				t.Errorf("the reservation of %d, its LIMIT a parameter: %d generic plans and %d custom ones; want 25 and 5", large, generic, custom)
+			}
+		})
 	}
 }
 
@@ -196,7 +215,7 @@ func TestAFairReservationTakesWhatTheMemoryDriverTakes(t *testing.T) {
 
 // backlog stores n jobs due 1 ms apart on p's queue "default" and has
 // the server analyze jobs, as autovacuum does a busy table.
-func backlog(tb testing.TB, p *postgresDriver, n int) {
+func backlog(tb testing.TB, p *postgresDriver, n int, after string) {
 	tb.Helper()
 	ctx := context.Background()
 	jobs := make([]*driver.Job, n)
@@ -209,7 +228,10 @@ func backlog(tb testing.TB, p *postgresDriver, n int) {
 			tb.Fatal(err)
 		}
 	}
-	if _, err := p.sqldb.ExecContext(ctx, "VACUUM ANALYZE jobs"); err != nil {
+	if after == "" {
+		return
+	}
+	if _, err := p.sqldb.ExecContext(ctx, after); err != nil {
 		tb.Fatal(err)
 	}
 }

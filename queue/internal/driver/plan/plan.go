@@ -37,15 +37,16 @@ type Shape struct {
 // constant: every count up to 16, the free handlers of a small worker.
 //
 // With LIMIT a parameter, the plan PostgreSQL keeps for a prepared
-// statement must do for any limit, and it assumes a tenth of the rows:
-// against the plan made for 4 jobs it looks dear, so the server plans
-// the statement anew at every execution (plan_cache_mode auto), half of
-// a small reservation's time with a backlog, and more with each index a
-// feature adds to jobs. With a constant it keeps one plan. A larger
-// reservation takes its limit as a parameter, in one statement: its
-// planning is shared by its many jobs, where a reservation of 100 cut
-// into statements of 64, 32 and 4 cost three round trips and made 100
-// handlers work at 0.62 of the rate (docs/benchmarks.md).
+// statement must do for any limit, and it assumes a tenth of the rows.
+// Against the plan made for 4 jobs it looked dear, so the server planned
+// the statement anew at every execution (plan_cache_mode auto); a
+// constant let it keep one plan, made for that size. Since every
+// argument of a search is a subquery (see Render), the plan made for the
+// values given no longer sees the limit either, and a larger
+// reservation, its limit a parameter in one statement, keeps its plan
+// too; a reservation of 100 cut into statements of 64, 32 and 4 cost
+// three round trips and made 100 handlers work at 0.62 of the rate
+// (docs/benchmarks.md).
 const MaxSize = 16
 
 // SizeFor is the Size of a reservation of limit jobs on PostgreSQL:

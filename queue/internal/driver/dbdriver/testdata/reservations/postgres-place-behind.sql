@@ -1,8 +1,8 @@
 SELECT 1
   FROM jobs
-  WHERE queue = $1
+  WHERE queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND fair_seq IS NOT NULL
-  AND fair_seq < $2
-  AND available_at <= $3
+  AND fair_seq < (SELECT $2::bigint)
+  AND available_at <= (SELECT $3::bigint)
   LIMIT 1

@@ -5,13 +5,13 @@ UPDATE jobs SET reserved_at = coalesce($1::bigint, (extract(epoch from statement
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $3
-  AND (feature & $4) = 0)
-  AND queue = $3
+  WHERE queue = (SELECT $3::text)
+  AND (feature & (SELECT $4::integer)) = 0)
+  AND queue = (SELECT $3::text)
   AND reserved_at IS NULL
   AND fair_seq IS NULL
-  AND available_at >= $5
-  AND available_at <= $6
+  AND available_at >= (SELECT $5::bigint)
+  AND available_at <= (SELECT $6::bigint)
   ORDER BY available_at, id
   LIMIT 16
   FOR UPDATE SKIP LOCKED))

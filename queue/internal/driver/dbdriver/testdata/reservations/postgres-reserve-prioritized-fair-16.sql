@@ -3,13 +3,13 @@ p AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND priority <> 0
   AND priority > 0
-  AND available_at <= $3
+  AND available_at <= (SELECT $3::bigint)
   ORDER BY priority DESC, available_at, id
   LIMIT 16
   FOR UPDATE SKIP LOCKED),
@@ -17,14 +17,14 @@ u AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND priority = 0
   AND fair_seq IS NULL
-  AND available_at >= $4
-  AND available_at <= $3
+  AND available_at >= (SELECT $4::bigint)
+  AND available_at <= (SELECT $3::bigint)
   ORDER BY available_at, id
   LIMIT (16 - ((SELECT count(*)
   FROM p)))
@@ -33,14 +33,14 @@ f AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND priority = 0
   AND fair_seq IS NOT NULL
-  AND fair_seq >= $5
-  AND available_at <= $3
+  AND fair_seq >= (SELECT $5::bigint)
+  AND available_at <= (SELECT $3::bigint)
   ORDER BY fair_seq, available_at, id
   LIMIT (16 - ((SELECT count(*)
   FROM p) + (SELECT count(*)
@@ -50,13 +50,13 @@ n AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND priority <> 0
   AND priority < 0
-  AND available_at <= $3
+  AND available_at <= (SELECT $3::bigint)
   ORDER BY priority DESC, available_at, id
   LIMIT (16 - ((SELECT count(*)
   FROM p) + (SELECT count(*)

@@ -3,13 +3,13 @@ p AS (SELECT id, priority, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND priority <> 0
   AND priority > 0
-  AND available_at <= $3
+  AND available_at <= (SELECT $3::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
@@ -20,14 +20,14 @@ u AS (SELECT id, priority, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND priority = 0
   AND fair_seq IS NULL
-  AND available_at >= $5
-  AND available_at <= $3
+  AND available_at >= (SELECT $5::bigint)
+  AND available_at <= (SELECT $3::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
@@ -39,13 +39,13 @@ n AS (SELECT id, priority, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND priority <> 0
   AND priority < 0
-  AND available_at <= $3
+  AND available_at <= (SELECT $3::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))

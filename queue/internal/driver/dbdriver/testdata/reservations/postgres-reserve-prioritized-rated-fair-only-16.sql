@@ -3,14 +3,14 @@ p AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
-  AND name = ANY($3::text[])
+  AND name = ANY((SELECT $3::text[])::text[])
   AND priority <> 0
   AND priority > 0
-  AND available_at <= $4
+  AND available_at <= (SELECT $4::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
@@ -21,15 +21,15 @@ u AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
-  AND name = ANY($3::text[])
+  AND name = ANY((SELECT $3::text[])::text[])
   AND priority = 0
   AND fair_seq IS NULL
-  AND available_at >= $6
-  AND available_at <= $4
+  AND available_at >= (SELECT $6::bigint)
+  AND available_at <= (SELECT $4::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
@@ -41,15 +41,15 @@ f AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
-  AND name = ANY($3::text[])
+  AND name = ANY((SELECT $3::text[])::text[])
   AND priority = 0
   AND fair_seq IS NOT NULL
-  AND fair_seq >= $7
-  AND available_at <= $4
+  AND fair_seq >= (SELECT $7::bigint)
+  AND available_at <= (SELECT $4::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
@@ -62,14 +62,14 @@ n AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
-  AND name = ANY($3::text[])
+  AND name = ANY((SELECT $3::text[])::text[])
   AND priority <> 0
   AND priority < 0
-  AND available_at <= $4
+  AND available_at <= (SELECT $4::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))

@@ -3,58 +3,58 @@ p AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
-  AND name = ANY($3::text[])
+  AND name = ANY((SELECT $3::text[])::text[])
   AND priority <> 0
   AND priority > 0
-  AND available_at <= $4
+  AND available_at <= (SELECT $4::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY priority DESC, available_at, id
-  LIMIT $6
+  LIMIT (SELECT $6::bigint)
   FOR UPDATE SKIP LOCKED),
 u AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
-  AND name = ANY($3::text[])
+  AND name = ANY((SELECT $3::text[])::text[])
   AND priority = 0
   AND fair_seq IS NULL
-  AND available_at >= $7
-  AND available_at <= $4
+  AND available_at >= (SELECT $7::bigint)
+  AND available_at <= (SELECT $4::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY available_at, id
-  LIMIT ($6 - ((SELECT count(*)
+  LIMIT ((SELECT $6::bigint) - ((SELECT count(*)
   FROM p)))
   FOR UPDATE SKIP LOCKED),
 f AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
-  AND name = ANY($3::text[])
+  AND name = ANY((SELECT $3::text[])::text[])
   AND priority = 0
   AND fair_seq IS NOT NULL
-  AND fair_seq >= $8
-  AND available_at <= $4
+  AND fair_seq >= (SELECT $8::bigint)
+  AND available_at <= (SELECT $4::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY fair_seq, available_at, id
-  LIMIT ($6 - ((SELECT count(*)
+  LIMIT ((SELECT $6::bigint) - ((SELECT count(*)
   FROM p) + (SELECT count(*)
   FROM u)))
   FOR UPDATE SKIP LOCKED),
@@ -62,19 +62,19 @@ n AS (SELECT id, priority, fair_seq, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
-  AND name = ANY($3::text[])
+  AND name = ANY((SELECT $3::text[])::text[])
   AND priority <> 0
   AND priority < 0
-  AND available_at <= $4
+  AND available_at <= (SELECT $4::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($5::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY priority DESC, available_at, id
-  LIMIT ($6 - ((SELECT count(*)
+  LIMIT ((SELECT $6::bigint) - ((SELECT count(*)
   FROM p) + (SELECT count(*)
   FROM u) + (SELECT count(*)
   FROM f)))

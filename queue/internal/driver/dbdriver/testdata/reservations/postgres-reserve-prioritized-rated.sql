@@ -3,54 +3,54 @@ p AS (SELECT id, priority, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND priority <> 0
   AND priority > 0
-  AND available_at <= $3
+  AND available_at <= (SELECT $3::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY priority DESC, available_at, id
-  LIMIT $5
+  LIMIT (SELECT $5::bigint)
   FOR UPDATE SKIP LOCKED),
 u AS (SELECT id, priority, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND priority = 0
   AND fair_seq IS NULL
-  AND available_at >= $6
-  AND available_at <= $3
+  AND available_at >= (SELECT $6::bigint)
+  AND available_at <= (SELECT $3::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY available_at, id
-  LIMIT ($5 - ((SELECT count(*)
+  LIMIT ((SELECT $5::bigint) - ((SELECT count(*)
   FROM p)))
   FOR UPDATE SKIP LOCKED),
 n AS (SELECT id, priority, available_at
   FROM jobs
   WHERE NOT EXISTS (SELECT 1
   FROM queue_features
-  WHERE queue = $1
-  AND (feature & $2) = 0)
-  AND queue = $1
+  WHERE queue = (SELECT $1::text)
+  AND (feature & (SELECT $2::integer)) = 0)
+  AND queue = (SELECT $1::text)
   AND reserved_at IS NULL
   AND priority <> 0
   AND priority < 0
-  AND available_at <= $3
+  AND available_at <= (SELECT $3::bigint)
   AND (rate_key IS NULL OR rate_key NOT IN (SELECT key
   FROM queue_rates
   WHERE reopen_at > coalesce($4::bigint, (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   ORDER BY priority DESC, available_at, id
-  LIMIT ($5 - ((SELECT count(*)
+  LIMIT ((SELECT $5::bigint) - ((SELECT count(*)
   FROM p) + (SELECT count(*)
   FROM u)))
   FOR UPDATE SKIP LOCKED)
