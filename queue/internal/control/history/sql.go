@@ -28,10 +28,10 @@ const Columns = "id, queue, name, payload, max_attempts, attempts, created_at, f
 // completion's delete, in its transaction (WHERE true: an upsert after a
 // join needs it); on PostgreSQL one statement deletes and inserts. A
 // success whose id is kept already stays as it was. On PostgreSQL that
-// is a NOT EXISTS, not ON CONFLICT: a speculative insertion costs a
-// third more a row (its index check and its confirmation in the log),
-// and no two completions can keep the same id at once, each deleting
-// the one row of jobs it moves.
+// is ON CONFLICT, which always checks by the primary key: a NOT EXISTS
+// costs a third less a row, but its plan is the planner's, and one kept
+// while succeeded_jobs looked empty walked the whole table at every
+// completion (a completion of 4 jobs took 26 ms after 20,000 were kept).
 const (
 	SQLiteKeep = "INSERT INTO succeeded_jobs (" + Columns + ") " +
 		"SELECT j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, " +
@@ -44,7 +44,7 @@ const (
 		"AND j.id = d.id AND j.attempts = d.attempt AND coalesce(j.reserved_at, -1) <> -1 " +
 		"RETURNING j.id, j.queue, j.name, j.payload, j.max_attempts, j.attempts, j.created_at, coalesce(d.at, 0) AS at, coalesce(d.ms, 0) AS ms, " +
 		"coalesce(d.wait, 0) AS wait, j.reserved_by, j.errors, j.meta, j.snoozes), " +
-		"kept AS (INSERT INTO succeeded_jobs (" + Columns + ") SELECT * FROM gone WHERE NOT EXISTS (SELECT 1 FROM succeeded_jobs s WHERE s.id = gone.id)) " +
+		"kept AS (INSERT INTO succeeded_jobs (" + Columns + ") SELECT * FROM gone ON CONFLICT (id) DO NOTHING) " +
 		"SELECT id FROM gone"
 
 	// Lookup reads a success kept.
