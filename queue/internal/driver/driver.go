@@ -947,9 +947,19 @@ const (
 	// transaction: this is the safety net for one that did not (a build
 	// from before that was so, still running through a rolling deploy).
 	UpkeepHeld
+	// UpkeepPlans, on PostgreSQL, analyzes jobs when the table has grown
+	// far past what its statistics say, and counts the tables it
+	// analyzed. The server keeps one plan of each reservation (see
+	// plan.Render), made with the statistics of its time: one made while
+	// jobs looked empty walks the whole table, until jobs is analyzed or
+	// vacuumed again (autovacuum's next visit, a minute or more away). A
+	// worker runs it with its look for stale reservations, once a second
+	// per process, not with Upkeeps; one process at a time analyzes.
+	UpkeepPlans
 )
 
-// Upkeeps are the upkeeps, in the order a worker runs them.
+// Upkeeps are the upkeeps, in the order a worker runs them once a
+// minute (UpkeepPlans is not among them: it runs once a second).
 var Upkeeps = []Upkeep{UpkeepRates, UpkeepPlaces, UpkeepHeld}
 
 // String says what u does, as a log line of its failure names it.
@@ -961,6 +971,8 @@ func (u Upkeep) String() string {
 		return "forget the places of fairness groups behind their queue's round"
 	case UpkeepHeld:
 		return "let in the held jobs of concurrency keys with room"
+	case UpkeepPlans:
+		return "analyze jobs, grown far past its statistics"
 	}
 	return fmt.Sprintf("Upkeep(%d)", int(u))
 }

@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"time"
+
+	"github.com/navree/navree/queue/internal/driver"
 )
 
 // sweepEveryMs is how often, by the queue's clock, a worker looks for
@@ -93,6 +95,9 @@ func (w *worker) startProber() (stop func()) {
 				default:
 				}
 			}
+			if p.stale { // once a second a process, off the fetcher's path
+				w.replan(ctx, p)
+			}
 			for i, name := range w.opts.Queues {
 				if p.full && (p.from[i] > 0 || p.placeFrom[i] > 0) {
 					if behind, err := w.cfg.Store.Behind(ctx, name, p.now, p.from[i], p.placeFrom[i], w.opts.Only); behind || err != nil {
@@ -118,5 +123,17 @@ func (w *worker) startProber() (stop func()) {
 	return func() {
 		cancel()
 		<-done
+	}
+}
+
+// replan runs driver.UpkeepPlans: the reservations' plans made again
+// when jobs grew far past its statistics.
+func (w *worker) replan(ctx context.Context, p probe) {
+	n, err := w.cfg.Store.Upkeep(ctx, driver.UpkeepPlans, p.now, p.at)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.Warn(driver.UpkeepPlans.String()+"; the next look tries again", "error", err)
+	case n > 0:
+		w.log.Info("analyzed jobs: it grew far past its statistics, and the plans the database kept while it looked small would walk it")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/control"
@@ -58,6 +59,9 @@ type base struct {
 	// track says the dispatches in a unit of work tell it which
 	// transaction it is (PostgreSQL).
 	track bool
+	// analyzed is, on PostgreSQL, the size of jobs in pages when this
+	// process last analyzed it, or tried to (see replan).
+	analyzed atomic.Int64
 }
 
 func newBase(d *db.DB, q statements) *base {
@@ -193,7 +197,7 @@ func (b *base) count(ctx context.Context, query string, args ...any) (int, error
 }
 
 // Upkeep implements driver.Driver: each upkeep is its feature's
-// (pruneRates, prunePlaces, readmit).
+// (pruneRates, prunePlaces, readmit), or the plans' (replan).
 func (b *base) Upkeep(ctx context.Context, u driver.Upkeep, now, at int64) (int, error) {
 	switch u {
 	case driver.UpkeepRates:
@@ -202,6 +206,8 @@ func (b *base) Upkeep(ctx context.Context, u driver.Upkeep, now, at int64) (int,
 		return 0, b.prunePlaces(ctx)
 	case driver.UpkeepHeld:
 		return b.readmit(ctx, now)
+	case driver.UpkeepPlans:
+		return b.replan(ctx)
 	}
 	return 0, fmt.Errorf("dbdriver: no upkeep %v", u)
 }

@@ -913,7 +913,8 @@ func (d *Driver) Workers(_ context.Context, now int64) ([]driver.Worker, int64, 
 
 // Upkeep implements driver.Driver. Every move out of its jobs lets the
 // next held ones in under the driver's lock, so no key is ever left with
-// room and jobs held: UpkeepHeld finds none.
+// room and jobs held: UpkeepHeld finds none. It keeps no plans:
+// UpkeepPlans has nothing to do.
 func (d *Driver) Upkeep(_ context.Context, u driver.Upkeep, _, at int64) (int, error) {
 	at = d.at(at)
 	d.mu.Lock()
@@ -923,7 +924,7 @@ func (d *Driver) Upkeep(_ context.Context, u driver.Upkeep, _, at int64) (int, e
 		d.rates.Prune(at)
 	case driver.UpkeepPlaces:
 		d.fair.Prune(func(queue string) *driver.Job { return d.head(&d.line(queue).fair) })
-	case driver.UpkeepHeld:
+	case driver.UpkeepHeld, driver.UpkeepPlans:
 	default:
 		return 0, fmt.Errorf("memdriver: no upkeep %v", u)
 	}

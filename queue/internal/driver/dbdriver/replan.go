@@ -1,0 +1,59 @@
+package dbdriver
+
+import (
+	"context"
+	"database/sql"
+)
+
+// The statements of replan, PostgreSQL's: the pages of jobs its
+// statistics count and those it has, and the lock that lets one process
+// at a time analyze it.
+const (
+	pgJobsPages  = "SELECT c.relpages, pg_relation_size(c.oid) / current_setting('block_size')::bigint FROM pg_class c WHERE c.oid = 'jobs'::regclass"
+	pgReplanLock = "SELECT pg_try_advisory_xact_lock(hashtextextended('navree_replan:' || current_schema(), 0))"
+)
+
+// grownPages is how far past four times its statistics' pages jobs must
+// have grown for replan to analyze it: a megabyte, about 6,000 small
+// jobs.
+const grownPages = 128
+
+// replan runs driver.UpkeepPlans: on PostgreSQL, when jobs has more than
+// four times the pages its statistics say (and than when this process
+// last analyzed it, in case the database refused: ANALYZE of a table
+// another role owns is skipped with a warning), it analyzes jobs, which
+// has every connection plan its statements on jobs again. It looks
+// first, reading the catalog only; SQLite keeps no plan across
+// statements' executions that a size could mislead.
+func (b *base) replan(ctx context.Context) (int, error) {
+	if !b.d.PG {
+		return 0, nil
+	}
+	var counted, pages int64
+	if err := b.sqldb.QueryRowContext(ctx, pgJobsPages).Scan(&counted, &pages); err != nil {
+		return 0, err
+	}
+	if pages <= 4*max(counted, b.analyzed.Load())+grownPages {
+		return 0, nil
+	}
+	analyzed := 0
+	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
+		var ours bool
+		if err := tx.QueryRowContext(ctx, pgReplanLock).Scan(&ours); err != nil || !ours {
+			return err // another process analyzes it
+		}
+		// Not behind a vacuum for long: the next look tries again.
+		if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '1s'"); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "ANALYZE jobs"); err != nil {
+			return err
+		}
+		analyzed = 1
+		return nil
+	})
+	if err == nil && analyzed == 1 {
+		b.analyzed.Store(pages)
+	}
+	return analyzed, err
+}

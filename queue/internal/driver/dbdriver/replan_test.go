@@ -1,0 +1,85 @@
+package dbdriver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue/internal/driver"
+)
+
+// TestAPlanKeptWhileJobsLookedEmptyIsMadeAgain: a worker that polls an
+// empty queue on one connection has the server keep a plan of its
+// reservation made while jobs looked empty, which walks and sorts the
+// whole table; once a backlog arrives, UpkeepPlans sees jobs grown far
+// past its statistics and analyzes it, and the connection's next
+// reservation searches by the index again. A second look finds nothing
+// to do.
+func TestAPlanKeptWhileJobsLookedEmptyIsMadeAgain(t *testing.T) {
+	d := migrated(t, dbtest.MigratedPostgresURL(t, queueSets...))
+	d.SetMaxOpenConns(1) // the plan kept is the connection's
+	p := newPostgres(d)
+	ctx := context.Background()
+	if _, err := p.sqldb.ExecContext(ctx, "VACUUM jobs"); err != nil {
+		t.Fatal(err)
+	}
+	r := driver.Reservation{Queue: "default", Now: 1 << 40, Limit: 64}
+	stmt, args := withLimitParameter(p, r)
+	for range 10 { // polls of an empty queue
+		if got, err := p.reserveWith(ctx, stmt, args); err != nil || len(got) != 0 {
+			t.Fatalf("reserve on an empty queue = %d jobs, %v", len(got), err)
+		}
+	}
+	backlog(t, p, 20_000, "") // not analyzed: autovacuum has not come by
+	plan := func() string {
+		t.Helper()
+		var name string
+		if err := d.DB.DB.QueryRowContext(ctx, "SELECT name FROM pg_prepared_statements WHERE statement = $1", stmt).Scan(&name); err != nil {
+			t.Fatalf("the reservation is not prepared on the connection: %v", err)
+		}
+		var b strings.Builder
+		rows, err := d.DB.DB.QueryContext(ctx, "EXPLAIN EXECUTE "+name+"("+literals(args)+")")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(line + "\n")
+		}
+		return b.String()
+	}
+	if got := plan(); !strings.Contains(got, "Seq Scan on jobs jobs_1") {
+		t.Fatalf("the plan kept while jobs looked empty does not walk it, so this test shows nothing:\n%s", got)
+	}
+	if n, err := p.Upkeep(ctx, driver.UpkeepPlans, 0, 0); n != 1 || err != nil {
+		t.Fatalf("UpkeepPlans with jobs grown = %d, %v; want 1, jobs analyzed", n, err)
+	}
+	if got := plan(); !strings.Contains(got, "Index Scan using jobs_waiting on jobs jobs_1") {
+		t.Fatalf("after UpkeepPlans the reservation does not search by the index:\n%s", got)
+	}
+	if n, err := p.Upkeep(ctx, driver.UpkeepPlans, 0, 0); n != 0 || err != nil {
+		t.Fatalf("UpkeepPlans again = %d, %v; want 0: jobs is as its statistics say", n, err)
+	}
+}
+
+// literals writes args as SQL literals, for EXPLAIN EXECUTE.
+func literals(args []any) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case nil:
+			out[i] = "NULL"
+		case string:
+			out[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		default:
+			out[i] = fmt.Sprint(v)
+		}
+	}
+	return strings.Join(out, ", ")
+}
