@@ -36,7 +36,7 @@ func (b *base) replan(ctx context.Context) (int, error) {
 	if pages <= 4*max(counted, b.analyzed.Load())+grownPages {
 		return 0, nil
 	}
-	analyzed := 0
+	analyzed, tried := 0, false
 	err := b.inTx(ctx, nil, func(tx *sql.Tx) error {
 		var ours bool
 		if err := tx.QueryRowContext(ctx, pgReplanLock).Scan(&ours); err != nil || !ours {
@@ -49,10 +49,18 @@ func (b *base) replan(ctx context.Context) (int, error) {
 		if _, err := tx.ExecContext(ctx, "ANALYZE jobs"); err != nil {
 			return err
 		}
-		analyzed = 1
+		tried = true
+		// A refused ANALYZE (a warning, not an error) left the count as it was.
+		var now, size int64
+		if err := tx.QueryRowContext(ctx, pgJobsPages).Scan(&now, &size); err != nil {
+			return err
+		}
+		if now != counted {
+			analyzed = 1
+		}
 		return nil
 	})
-	if err == nil && analyzed == 1 {
+	if err == nil && tried {
 		b.analyzed.Store(pages)
 	}
 	return analyzed, err

@@ -46,20 +46,7 @@ func TestAPlanKeptWhileJobsLookedEmptyIsMadeAgain(t *testing.T) {
 		if err := d.DB.DB.QueryRowContext(ctx, "SELECT name FROM pg_prepared_statements WHERE statement = $1", stmt).Scan(&name); err != nil {
 			t.Fatalf("the reservation is not prepared on the connection: %v", err)
 		}
-		var b strings.Builder
-		rows, err := d.DB.DB.QueryContext(ctx, "EXPLAIN EXECUTE "+name+"("+literals(args)+")")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			b.WriteString(line + "\n")
-		}
-		return b.String()
+		return strings.Join(column(t, d, "EXPLAIN EXECUTE "+name+"("+literals(args)+")"), "\n")
 	}
 	if got := plan(); !strings.Contains(got, "Seq Scan on jobs jobs_1") {
 		t.Fatalf("the plan kept while jobs looked empty does not walk it, so this test shows nothing:\n%s", got)
@@ -89,4 +76,46 @@ func literals(args []any) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// TestAReplanRefusedIsNotTriedEverySecond: a role that does not own
+// jobs cannot analyze it (PostgreSQL skips it with a warning): the
+// upkeep reports nothing analyzed, and does not try again until jobs
+// grows as far again.
+func TestAReplanRefusedIsNotTriedEverySecond(t *testing.T) {
+	d := migrated(t, dbtest.MigratedPostgresURL(t, queueSets...))
+	d.SetMaxOpenConns(1) // the role set is the connection's
+	p := newPostgres(d)
+	ctx := context.Background()
+	for _, stmt := range []string{
+		"TRUNCATE jobs",
+		"ANALYZE jobs",
+		"DO $$ BEGIN CREATE ROLE navree_test_not_owner; EXCEPTION WHEN duplicate_object THEN NULL; END $$",
+		"GRANT USAGE ON SCHEMA " + currentSchema(t, p) + " TO navree_test_not_owner",
+	} {
+		if _, err := p.sqldb.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backlog(t, p, 20_000, "")
+	if _, err := p.sqldb.ExecContext(ctx, "SET ROLE navree_test_not_owner"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.sqldb.ExecContext(context.Background(), "RESET ROLE") })
+	if n, err := p.Upkeep(ctx, driver.UpkeepPlans, 0, 0); n != 0 || err != nil {
+		t.Fatalf("UpkeepPlans as a role that does not own jobs = %d, %v; want 0 analyzed, no error", n, err)
+	}
+	if tried := p.analyzed.Load(); tried == 0 {
+		t.Fatal("the refused ANALYZE is not remembered: the next look would try again")
+	}
+}
+
+// currentSchema is the schema p's statements run in.
+func currentSchema(t *testing.T, p *postgresDriver) string {
+	t.Helper()
+	var s string
+	if err := p.sqldb.QueryRowContext(context.Background(), "SELECT quote_ident(current_schema())").Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
