@@ -7,7 +7,7 @@ package flow
 // read or write the jobs' tables are the driver's.
 const (
 	Columns     = "id, kind, name, created_at, finished_at, state, cancel_on_failure, total, pending, succeeded, failed"
-	StepColumns = "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, queue, name, payload, max_attempts, backoff, timeout_ms, delay_ms, meta, priority, rate_key, rate_max, rate_per, fair_key, limit_key, limit_max"
+	StepColumns = "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, queue, name, payload, max_attempts, backoff, timeout_ms, delay_ms, meta, priority, rate_key, fair_key, limit_key, controls"
 
 	Insert  = "INSERT INTO queue_flows (" + Columns + ") VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, 0, 0)"
 	Lock    = "SELECT kind, pending FROM queue_flows WHERE id = ?"

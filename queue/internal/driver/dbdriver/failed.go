@@ -38,17 +38,20 @@ func (b *base) Failed(ctx context.Context, after driver.FailedKey, limit int, pa
 func scanFailed(rows *sql.Rows) (driver.FailedJob, error) {
 	var f driver.FailedJob
 	var payload string
-	var meta, limitKey, rateKey, fairKey sql.NullString
-	var limitMax, rateMax, ratePer sql.NullInt64
+	var meta, limitKey, rateKey, fairKey, controls sql.NullString
 	err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
-		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority, &limitKey, &limitMax, &rateKey, &rateMax, &ratePer, &fairKey, &f.Snoozes)
-	f.Payload, f.LimitKey, f.LimitMax = []byte(payload), limitKey.String, int(limitMax.Int64)
-	f.RateKey, f.FairKey, f.Rate = rateKey.String, fairKey.String, driver.Rate{Max: int(rateMax.Int64), PerMs: ratePer.Int64}
-	if meta.Valid {
-		f.Meta = []byte(meta.String)
-	}
+		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority, &limitKey, &rateKey, &fairKey, &f.Snoozes, &controls)
 	if err != nil {
 		return readFailed(rows, err)
+	}
+	c, err := driver.ReadControls(controls.String)
+	if err != nil {
+		return readFailed(rows, err)
+	}
+	f.Payload, f.LimitKey, f.LimitMax = []byte(payload), limitKey.String, c.LimitMax
+	f.RateKey, f.FairKey, f.Rate = rateKey.String, fairKey.String, c.Rate()
+	if meta.Valid {
+		f.Meta = []byte(meta.String)
 	}
 	return f, nil
 }

@@ -22,12 +22,12 @@ import (
 // them for each database. Those over the flows' own tables are package
 // flow's.
 const (
-	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, rate_key, rate_max, rate_per, fair_key) " +
-		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, rate_key, rate_max, rate_per, fair_key FROM queue_steps " +
+	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, rate_key, fair_key, controls) " +
+		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, rate_key, fair_key, controls FROM queue_steps " +
 		"WHERE job_id IN LIST AND state = 'held' AND limit_key IS NULL" + enteredColumns
 	stepHold = "INSERT INTO queue_held (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, snoozes, " +
-		"limit_key, limit_max, rate_key, rate_max, rate_per, fair_key) " +
-		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, 0, limit_key, limit_max, rate_key, rate_max, rate_per, fair_key " +
+		"limit_key, rate_key, fair_key, controls) " +
+		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, 0, limit_key, rate_key, fair_key, controls " +
 		"FROM queue_steps WHERE job_id IN LIST AND state = 'held' AND limit_key IS NOT NULL RETURNING queue"
 	// heldOfFlow are the jobs of a flow's steps held by their limits.
 	heldOfFlow = "SELECT id FROM queue_held WHERE flow = ?"
@@ -322,7 +322,7 @@ func (b *base) addSteps(t *flowTx, id string, seq int, steps []*driver.Step, edg
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			j := s.Job
 			state, payload := driver.StepHeld, any(string(j.Payload))
 			if s.Role == driver.RoleStep && s.Waiting == 0 {
@@ -334,7 +334,7 @@ func (b *base) addSteps(t *flowTx, id string, seq int, steps []*driver.Step, edg
 			seq++
 			args = append(args, j.ID, id, seq, s.Name, s.Role, state, s.Waiting, s.RunIfFailed,
 				j.Queue, j.Name, payload, j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, s.DelayMs, nullBytes(j.Meta), j.Priority,
-				nullString(j.RateKey), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs), nullString(j.FairKey), nullString(j.LimitKey), nullInt(int64(j.LimitMax)))
+				nullString(j.RateKey), nullString(j.FairKey), nullString(j.LimitKey), driver.ControlsOf(j.LimitMax, j.Rate).Stored())
 		}
 		if _, err := t.exec(q.String(), args...); err != nil {
 			return err

@@ -22,15 +22,15 @@ func scanJob(row scanner) (*driver.Job, error) {
 	// the scan takes their addresses, so it goes to the heap once, not a
 	// variable at a time.
 	var r struct {
-		j                                                            driver.Job
-		payload, stored                                              string
-		uniqueKey, lastError, meta, flow, limitKey, rateKey, fairKey sql.NullString
-		uniqueUntil, reservedAt, limitMax, rateMax, ratePer, fairSeq sql.NullInt64
+		j                                                                      driver.Job
+		payload, stored                                                        string
+		uniqueKey, lastError, meta, flow, limitKey, rateKey, fairKey, controls sql.NullString
+		uniqueUntil, reservedAt, fairSeq                                       sql.NullInt64
 	}
 	j := &r.j
 	err := row.Scan(&j.ID, &j.Queue, &j.Name, &r.payload, &j.MaxAttempts, &r.stored, &j.TimeoutMs,
 		&r.uniqueKey, &r.uniqueUntil, &j.Attempts, &j.AvailableAt, &r.reservedAt, &j.CreatedAt, &r.lastError, &r.meta, &r.flow, &j.Priority, &j.Snoozes,
-		&r.limitKey, &r.limitMax, &r.rateKey, &r.rateMax, &r.ratePer, &r.fairKey, &r.fairSeq)
+		&r.limitKey, &r.rateKey, &r.fairKey, &r.fairSeq, &r.controls)
 	if err != nil {
 		return readJob(row, err)
 	}
@@ -39,9 +39,12 @@ func scanJob(row scanner) (*driver.Job, error) {
 		j.Meta = []byte(r.meta.String)
 	}
 	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError, j.Flow = r.uniqueKey.String, r.uniqueUntil.Int64, r.reservedAt.Int64, r.lastError.String, r.flow.String
-	j.LimitKey, j.LimitMax = r.limitKey.String, int(r.limitMax.Int64)
-	j.RateKey, j.Rate = r.rateKey.String, driver.Rate{Max: int(r.rateMax.Int64), PerMs: r.ratePer.Int64}
-	j.FairKey, j.FairSeq = r.fairKey.String, r.fairSeq.Int64
+	j.LimitKey, j.RateKey, j.FairKey, j.FairSeq = r.limitKey.String, r.rateKey.String, r.fairKey.String, r.fairSeq.Int64
+	if r.controls.Valid {
+		var rd reading
+		c := rd.controls(r.controls.String)
+		j.LimitMax, j.Rate, j.Corrupt = c.LimitMax, c.Rate(), rd.problem
+	}
 	setBackoff(j, r.stored)
 	return j, nil
 }

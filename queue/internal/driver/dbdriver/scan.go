@@ -19,7 +19,7 @@ type scanner interface{ Scan(dest ...any) error }
 // fail it, and the other rows of the statement are read as usual. Only a
 // row that cannot be read at all returns scanErr.
 func readJob(row scanner, scanErr error) (*driver.Job, error) {
-	var v [25]any
+	var v [23]any
 	if err := scanAny(row, v[:]); err != nil {
 		return nil, scanErr
 	}
@@ -31,10 +31,11 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 		AvailableAt: r.int("available_at", v[10]), ReservedAt: r.nullInt("reserved_at", v[11]), CreatedAt: r.int("created_at", v[12]),
 		LastError: r.nullText("last_error", v[13]), Meta: nullBytesOf(r.nullText("meta", v[14])), Flow: r.nullText("flow", v[15]),
 		Priority: int(r.int("priority", v[16])), Snoozes: int(r.int("snoozes", v[17])),
-		LimitKey: r.nullText("limit_key", v[18]), LimitMax: int(r.nullInt("limit_max", v[19])),
-		RateKey: r.nullText("rate_key", v[20]), Rate: driver.Rate{Max: int(r.nullInt("rate_max", v[21])), PerMs: r.nullInt("rate_per", v[22])},
-		FairKey: r.nullText("fair_key", v[23]), FairSeq: r.nullInt("fair_seq", v[24]),
+		LimitKey: r.nullText("limit_key", v[18]), RateKey: r.nullText("rate_key", v[19]),
+		FairKey: r.nullText("fair_key", v[20]), FairSeq: r.nullInt("fair_seq", v[21]),
 	}
+	c := r.controls(r.nullText("controls", v[22]))
+	j.LimitMax, j.Rate = c.LimitMax, c.Rate()
 	setBackoff(j, r.text("backoff", v[5]))
 	j.Corrupt = r.problem
 	return j, nil
@@ -44,20 +45,30 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 // as readJob does: what does not convert is left zero, so that listing
 // the failed jobs never fails for one row.
 func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
-	var v [20]any
+	var v [18]any
 	if err := scanAny(row, v[:]); err != nil {
 		return driver.FailedJob{}, scanErr
 	}
 	var r reading
+	c := r.controls(r.nullText("controls", v[17]))
 	return driver.FailedJob{
 		ID: r.text("id", v[0]), Queue: r.text("queue", v[1]), Name: r.text("name", v[2]), Payload: []byte(r.text("payload", v[3])),
 		MaxAttempts: int(r.int("max_attempts", v[4])), Backoff: r.text("backoff", v[5]), TimeoutMs: r.int("timeout_ms", v[6]),
 		Attempts: int(r.int("attempts", v[7])), Error: r.text("error", v[8]), CreatedAt: r.int("created_at", v[9]), FailedAt: r.int("failed_at", v[10]),
 		Meta: nullBytesOf(r.nullText("meta", v[11])), Priority: int(r.int("priority", v[12])),
-		LimitKey: r.nullText("limit_key", v[13]), LimitMax: int(r.nullInt("limit_max", v[14])),
-		RateKey: r.nullText("rate_key", v[15]), Rate: driver.Rate{Max: int(r.nullInt("rate_max", v[16])), PerMs: r.nullInt("rate_per", v[17])},
-		FairKey: r.nullText("fair_key", v[18]), Snoozes: int(r.int("snoozes", v[19])),
+		LimitKey: r.nullText("limit_key", v[13]), LimitMax: c.LimitMax, RateKey: r.nullText("rate_key", v[14]), Rate: c.Rate(),
+		FairKey: r.nullText("fair_key", v[15]), Snoozes: int(r.int("snoozes", v[16])),
 	}, nil
+}
+
+// controls reads a stored controls record ("" for NULL); one that does
+// not parse is a problem of the row, its settings left unset.
+func (r *reading) controls(stored string) driver.Controls {
+	c, err := driver.ReadControls(stored)
+	if err != nil && r.problem == "" {
+		r.problem = fmt.Sprintf("column controls holds %s, not a JSON object of settings", shown(stored))
+	}
+	return c
 }
 
 // nullBytesOf is a nullable text column as bytes: nil for "".
