@@ -32,7 +32,7 @@ func TestAControlsRecordReadsBackAsWritten(t *testing.T) {
 	for stored, want := range map[string]driver.Controls{
 		``: {},
 		`{"limit_max" : 2, "rate_max" : null, "rate_per" : null}`: {LimitMax: 2},
-		`{"rate_max":5,"rate_per":1000,"expires_in":30}`:            {RateMax: 5, RatePer: 1000},
+		`{"rate_max":5,"rate_per":1000,"expires_in":30}`:          {RateMax: 5, RatePer: 1000},
 	} {
 		if got, err := driver.ReadControls(stored); err != nil || got != want {
 			t.Errorf("ReadControls(%s) = %+v, %v; want %+v", stored, got, err, want)
