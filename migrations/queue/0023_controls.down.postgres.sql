@@ -1,9 +1,3 @@
-DROP TRIGGER jobs_controls ON jobs;
-DROP TRIGGER queue_held_controls ON queue_held;
-DROP TRIGGER failed_jobs_controls ON failed_jobs;
-DROP TRIGGER queue_steps_controls ON queue_steps;
-DROP FUNCTION navree_controls();
-DROP FUNCTION navree_controls_of(integer, integer, bigint);
 ALTER TABLE jobs DROP COLUMN controls;
 ALTER TABLE queue_held DROP COLUMN controls;
 ALTER TABLE failed_jobs DROP COLUMN controls;

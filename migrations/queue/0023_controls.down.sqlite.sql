@@ -1,11 +1,3 @@
-DROP TRIGGER jobs_controls_in;
-DROP TRIGGER jobs_controls_out;
-DROP TRIGGER queue_held_controls_in;
-DROP TRIGGER queue_held_controls_out;
-DROP TRIGGER failed_jobs_controls_in;
-DROP TRIGGER failed_jobs_controls_out;
-DROP TRIGGER queue_steps_controls_in;
-DROP TRIGGER queue_steps_controls_out;
 ALTER TABLE jobs DROP COLUMN controls;
 ALTER TABLE queue_held DROP COLUMN controls;
 ALTER TABLE failed_jobs DROP COLUMN controls;

@@ -15,9 +15,9 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-// legacySettings reads the columns of legacyControls of the row key in
+// legacyOf reads the columns of legacySettings of the row key in
 // table, as text ("" for NULL).
-func legacySettings(t *testing.T, d *db.DB, table, key, id string) [3]string {
+func legacyOf(t *testing.T, d *db.DB, table, key, id string) [3]string {
 	t.Helper()
 	query := "SELECT CAST(limit_max AS TEXT), CAST(rate_max AS TEXT), CAST(rate_per AS TEXT) FROM " + table + " WHERE " + key + " = ?"
 	if d.Dialect() == db.Postgres {
@@ -32,9 +32,9 @@ func legacySettings(t *testing.T, d *db.DB, table, key, id string) [3]string {
 
 // TestTheBuildBeforeReadsTheSettingsThisOneWrites: through a rolling
 // deploy, the build before migration 0023_controls reads a job's limit
-// and rate from the columns limit_max, rate_max and rate_per, which this
-// build no longer names: every row this build writes to jobs, queue_held,
-// failed_jobs and queue_steps has them filled from its controls record.
+// and rate from the columns of legacySettings alone: every row this
+// build writes to jobs, queue_held, failed_jobs and queue_steps has them
+// beside its controls record.
 func TestTheBuildBeforeReadsTheSettingsThisOneWrites(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
@@ -53,10 +53,10 @@ func TestTheBuildBeforeReadsTheSettingsThisOneWrites(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := legacySettings(t, d, "jobs", "id", running.ID); got != want {
+			if got := legacyOf(t, d, "jobs", "id", running.ID); got != want {
 				t.Errorf("jobs: %v; want %v", got, want)
 			}
-			if got := legacySettings(t, d, "queue_held", "id", held.ID); got != want {
+			if got := legacyOf(t, d, "queue_held", "id", held.ID); got != want {
 				t.Errorf("queue_held: %v; want %v", got, want)
 			}
 			got, err := drv.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate, Queue: "default", Now: 10, At: 10, Limit: 1})
@@ -66,7 +66,7 @@ func TestTheBuildBeforeReadsTheSettingsThisOneWrites(t *testing.T) {
 			if ok, err := drv.Fail(ctx, running.ID, got[0].Attempts, driver.Failure{Error: "refused", At: 20}); !ok || err != nil {
 				t.Fatalf("Fail = %v, %v", ok, err)
 			}
-			if got := legacySettings(t, d, "failed_jobs", "id", running.ID); got != want {
+			if got := legacyOf(t, d, "failed_jobs", "id", running.ID); got != want {
 				t.Errorf("failed_jobs: %v; want %v", got, want)
 			}
 			first, next := job(3), rated(4)
@@ -77,7 +77,7 @@ func TestTheBuildBeforeReadsTheSettingsThisOneWrites(t *testing.T) {
 			if err := drv.StartFlow(ctx, nil, &nf); err != nil {
 				t.Fatal(err)
 			}
-			if got := legacySettings(t, d, "queue_steps", "job_id", next.ID); got != want {
+			if got := legacyOf(t, d, "queue_steps", "job_id", next.ID); got != want {
 				t.Errorf("queue_steps: %v; want %v", got, want)
 			}
 		})
@@ -86,9 +86,9 @@ func TestTheBuildBeforeReadsTheSettingsThisOneWrites(t *testing.T) {
 
 // TestThisBuildReadsTheSettingsTheBuildBeforeWrites: a job the build
 // before migration 0023_controls stores, with its limit and rate in the
-// columns limit_max, rate_max and rate_per and no controls record, is
-// read with them by this build, in jobs and in failed_jobs, and keeps
-// them through a retry.
+// columns of legacySettings and no controls record, is read with them by
+// this build, in jobs and in failed_jobs, and keeps them through a
+// retry.
 func TestThisBuildReadsTheSettingsTheBuildBeforeWrites(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
@@ -131,7 +131,8 @@ func TestThisBuildReadsTheSettingsTheBuildBeforeWrites(t *testing.T) {
 
 // TestAControlsRecordThatDoesNotReadFailsItsJob: a record that is not a
 // JSON object of settings (written by hand) reads as a corrupt job naming
-// the column, which the worker fails; its move into failed_jobs keeps it.
+// the column, which the worker fails; its move into failed_jobs keeps it,
+// and the failed job lists with no settings.
 func TestAControlsRecordThatDoesNotReadFailsItsJob(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
@@ -161,8 +162,8 @@ func TestAControlsRecordThatDoesNotReadFailsItsJob(t *testing.T) {
 			if err != nil || len(page) != 1 || page[0].ID != j.ID {
 				t.Fatalf("Failed = %+v, %v", page, err)
 			}
-			if got := fmt.Sprint(legacySettings(t, d, "failed_jobs", "id", j.ID)); got != "[  ]" {
-				t.Errorf("the legacy columns of the failed job: %s; want NULL", got)
+			if page[0].Rate != (driver.Rate{}) {
+				t.Errorf("the failed job reads with the rate %v; want none read from a record that does not read", page[0].Rate)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"math"
 
 	"github.com/navree/navree/queue/internal/driver"
@@ -39,14 +40,16 @@ func scanFailed(rows *sql.Rows) (driver.FailedJob, error) {
 	var f driver.FailedJob
 	var payload string
 	var meta, limitKey, rateKey, fairKey, controls sql.NullString
+	var limitMax, rateMax, ratePer sql.NullInt64
 	err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
-		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority, &limitKey, &rateKey, &fairKey, &f.Snoozes, &controls)
+		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority, &limitKey, &rateKey, &fairKey, &f.Snoozes, &controls, &limitMax, &rateMax, &ratePer)
 	if err != nil {
 		return readFailed(rows, err)
 	}
-	c, err := driver.ReadControls(controls.String)
-	if err != nil {
-		return readFailed(rows, err)
+	var r reading
+	c := r.settings(controls.String, limitMax.Int64, rateMax.Int64, ratePer.Int64)
+	if r.problem != "" {
+		return readFailed(rows, errors.New(r.problem))
 	}
 	f.Payload, f.LimitKey, f.LimitMax = []byte(payload), limitKey.String, c.LimitMax
 	f.RateKey, f.FairKey, f.Rate = rateKey.String, fairKey.String, c.Rate()

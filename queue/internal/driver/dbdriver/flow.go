@@ -22,12 +22,12 @@ import (
 // them for each database. Those over the flows' own tables are package
 // flow's.
 const (
-	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, rate_key, fair_key, controls) " +
-		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, rate_key, fair_key, controls FROM queue_steps " +
+	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, rate_key, fair_key, controls, " + legacySettings + ") " +
+		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, rate_key, fair_key, controls, " + legacySettings + " FROM queue_steps " +
 		"WHERE job_id IN LIST AND state = 'held' AND limit_key IS NULL" + enteredColumns
 	stepHold = "INSERT INTO queue_held (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, snoozes, " +
-		"limit_key, rate_key, fair_key, controls) " +
-		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, 0, limit_key, rate_key, fair_key, controls " +
+		"limit_key, rate_key, fair_key, controls, " + legacySettings + ") " +
+		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, 0, limit_key, rate_key, fair_key, controls, " + legacySettings + " " +
 		"FROM queue_steps WHERE job_id IN LIST AND state = 'held' AND limit_key IS NOT NULL RETURNING queue"
 	// heldOfFlow are the jobs of a flow's steps held by their limits.
 	heldOfFlow = "SELECT id FROM queue_held WHERE flow = ?"
@@ -316,13 +316,13 @@ func (b *base) addSteps(t *flowTx, id string, seq int, steps []*driver.Step, edg
 	for from := 0; from < len(steps); from += stepsPerInsert {
 		chunk := steps[from:min(len(steps), from+stepsPerInsert)]
 		var q strings.Builder
-		q.WriteString("INSERT INTO queue_steps (" + flow.StepColumns + ") VALUES ")
-		args := make([]any, 0, 21*len(chunk))
+		q.WriteString("INSERT INTO queue_steps (" + flow.StepColumns + ", " + legacySettings + ") VALUES ")
+		args := make([]any, 0, 24*len(chunk))
 		for i, s := range chunk {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			j := s.Job
 			state, payload := driver.StepHeld, any(string(j.Payload))
 			if s.Role == driver.RoleStep && s.Waiting == 0 {
@@ -334,7 +334,8 @@ func (b *base) addSteps(t *flowTx, id string, seq int, steps []*driver.Step, edg
 			seq++
 			args = append(args, j.ID, id, seq, s.Name, s.Role, state, s.Waiting, s.RunIfFailed,
 				j.Queue, j.Name, payload, j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, s.DelayMs, nullBytes(j.Meta), j.Priority,
-				nullString(j.RateKey), nullString(j.FairKey), nullString(j.LimitKey), driver.ControlsOf(j.LimitMax, j.Rate).Stored())
+				nullString(j.RateKey), nullString(j.FairKey), nullString(j.LimitKey), driver.ControlsOf(j.LimitMax, j.Rate).Stored(),
+				nullInt(int64(j.LimitMax)), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs)) // legacySettings
 		}
 		if _, err := t.exec(q.String(), args...); err != nil {
 			return err

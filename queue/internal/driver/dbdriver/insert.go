@@ -21,7 +21,8 @@ func appendRow(args []any, j *driver.Job, keyedRow bool) []any {
 	args = append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs,
 		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), nullString(j.Flow), j.Priority)
 	if keyedRow {
-		args = append(args, nullString(j.LimitKey), nullString(j.RateKey), nullString(j.FairKey), nullInt(j.FairSeq), driver.ControlsOf(j.LimitMax, j.Rate).Stored())
+		args = append(args, nullString(j.LimitKey), nullString(j.RateKey), nullString(j.FairKey), nullInt(j.FairSeq), driver.ControlsOf(j.LimitMax, j.Rate).Stored(),
+			nullInt(int64(j.LimitMax)), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs)) // legacySettings
 	}
 	return args
 }

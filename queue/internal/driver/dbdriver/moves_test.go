@@ -41,7 +41,7 @@ func TestEveryMoveCarriesEveryColumn(t *testing.T) {
 	}
 }
 
-// columnsOf lists the columns of table but legacyControls.
+// columnsOf lists the columns of table.
 func columnsOf(t *testing.T, d *db.DB, table string) []string {
 	t.Helper()
 	query := "SELECT name FROM pragma_table_info(?)"
@@ -59,9 +59,7 @@ func columnsOf(t *testing.T, d *db.DB, table string) []string {
 		if err := rows.Scan(&c); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(legacyControls, c) {
-			out = append(out, c)
-		}
+		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

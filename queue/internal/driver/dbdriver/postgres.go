@@ -153,7 +153,7 @@ func refused(err error) bool {
 // copyColumns are the columns COPY fills; the others take their
 // defaults.
 var copyColumns = []string{"id", "queue", "name", "payload", "max_attempts", "backoff", "timeout_ms", "available_at", "created_at", "meta", "priority",
-	"rate_key", "fair_key", "fair_seq", "controls"}
+	"rate_key", "fair_key", "fair_seq", "controls", "rate_max", "rate_per"} // and two of legacySettings
 
 // copyJobs stores jobs with COPY, the fastest bulk insert, all or none.
 func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error {
@@ -167,7 +167,7 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 		rows := make([][]any, len(jobs))
 		for i, j := range jobs {
 			rows[i] = []any{copyID(j.ID), j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), j.Priority,
-				nullString(j.RateKey), nullString(j.FairKey), nullInt(j.FairSeq), driver.ControlsOf(j.LimitMax, j.Rate).Stored()}
+				nullString(j.RateKey), nullString(j.FairKey), nullInt(j.FairSeq), driver.ControlsOf(j.LimitMax, j.Rate).Stored(), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs)}
 		}
 		_, err := pg.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromRows(rows))
 		return err

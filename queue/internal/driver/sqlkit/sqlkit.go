@@ -112,16 +112,6 @@ func (d Dialect) Clocked(s string) string {
 	return d.Rendering("clocked", s, func(s string) string { return d.render(strings.ReplaceAll(s, "AT", d.ClockAt())) })
 }
 
-// Setting reads the setting key of a controls record (see
-// driver.Controls) held in column, as an integer: NULL where it is not
-// set.
-func (d Dialect) Setting(column, key string) string {
-	if d.PG {
-		return "(" + column + "::jsonb ->> '" + key + "')::bigint"
-	}
-	return "json_extract(" + column + ", '$." + key + "')"
-}
-
 // ClockAt is a time of the clock of reservations in a statement: a
 // placeholder whose argument is the time, on PostgreSQL also NULL for
 // the server's clock.
