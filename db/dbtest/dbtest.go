@@ -83,6 +83,41 @@ func PostgresURL(t testing.TB) string {
 	return u
 }
 
+// PostgresDatabaseURL is PostgresURL with a database of its own rather
+// than a schema, dropped when the test ends: for a test of what a
+// connection keeps across statements (its prepared statements' plans),
+// which the other tests' schemas, made and dropped in parallel, would
+// reset (PostgreSQL drops every plan its connections keep at a CREATE or
+// DROP SCHEMA in their database). It costs a copy of template1.
+func PostgresDatabaseURL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(PostgresEnv)
+	if base == "" {
+		skipped.Add(1)
+		t.Skip(PostgresEnv + " is not set")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("dbtest: %s: %v", PostgresEnv, err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	name := newSchemaName()
+	if _, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("dbtest: create database on %s: %v", config.Redact(base), err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("dbtest: drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("dbtest: %s is not a URL: %v", PostgresEnv, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
 // newSchemaName returns a new schema name, navree_test_ and 12 random hex
 // digits.
 func newSchemaName() string {

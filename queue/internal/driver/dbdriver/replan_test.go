@@ -18,28 +18,12 @@ import (
 // reservation searches by the index again. A second look finds nothing
 // to do.
 func TestAPlanKeptWhileJobsLookedEmptyIsMadeAgain(t *testing.T) {
-	d := migrated(t, dbtest.MigratedPostgresURL(t, queueSets...))
+	d := migrated(t, dbtest.PostgresDatabaseURL(t))
 	d.SetMaxOpenConns(1) // the plan kept is the connection's
 	p := newPostgres(d)
 	ctx := context.Background()
-	// jobs empty, as its statistics say: a truncated table has no page,
-	// whoever used the test's schema before and whatever snapshot another
-	// test holds (a VACUUM could not drop pages whose rows a snapshot may
-	// still see).
-	if _, err := p.sqldb.ExecContext(ctx, "TRUNCATE jobs"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.sqldb.ExecContext(ctx, "ANALYZE jobs"); err != nil {
-		t.Fatal(err)
-	}
 	r := driver.Reservation{Queue: "default", Now: 1 << 40, Limit: 64}
 	stmt, args := withLimitParameter(p, r)
-	for range 10 { // polls of an empty queue
-		if got, err := p.reserveWith(ctx, stmt, args); err != nil || len(got) != 0 {
-			t.Fatalf("reserve on an empty queue = %d jobs, %v", len(got), err)
-		}
-	}
-	backlog(t, p, 20_000, "") // not analyzed: autovacuum has not come by
 	plan := func() string {
 		t.Helper()
 		var name string
@@ -48,13 +32,44 @@ func TestAPlanKeptWhileJobsLookedEmptyIsMadeAgain(t *testing.T) {
 		}
 		return strings.Join(column(t, d, "EXPLAIN EXECUTE "+name+"("+literals(args)+")"), "\n")
 	}
-	if got := plan(); !strings.Contains(got, "Seq Scan on jobs jobs_1") {
-		t.Fatalf("the plan kept while jobs looked empty does not walk it, so this test shows nothing:\n%s", got)
+	// The connection keeps the plan made while jobs looked empty until
+	// something invalidates it: an ANALYZE, a change of schemas in its
+	// database (which the other tests make in parallel in theirs: so the
+	// test has a database of its own), or a reset of its caches when it
+	// falls behind the catalog changes of the server's other databases.
+	// A reset does this test's work before it: so a few tries, each from
+	// an empty table; when every try was reset (a loaded server), the
+	// plans are not compared, and the upkeep's analysis still is.
+	walked := false
+	for try := 1; try <= 3 && !walked; try++ {
+		// jobs empty, as its statistics say: a truncated table has no page,
+		// whoever used the test's schema before and whatever snapshot another
+		// test holds (a VACUUM could not drop pages whose rows a snapshot may
+		// still see).
+		for _, q := range []string{"TRUNCATE jobs", "ANALYZE jobs"} {
+			if _, err := p.sqldb.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 10 { // polls of an empty queue
+			if got, err := p.reserveWith(ctx, stmt, args); err != nil || len(got) != 0 {
+				t.Fatalf("reserve on an empty queue = %d jobs, %v", len(got), err)
+			}
+		}
+		backlog(t, p, 20_000, "") // not analyzed: autovacuum has not come by
+		walked = strings.Contains(plan(), "Seq Scan on jobs jobs_1")
+	}
+	if !walked {
+		t.Log("in 3 tries the server reset the connection's plans before the upkeep: the plans are not compared")
 	}
 	if n, err := p.Upkeep(ctx, driver.UpkeepPlans, 0, 0); n != 1 || err != nil {
 		t.Fatalf("UpkeepPlans with jobs grown = %d, %v; want 1, jobs analyzed", n, err)
 	}
-	if got := plan(); !strings.Contains(got, "Index Scan using jobs_waiting on jobs jobs_1") {
+	var tuples float64
+	if err := p.sqldb.QueryRowContext(ctx, "SELECT reltuples FROM pg_class WHERE oid = 'jobs'::regclass").Scan(&tuples); err != nil || tuples != 20_000 {
+		t.Fatalf("after UpkeepPlans the statistics count %v jobs (%v); want 20000", tuples, err)
+	}
+	if got := plan(); walked && !strings.Contains(got, "Index Scan using jobs_waiting on jobs jobs_1") {
 		t.Fatalf("after UpkeepPlans the reservation does not search by the index:\n%s", got)
 	}
 	if n, err := p.Upkeep(ctx, driver.UpkeepPlans, 0, 0); n != 0 || err != nil {
