@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/navree/navree/queue/internal/control/history"
 
 	"github.com/navree/navree/queue/internal/driver"
@@ -69,11 +71,22 @@ func (p *postgresDriver) Complete(ctx context.Context, done []driver.Attempt, ke
 	if anyLimited(done) {
 		return p.completeIn(ctx, done, keep, nil)
 	}
-	query := p.q.complete
-	if keep {
-		query = history.PgKeep
+	if !keep {
+		return p.complete(ctx, done, p.q.complete)
 	}
-	return p.complete(ctx, done, query)
+	ids, err := p.complete(ctx, done, history.PgKeepFirst)
+	if keptAlready(err) {
+		return p.complete(ctx, done, history.PgKeep)
+	}
+	return ids, err
+}
+
+// keptAlready reports whether err is PostgreSQL's refusal of a success
+// whose id succeeded_jobs holds already (a unique violation of its
+// primary key): the statement did nothing.
+func keptAlready(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "succeeded_jobs_pkey"
 }
 
 // Lookup implements driver.Driver.
