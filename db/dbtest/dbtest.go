@@ -57,16 +57,7 @@ func sqlitePath(t testing.TB) string {
 // skipped (and [Main] says how many were).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(PostgresEnv)
-	if base == "" {
-		skipped.Add(1)
-		t.Skip(PostgresEnv + " is not set")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatalf("dbtest: %s: %v", PostgresEnv, err)
-	}
-	t.Cleanup(func() { admin.Close() })
+	base, admin := server(t)
 	schema := newSchemaName()
 	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("dbtest: create schema on %s: %v", config.Redact(base), err)
@@ -91,16 +82,7 @@ func PostgresURL(t testing.TB) string {
 // DROP SCHEMA in their database). It costs a copy of template1.
 func PostgresDatabaseURL(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(PostgresEnv)
-	if base == "" {
-		skipped.Add(1)
-		t.Skip(PostgresEnv + " is not set")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatalf("dbtest: %s: %v", PostgresEnv, err)
-	}
-	t.Cleanup(func() { admin.Close() })
+	base, admin := server(t)
 	name := newSchemaName()
 	if _, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("dbtest: create database on %s: %v", config.Redact(base), err)
@@ -116,6 +98,23 @@ func PostgresDatabaseURL(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// server is the URL of NAVREE_TEST_POSTGRES_URL and a connection to it,
+// closed when the test ends; without the variable the test is skipped.
+func server(t testing.TB) (string, *sql.DB) {
+	t.Helper()
+	base := os.Getenv(PostgresEnv)
+	if base == "" {
+		skipped.Add(1)
+		t.Skip(PostgresEnv + " is not set")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("dbtest: %s: %v", PostgresEnv, err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	return base, admin
 }
 
 // newSchemaName returns a new schema name, navree_test_ and 12 random hex

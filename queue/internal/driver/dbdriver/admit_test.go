@@ -82,13 +82,7 @@ func TestAReleasedStepKeepsEveryColumn(t *testing.T) {
 			drv, d := openDriver(t, name)
 			ctx := context.Background()
 			first, next := job(1), job(2)
-			nf := driver.NewFlow{Flow: driver.Flow{ID: "01900000-0000-7000-9000-000000000001", Kind: "chain", Name: "chain test", CreatedAt: 1,
-				State: driver.FlowRunning, Total: 2, Pending: 2},
-				Steps: []*driver.Step{{Job: first, Name: "1", Role: driver.RoleStep}, {Job: next, Name: "2", Role: driver.RoleStep, Waiting: 1, Deps: []string{first.ID}}},
-				Edges: []driver.Edge{{From: first.ID, To: next.ID}}}
-			if err := drv.StartFlow(ctx, nil, &nf); err != nil {
-				t.Fatal(err)
-			}
+			nf := startChain(t, drv, first, next)
 			kept := map[string]any{}
 			var sets []string
 			var args []any
@@ -128,6 +122,20 @@ func TestAReleasedStepKeepsEveryColumn(t *testing.T) {
 			compareRow(t, d, next.ID, kept)
 		})
 	}
+}
+
+// startChain starts a chain of two steps, first and next, whose next
+// waits in queue_steps.
+func startChain(t *testing.T, drv driver.Driver, first, next *driver.Job) driver.NewFlow {
+	t.Helper()
+	nf := driver.NewFlow{Flow: driver.Flow{ID: "01900000-0000-7000-9000-000000000001", Kind: "chain", Name: "chain test", CreatedAt: 1,
+		State: driver.FlowRunning, Total: 2, Pending: 2},
+		Steps: []*driver.Step{{Job: first, Name: "1", Role: driver.RoleStep}, {Job: next, Name: "2", Role: driver.RoleStep, Waiting: 1, Deps: []string{first.ID}}},
+		Edges: []driver.Edge{{From: first.ID, To: next.ID}}}
+	if err := drv.StartFlow(context.Background(), nil, &nf); err != nil {
+		t.Fatal(err)
+	}
+	return nf
 }
 
 // compareRow checks that the row of id in jobs holds the values of want,

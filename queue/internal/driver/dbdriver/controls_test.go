@@ -69,14 +69,8 @@ func TestTheBuildBeforeReadsTheSettingsThisOneWrites(t *testing.T) {
 			if got := legacyOf(t, d, "failed_jobs", "id", running.ID); got != want {
 				t.Errorf("failed_jobs: %v; want %v", got, want)
 			}
-			first, next := job(3), rated(4)
-			nf := driver.NewFlow{Flow: driver.Flow{ID: "01900000-0000-7000-9000-000000000001", Kind: "chain", Name: "chain test", CreatedAt: 1,
-				State: driver.FlowRunning, Total: 2, Pending: 2},
-				Steps: []*driver.Step{{Job: first, Name: "1", Role: driver.RoleStep}, {Job: next, Name: "2", Role: driver.RoleStep, Waiting: 1, Deps: []string{first.ID}}},
-				Edges: []driver.Edge{{From: first.ID, To: next.ID}}}
-			if err := drv.StartFlow(ctx, nil, &nf); err != nil {
-				t.Fatal(err)
-			}
+			next := rated(4)
+			startChain(t, drv, job(3), next)
 			if got := legacyOf(t, d, "queue_steps", "job_id", next.ID); got != want {
 				t.Errorf("queue_steps: %v; want %v", got, want)
 			}
