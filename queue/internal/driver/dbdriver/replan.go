@@ -11,6 +11,13 @@ import (
 const (
 	pgJobsPages  = "SELECT c.relpages, pg_relation_size(c.oid) / current_setting('block_size')::bigint FROM pg_class c WHERE c.oid = 'jobs'::regclass"
 	pgReplanLock = "SELECT pg_try_advisory_xact_lock(hashtextextended('navree_replan:' || current_schema(), 0))"
+	// pgReplan analyzes the columns that the statements on jobs search,
+	// join and sort by, which its plans read the statistics of: the size
+	// of the table, which every plan reads, is counted whichever columns
+	// are named. The others (the payload, the errors, the settings) are
+	// autovacuum's to analyze: naming them cost the analysis of 100,000
+	// jobs 56–59 ms where the columns below cost 33.
+	pgReplan = "ANALYZE jobs (id, queue, name, attempts, available_at, reserved_at, priority, unique_key, limit_key, rate_key, fair_key, fair_seq)"
 )
 
 // grownPages is how far past four times its statistics' pages jobs must
@@ -46,7 +53,7 @@ func (b *base) replan(ctx context.Context) (int, error) {
 		if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '1s'"); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "ANALYZE jobs"); err != nil {
+		if _, err := tx.ExecContext(ctx, pgReplan); err != nil {
 			return err
 		}
 		tried = true
