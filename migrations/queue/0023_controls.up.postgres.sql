@@ -7,7 +7,9 @@
 -- before this one, still running through a rolling deploy, which reads
 -- and writes them alone: this build writes them beside the record and
 -- reads them where a row has none. The next build stops (its migration
--- gives every row its record again), and the one after drops them. No
+-- gives every row its record again), and the one after drops them.
+-- queue_held's limit_max is no longer NOT NULL, for the next build, which
+-- does not write it; the admission reads the record first. No
 -- trigger: one on jobs, however narrow its condition, cost a tenth of
 -- the bulk dispatch (PostgreSQL's COPY inserts row by row under a BEFORE
 -- trigger; SQLite runs a trigger's program for every row).
@@ -23,3 +25,5 @@ UPDATE failed_jobs SET controls = json_strip_nulls(json_build_object('limit_max'
     WHERE limit_max IS NOT NULL OR rate_max IS NOT NULL;
 UPDATE queue_steps SET controls = json_strip_nulls(json_build_object('limit_max', limit_max, 'rate_max', rate_max, 'rate_per', rate_per))::text
     WHERE limit_max IS NOT NULL OR rate_max IS NOT NULL;
+
+ALTER TABLE queue_held ALTER COLUMN limit_max DROP NOT NULL;

@@ -89,11 +89,13 @@ func FreedAt(keys []string, due int64) []Freed {
 // RoomHeld lists the keys of held jobs that have room under the limit of
 // their next held job: a skip over queue_held_next, one step a key, then
 // each key's count.
-const RoomHeld = "WITH RECURSIVE k(key) AS (SELECT min(limit_key) FROM queue_held " +
-	"UNION ALL SELECT (SELECT min(limit_key) FROM queue_held WHERE limit_key > k.key) FROM k WHERE k.key IS NOT NULL) " +
-	"SELECT key FROM k WHERE key IS NOT NULL " +
-	"AND (SELECT limit_max FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) > " +
-	"(SELECT count(*) FROM jobs WHERE limit_key = k.key)"
+func RoomHeld(d sqlkit.Dialect) string {
+	return "WITH RECURSIVE k(key) AS (SELECT min(limit_key) FROM queue_held " +
+		"UNION ALL SELECT (SELECT min(limit_key) FROM queue_held WHERE limit_key > k.key) FROM k WHERE k.key IS NOT NULL) " +
+		"SELECT key FROM k WHERE key IS NOT NULL " +
+		"AND (SELECT " + d.Setting("queue_held", "limit_max") + " FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) > " +
+		"(SELECT count(*) FROM jobs WHERE limit_key = k.key)"
+}
 
 // ReadmitKeys bounds the keys one transaction of the upkeep of held jobs (driver.UpkeepHeld) locks: each is
 // a lock PostgreSQL keeps in its shared table until the commit.

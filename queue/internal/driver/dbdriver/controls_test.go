@@ -230,3 +230,53 @@ func TestTheMigrationGivesStoredJobsTheirRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestAHeldJobWithItsLimitInTheRecordAloneIsLetIn: the next build writes
+// a held job's limit in its controls record alone (queue_held.limit_max
+// NULL); this one, running beside it through that deploy, lets such a
+// job in as a job of its key leaves, and in its upkeep of held jobs.
+func TestAHeldJobWithItsLimitInTheRecordAloneIsLetIn(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			drv, d := openDriver(t, name)
+			ctx := context.Background()
+			limited := func(n int) *driver.Job {
+				j := job(n)
+				j.LimitKey, j.LimitMax = "account:1", 1
+				return j
+			}
+			jobs := []*driver.Job{limited(1), limited(2), limited(3)}
+			for _, j := range jobs {
+				if _, _, err := drv.Insert(ctx, nil, j); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := d.ExecContext(ctx, "UPDATE queue_held SET limit_max = NULL"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: 10, At: 10, Limit: 3})
+			if err != nil || len(got) != 1 || got[0].ID != jobs[0].ID {
+				t.Fatalf("Reserve = %v, %v; want the first job alone, the others held", got, err)
+			}
+			if _, err := drv.Complete(ctx, []driver.Attempt{{ID: got[0].ID, Attempt: got[0].Attempts, Limit: "account:1"}}, false); err != nil {
+				t.Fatal(err)
+			}
+			got, err = drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: 20, At: 20, Limit: 3})
+			if err != nil || len(got) != 1 || got[0].ID != jobs[1].ID || got[0].LimitMax != 1 {
+				t.Fatalf("after the first completed, Reserve = %+v, %v; want the second, let in with its limit of 1", got, err)
+			}
+			// The second leaves by a cancel's way that lets nothing in (a
+			// delete by hand); the upkeep of held jobs finds the key with room.
+			del := "DELETE FROM jobs WHERE id = ?"
+			if d.Dialect() == db.Postgres {
+				del += "::uuid"
+			}
+			if _, err := d.ExecContext(ctx, del, jobs[1].ID); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := drv.Upkeep(ctx, driver.UpkeepHeld, 30, 0); n != 1 || err != nil {
+				t.Fatalf("UpkeepHeld = %d, %v; want the third let in", n, err)
+			}
+		})
+	}
+}

@@ -88,7 +88,7 @@ var (
 	sqliteAdmit = "INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("max(h.available_at, k.due)") +
 		" FROM (SELECT json_extract(value, '$.key') AS key, json_extract(value, '$.due') AS due FROM jsonb_each(?)) AS k " +
 		"JOIN queue_held AS h ON h.id = (SELECT id FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) " +
-		"WHERE h.limit_max > (SELECT count(*) FROM jobs WHERE limit_key = k.key) ORDER BY k.key" + enteredColumns
+		"WHERE " + sqlkit.SQLite.Setting("h", "limit_max") + " > (SELECT count(*) FROM jobs WHERE limit_key = k.key) ORDER BY k.key" + enteredColumns
 	// pgAdmit moves, for each key of a JSON array of limit.Freed, the next held
 	// jobs of the key into jobs, as many as it has room for under the
 	// limit of the first of them, tells the queues that gained jobs, and
@@ -98,7 +98,7 @@ var (
 	// keys are locked first (limit.Lock).
 	pgAdmit = "WITH k AS (SELECT key, due FROM jsonb_to_recordset($1::jsonb) AS k(key text, due bigint)), " +
 		"next AS (SELECT n.id, k.due FROM k CROSS JOIN LATERAL (SELECT id FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id " +
-		"LIMIT greatest(0, (SELECT limit_max FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) " +
+		"LIMIT greatest(0, (SELECT " + sqlkit.Postgres.Setting("queue_held", "limit_max") + " FROM queue_held WHERE limit_key = k.key ORDER BY priority DESC, available_at, id LIMIT 1) " +
 		"- (SELECT count(*) FROM jobs WHERE limit_key = k.key))) AS n), " +
 		"moved AS (DELETE FROM queue_held h USING next WHERE h.id = next.id RETURNING h.*, next.due), " +
 		"admitted AS (INSERT INTO jobs (" + heldColumns + ") SELECT " + dueNoEarlier("greatest(available_at, due)") + " FROM moved RETURNING *) " +
@@ -195,7 +195,7 @@ func freedBy(ctx context.Context, tx *sql.Tx, b *base, query string, args ...any
 // only, then let in under their locks, limit.ReadmitKeys to a transaction.
 func (b *base) readmit(ctx context.Context, now int64) (int, error) {
 	d := b.dialect()
-	keys, err := sqlkit.Texts(ctx, b.sqldb, d.Words(limit.RoomHeld))
+	keys, err := sqlkit.Texts(ctx, b.sqldb, d.Words(limit.RoomHeld(d)))
 	if err != nil {
 		return 0, err
 	}
