@@ -6,8 +6,10 @@ package flow
 // its database (dbdriver/flow.go runs them, in its Tx). Those that also
 // read or write the jobs' tables are the driver's.
 const (
-	Columns     = "id, kind, name, created_at, finished_at, state, cancel_on_failure, total, pending, succeeded, failed"
-	StepColumns = "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, queue, name, payload, max_attempts, backoff, timeout_ms, delay_ms, meta, priority, rate_key, fair_key, limit_key, controls"
+	Columns = "id, kind, name, created_at, finished_at, state, cancel_on_failure, total, pending, succeeded, failed"
+	// StepColumns are a step's own columns of queue_steps; a driver's
+	// insert of steps adds the settings of their jobs.
+	StepColumns = "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, delay_ms"
 
 	Insert  = "INSERT INTO queue_flows (" + Columns + ") VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, 0, 0)"
 	Lock    = "SELECT kind, pending FROM queue_flows WHERE id = ?"

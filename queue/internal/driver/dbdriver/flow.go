@@ -22,12 +22,16 @@ import (
 // them for each database. Those over the flows' own tables are package
 // flow's.
 const (
-	stepRelease = "INSERT INTO jobs (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, rate_key, fair_key, controls, " + legacySettings + ") " +
-		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, rate_key, fair_key, controls, " + legacySettings + " FROM queue_steps " +
+	// stepSettings are the columns a flow's step keeps under the same
+	// names in queue_steps, jobs and queue_held: what its job was
+	// dispatched with. A setting added to jobs that a step keeps goes
+	// here, once: the step's insert and its release carry it.
+	stepSettings = "queue, name, payload, max_attempts, backoff, timeout_ms, meta, priority, limit_key, rate_key, fair_key, controls, " + legacySettings
+	stepRelease  = "INSERT INTO jobs (id, attempts, available_at, created_at, flow, " + stepSettings + ") " +
+		"SELECT job_id, 0, ? + delay_ms, ?, flow_id, " + stepSettings + " FROM queue_steps " +
 		"WHERE job_id IN LIST AND state = 'held' AND limit_key IS NULL" + enteredColumns
-	stepHold = "INSERT INTO queue_held (id, queue, name, payload, max_attempts, backoff, timeout_ms, attempts, available_at, created_at, meta, flow, priority, snoozes, " +
-		"limit_key, rate_key, fair_key, controls, " + legacySettings + ") " +
-		"SELECT job_id, queue, name, payload, max_attempts, backoff, timeout_ms, 0, ? + delay_ms, ?, meta, flow_id, priority, 0, limit_key, rate_key, fair_key, controls, " + legacySettings + " " +
+	stepHold = "INSERT INTO queue_held (id, attempts, available_at, created_at, flow, snoozes, " + stepSettings + ") " +
+		"SELECT job_id, 0, ? + delay_ms, ?, flow_id, 0, " + stepSettings + " " +
 		"FROM queue_steps WHERE job_id IN LIST AND state = 'held' AND limit_key IS NOT NULL RETURNING queue"
 	// heldOfFlow are the jobs of a flow's steps held by their limits.
 	heldOfFlow = "SELECT id FROM queue_held WHERE flow = ?"
@@ -305,7 +309,7 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 	})
 }
 
-// stepsPerInsert bounds a multi-row insert of steps (23 parameters a
+// stepsPerInsert bounds a multi-row insert of steps (24 parameters a
 // row) and of edges (3).
 const stepsPerInsert = 500
 
@@ -316,7 +320,7 @@ func (b *base) addSteps(t *flowTx, id string, seq int, steps []*driver.Step, edg
 	for from := 0; from < len(steps); from += stepsPerInsert {
 		chunk := steps[from:min(len(steps), from+stepsPerInsert)]
 		var q strings.Builder
-		q.WriteString("INSERT INTO queue_steps (" + flow.StepColumns + ", " + legacySettings + ") VALUES ")
+		q.WriteString("INSERT INTO queue_steps (" + flow.StepColumns + ", " + stepSettings + ") VALUES ")
 		args := make([]any, 0, 24*len(chunk))
 		for i, s := range chunk {
 			if i > 0 {
@@ -332,10 +336,10 @@ func (b *base) addSteps(t *flowTx, id string, seq int, steps []*driver.Step, edg
 				roots = append(roots, &root)
 			}
 			seq++
-			args = append(args, j.ID, id, seq, s.Name, s.Role, state, s.Waiting, s.RunIfFailed,
-				j.Queue, j.Name, payload, j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, s.DelayMs, nullBytes(j.Meta), j.Priority,
-				nullString(j.RateKey), nullString(j.FairKey), nullString(j.LimitKey), driver.ControlsOf(j.LimitMax, j.Rate).Stored(),
-				nullInt(int64(j.LimitMax)), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs)) // legacySettings
+			args = append(args, j.ID, id, seq, s.Name, s.Role, state, s.Waiting, s.RunIfFailed, s.DelayMs, // flow.StepColumns
+				j.Queue, j.Name, payload, j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, nullBytes(j.Meta), j.Priority, // stepSettings
+				nullString(j.LimitKey), nullString(j.RateKey), nullString(j.FairKey), driver.ControlsOf(j.LimitMax, j.Rate).Stored(),
+				nullInt(int64(j.LimitMax)), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs))
 		}
 		if _, err := t.exec(q.String(), args...); err != nil {
 			return err
