@@ -56,6 +56,16 @@ func TestTheBuildBeforeReadsTheSettingsThisOneWrites(t *testing.T) {
 			if got := legacyOf(t, d, "jobs", "id", running.ID); got != want {
 				t.Errorf("jobs: %v; want %v", got, want)
 			}
+			// A batch of a plain job and a rated one (PostgreSQL's COPY, which
+			// sends a plain batch's columns alone).
+			plain, bulk := job(10), job(11)
+			bulk.RateKey, bulk.Rate = "smtp", driver.Rate{Max: 5, PerMs: 60000}
+			if _, err := drv.InsertMany(ctx, nil, []*driver.Job{plain, bulk}, 1); err != nil {
+				t.Fatal(err)
+			}
+			if got := legacyOf(t, d, "jobs", "id", bulk.ID); got != [3]string{"", "5", "60000"} {
+				t.Errorf("jobs, a rated job of a batch: %v; want [ 5 60000]", got)
+			}
 			if got := legacyOf(t, d, "queue_held", "id", held.ID); got != want {
 				t.Errorf("queue_held: %v; want %v", got, want)
 			}
