@@ -219,6 +219,12 @@ func TestCorruptRowsFailAndHoldNoneBack(t *testing.T) {
 				insertRow(t, f, "contacts.export", 3, "fixed:1000", -5, nil, 0):    "the stored job does not read: column timeout_ms holds -5, not 0 (no limit) or more",
 				insertRow(t, f, "test.binary", 3, "sometimes", 60000, nil, 0):      `it failed; and the stored job does not read: column backoff holds "sometimes", not exponential:BASE_MS:MAX_MS or fixed:MS, so no retry can be scheduled`,
 			}
+			// A controls record written by hand that is no JSON object.
+			controlled := insertRow(t, f, "contacts.export", 3, "fixed:1000", 60000, nil, 0)
+			if _, err := f.db.NewRaw("UPDATE jobs SET controls = 'five a minute' WHERE id = ?", controlled).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want[controlled] = `the stored job does not read: column controls holds "five a minute", not a JSON object of settings`
 			if b.name == "sqlite" { // SQLite keeps any value in any column
 				want[insertRow(t, f, "contacts.export", "abc", "fixed:1000", 60000, nil, 0)] = `the stored job does not read: column max_attempts holds "abc", not a whole number`
 				// Reserved long ago by a worker that died: taken over.
