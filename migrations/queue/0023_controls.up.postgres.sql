@@ -10,9 +10,10 @@
 -- gives every row its record again), and the one after drops them.
 -- queue_held's limit_max is no longer NOT NULL, for the next build, which
 -- does not write it; the admission reads the record first. No
--- trigger: one on jobs, however narrow its condition, cost a tenth of
--- the bulk dispatch (PostgreSQL's COPY inserts row by row under a BEFORE
--- trigger; SQLite runs a trigger's program for every row).
+-- trigger: those on jobs, however narrow their conditions, cost the bulk
+-- dispatch a fifth on PostgreSQL (COPY inserts row by row under a BEFORE
+-- trigger) and a seventh on SQLite (it runs a trigger's program for
+-- every row): docs/benchmarks.md.
 ALTER TABLE jobs ADD COLUMN controls text;
 ALTER TABLE queue_held ADD COLUMN controls text;
 ALTER TABLE failed_jobs ADD COLUMN controls text;
