@@ -15,119 +15,89 @@ import (
 	"github.com/navree/navree/queue/internal/driver"
 )
 
-// legacyOf reads the columns of legacySettings of the row key in
-// table, as text ("" for NULL).
-func legacyOf(t *testing.T, d *db.DB, table, key, id string) [3]string {
+// settingsOf reads the controls record ("" for NULL) of the row key = id
+// of table, and the columns it replaced (limit_max, rate_max, rate_per;
+// migration 0023_controls) as text, "" for NULL.
+func settingsOf(t *testing.T, d *db.DB, table, key, id string) (string, [3]string) {
 	t.Helper()
-	query := "SELECT CAST(limit_max AS TEXT), CAST(rate_max AS TEXT), CAST(rate_per AS TEXT) FROM " + table + " WHERE " + key + " = ?"
+	query := "SELECT controls, CAST(limit_max AS TEXT), CAST(rate_max AS TEXT), CAST(rate_per AS TEXT) FROM " + table + " WHERE " + key + " = ?"
 	if d.Dialect() == db.Postgres {
 		query += "::uuid"
 	}
-	var v [3]sql.NullString
-	if err := d.QueryRowContext(context.Background(), query, id).Scan(&v[0], &v[1], &v[2]); err != nil {
+	var v [4]sql.NullString
+	if err := d.QueryRowContext(context.Background(), query, id).Scan(&v[0], &v[1], &v[2], &v[3]); err != nil {
 		t.Fatalf("%s: %v", table, err)
 	}
-	return [3]string{v[0].String, v[1].String, v[2].String}
+	return v[0].String, [3]string{v[1].String, v[2].String, v[3].String}
 }
 
-// TestTheBuildBeforeReadsTheSettingsThisOneWrites: through a rolling
-// deploy, the build before migration 0023_controls reads a job's limit
-// and rate from the columns of legacySettings alone: every row this
-// build writes to jobs, queue_held, failed_jobs and queue_steps has them
-// beside its controls record.
-func TestTheBuildBeforeReadsTheSettingsThisOneWrites(t *testing.T) {
+// storeRated stores, with drv, a job limited and rated (on the queue
+// rated, by the key account:9) in each of the four tables that keep a
+// job's settings: in jobs (let in from queue_held as the job before it
+// failed), held in queue_held, failed in failed_jobs, and a chain's
+// waiting step in queue_steps. It returns their table, key column and
+// id.
+func storeRated(t *testing.T, drv driver.Driver, from int) [][3]string {
+	t.Helper()
+	ctx := context.Background()
+	rated := func(n int) *driver.Job {
+		j := job(n)
+		j.Queue = "rated"
+		j.LimitKey, j.LimitMax = "account:9", 1
+		j.RateKey, j.Rate = "smtp", driver.Rate{Max: 5, PerMs: 60000}
+		return j
+	}
+	running, held := rated(from), rated(from+1)
+	for _, j := range []*driver.Job{running, held} {
+		if _, _, err := drv.Insert(ctx, nil, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := drv.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate, Queue: "rated", Now: 10, At: 10, Limit: 1})
+	if err != nil || len(got) != 1 || got[0].ID != running.ID {
+		t.Fatalf("Reserve = %v, %v; want %s", got, err, running.ID)
+	}
+	if ok, err := drv.Fail(ctx, running.ID, got[0].Attempts, driver.Failure{Error: "refused", At: 20}); !ok || err != nil {
+		t.Fatalf("Fail = %v, %v", ok, err)
+	}
+	// The failure let the held job in: hold another behind it.
+	again := rated(from + 2)
+	if _, _, err := drv.Insert(ctx, nil, again); err != nil {
+		t.Fatal(err)
+	}
+	next := rated(from + 4)
+	startChain(t, drv, job(from+3), next)
+	return [][3]string{{"jobs", "id", held.ID}, {"queue_held", "id", again.ID}, {"failed_jobs", "id", running.ID}, {"queue_steps", "job_id", next.ID}}
+}
+
+// TestEveryRowKeepsItsSettingsInItsRecordAlone: every row this build
+// writes to jobs, queue_held, failed_jobs and queue_steps keeps its limit
+// and rate in its controls record, which the build of migration
+// 0023_controls, still running through a rolling deploy, reads first;
+// the columns the record replaced are no longer written (the next
+// release drops them).
+func TestEveryRowKeepsItsSettingsInItsRecordAlone(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			drv, d := openDriver(t, name)
-			ctx := context.Background()
-			want := [3]string{"1", "5", "60000"}
-			rated := func(n int) *driver.Job {
-				j := job(n)
-				j.LimitKey, j.LimitMax = "account:1", 1
-				j.RateKey, j.Rate = "smtp", driver.Rate{Max: 5, PerMs: 60000}
-				return j
-			}
-			running, held := rated(1), rated(2)
-			for _, j := range []*driver.Job{running, held} {
-				if _, _, err := drv.Insert(ctx, nil, j); err != nil {
-					t.Fatal(err)
+			want := `{"limit_max":1,"rate_max":5,"rate_per":60000}`
+			for _, row := range storeRated(t, drv, 1) {
+				if controls, old := settingsOf(t, d, row[0], row[1], row[2]); controls != want || old != [3]string{} {
+					t.Errorf("%s: controls %s, old columns %q; want %s and none", row[0], controls, old, want)
 				}
-			}
-			if got := legacyOf(t, d, "jobs", "id", running.ID); got != want {
-				t.Errorf("jobs: %v; want %v", got, want)
 			}
 			// A batch of a plain job and a rated one (PostgreSQL's COPY, which
 			// sends a plain batch's columns alone).
 			plain, bulk := job(10), job(11)
 			bulk.RateKey, bulk.Rate = "smtp", driver.Rate{Max: 5, PerMs: 60000}
-			if _, err := drv.InsertMany(ctx, nil, []*driver.Job{plain, bulk}, 1); err != nil {
+			if _, err := drv.InsertMany(context.Background(), nil, []*driver.Job{plain, bulk}, 1); err != nil {
 				t.Fatal(err)
 			}
-			if got := legacyOf(t, d, "jobs", "id", bulk.ID); got != [3]string{"", "5", "60000"} {
-				t.Errorf("jobs, a rated job of a batch: %v; want [ 5 60000]", got)
+			if controls, old := settingsOf(t, d, "jobs", "id", bulk.ID); controls != `{"rate_max":5,"rate_per":60000}` || old != [3]string{} {
+				t.Errorf("a rated job of a batch: controls %s, old columns %q", controls, old)
 			}
-			if got := legacyOf(t, d, "queue_held", "id", held.ID); got != want {
-				t.Errorf("queue_held: %v; want %v", got, want)
-			}
-			got, err := drv.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate, Queue: "default", Now: 10, At: 10, Limit: 1})
-			if err != nil || len(got) != 1 {
-				t.Fatalf("Reserve = %v, %v", got, err)
-			}
-			if ok, err := drv.Fail(ctx, running.ID, got[0].Attempts, driver.Failure{Error: "refused", At: 20}); !ok || err != nil {
-				t.Fatalf("Fail = %v, %v", ok, err)
-			}
-			if got := legacyOf(t, d, "failed_jobs", "id", running.ID); got != want {
-				t.Errorf("failed_jobs: %v; want %v", got, want)
-			}
-			next := rated(4)
-			startChain(t, drv, job(3), next)
-			if got := legacyOf(t, d, "queue_steps", "job_id", next.ID); got != want {
-				t.Errorf("queue_steps: %v; want %v", got, want)
-			}
-		})
-	}
-}
-
-// TestThisBuildReadsTheSettingsTheBuildBeforeWrites: a job the build
-// before migration 0023_controls stores, with its limit and rate in the
-// columns of legacySettings and no controls record, is read with them by
-// this build, in jobs and in failed_jobs, and keeps them through a
-// retry.
-func TestThisBuildReadsTheSettingsTheBuildBeforeWrites(t *testing.T) {
-	for _, name := range []string{"sqlite", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			drv, d := openDriver(t, name)
-			ctx := context.Background()
-			older := func(table string, n int, extra string, args ...any) string {
-				id := job(n).ID
-				cast := "?"
-				if d.Dialect() == db.Postgres {
-					cast = "?::uuid"
-				}
-				if _, err := d.ExecContext(ctx, "INSERT INTO "+table+" (id, queue, name, payload, max_attempts, backoff, timeout_ms, created_at, "+
-					"rate_key, rate_max, rate_per, "+extra+") VALUES ("+cast+", 'default', 'x', '{}', 3, 'fixed:0', 0, 1, 'smtp', 5, 60000, ?, ?, ?)",
-					append([]any{id}, args...)...); err != nil {
-					t.Fatalf("%s: %v", table, err)
-				}
-				return id
-			}
-			want := driver.Rate{Max: 5, PerMs: 60000}
-			waiting := older("jobs", 1, "limit_key, limit_max, available_at", "account:1", 2, 1)
-			got, err := drv.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate, Queue: "default", Now: 10, At: 10, Limit: 1})
-			if err != nil || len(got) != 1 || got[0].ID != waiting || got[0].Rate != want || got[0].LimitMax != 2 || got[0].Corrupt != "" {
-				t.Fatalf("Reserve = %+v, %v; want the job with its limit of 2 and its rate %v", got, err, want)
-			}
-			failed := older("failed_jobs", 2, "attempts, error, failed_at", 3, "refused", 5)
-			page, err := drv.Failed(ctx, driver.FailedKey{}, 10, false)
-			if err != nil || len(page) != 1 || page[0].ID != failed || page[0].Rate != want {
-				t.Fatalf("Failed = %+v, %v; want the job with its rate %v", page, err, want)
-			}
-			if err := drv.Retry(ctx, failed, 20); err != nil {
-				t.Fatal(err)
-			}
-			got, err = drv.Reserve(ctx, driver.Reservation{Features: driver.FeatureRate, Queue: "default", Now: 30, At: 30, Limit: 1})
-			if err != nil || len(got) != 1 || got[0].ID != failed || got[0].Rate != want {
-				t.Fatalf("after its retry Reserve = %+v, %v; want the job with its rate %v", got, err, want)
+			if controls, _ := settingsOf(t, d, "jobs", "id", plain.ID); controls != "" {
+				t.Errorf("a plain job of a batch: controls %s; want NULL", controls)
 			}
 		})
 	}
@@ -173,13 +143,13 @@ func TestAControlsRecordThatDoesNotReadFailsItsJob(t *testing.T) {
 	}
 }
 
-// TestTheMigrationGivesStoredJobsTheirRecord: jobs stored before
-// migration 0023_controls, in each of the four tables, read with their
-// limit and rate after it.
-func TestTheMigrationGivesStoredJobsTheirRecord(t *testing.T) {
+// migrationsBefore are the queue's migrations before the one named
+// first.
+func migrationsBefore(t *testing.T, first string) fstest.MapFS {
+	t.Helper()
 	before := fstest.MapFS{}
 	err := fs.WalkDir(migrations.Queue, ".", func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || path >= "0023" {
+		if err != nil || e.IsDir() || path >= first {
 			return err
 		}
 		b, err := fs.ReadFile(migrations.Queue, path)
@@ -189,63 +159,87 @@ func TestTheMigrationGivesStoredJobsTheirRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return before
+}
+
+// TestTheMigrationsGiveStoredJobsTheirRecord: jobs stored with their
+// limit and rate in the columns alone, in each of the four tables, read
+// with them after migration 0023_controls (jobs stored before it), and
+// after 0024_controls_alone (jobs the build before 0023 stored through
+// 0023's deploy). Rolled back, 0024 gives the jobs this build stored the
+// columns again, for the build before 0023.
+func TestTheMigrationsGiveStoredJobsTheirRecord(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			url := dbtest.SQLiteURL(t)
-			if name == "postgres" {
-				url = dbtest.PostgresURL(t)
-			}
-			d := dbtest.Open(t, url)
-			ctx := context.Background()
-			if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: before}}).Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			cast := "?"
-			if d.Dialect() == db.Postgres {
-				cast = "?::uuid"
-			}
-			insert := func(table, columns string, args ...any) {
-				t.Helper()
-				marks := strings.Repeat(", ?", len(args)-1)
-				if _, err := d.ExecContext(ctx, "INSERT INTO "+table+" ("+columns+") VALUES ("+cast+marks+")", args...); err != nil {
-					t.Fatalf("%s: %v", table, err)
+		for _, first := range []string{"0023", "0024"} {
+			t.Run(name+"/"+first, func(t *testing.T) {
+				url := dbtest.SQLiteURL(t)
+				if name == "postgres" {
+					url = dbtest.PostgresURL(t)
 				}
-			}
-			common := "queue, name, payload, max_attempts, backoff, timeout_ms, created_at, rate_key, rate_max, rate_per, limit_key, limit_max"
-			values := []any{"default", "x", "{}", 3, "fixed:0", 0, 1, "smtp", 5, 60000, "account:1", 2}
-			waiting, held, failed, step := job(1).ID, job(2).ID, job(3).ID, job(4).ID
-			insert("jobs", "id, available_at, "+common, append([]any{waiting, 1}, values...)...)
-			insert("queue_held", "id, available_at, attempts, priority, snoozes, "+common, append([]any{held, 1, 0, 0, 0}, values...)...)
-			insert("failed_jobs", "id, attempts, error, failed_at, "+common, append([]any{failed, 3, "refused", 5}, values...)...)
-			insert("queue_steps", "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, delay_ms, "+
-				strings.Replace(common, "created_at, ", "", 1), append([]any{step, job(5).ID, 1, "s", "step", "held", 1, 0, false, 0}, append(values[:6:6], values[7:]...)...)...)
-			if _, err := db.NewMigrator(d, queueSets).Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			want := `{"limit_max":2,"rate_max":5,"rate_per":60000}`
-			for _, row := range [][2]string{{"jobs", waiting}, {"queue_held", held}, {"failed_jobs", failed}, {"queue_steps", step}} {
-				key := "id"
-				if row[0] == "queue_steps" {
-					key = "job_id"
+				d := dbtest.Open(t, url)
+				ctx := context.Background()
+				if _, err := db.NewMigrator(d, []db.MigrationSet{{Name: "queue", FS: migrationsBefore(t, first)}}).Migrate(ctx); err != nil {
+					t.Fatal(err)
 				}
-				var stored string
-				if err := d.QueryRowContext(ctx, "SELECT controls FROM "+row[0]+" WHERE "+key+" = "+cast, row[1]).Scan(&stored); err != nil {
-					t.Fatalf("%s: %v", row[0], err)
+				cast := "?"
+				if d.Dialect() == db.Postgres {
+					cast = "?::uuid"
 				}
-				c, err := driver.ReadControls(stored)
-				if got := fmt.Sprint(c.Stored()); err != nil || got != want {
-					t.Errorf("%s: controls %s (%v) reads as %s; want %s", row[0], stored, err, got, want)
+				insert := func(table, columns string, args ...any) {
+					t.Helper()
+					marks := strings.Repeat(", ?", len(args)-1)
+					if _, err := d.ExecContext(ctx, "INSERT INTO "+table+" ("+columns+") VALUES ("+cast+marks+")", args...); err != nil {
+						t.Fatalf("%s: %v", table, err)
+					}
 				}
-			}
-		})
+				common := "queue, name, payload, max_attempts, backoff, timeout_ms, created_at, rate_key, rate_max, rate_per, limit_key, limit_max"
+				values := []any{"default", "x", "{}", 3, "fixed:0", 0, 1, "smtp", 5, 60000, "account:1", 2}
+				waiting, held, failed, step := job(1).ID, job(2).ID, job(3).ID, job(4).ID
+				insert("jobs", "id, available_at, "+common, append([]any{waiting, 1}, values...)...)
+				insert("queue_held", "id, available_at, attempts, priority, snoozes, "+common, append([]any{held, 1, 0, 0, 0}, values...)...)
+				insert("failed_jobs", "id, attempts, error, failed_at, "+common, append([]any{failed, 3, "refused", 5}, values...)...)
+				insert("queue_steps", "job_id, flow_id, seq, step, role, state, waiting, failed_deps, run_if_failed, delay_ms, "+
+					strings.Replace(common, "created_at, ", "", 1), append([]any{step, job(5).ID, 1, "s", "step", "held", 1, 0, false, 0}, append(values[:6:6], values[7:]...)...)...)
+				migrator := db.NewMigrator(d, queueSets)
+				if _, err := migrator.Migrate(ctx); err != nil {
+					t.Fatal(err)
+				}
+				want := `{"limit_max":2,"rate_max":5,"rate_per":60000}`
+				for _, row := range [][3]string{{"jobs", "id", waiting}, {"queue_held", "id", held}, {"failed_jobs", "id", failed}, {"queue_steps", "job_id", step}} {
+					stored, _ := settingsOf(t, d, row[0], row[1], row[2])
+					c, err := driver.ReadControls(stored)
+					if got := fmt.Sprint(c.Stored()); err != nil || got != want {
+						t.Errorf("%s: controls %s (%v) reads as %s; want %s", row[0], stored, err, got, want)
+					}
+				}
+				if first != "0024" {
+					return
+				}
+				// The last batch is 0024 alone.
+				var rows [][3]string
+				if d.Dialect() == db.Postgres {
+					rows = storeRated(t, newPostgres(d), 10)
+				} else {
+					rows = storeRated(t, newSQLite(d), 10)
+				}
+				if _, err := migrator.Rollback(ctx); err != nil {
+					t.Fatal(err)
+				}
+				for _, row := range rows {
+					if _, old := settingsOf(t, d, row[0], row[1], row[2]); old != [3]string{"1", "5", "60000"} {
+						t.Errorf("%s: after 0024 rolled back, the old columns hold %q; want [1 5 60000]", row[0], old)
+					}
+				}
+			})
+		}
 	}
 }
 
-// TestAHeldJobWithItsLimitInTheRecordAloneIsLetIn: the next build writes
-// a held job's limit in its controls record alone (queue_held.limit_max
-// NULL); this one, running beside it through that deploy, lets such a
-// job in as a job of its key leaves, and in its upkeep of held jobs.
-func TestAHeldJobWithItsLimitInTheRecordAloneIsLetIn(t *testing.T) {
+// TestAHeldJobIsLetInByTheLimitInItsRecord: the admission, as a job of
+// its key leaves and in the upkeep of held jobs, reads a held job's limit
+// from its controls record alone: queue_held.limit_max, which the next
+// release drops, set to 3 by hand lets no more in than the record's 1.
+func TestAHeldJobIsLetInByTheLimitInItsRecord(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			drv, d := openDriver(t, name)
@@ -261,7 +255,7 @@ func TestAHeldJobWithItsLimitInTheRecordAloneIsLetIn(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := d.ExecContext(ctx, "UPDATE queue_held SET limit_max = NULL"); err != nil {
+			if _, err := d.ExecContext(ctx, "UPDATE queue_held SET limit_max = 3"); err != nil {
 				t.Fatal(err)
 			}
 			got, err := drv.Reserve(ctx, driver.Reservation{Queue: "default", Now: 10, At: 10, Limit: 3})

@@ -40,14 +40,13 @@ func scanFailed(rows *sql.Rows) (driver.FailedJob, error) {
 	var f driver.FailedJob
 	var payload string
 	var meta, limitKey, rateKey, fairKey, controls sql.NullString
-	var limitMax, rateMax, ratePer sql.NullInt64
 	err := rows.Scan(&f.ID, &f.Queue, &f.Name, &payload, &f.MaxAttempts, &f.Backoff, &f.TimeoutMs,
-		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority, &limitKey, &rateKey, &fairKey, &f.Snoozes, &controls, &limitMax, &rateMax, &ratePer)
+		&f.Attempts, &f.Error, &f.CreatedAt, &f.FailedAt, &meta, &f.Priority, &limitKey, &rateKey, &fairKey, &f.Snoozes, &controls)
 	if err != nil {
 		return readFailed(rows, err)
 	}
 	var r reading
-	c := r.settings(controls.String, limitMax.Int64, rateMax.Int64, ratePer.Int64)
+	c := r.settings(controls.String)
 	if r.problem != "" {
 		return readFailed(rows, errors.New(r.problem))
 	}

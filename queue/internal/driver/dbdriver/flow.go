@@ -26,7 +26,7 @@ const (
 	// names in queue_steps, jobs and queue_held: what its job was
 	// dispatched with. A setting added to jobs that a step keeps goes
 	// here, once: the step's insert and its release carry it.
-	stepSettings = "queue, name, payload, max_attempts, backoff, timeout_ms, meta, priority, limit_key, rate_key, fair_key, controls, " + legacySettings
+	stepSettings = "queue, name, payload, max_attempts, backoff, timeout_ms, meta, priority, limit_key, rate_key, fair_key, controls"
 	stepRelease  = "INSERT INTO jobs (id, attempts, available_at, created_at, flow, " + stepSettings + ") " +
 		"SELECT job_id, 0, ? + delay_ms, ?, flow_id, " + stepSettings + " FROM queue_steps " +
 		"WHERE job_id IN LIST AND state = 'held' AND limit_key IS NULL" + enteredColumns
@@ -309,7 +309,7 @@ func (b *base) AddSteps(ctx context.Context, uow *db.UnitOfWork, id string, step
 	})
 }
 
-// stepsPerInsert bounds a multi-row insert of steps (24 parameters a
+// stepsPerInsert bounds a multi-row insert of steps (21 parameters a
 // row) and of edges (3).
 const stepsPerInsert = 500
 
@@ -321,12 +321,12 @@ func (b *base) addSteps(t *flowTx, id string, seq int, steps []*driver.Step, edg
 		chunk := steps[from:min(len(steps), from+stepsPerInsert)]
 		var q strings.Builder
 		q.WriteString("INSERT INTO queue_steps (" + flow.StepColumns + ", " + stepSettings + ") VALUES ")
-		args := make([]any, 0, 24*len(chunk))
+		args := make([]any, 0, 21*len(chunk))
 		for i, s := range chunk {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			j := s.Job
 			state, payload := driver.StepHeld, any(string(j.Payload))
 			if s.Role == driver.RoleStep && s.Waiting == 0 {
@@ -338,8 +338,7 @@ func (b *base) addSteps(t *flowTx, id string, seq int, steps []*driver.Step, edg
 			seq++
 			args = append(args, j.ID, id, seq, s.Name, s.Role, state, s.Waiting, s.RunIfFailed, s.DelayMs, // flow.StepColumns
 				j.Queue, j.Name, payload, j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, nullBytes(j.Meta), j.Priority, // stepSettings
-				nullString(j.LimitKey), nullString(j.RateKey), nullString(j.FairKey), driver.ControlsOf(j.LimitMax, j.Rate).Stored(),
-				nullInt(int64(j.LimitMax)), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs))
+				nullString(j.LimitKey), nullString(j.RateKey), nullString(j.FairKey), driver.ControlsOf(j.LimitMax, j.Rate).Stored())
 		}
 		if _, err := t.exec(q.String(), args...); err != nil {
 			return err

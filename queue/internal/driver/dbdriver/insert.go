@@ -21,8 +21,7 @@ func appendRow(args []any, j *driver.Job, keyedRow bool) []any {
 	args = append(args, j.ID, j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs,
 		nullString(j.UniqueKey), nullInt(j.UniqueUntil), j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), nullString(j.Flow), j.Priority)
 	if keyedRow {
-		args = append(args, nullString(j.LimitKey), nullString(j.RateKey), nullString(j.FairKey), nullInt(j.FairSeq), driver.ControlsOf(j.LimitMax, j.Rate).Stored(),
-			nullInt(int64(j.LimitMax)), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs)) // legacySettings
+		args = append(args, nullString(j.LimitKey), nullString(j.RateKey), nullString(j.FairKey), nullInt(j.FairSeq), driver.ControlsOf(j.LimitMax, j.Rate).Stored())
 	}
 	return args
 }
@@ -407,7 +406,7 @@ func (b *base) storedAlready(ctx context.Context, tx *sql.Tx, jobs []*driver.Job
 // insertChunks stores jobs in multi-row inserts on tx, the transaction of
 // uow; again, skipping those stored already.
 func (b *base) insertChunks(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs []*driver.Job, again bool) error {
-	args := make([]any, 0, 21*min(len(jobs), rowsPerInsert))
+	args := make([]any, 0, 19*min(len(jobs), rowsPerInsert))
 	for chunk := range slices.Chunk(jobs, rowsPerInsert) {
 		args = args[:0]
 		k := slices.ContainsFunc(chunk, keyed)

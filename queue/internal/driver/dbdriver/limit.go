@@ -218,7 +218,7 @@ func (b *base) readmit(ctx context.Context, now int64) (int, error) {
 // admits what it has room for. Their keys are locked by the caller.
 func (b *base) holdAll(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs []*driver.Job) error {
 	d := b.dialect()
-	args := make([]any, 0, 21*min(len(jobs), rowsPerInsert))
+	args := make([]any, 0, 19*min(len(jobs), rowsPerInsert))
 	for chunk := range slices.Chunk(jobs, rowsPerInsert) {
 		args = args[:0]
 		rows := make([]string, len(chunk))

@@ -83,7 +83,7 @@ func (p *postgresDriver) insertGroup(ctx context.Context, jobs []*driver.Job) er
 		return p.inTx(ctx, nil, func(tx *sql.Tx) error { return p.insertChunks(ctx, tx, nil, jobs, false) })
 	}
 	k := slices.ContainsFunc(jobs, keyed)
-	args := make([]any, 0, 21*len(jobs))
+	args := make([]any, 0, 19*len(jobs))
 	for _, j := range jobs {
 		args = appendRow(args, j, k)
 	}
@@ -155,7 +155,7 @@ func refused(err error) bool {
 // copyPlain alone: the keys' columns, NULL in each row, cost the server
 // their reading all the same.
 var copyColumns = []string{"id", "queue", "name", "payload", "max_attempts", "backoff", "timeout_ms", "available_at", "created_at", "meta", "priority",
-	"rate_key", "fair_key", "fair_seq", "controls", "rate_max", "rate_per"} // and two of legacySettings
+	"rate_key", "fair_key", "fair_seq", "controls"}
 
 const copyPlain = 11
 
@@ -176,7 +176,7 @@ func (p *postgresDriver) copyJobs(ctx context.Context, jobs []*driver.Job) error
 		for i, j := range jobs {
 			row := []any{copyID(j.ID), j.Queue, j.Name, string(j.Payload), j.MaxAttempts, j.Backoff.String(), j.TimeoutMs, j.AvailableAt, j.CreatedAt, nullBytes(j.Meta), j.Priority}
 			if len(columns) > copyPlain {
-				row = append(row, nullString(j.RateKey), nullString(j.FairKey), nullInt(j.FairSeq), driver.ControlsOf(j.LimitMax, j.Rate).Stored(), nullInt(int64(j.Rate.Max)), nullInt(j.Rate.PerMs))
+				row = append(row, nullString(j.RateKey), nullString(j.FairKey), nullInt(j.FairSeq), driver.ControlsOf(j.LimitMax, j.Rate).Stored())
 			}
 			rows[i] = row
 		}

@@ -25,12 +25,12 @@ func scanJob(row scanner) (*driver.Job, error) {
 		j                                                                      driver.Job
 		payload, stored                                                        string
 		uniqueKey, lastError, meta, flow, limitKey, rateKey, fairKey, controls sql.NullString
-		uniqueUntil, reservedAt, fairSeq, limitMax, rateMax, ratePer           sql.NullInt64
+		uniqueUntil, reservedAt, fairSeq                                       sql.NullInt64
 	}
 	j := &r.j
 	err := row.Scan(&j.ID, &j.Queue, &j.Name, &r.payload, &j.MaxAttempts, &r.stored, &j.TimeoutMs,
 		&r.uniqueKey, &r.uniqueUntil, &j.Attempts, &j.AvailableAt, &r.reservedAt, &j.CreatedAt, &r.lastError, &r.meta, &r.flow, &j.Priority, &j.Snoozes,
-		&r.limitKey, &r.rateKey, &r.fairKey, &r.fairSeq, &r.controls, &r.limitMax, &r.rateMax, &r.ratePer)
+		&r.limitKey, &r.rateKey, &r.fairKey, &r.fairSeq, &r.controls)
 	if err != nil {
 		return readJob(row, err)
 	}
@@ -40,9 +40,9 @@ func scanJob(row scanner) (*driver.Job, error) {
 	}
 	j.UniqueKey, j.UniqueUntil, j.ReservedAt, j.LastError, j.Flow = r.uniqueKey.String, r.uniqueUntil.Int64, r.reservedAt.Int64, r.lastError.String, r.flow.String
 	j.LimitKey, j.RateKey, j.FairKey, j.FairSeq = r.limitKey.String, r.rateKey.String, r.fairKey.String, r.fairSeq.Int64
-	if r.controls.Valid || r.limitMax.Valid || r.rateMax.Valid {
+	if r.controls.Valid {
 		var rd reading
-		c := rd.settings(r.controls.String, r.limitMax.Int64, r.rateMax.Int64, r.ratePer.Int64)
+		c := rd.settings(r.controls.String)
 		j.LimitMax, j.Rate, j.Corrupt = c.LimitMax, c.Rate(), rd.problem
 	}
 	setBackoff(j, r.stored)

@@ -19,7 +19,7 @@ type scanner interface{ Scan(dest ...any) error }
 // fail it, and the other rows of the statement are read as usual. Only a
 // row that cannot be read at all returns scanErr.
 func readJob(row scanner, scanErr error) (*driver.Job, error) {
-	var v [26]any
+	var v [23]any
 	if err := scanAny(row, v[:]); err != nil {
 		return nil, scanErr
 	}
@@ -34,7 +34,7 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 		LimitKey: r.nullText("limit_key", v[18]), RateKey: r.nullText("rate_key", v[19]),
 		FairKey: r.nullText("fair_key", v[20]), FairSeq: r.nullInt("fair_seq", v[21]),
 	}
-	c := r.settings(r.nullText("controls", v[22]), r.nullInt("limit_max", v[23]), r.nullInt("rate_max", v[24]), r.nullInt("rate_per", v[25]))
+	c := r.settings(r.nullText("controls", v[22]))
 	j.LimitMax, j.Rate = c.LimitMax, c.Rate()
 	setBackoff(j, r.text("backoff", v[5]))
 	j.Corrupt = r.problem
@@ -45,12 +45,12 @@ func readJob(row scanner, scanErr error) (*driver.Job, error) {
 // as readJob does: what does not convert is left zero, so that listing
 // the failed jobs never fails for one row.
 func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
-	var v [21]any
+	var v [18]any
 	if err := scanAny(row, v[:]); err != nil {
 		return driver.FailedJob{}, scanErr
 	}
 	var r reading
-	c := r.settings(r.nullText("controls", v[17]), r.nullInt("limit_max", v[18]), r.nullInt("rate_max", v[19]), r.nullInt("rate_per", v[20]))
+	c := r.settings(r.nullText("controls", v[17]))
 	return driver.FailedJob{
 		ID: r.text("id", v[0]), Queue: r.text("queue", v[1]), Name: r.text("name", v[2]), Payload: []byte(r.text("payload", v[3])),
 		MaxAttempts: int(r.int("max_attempts", v[4])), Backoff: r.text("backoff", v[5]), TimeoutMs: r.int("timeout_ms", v[6]),
@@ -62,12 +62,11 @@ func readFailed(row scanner, scanErr error) (driver.FailedJob, error) {
 }
 
 // settings reads a job's settings from its controls record ("" for
-// NULL), or, for a row without one (written by the build before
-// migration 0023_controls), from legacySettings. A record that does not
-// parse is a problem of the row, its settings left unset.
-func (r *reading) settings(stored string, limitMax, rateMax, ratePer int64) driver.Controls {
+// NULL: none). A record that does not parse is a problem of the row, its
+// settings left unset.
+func (r *reading) settings(stored string) driver.Controls {
 	if stored == "" {
-		return driver.Controls{LimitMax: int(limitMax), RateMax: int(rateMax), RatePer: ratePer}
+		return driver.Controls{}
 	}
 	c, err := driver.ReadControls(stored)
 	if err != nil && r.problem == "" {

@@ -24,25 +24,16 @@ type statements struct {
 	insertRows func(int, bool) string // the multi-row insert of n rows, keyed or not
 }
 
-const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, rate_key, fair_key, fair_seq, controls, " + legacySettings
-
-// legacySettings are the columns of the settings that moved into a job's
-// controls record (driver.Controls, migration 0023_controls). The build
-// before that migration, still running through a rolling deploy, reads
-// and writes them alone: this build writes them beside the record, and
-// reads them where a row has no record (one that build wrote). They go
-// in two steps: the next build neither writes nor reads them (its
-// migration gives every row its record), and the one after drops them.
-const legacySettings = "limit_max, rate_max, rate_per"
+const columns = "id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, rate_key, fair_key, fair_seq, controls"
 
 // values are the placeholders of one inserted row of a job not keyed,
 // keyedValues of a keyed one (see appendRow).
 const (
-	values      = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
-	keyedValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)"
+	values      = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, NULL, NULL, NULL, NULL, NULL)"
+	keyedValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?, ?)"
 )
 
-// rowsPerInsert bounds a multi-row insert: 22 parameters a row stays
+// rowsPerInsert bounds a multi-row insert: 19 parameters a row stays
 // under SQLite's 32,766 and PostgreSQL's 65,535.
 const rowsPerInsert = 500
 
@@ -172,7 +163,7 @@ const (
 	// moves between jobs, failed_jobs and queue_held: what it was
 	// dispatched with. A setting added to jobs that a failed job keeps
 	// goes here, once, and every move carries it.
-	settings = "queue, name, payload, max_attempts, backoff, timeout_ms, created_at, meta, flow, priority, limit_key, rate_key, fair_key, controls, " + legacySettings
+	settings = "queue, name, payload, max_attempts, backoff, timeout_ms, created_at, meta, flow, priority, limit_key, rate_key, fair_key, controls"
 	// failedInsert is the start of every move into failed_jobs: each
 	// selects, in this order, the id, the attempts it records, the error,
 	// when it failed, its errors, its snoozes and its settings.
@@ -186,4 +177,4 @@ const (
 
 // failedRead are the columns scanFailed reads after id, queue, name and
 // payload.
-const failedRead = "max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, rate_key, fair_key, snoozes, controls, " + legacySettings
+const failedRead = "max_attempts, backoff, timeout_ms, attempts, error, created_at, failed_at, meta, priority, limit_key, rate_key, fair_key, snoozes, controls"

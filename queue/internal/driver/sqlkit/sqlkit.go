@@ -113,17 +113,15 @@ func (d Dialect) Clocked(s string) string {
 }
 
 // Setting reads the whole-number setting key of a job's controls record
-// (driver.Controls) in the column controls of table, or, for a row
-// without one (written by the build before migration 0023_controls),
-// the column of the same name. A record that does not read is no
-// setting rather than an error: one row written by hand must not fail
-// the statement of every other. (The pattern holds no question mark,
-// which Render would number.)
+// (driver.Controls) in the column controls of table. A record that does
+// not read is no setting rather than an error: one row written by hand
+// must not fail the statement of every other. (The pattern holds no
+// question mark, which Render would number.)
 func (d Dialect) Setting(table, key string) string {
 	if d.PG {
-		return "coalesce(substring(" + table + ".controls from '\"" + key + "\"\\s*:\\s*([0-9]+)')::bigint, " + table + "." + key + ")"
+		return "substring(" + table + ".controls from '\"" + key + "\"\\s*:\\s*([0-9]+)')::bigint"
 	}
-	return "coalesce(CASE WHEN json_valid(" + table + ".controls) THEN json_extract(" + table + ".controls, '$." + key + "') END, " + table + "." + key + ")"
+	return "CASE WHEN json_valid(" + table + ".controls) THEN json_extract(" + table + ".controls, '$." + key + "') END"
 }
 
 // ClockAt is a time of the clock of reservations in a statement: a

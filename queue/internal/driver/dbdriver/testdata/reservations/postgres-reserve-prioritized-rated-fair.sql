@@ -85,4 +85,4 @@ UPDATE jobs SET reserved_at = coalesce($4::bigint, (extract(epoch from statement
   FROM f UNION ALL
   SELECT id
   FROM n))
-  RETURNING jobs.id, jobs.queue, jobs.name, jobs.payload, jobs.max_attempts, jobs.backoff, jobs.timeout_ms, jobs.unique_key, jobs.unique_until, jobs.attempts, jobs.available_at, jobs.reserved_at, jobs.created_at, jobs.last_error, jobs.meta, jobs.flow, jobs.priority, jobs.snoozes, jobs.limit_key, jobs.rate_key, jobs.fair_key, jobs.fair_seq, jobs.controls, jobs.limit_max, jobs.rate_max, jobs.rate_per
+  RETURNING jobs.id, jobs.queue, jobs.name, jobs.payload, jobs.max_attempts, jobs.backoff, jobs.timeout_ms, jobs.unique_key, jobs.unique_until, jobs.attempts, jobs.available_at, jobs.reserved_at, jobs.created_at, jobs.last_error, jobs.meta, jobs.flow, jobs.priority, jobs.snoozes, jobs.limit_key, jobs.rate_key, jobs.fair_key, jobs.fair_seq, jobs.controls

@@ -19,4 +19,4 @@ UPDATE jobs SET reserved_at = coalesce($1::bigint, (extract(epoch from statement
   ORDER BY available_at, id
   LIMIT (SELECT $8::bigint)
   FOR UPDATE SKIP LOCKED))
-  RETURNING jobs.id, jobs.queue, jobs.name, jobs.payload, jobs.max_attempts, jobs.backoff, jobs.timeout_ms, jobs.unique_key, jobs.unique_until, jobs.attempts, jobs.available_at, jobs.reserved_at, jobs.created_at, jobs.last_error, jobs.meta, jobs.flow, jobs.priority, jobs.snoozes, jobs.limit_key, jobs.rate_key, jobs.fair_key, jobs.fair_seq, jobs.controls, jobs.limit_max, jobs.rate_max, jobs.rate_per
+  RETURNING jobs.id, jobs.queue, jobs.name, jobs.payload, jobs.max_attempts, jobs.backoff, jobs.timeout_ms, jobs.unique_key, jobs.unique_until, jobs.attempts, jobs.available_at, jobs.reserved_at, jobs.created_at, jobs.last_error, jobs.meta, jobs.flow, jobs.priority, jobs.snoozes, jobs.limit_key, jobs.rate_key, jobs.fair_key, jobs.fair_seq, jobs.controls

@@ -10,4 +10,4 @@ UPDATE jobs SET reserved_at = ?, reserved_by = ?, attempts = attempts + 1
   AND queue_workers.heartbeat_at + queue_workers.rescue_ms > ?) END
   ORDER BY reserved_at, id
   LIMIT 1)
-  RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, rate_key, fair_key, fair_seq, controls, limit_max, rate_max, rate_per
+  RETURNING id, queue, name, payload, max_attempts, backoff, timeout_ms, unique_key, unique_until, attempts, available_at, reserved_at, created_at, last_error, meta, flow, priority, snoozes, limit_key, rate_key, fair_key, fair_seq, controls
