@@ -45,19 +45,55 @@ type Config struct {
 	BusyTimeoutMs int `koanf:"busy_timeout_ms" validate:"min=0"`
 	// MaxOpenConns caps the connections of this process; default 10.
 	MaxOpenConns int `koanf:"max_open_conns" validate:"min=1,max=10000"`
+	// Pooler says what URL reaches on PostgreSQL: "none" (the default:
+	// the server, or a pooler in session mode) or "transaction", a pooler
+	// in transaction mode (PgBouncer's pool_mode = transaction,
+	// Supavisor, RDS Proxy, Neon's pooled endpoint), which may give each
+	// transaction another server connection. With it nothing Navree does
+	// outlives its transaction on a server connection (no statement is
+	// prepared by name), and workers listen for dispatches on ListenURL,
+	// or poll.
+	Pooler string `koanf:"pooler" validate:"oneof=none transaction"`
+	// ListenURL is where each worker opens the one connection on which it
+	// LISTENs for dispatches: a postgres:// address of URL's database that
+	// reaches the server itself (or a pooler in session mode). Empty: URL,
+	// unless Pooler is "transaction", when workers poll instead, every
+	// queue.poll_interval_ms.
+	ListenURL string `koanf:"listen_url"`
 }
 
 // DefaultConfig returns the defaults of the [database] section.
 func DefaultConfig() Config {
-	return Config{URL: "sqlite://var/app.db", SQLiteSynchronous: "normal", BusyTimeoutMs: 5000, MaxOpenConns: 10}
+	return Config{URL: "sqlite://var/app.db", SQLiteSynchronous: "normal", BusyTimeoutMs: 5000, MaxOpenConns: 10, Pooler: "none"}
 }
 
 // Validate checks that the URL names a database Navree can open: for
-// PostgreSQL, one that pgx parses, its host and port included.
+// PostgreSQL, one that pgx parses, its host and port included; and that
+// a pooler and a listen URL are given for PostgreSQL only.
 func (c Config) Validate() error {
-	_, _, _, err := parseURL(c.URL)
-	return err
+	dialect, _, _, err := parseURL(c.URL)
+	if err != nil {
+		return err
+	}
+	if dialect != Postgres && c.Pooler == "transaction" {
+		return config.Invalid("database.pooler", c.Pooler, "none: a pooler stands before PostgreSQL only, and database.url is not a postgres:// URL")
+	}
+	if c.ListenURL == "" {
+		return nil
+	}
+	if dialect != Postgres {
+		return config.Invalid("database.listen_url", c.ListenURL, "empty: workers listen for dispatches on PostgreSQL only, and database.url is not a postgres:// URL")
+	}
+	if d, _, _, err := parseURL(c.ListenURL); err != nil || d != Postgres {
+		return config.Invalid("database.listen_url", c.ListenURL, "a postgres:// URL of the database of database.url, reaching the server itself")
+	}
+	return nil
 }
+
+// ErrNoSession is returned by Connect when the database is reached
+// through a transaction-mode pooler and no database.listen_url gives a
+// connection of its own.
+var ErrNoSession = errors.New("database.pooler is transaction and database.listen_url is empty: no connection of its own to listen on")
 
 // Dialect is the kind of database behind a [DB].
 type Dialect string
@@ -80,7 +116,14 @@ type DB struct {
 	busyTimeout time.Duration   // SQLite only
 	folder      string          // SQLite: the file's folder, made when Ping connects
 	pgConfig    *pgx.ConnConfig // PostgreSQL only
+	listen      *pgx.ConnConfig // PostgreSQL: what Connect connects to; nil for none
+	listenName  string          // its URL without its password
+	pooled      bool            // PostgreSQL: through a transaction-mode pooler
 }
+
+// Pooled reports whether d reaches PostgreSQL through a pooler in
+// transaction mode (database.pooler).
+func (d *DB) Pooled() bool { return d.pooled }
 
 // Dialect says which database d is.
 func (d *DB) Dialect() Dialect { return d.dialect }
@@ -184,8 +227,24 @@ func Open(cfg Config) (*DB, error) {
 		d.writeLock = make(chan struct{}, 1)
 		d.busyTimeout = time.Duration(cfg.BusyTimeoutMs) * time.Millisecond
 	case Postgres:
-		d.DB = bun.NewDB(stdlib.OpenDB(*pc), pgdialect.New())
-		d.pgConfig = pc
+		d.pgConfig, d.listen, d.listenName = pc, pc, d.name
+		if cfg.Pooler == "transaction" {
+			// pgx's default prepares each statement by name on the connection
+			// and keeps it, which the pooler's next server connection does
+			// not know: describe it instead, keep the description, and send
+			// it whole each time (one round trip, no name).
+			copied := *pc
+			copied.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+			d.pgConfig, d.listen, d.pooled = &copied, nil, true
+		}
+		if cfg.ListenURL != "" {
+			_, _, lc, err := parseURL(cfg.ListenURL)
+			if err != nil || lc == nil {
+				return nil, config.Invalid("database.listen_url", cfg.ListenURL, "a postgres:// URL of the database of database.url, reaching the server itself")
+			}
+			d.listen, d.listenName = lc, config.Redact(cfg.ListenURL)
+		}
+		d.DB = bun.NewDB(stdlib.OpenDB(*d.pgConfig), pgdialect.New())
 	}
 	d.SetMaxOpenConns(cfg.MaxOpenConns)
 	d.SetMaxIdleConns(cfg.MaxOpenConns)
@@ -212,17 +271,22 @@ func sqliteDSN(path string, cfg Config) string {
 var ErrNotPostgres = errors.New("not a PostgreSQL database")
 
 // Connect opens a PostgreSQL connection of its own, outside the pool and
-// its max_open_conns, for work that holds a connection for long, such as
+// its max_open_conns, for work that holds a session for long, such as
 // LISTEN: holding a pool connection would leave one fewer for queries,
 // and giving it back broken would make the pool open another while
-// queries wait. The caller closes it.
+// queries wait. It connects to database.listen_url when one is set; with
+// a transaction-mode pooler and none, it fails with ErrNoSession. The
+// caller closes it.
 func (d *DB) Connect(ctx context.Context) (*pgx.Conn, error) {
-	if d.pgConfig == nil {
+	switch {
+	case d.pgConfig == nil:
 		return nil, fmt.Errorf("db: connect to %s: %w", d.name, ErrNotPostgres)
+	case d.listen == nil:
+		return nil, fmt.Errorf("db: connect to %s: %w", d.name, ErrNoSession)
 	}
-	conn, err := pgx.ConnectConfig(ctx, d.pgConfig)
+	conn, err := pgx.ConnectConfig(ctx, d.listen)
 	if err != nil {
-		return nil, d.connectError(err)
+		return nil, connectError(d.listenName, d.listen, err)
 	}
 	return conn, nil
 }
@@ -232,16 +296,21 @@ func (d *DB) Connect(ctx context.Context) (*pgx.Conn, error) {
 // line: a refused connection (pgx tries each address of the host, and
 // without TLS after with it, each attempt a line of its error) and, on
 // PostgreSQL, a database that does not exist (SQLSTATE 3D000).
-func (d *DB) connectError(err error) error {
-	if d.pgConfig != nil {
-		addr := net.JoinHostPort(d.pgConfig.Host, strconv.Itoa(int(d.pgConfig.Port)))
+func (d *DB) connectError(err error) error { return connectError(d.name, d.pgConfig, err) }
+
+// connectError is err, a failure to connect to the database name (its
+// URL without a password), read by pgx as pc (nil for SQLite), as
+// DB.connectError says it.
+func connectError(name string, pc *pgx.ConnConfig, err error) error {
+	if pc != nil {
+		addr := net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port)))
 		var pgErr *pgconn.PgError
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "3D000":
-			name := d.pgConfig.Database
-			create := "createdb -h " + shellWord(d.pgConfig.Host) + " -p " + strconv.Itoa(int(d.pgConfig.Port))
-			if d.pgConfig.User != "" {
-				create += " -U " + shellWord(d.pgConfig.User)
+			name := pc.Database
+			create := "createdb -h " + shellWord(pc.Host) + " -p " + strconv.Itoa(int(pc.Port))
+			if pc.User != "" {
+				create += " -U " + shellWord(pc.User)
 			}
 			return &explained{fmt.Sprintf("database %q does not exist on %s: create it with: %s %s (or, in psql: CREATE DATABASE %s;)",
 				name, addr, create, shellWord(name), sqlName(name)), err}
@@ -249,7 +318,7 @@ func (d *DB) connectError(err error) error {
 			return &explained{fmt.Sprintf("cannot connect to PostgreSQL at %s: connection refused (is the server running?)", addr), err}
 		}
 	}
-	return fmt.Errorf("db: connect to %s: %w", d.name, err)
+	return fmt.Errorf("db: connect to %s: %w", name, err)
 }
 
 // explained is an error told in other words than the error it wraps.
