@@ -834,6 +834,19 @@ const CancelNote = "!"
 // in processes whose workers listen. It cannot be a queue name.
 const ResultNote = "="
 
+// CheckNote is the prefix of the notification, on the channel of
+// dispatches, that a listener sends itself once it listens, to find out
+// whether notifications reach it. It cannot begin a queue name.
+const CheckNote = "?"
+
+// ErrNotNotified is what a listener reports when its own notification
+// has not reached it within a few seconds of listening: between it and
+// the server stands a pooler in transaction mode, which runs LISTEN on a
+// server connection it then gives to others.
+var ErrNotNotified = errors.New("no notification reached LISTEN within 5s of listening, not even the worker's own: " +
+	"if database.url (or database.listen_url) is a pooler in transaction mode, set database.pooler = \"transaction\" " +
+	"and database.listen_url to a URL of the server itself; meanwhile workers poll every queue.poll_interval_ms")
+
 // ErrNoJob is returned by Cancel for an id that is no job waiting,
 // delayed or running.
 var ErrNoJob = errors.New("no such job")

@@ -2,10 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/navree/navree/db"
 	"github.com/navree/navree/queue/internal/driver"
 )
 
@@ -73,7 +75,15 @@ func (w *worker) listen(queues []string) (stop func()) {
 				}
 			},
 			func(err error) {
-				w.log.Warn("listen for dispatches; polling until it reconnects", "error", err)
+				switch {
+				case errors.Is(err, db.ErrNoSession):
+					w.log.Info("workers poll for the dispatches of other processes every queue.poll_interval_ms: " +
+						"database.pooler is transaction and database.listen_url is empty")
+				case errors.Is(err, driver.ErrNotNotified):
+					w.log.Warn("listen for dispatches: " + err.Error())
+				default:
+					w.log.Warn("listen for dispatches; polling until it reconnects", "error", err)
+				}
 			})
 	}()
 	return func() {

@@ -38,7 +38,7 @@ type base struct {
 	sqldb *sql.DB // bun's DB would interpolate the arguments itself
 	q     statements
 	w     workerStatements
-	stmts sync.Map       // query -> *sql.Stmt
+	stmts sync.Map       // query -> *sql.Stmt, on SQLite (see stmt)
 	d     sqlkit.Dialect // its words, and what it rendered in them
 	// plans are the statements of reservations, rendered a shape at a
 	// time.
@@ -74,21 +74,75 @@ func newBase(d *db.DB, q statements) *base {
 	return b
 }
 
-// prepared returns query prepared on the database (database/sql prepares
-// it again on each connection that needs it).
-func (b *base) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+// prepared returns query as a stmt: on SQLite prepared on the database
+// (database/sql prepares it again on each connection that needs it).
+func (b *base) prepared(ctx context.Context, query string) (stmt, error) {
+	if b.d.PG {
+		return stmt{query: query, on: b.sqldb}, nil
+	}
 	if st, ok := b.stmts.Load(query); ok {
-		return st.(*sql.Stmt), nil
+		return stmt{prepared: st.(*sql.Stmt)}, nil
 	}
 	st, err := b.sqldb.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return stmt{}, err
 	}
 	if prev, loaded := b.stmts.LoadOrStore(query, st); loaded {
 		st.Close()
-		return prev.(*sql.Stmt), nil
+		return stmt{prepared: prev.(*sql.Stmt)}, nil
 	}
-	return st, nil
+	return stmt{prepared: st}, nil
+}
+
+// stmt is a statement of a driver's. SQLite would parse it anew at each
+// call: it is prepared once and kept. PostgreSQL's is sent whole, pgx
+// keeping what each connection parsed: its statement cache, or, through
+// a transaction-mode pooler (database.pooler), the statement's
+// description alone, since a statement prepared on one server
+// connection is unknown to the next (db.Open).
+type stmt struct {
+	prepared *sql.Stmt // SQLite
+	query    string    // PostgreSQL, run on on
+	on       runner
+}
+
+// runner runs a statement: the pool or a transaction.
+type runner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// in is s run in tx.
+func (s stmt) in(ctx context.Context, tx *sql.Tx) stmt {
+	if s.prepared != nil {
+		return stmt{prepared: tx.StmtContext(ctx, s.prepared)}
+	}
+	return stmt{query: s.query, on: tx}
+}
+
+// ExecContext runs s.
+func (s stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	if s.prepared != nil {
+		return s.prepared.ExecContext(ctx, args...)
+	}
+	return s.on.ExecContext(ctx, s.query, args...)
+}
+
+// QueryContext runs s and returns its rows.
+func (s stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	if s.prepared != nil {
+		return s.prepared.QueryContext(ctx, args...)
+	}
+	return s.on.QueryContext(ctx, s.query, args...)
+}
+
+// QueryRowContext runs s and returns its first row.
+func (s stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	if s.prepared != nil {
+		return s.prepared.QueryRowContext(ctx, args...)
+	}
+	return s.on.QueryRowContext(ctx, s.query, args...)
 }
 
 // tx returns the transaction of uow when uow is a unit of work of b's

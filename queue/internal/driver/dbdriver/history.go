@@ -43,10 +43,10 @@ func (s *sqliteDriver) Complete(ctx context.Context, done []driver.Attempt, keep
 		return nil, err
 	}
 	err = s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		if _, err := tx.StmtContext(ctx, kept).ExecContext(ctx, string(batch)); err != nil {
+		if _, err := kept.in(ctx, tx).ExecContext(ctx, string(batch)); err != nil {
 			return err
 		}
-		rows, err := tx.StmtContext(ctx, del).QueryContext(ctx, string(batch))
+		rows, err := del.in(ctx, tx).QueryContext(ctx, string(batch))
 		if err != nil {
 			return err
 		}

@@ -193,11 +193,11 @@ func (b *base) execIn(ctx context.Context, tx *sql.Tx, uow *db.UnitOfWork, jobs 
 	var res sql.Result
 	var err error
 	if query == b.q.insertFull {
-		// A full chunk's insert takes long to parse (500 rows of 25
-		// values): it is prepared once a connection and kept.
-		var st *sql.Stmt
+		// A full chunk's insert takes long to parse (500 rows of 19
+		// values): it is prepared once and kept.
+		var st stmt
 		if st, err = b.prepared(ctx, query); err == nil {
-			res, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+			res, err = st.in(ctx, tx).ExecContext(ctx, args...)
 		}
 	} else {
 		res, err = tx.ExecContext(ctx, query, args...)

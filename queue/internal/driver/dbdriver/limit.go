@@ -150,29 +150,22 @@ func admit(ctx context.Context, tx *sql.Tx, b *base, keys []limit.Freed) error {
 	return nil
 }
 
-// execTx runs query in tx, prepared once by b: SQLite would parse it anew
-// at each call. (PostgreSQL's connections keep what they parsed.)
+// execTx runs query in tx, prepared once by b (see stmt).
 func (b *base) execTx(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if b.d.PG {
-		return tx.ExecContext(ctx, query, args...)
-	}
 	st, err := b.prepared(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	return st.in(ctx, tx).ExecContext(ctx, args...)
 }
 
 // queryTx is execTx's query.
 func (b *base) queryTx(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
-	if b.d.PG {
-		return tx.QueryContext(ctx, query, args...)
-	}
 	st, err := b.prepared(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	return st.in(ctx, tx).QueryContext(ctx, args...)
 }
 
 // freedBy reads, in tx, the keys of the limited jobs that the statement

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -32,6 +34,8 @@ type postgresDriver struct {
 	notes   sync.Mutex
 	pending map[string]bool // queues to announce
 	sending bool
+
+	silent sync.Once // a listener reported driver.ErrNotNotified
 }
 
 func newPostgres(d *db.DB) *postgresDriver {
@@ -340,16 +344,23 @@ func (p *postgresDriver) announce(queues []string) error {
 
 // Listen calls wake with the queue of each job dispatched by any process,
 // until ctx ends, through LISTEN on a connection of its own, outside the
-// pool. A lost connection is reported to failed and retried with a
-// growing pause; connected is called each time it listens.
+// pool (db.DB.Connect). A lost connection is reported to failed and
+// retried with a growing pause; connected is called each time it
+// listens. Without a connection of its own (db.ErrNoSession) it reports
+// that to failed and returns. Once it listens it notifies itself: if
+// that does not reach it within checkWait, it reports
+// driver.ErrNotNotified to failed, once a process, and listens on.
 func (p *postgresDriver) Listen(ctx context.Context, wake func(queue string), connected func(), failed func(error)) {
 	pause := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := p.listen(ctx, wake, connected)
+		err := p.listen(ctx, wake, connected, failed)
 		if ctx.Err() != nil {
 			return
 		}
 		failed(err)
+		if errors.Is(err, db.ErrNoSession) {
+			return
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(pause):
@@ -358,7 +369,10 @@ func (p *postgresDriver) Listen(ctx context.Context, wake func(queue string), co
 	}
 }
 
-func (p *postgresDriver) listen(ctx context.Context, wake func(string), connected func()) error {
+// checkWait is how long a listener waits for its own notification.
+const checkWait = 5 * time.Second
+
+func (p *postgresDriver) listen(ctx context.Context, wake func(string), connected func(), failed func(error)) error {
 	conn, err := p.db.Connect(ctx)
 	if err != nil {
 		return err
@@ -368,10 +382,33 @@ func (p *postgresDriver) listen(ctx context.Context, wake func(string), connecte
 		return err
 	}
 	connected()
+	// The check goes through the pool, as a dispatch does.
+	check := driver.CheckNote + strconv.FormatUint(rand.Uint64(), 36)
+	heard := make(chan struct{})
+	checkCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		if err := p.announce([]string{check}); err != nil {
+			return // the connection's trouble shows elsewhere
+		}
+		t := time.NewTimer(checkWait)
+		defer t.Stop()
+		select {
+		case <-heard:
+		case <-checkCtx.Done():
+		case <-t.C:
+			p.silent.Do(func() { failed(driver.ErrNotNotified) })
+		}
+	}()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if check != "" && n.Payload == check {
+			close(heard)
+			check = ""
+			continue
 		}
 		wake(n.Payload)
 	}

@@ -300,7 +300,7 @@ func (b *base) stats(ctx context.Context, tx *sql.Tx, r *readStatements, now, at
 		return nil, err
 	}
 	if tx != nil {
-		st = tx.StmtContext(ctx, st)
+		st = st.in(ctx, tx)
 	}
 	rows, err := st.QueryContext(ctx, append(append([]any{now, limit, now, limit, now, limit, now, limit}, atArgs(t)...), limit, limit)...)
 	if err != nil {
