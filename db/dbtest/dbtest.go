@@ -59,18 +59,15 @@ func PostgresURL(t testing.TB) string {
 	t.Helper()
 	base, admin := server(t)
 	schema := newSchemaName()
-	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("dbtest: create schema on %s: %v", config.Redact(base), err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dbtest: drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := schemaURL(base, schema)
+	u, err := newSchema(context.Background(), admin, base, schema, false)
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}
+	t.Cleanup(func() {
+		if err := dropSchema(context.Background(), admin, schema); err != nil {
+			t.Errorf("dbtest: %v", err)
+		}
+	})
 	return u
 }
 
@@ -145,13 +142,12 @@ func Each(t *testing.T, f func(t *testing.T, url string)) {
 	t.Run("postgres", func(t *testing.T) { f(t, PostgresURL(t)) })
 }
 
-// Open opens and connects the database at url with the default settings,
-// and closes it when the test ends.
+// Open opens and connects the database at url with the default settings
+// (through the pooler of PooledEnv, with its own), and closes it when the
+// test ends.
 func Open(t testing.TB, url string) *db.DB {
 	t.Helper()
-	cfg := db.DefaultConfig()
-	cfg.URL = url
-	d, err := db.Open(cfg)
+	d, err := db.Open(configOf(url))
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}

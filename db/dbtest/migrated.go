@@ -15,7 +15,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/navree/navree/config"
 	"github.com/navree/navree/db"
 )
 
@@ -118,9 +117,7 @@ func setsKey(sets []db.MigrationSet) (string, error) {
 
 // migrate applies the sets on the database at url.
 func migrate(url string, sets []db.MigrationSet) error {
-	cfg := db.DefaultConfig()
-	cfg.URL = url
-	d, err := db.Open(cfg)
+	d, err := db.Open(configOf(url))
 	if err != nil {
 		return err
 	}
@@ -235,12 +232,9 @@ func (p *schemaPool) take(base, key string, sets []db.MigrationSet) (*schema, er
 
 	ctx := context.Background()
 	name := newSchemaName()
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+name); err != nil {
-		return nil, fmt.Errorf("create schema on %s: %w", config.Redact(base), err)
-	}
 	s := &schema{name: name, key: key}
 	var err error
-	if s.url, err = schemaURL(base, name); err == nil {
+	if s.url, err = newSchema(ctx, admin, base, name, false); err == nil {
 		err = migrate(s.url, sets)
 	}
 	if err == nil {
@@ -250,7 +244,7 @@ func (p *schemaPool) take(base, key string, sets []db.MigrationSet) (*schema, er
 		s.tables, err = tablesOf(ctx, admin, name)
 	}
 	if err != nil {
-		admin.ExecContext(ctx, "DROP SCHEMA "+name+" CASCADE")
+		dropSchema(ctx, admin, name)
 		return nil, fmt.Errorf("migrate schema %s: %w", name, err)
 	}
 	return s, nil
@@ -267,10 +261,7 @@ func (p *schemaPool) give(s *schema) error {
 		p.mu.Unlock()
 		return nil
 	}
-	if _, err := p.admin.ExecContext(ctx, "DROP SCHEMA "+s.name+" CASCADE"); err != nil {
-		return fmt.Errorf("drop schema %s: %w", s.name, err)
-	}
-	return nil
+	return dropSchema(ctx, p.admin, s.name)
 }
 
 // maxReusedBytes is how large a schema's tables and indexes may have
@@ -337,7 +328,7 @@ func (p *schemaPool) dropAll() {
 	}
 	for _, free := range p.free {
 		for _, s := range free {
-			p.admin.ExecContext(context.Background(), "DROP SCHEMA "+s.name+" CASCADE")
+			dropSchema(context.Background(), p.admin, s.name)
 		}
 	}
 	p.admin.Close()

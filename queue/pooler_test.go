@@ -1,0 +1,75 @@
+package queue_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/navree/navree/db"
+	"github.com/navree/navree/db/dbtest"
+	"github.com/navree/navree/queue"
+)
+
+// TestTwoWorkerProcessesThroughATransactionPooler: the app through a
+// pooler in transaction mode (in CI PgBouncer with a pool of 5 server
+// connections, fewer than the two workers' pools of 10 together), with
+// database.pooler "transaction" and database.listen_url the server:
+// migrate; two worker processes of 8 handlers each run 2,000 jobs, each
+// once, none failing; queue:status reads the queues.
+func TestTwoWorkerProcessesThroughATransactionPooler(t *testing.T) {
+	startsProcesses(t)
+	t.Parallel()
+	url := dbtest.PooledPostgresURL(t)
+	listen := dbtest.ListenURL(url)
+	overrides := map[string]any{"database.url": url, "database.pooler": "transaction", "database.listen_url": listen}
+	if out, err := runApp(t, overrides, []string{"migrate"}, db.Module(), queue.Module()); err != nil {
+		t.Fatalf("migrate through the pooler: %v\n%s", err, out)
+	}
+	d := dbtest.Open(t, url)
+	if _, err := d.ExecContext(ctx, "CREATE TABLE runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	q := localQueue(t, url, &clock{t: time.Now()}, noop[Record]())
+	const jobs = 2000
+	err := d.Transaction(ctx, func(ctx context.Context) error {
+		for range jobs {
+			if _, err := q.Dispatch(ctx, Record{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"APP_DATABASE__POOLER=transaction", "APP_DATABASE__LISTEN_URL=" + listen}
+	var wg sync.WaitGroup
+	for range 2 {
+		cmd, _, stdout, stderr := workerIn(t, url, env, "queue:work", "--workers", "8", "--stop-when-empty")
+		wg.Go(func() {
+			out, _ := io.ReadAll(stdout)
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("a worker exited with %v\n%s", err, stderr)
+			}
+			if strings.Contains(stderr.String(), "level=ERROR") || strings.Contains(stderr.String(), "level=WARN") ||
+				!strings.Contains(string(out), " 0 released for retry, 0 failed.") {
+				t.Errorf("a worker printed %s\n%s", out, stderr)
+			}
+		})
+	}
+	wg.Wait()
+	var runs, distinct, pending int
+	d.QueryRowContext(ctx, "SELECT count(*), count(DISTINCT job_id) FROM runs").Scan(&runs, &distinct)
+	d.QueryRowContext(ctx, "SELECT count(*) FROM jobs").Scan(&pending)
+	if runs != jobs || distinct != jobs || pending != 0 {
+		t.Fatalf("%d runs of %d distinct jobs, %d left; want each of %d jobs run once", runs, distinct, pending, jobs)
+	}
+	cmd, _, stdout, stderr := workerIn(t, url, env, "queue:status")
+	out, _ := io.ReadAll(stdout)
+	if err := cmd.Wait(); err != nil || string(out) != "No jobs: every queue is empty.\n" {
+		t.Fatalf("queue:status through the pooler: %v\n%s\n%s", err, out, stderr)
+	}
+}
