@@ -61,7 +61,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.pairs, "pairs", 5, "how many pairs to run, after one warm-up of each build")
 	fs.BoolVar(&o.sqlite, "sqlite", true, "measure on SQLite files")
 	fs.StringVar(&o.postgres, "postgres", os.Getenv("NAVREE_TEST_POSTGRES_URL"), "a PostgreSQL server URL to measure on too (a database of each build is made there and dropped); \"\" for none")
-	fs.Func("after-env", "KEY=VALUE in the environment of the after build alone (repeatable): a setting the older build does not know", func(v string) error {
+	fs.Func("after-env", "KEY=VALUE in the environment of the after build alone (repeatable): a setting the older build does not know, or APP_DATABASE__URL, the same database another way (through a pooler)", func(v string) error {
 		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
 			return fmt.Errorf("%q is no KEY=VALUE", v)
 		}
@@ -252,7 +252,9 @@ func vacuum(ctx context.Context, url string) error {
 func appOutput(ctx context.Context, b build, url string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, b.bin, args...)
 	cmd.Dir = filepath.Join(b.src, "cmd", "app")
-	cmd.Env = append(append(os.Environ(), b.env...), "APP_DATABASE__URL="+url, "APP_ROOT="+cmd.Dir)
+	// b's own variables come last, and win: an APP_DATABASE__URL of
+	// them (the same database through a pooler, say) replaces url.
+	cmd.Env = append(append(os.Environ(), "APP_DATABASE__URL="+url, "APP_ROOT="+cmd.Dir), b.env...)
 	return runCmd(cmd)
 }
 
