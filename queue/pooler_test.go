@@ -18,7 +18,8 @@ import (
 // connections, fewer than the two workers' pools of 10 together), with
 // database.pooler "transaction" and database.listen_url the server:
 // migrate; two worker processes of 8 handlers each run 2,000 jobs, each
-// once, none failing; queue:status reads the queues.
+// once, none failing; queue:status reads the queues, and the other
+// queue:* commands run.
 func TestTwoWorkerProcessesThroughATransactionPooler(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
@@ -67,9 +68,21 @@ func TestTwoWorkerProcessesThroughATransactionPooler(t *testing.T) {
 	if runs != jobs || distinct != jobs || pending != 0 {
 		t.Fatalf("%d runs of %d distinct jobs, %d left; want each of %d jobs run once", runs, distinct, pending, jobs)
 	}
-	cmd, _, stdout, stderr := workerIn(t, url, env, "queue:status")
-	out, _ := io.ReadAll(stdout)
-	if err := cmd.Wait(); err != nil || string(out) != "No jobs: every queue is empty.\n" {
-		t.Fatalf("queue:status through the pooler: %v\n%s\n%s", err, out, stderr)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd, _, stdout, stderr := workerIn(t, url, env, args...)
+		out, _ := io.ReadAll(stdout)
+		if err := cmd.Wait(); err != nil || strings.Contains(stderr.String(), "SQLSTATE") {
+			t.Fatalf("%s through the pooler: %v\n%s\n%s", strings.Join(args, " "), err, out, stderr)
+		}
+		return string(out)
+	}
+	if out := run("queue:status"); out != "No jobs: every queue is empty.\n" {
+		t.Fatalf("queue:status printed %q", out)
+	}
+	// The other commands, each once: none fails through the pooler.
+	for _, args := range [][]string{{"queue:pause", "default"}, {"queue:resume", "default"}, {"queue:dispatch", "test.record", "{}"},
+		{"queue:failed"}, {"queue:workers"}, {"queue:batches"}, {"queue:restart"}, {"queue:flush", "default"}, {"queue:prune-failed"}} {
+		run(args...)
 	}
 }
