@@ -39,6 +39,7 @@ type base struct {
 	q     statements
 	w     workerStatements
 	stmts sync.Map       // query -> *sql.Stmt, on SQLite (see stmt)
+	kept  *keptPlans     // on PostgreSQL behind a transaction-mode pooler
 	d     sqlkit.Dialect // its words, and what it rendered in them
 	// plans are the statements of reservations, rendered a shape at a
 	// time.
@@ -71,6 +72,9 @@ func newBase(d *db.DB, q statements) *base {
 	}
 	b.d = b.d.Kept()
 	b.plans = plan.New(b.d, control.Parts(), columns)
+	if d.Pooled() {
+		b.kept = &keptPlans{sqldb: b.sqldb}
+	}
 	return b
 }
 
@@ -78,7 +82,7 @@ func newBase(d *db.DB, q statements) *base {
 // (database/sql prepares it again on each connection that needs it).
 func (b *base) prepared(ctx context.Context, query string) (stmt, error) {
 	if b.d.PG {
-		return stmt{query: query, on: b.sqldb}, nil
+		return stmt{query: query, on: b.sqldb, kept: b.kept}, nil
 	}
 	if st, ok := b.stmts.Load(query); ok {
 		return stmt{prepared: st.(*sql.Stmt)}, nil
@@ -104,6 +108,7 @@ type stmt struct {
 	prepared *sql.Stmt // SQLite
 	query    string    // PostgreSQL, run on on
 	on       runner
+	kept     *keptPlans // behind a transaction-mode pooler: what runs the queries
 }
 
 // runner runs a statement: the pool or a transaction.
@@ -118,7 +123,7 @@ func (s stmt) in(ctx context.Context, tx *sql.Tx) stmt {
 	if s.prepared != nil {
 		return stmt{prepared: tx.StmtContext(ctx, s.prepared)}
 	}
-	return stmt{query: s.query, on: tx}
+	return stmt{query: s.query, on: tx, kept: s.kept}
 }
 
 // ExecContext runs s.
@@ -129,15 +134,26 @@ func (s stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) 
 	return s.on.ExecContext(ctx, s.query, args...)
 }
 
-// QueryContext runs s and returns its rows.
+// QueryContext runs s and returns its rows: behind a transaction-mode
+// pooler through its function (keptPlans), or, outside a transaction,
+// as it is when that function is gone or stale.
 func (s stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
 	if s.prepared != nil {
 		return s.prepared.QueryContext(ctx, args...)
 	}
-	return s.on.QueryContext(ctx, s.query, args...)
+	if s.kept == nil {
+		return s.on.QueryContext(ctx, s.query, args...)
+	}
+	call := s.kept.call(ctx, s.query)
+	rows, err := s.on.QueryContext(ctx, call, args...)
+	if _, inTx := s.on.(*sql.Tx); err != nil && call != s.query && s.kept.stale(ctx, s.query, err) && !inTx {
+		return s.on.QueryContext(ctx, s.query, args...)
+	}
+	return rows, err
 }
 
-// QueryRowContext runs s and returns its first row.
+// QueryRowContext runs s and returns its first row (a read, its plan not
+// kept: see QueryContext).
 func (s stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 	if s.prepared != nil {
 		return s.prepared.QueryRowContext(ctx, args...)

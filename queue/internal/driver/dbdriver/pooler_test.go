@@ -118,3 +118,47 @@ func TestListeningThroughATransactionPooler(t *testing.T) {
 	default:
 	}
 }
+
+// TestBehindAPoolerAReservationKeepsItsPlanInAFunction: behind a
+// transaction-mode pooler a statement that returns rows runs through a
+// PL/pgSQL function of its own (keptPlans), made on its first use, whose
+// plan the server connection keeps; dropped by hand, or made stale by a
+// column's new type, it is made again, no call failing outside a
+// transaction.
+func TestBehindAPoolerAReservationKeepsItsPlanInAFunction(t *testing.T) {
+	t.Parallel()
+	d := migrated(t, dbtest.PooledPostgresURL(t))
+	p := newPostgres(d)
+	ctx := context.Background()
+	kept := func() int {
+		t.Helper()
+		var n int
+		if err := d.QueryRowContext(ctx, "SELECT count(*) FROM pg_proc WHERE pronamespace = current_schema()::regnamespace AND proname LIKE 'navree_kept_%'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	reserve := func(n int) {
+		t.Helper()
+		if _, _, err := p.Insert(ctx, nil, job(n)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Reserve(ctx, driver.Reservation{Queue: "default", Now: 10, At: 10, Limit: 1})
+		if err != nil || len(got) != 1 || got[0].ID != job(n).ID {
+			t.Fatalf("Reserve = %v, %v; want job %d", got, err, n)
+		}
+	}
+	reserve(1)
+	if n := kept(); n == 0 {
+		t.Fatal("no function keeps the reservation's plan")
+	}
+	if _, err := d.ExecContext(ctx, "DO $$ DECLARE f regprocedure; BEGIN FOR f IN SELECT oid FROM pg_proc WHERE pronamespace = current_schema()::regnamespace "+
+		"AND proname LIKE 'navree_kept_%' LOOP EXECUTE 'DROP FUNCTION ' || f; END LOOP; END $$"); err != nil {
+		t.Fatal(err)
+	}
+	reserve(2) // as it is, the function gone
+	reserve(3) // through the function made again
+	if n := kept(); n == 0 {
+		t.Fatal("the function was not made again")
+	}
+}
