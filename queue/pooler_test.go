@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,5 +85,61 @@ func TestTwoWorkerProcessesThroughATransactionPooler(t *testing.T) {
 	for _, args := range [][]string{{"queue:pause", "default"}, {"queue:resume", "default"}, {"queue:dispatch", "test.record", "{}"},
 		{"queue:failed"}, {"queue:workers"}, {"queue:batches"}, {"queue:restart"}, {"queue:flush", "default"}, {"queue:prune-failed"}} {
 		run(args...)
+	}
+}
+
+// TestAWorkerSaysHowItHearsOfDispatchesBehindAPooler: behind a
+// transaction-mode pooler, a worker without database.listen_url logs
+// once at INFO that it polls; one whose listen URL reaches the pooler
+// itself (where LISTEN hears nothing) logs a WARN naming the settings to
+// change once its own notification has not come back. Each still runs a
+// job another process dispatches, by its poll.
+func TestAWorkerSaysHowItHearsOfDispatchesBehindAPooler(t *testing.T) {
+	startsProcesses(t)
+	t.Parallel()
+	url := dbtest.PooledPostgresURL(t)
+	if out, err := runApp(t, map[string]any{"database.url": url, "database.pooler": "transaction"}, []string{"migrate"}, db.Module(), queue.Module()); err != nil {
+		t.Fatalf("migrate through the pooler: %v\n%s", err, out)
+	}
+	d := dbtest.Open(t, url)
+	if _, err := d.ExecContext(ctx, "CREATE TABLE runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	q := localQueue(t, url, &clock{t: time.Now()}, noop[Record]())
+	for _, tt := range []struct {
+		listen, want string
+	}{
+		{"", `level=INFO msg="workers poll for the dispatches of other processes every queue.poll_interval_ms: database.pooler is transaction and database.listen_url is empty"`},
+		{url, `level=WARN msg="listen for dispatches: no notification reached LISTEN within 5s of listening, not even the worker's own: ` +
+			`if database.url (or database.listen_url) is a pooler in transaction mode, set database.pooler = \"transaction\" and database.listen_url ` +
+			`to a URL of the server itself; meanwhile workers poll every queue.poll_interval_ms"`},
+	} {
+		env := []string{"APP_DATABASE__POOLER=transaction", "APP_DATABASE__LISTEN_URL=" + tt.listen}
+		cmd, _, _, stderr := workerIn(t, url, env, "queue:work")
+		select {
+		case <-stderr.when(tt.want):
+		case <-time.After(60 * time.Second): // a bound on the failure only
+			t.Fatalf("listen URL %q: the worker did not log %s\n%s", tt.listen, tt.want, stderr)
+		}
+		id, err := q.Dispatch(ctx, Record{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(60 * time.Second) // a bound on the failure only
+		for ran := 0; ran == 0; time.Sleep(20 * time.Millisecond) { // the worker polls every 20 ms here
+			if err := d.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE job_id = ?", id).Scan(&ran); err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("listen URL %q: the worker did not run the job dispatched\n%s", tt.listen, stderr)
+			}
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("the worker exited with %v\n%s", err, stderr)
+		}
+		if n := strings.Count(stderr.String(), tt.want); n != 1 {
+			t.Errorf("logged %d times; want once:\n%s", n, stderr)
+		}
 	}
 }
