@@ -125,7 +125,7 @@ func TestAWorkerSaysHowItHearsOfDispatchesBehindAPooler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(60 * time.Second) // a bound on the failure only
+		deadline := time.Now().Add(60 * time.Second)                // a bound on the failure only
 		for ran := 0; ran == 0; time.Sleep(20 * time.Millisecond) { // the worker polls every 20 ms here
 			if err := d.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE job_id = ?", id).Scan(&ran); err != nil {
 				t.Fatal(err)
