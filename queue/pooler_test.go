@@ -1,7 +1,6 @@
 package queue_test
 
 import (
-	"context"
 	"io"
 	"strings"
 	"sync"
@@ -30,23 +29,8 @@ func TestTwoWorkerProcessesThroughATransactionPooler(t *testing.T) {
 	if out, err := runApp(t, overrides, []string{"migrate"}, db.Module(), queue.Module()); err != nil {
 		t.Fatalf("migrate through the pooler: %v\n%s", err, out)
 	}
-	d := dbtest.Open(t, url)
-	if _, err := d.ExecContext(ctx, "CREATE TABLE runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
-	q := localQueue(t, url, &clock{t: time.Now()}, noop[Record]())
 	const jobs = 2000
-	err := d.Transaction(ctx, func(ctx context.Context) error {
-		for range jobs {
-			if _, err := q.Dispatch(ctx, Record{}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := recordJobs(t, url, jobs)
 	env := []string{"APP_DATABASE__POOLER=transaction", "APP_DATABASE__LISTEN_URL=" + listen}
 	var wg sync.WaitGroup
 	for range 2 {
@@ -101,11 +85,7 @@ func TestAWorkerSaysHowItHearsOfDispatchesBehindAPooler(t *testing.T) {
 	if out, err := runApp(t, map[string]any{"database.url": url, "database.pooler": "transaction"}, []string{"migrate"}, db.Module(), queue.Module()); err != nil {
 		t.Fatalf("migrate through the pooler: %v\n%s", err, out)
 	}
-	d := dbtest.Open(t, url)
-	if _, err := d.ExecContext(ctx, "CREATE TABLE runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
-	q := localQueue(t, url, &clock{t: time.Now()}, noop[Record]())
+	d, q := recordJobs(t, url, 0)
 	for _, tt := range []struct {
 		listen, want string
 	}{

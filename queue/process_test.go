@@ -462,6 +462,30 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// recordJobs opens the database at url, makes the table runs that Record
+// jobs write to and stores n of them in one transaction, with the queue
+// it returns (in the test process).
+func recordJobs(t *testing.T, url string, n int) (*db.DB, *queue.Queue) {
+	t.Helper()
+	d := dbtest.Open(t, url)
+	if _, err := d.ExecContext(ctx, "CREATE TABLE runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	q := localQueue(t, url, &clock{t: time.Now()}, noop[Record]())
+	err := d.Transaction(ctx, func(ctx context.Context) error {
+		for range n {
+			if _, err := q.Dispatch(ctx, Record{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, q
+}
+
 // localQueue is a queue in the test process on the database at url.
 func localQueue(t *testing.T, url string, c *clock, regs ...queue.Registration) *queue.Queue {
 	t.Helper()
@@ -713,23 +737,8 @@ func TestSeveralWorkerProcessesRunEachJobOnce(t *testing.T) {
 	startsProcesses(t)
 	t.Parallel()
 	eachMigrated(t, func(t *testing.T, url string) {
-		d := dbtest.Open(t, url)
-		if _, err := d.ExecContext(ctx, "CREATE TABLE runs (job_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL)"); err != nil {
-			t.Fatal(err)
-		}
-		q := localQueue(t, url, &clock{t: time.Now()}, noop[Record]())
 		const jobs = 2000
-		err := d.Transaction(ctx, func(ctx context.Context) error {
-			for range jobs {
-				if _, err := q.Dispatch(ctx, Record{}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, _ := recordJobs(t, url, jobs)
 		var wg sync.WaitGroup
 		for range 3 {
 			cmd, _, stdout, stderr := worker(t, url, "queue:work", "--workers", "4", "--stop-when-empty")

@@ -171,21 +171,7 @@ func TestServeBuildsNoHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out := &syncWriter{lines: make(chan string, 100)}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- newApp(out).Run(ctx, []string{"serve"}) }()
-	var base string
-	for base == "" {
-		select {
-		case line := <-out.lines:
-			if rest, ok := strings.CutPrefix(line, "Serving HTTP on "); ok {
-				base = strings.TrimSuffix(rest, " (Ctrl-C to stop)")
-			}
-		case err := <-done:
-			t.Fatalf("serve ended before serving: %v\n%s", err, out)
-		}
-	}
+	base, stop, done := serve(t, newApp)
 	resp, err := http.Get(base + "/navree/queue/")
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +189,28 @@ func TestServeBuildsNoHandler(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the export handler needs a bucket") || built != 1 {
 		t.Fatalf("queue:work: %v, the handler built %d time(s); want its constructor's error, once", err, built)
 	}
+}
+
+// serve runs serve with the app newApp makes until stop is called, and
+// returns the address it serves on and what serve returned, once it has.
+func serve(t *testing.T, newApp func(*syncWriter) *app.App) (base string, stop func(), done <-chan error) {
+	t.Helper()
+	out := &syncWriter{lines: make(chan string, 100)}
+	ctx, stop := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() { ended <- newApp(out).Run(ctx, []string{"serve"}) }()
+	for base == "" {
+		select {
+		case line := <-out.lines:
+			if rest, ok := strings.CutPrefix(line, "Serving HTTP on "); ok {
+				base = strings.TrimSuffix(rest, " (Ctrl-C to stop)")
+			}
+		case err := <-ended:
+			stop()
+			t.Fatalf("serve ended before serving: %v\n%s", err, out.buf.String())
+		}
+	}
+	return base, stop, ended
 }
 
 // syncWriter collects what an app prints, and sends each line to lines

@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/navree/navree/app"
@@ -30,21 +29,7 @@ func TestServeThroughATransactionPooler(t *testing.T) {
 	if err := newApp(&syncWriter{}).Run(context.Background(), []string{"migrate"}); err != nil {
 		t.Fatal(err)
 	}
-	out := &syncWriter{lines: make(chan string, 100)}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- newApp(out).Run(ctx, []string{"serve"}) }()
-	var base string
-	for base == "" {
-		select {
-		case line := <-out.lines:
-			if rest, ok := strings.CutPrefix(line, "Serving HTTP on "); ok {
-				base = strings.TrimSuffix(rest, " (Ctrl-C to stop)")
-			}
-		case err := <-done:
-			t.Fatalf("serve ended before serving: %v\n%s", err, out)
-		}
-	}
+	base, stop, done := serve(t, newApp)
 	for _, page := range []string{"/navree/queue/", "/navree/queue/failed", "/navree/queue/workers"} {
 		resp, err := http.Get(base + page)
 		if err != nil {
@@ -57,6 +42,6 @@ func TestServeThroughATransactionPooler(t *testing.T) {
 	}
 	stop()
 	if err := <-done; err != nil {
-		t.Fatalf("serve: %v\n%s", err, out.buf.String())
+		t.Fatalf("serve: %v", err)
 	}
 }
