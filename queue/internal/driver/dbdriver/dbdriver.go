@@ -144,9 +144,10 @@ func (s stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) 
 	if s.kept == nil {
 		return s.on.QueryContext(ctx, s.query, args...)
 	}
-	call := s.kept.call(ctx, s.query)
+	_, inTx := s.on.(*sql.Tx)
+	call := s.kept.call(ctx, s.query, !inTx)
 	rows, err := s.on.QueryContext(ctx, call, args...)
-	if _, inTx := s.on.(*sql.Tx); err != nil && call != s.query && s.kept.stale(ctx, s.query, err) && !inTx {
+	if err != nil && call != s.query && s.kept.stale(ctx, s.query, err, !inTx) && !inTx {
 		return s.on.QueryContext(ctx, s.query, args...)
 	}
 	return rows, err

@@ -34,10 +34,15 @@ type keptPlans struct {
 }
 
 // call is the statement that runs query through its function, made
-// first if need be; query itself when none can be made.
-func (k *keptPlans) call(ctx context.Context, query string) string {
+// first if need be and may; query itself when none is, or can be, made.
+// (A call in a transaction may not make it: that takes another
+// connection of the pool, which may have no other.)
+func (k *keptPlans) call(ctx context.Context, query string, may bool) string {
 	if c, ok := k.calls.Load(query); ok {
 		return c.(string)
+	}
+	if !may {
+		return query
 	}
 	c, err := k.make(ctx, query)
 	if err != nil {
@@ -52,14 +57,15 @@ func (k *keptPlans) call(ctx context.Context, query string) string {
 
 // stale reports whether err, from running query's call, says that its
 // function is gone (dropped by hand) or no longer fits the tables (a
-// migration changed a column's type); it then drops the function, if
-// any is left, and forgets the call, so the next call makes it again.
-func (k *keptPlans) stale(ctx context.Context, query string, err error) bool {
+// migration changed a column's type); it then forgets the call, so the
+// next call makes it again, and with drop drops the function, if any is
+// left (not in a transaction: see call).
+func (k *keptPlans) stale(ctx context.Context, query string, err error, drop bool) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || !slices.Contains([]string{"42883", "42804", "0A000"}, pgErr.Code) {
 		return false
 	}
-	if c, ok := k.calls.LoadAndDelete(query); ok && c.(string) != query {
+	if c, ok := k.calls.LoadAndDelete(query); ok && c.(string) != query && drop {
 		_, _ = k.sqldb.ExecContext(ctx, "DROP FUNCTION IF EXISTS "+keptName(query))
 	}
 	return true

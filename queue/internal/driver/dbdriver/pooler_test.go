@@ -162,3 +162,40 @@ func TestBehindAPoolerAReservationKeepsItsPlanInAFunction(t *testing.T) {
 		t.Fatal("the function was not made again")
 	}
 }
+
+// TestBehindAPoolerAPoolOfOneConnectionMakesNoFunctionInATransaction: a
+// statement first run in a transaction runs as it is (making its
+// function would wait for a second connection of a pool that has one),
+// and is kept once it runs outside one.
+func TestBehindAPoolerAPoolOfOneConnectionMakesNoFunctionInATransaction(t *testing.T) {
+	t.Parallel()
+	d := migrated(t, dbtest.PooledPostgresURL(t))
+	d.SetMaxOpenConns(1)
+	p := newPostgres(d)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on the failure only
+	defer cancel()
+	query := "SELECT count(*) FROM jobs WHERE queue = $1"
+	tx, err := d.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := p.queryTx(ctx, tx.Tx, query, "default")
+	if err != nil {
+		t.Fatalf("in a transaction: %v", err)
+	}
+	rows.Close()
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.prepared(ctx, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, err = st.QueryContext(ctx, "default"); err != nil {
+		t.Fatalf("outside a transaction: %v", err)
+	}
+	rows.Close()
+	if c, _ := p.kept.calls.Load(query); c == query || c == nil {
+		t.Fatalf("outside a transaction the statement runs as %v; want its function's call", c)
+	}
+}
