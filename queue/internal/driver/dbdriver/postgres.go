@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -405,11 +406,12 @@ func (p *postgresDriver) listen(ctx context.Context, wake func(string), connecte
 		if err != nil {
 			return err
 		}
-		if check != "" && n.Payload == check {
+		switch {
+		case check != "" && n.Payload == check:
 			close(heard)
 			check = ""
-			continue
+		case !strings.HasPrefix(n.Payload, driver.CheckNote): // another listener's check
+			wake(n.Payload)
 		}
-		wake(n.Payload)
 	}
 }
