@@ -57,9 +57,15 @@ func sqlitePath(t testing.TB) string {
 // skipped (and [Main] says how many were).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
+	return testSchema(t, false)
+}
+
+// testSchema is PostgresURL, through the pooler with viaPooler.
+func testSchema(t testing.TB, viaPooler bool) string {
+	t.Helper()
 	base, admin := server(t)
 	schema := newSchemaName()
-	u, err := newSchema(context.Background(), admin, base, schema, false)
+	u, err := newSchema(context.Background(), admin, base, schema, viaPooler)
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}

@@ -53,18 +53,7 @@ func PoolerURL(t testing.TB) string {
 func PooledPostgresURL(t testing.TB) string {
 	t.Helper()
 	PoolerURL(t)
-	base, admin := server(t)
-	name := newSchemaName()
-	u, err := newSchema(context.Background(), admin, base, name, true)
-	if err != nil {
-		t.Fatalf("dbtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := dropSchema(context.Background(), admin, name); err != nil {
-			t.Errorf("dbtest: %v", err)
-		}
-	})
-	return u
+	return testSchema(t, true)
 }
 
 // ListenURL is the URL database.listen_url takes for u, a URL of
