@@ -388,8 +388,8 @@ func (p *postgresDriver) listen(ctx context.Context, wake func(string), connecte
 	heard := make(chan struct{})
 	checkCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	go func() {
-		if err := p.announce([]string{check}); err != nil {
+	go func(note string) {
+		if err := p.announce([]string{note}); err != nil {
 			return // the connection's trouble shows elsewhere
 		}
 		t := time.NewTimer(checkWait)
@@ -400,7 +400,7 @@ func (p *postgresDriver) listen(ctx context.Context, wake func(string), connecte
 		case <-t.C:
 			p.silent.Do(func() { failed(driver.ErrNotNotified) })
 		}
-	}()
+	}(check)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
